@@ -1,0 +1,151 @@
+"""Endpoints and the TOML file that declares them.
+
+An *endpoint* is provider + plan + model: the unit a result is about. The same model on two plans of one
+provider is two endpoints. A config file looks like::
+
+    [providers.groq]
+    base_url = "https://api.groq.com/openai/v1"
+    api_key_env = "GROQ_API_KEY"          # the *name* of the variable, never the key
+    plan = "free"                         # optional label, default "default"
+    models = ["llama-3.1-8b-instant"]
+
+    [providers.groq.plans.dev]            # more plans: each inherits the provider's fields
+    api_key_env = "GROQ_DEV_API_KEY"
+    models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]
+
+Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+
+from tokenpace.errors import ConfigError
+
+Protocol = Literal["openai-chat"]
+PROTOCOLS: tuple[str, ...] = ("openai-chat",)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and how to reach one model; holds the name of the key's variable, never the key."""
+
+    provider: str
+    model: str
+    base_url: str
+    plan: str = "default"
+    protocol: str = "openai-chat"
+    api_key_env: str | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=())
+    simulated: bool = False
+
+    @property
+    def name(self) -> str:
+        plan = "" if self.plan == "default" else f":{self.plan}"
+        return f"{self.provider}{plan}/{self.model}"
+
+    def api_key(self) -> str | None:
+        """The key from the environment, or None when no variable is configured."""
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(f"endpoint {self.name}: environment variable {self.api_key_env} is not set")
+        return key
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class _Plan(_Strict):
+    api_key_env: str | None = None
+    base_url: pydantic.HttpUrl | None = None
+    protocol: Protocol | None = None
+    headers: dict[str, str] = {}
+    models: list[str] = pydantic.Field(min_length=1)
+
+
+class _Provider(_Strict):
+    base_url: pydantic.HttpUrl
+    protocol: Protocol = "openai-chat"
+    api_key_env: str | None = None
+    plan: str = "default"
+    headers: dict[str, str] = {}
+    models: list[str] = []
+    plans: dict[str, _Plan] = {}
+
+
+class _File(_Strict):
+    providers: dict[str, _Provider] = pydantic.Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Config:
+    endpoints: tuple[Endpoint, ...]
+    source: str = "<command line>"
+
+    def find(self, ref: str) -> list[Endpoint]:
+        """Endpoints matching ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``."""
+        head, _, model = ref.partition("/")
+        provider, _, plan = head.partition(":")
+        found = [
+            e
+            for e in self.endpoints
+            if e.provider == provider and (not plan or e.plan == plan) and (not model or e.model == model)
+        ]
+        if not found:
+            names = ", ".join(e.name for e in self.endpoints)
+            raise ConfigError(f"{self.source}: no endpoint matches {ref!r} (known: {names})")
+        return found
+
+
+def _endpoints(name: str, p: _Provider) -> list[Endpoint]:
+    plans = dict(p.plans)
+    if p.models:
+        plans[p.plan] = _Plan(models=p.models)
+    if not plans:
+        raise ConfigError(f"providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
+    return [
+        Endpoint(
+            provider=name,
+            plan=plan_name,
+            model=model,
+            base_url=str(plan.base_url or p.base_url).rstrip("/"),
+            protocol=plan.protocol or p.protocol,
+            api_key_env=plan.api_key_env or p.api_key_env,
+            headers=tuple(sorted({**p.headers, **plan.headers}.items())),
+        )
+        for plan_name, plan in plans.items()
+        for model in plan.models
+    ]
+
+
+def _first_error(source: str, err: pydantic.ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{source}: {where}: {first['msg']}{more}"
+
+
+def load(path: str | Path) -> Config:
+    """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        parsed = _File.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(_first_error(str(path), exc)) from None
+    endpoints = [e for name, p in parsed.providers.items() for e in _endpoints(name, p)]
+    return Config(endpoints=tuple(endpoints), source=str(path))

@@ -1,0 +1,28 @@
+"""The exceptions tokenpace raises, all in one tree.
+
+A failed *request* is never an exception: it becomes a sample with an error kind (see ``failures``).
+These exceptions are for mistakes that stop tokenpace from starting or saving work::
+
+    TokenpaceError
+    ├── ConfigError        a config file, endpoint reference or command-line value is wrong
+    ├── StoreError         the database cannot be opened, migrated or written
+    └── SimulatorError     the simulator was asked for something it cannot do
+
+Each carries a one-line message that says what to fix; the CLI prints it as it is.
+"""
+
+
+class TokenpaceError(Exception):
+    """Base class of every exception tokenpace raises on purpose."""
+
+
+class ConfigError(TokenpaceError):
+    """A config file, endpoint reference or command-line value is wrong."""
+
+
+class StoreError(TokenpaceError):
+    """The database cannot be opened, migrated or written."""
+
+
+class SimulatorError(TokenpaceError):
+    """The simulator was asked for something it cannot do."""

@@ -1,0 +1,80 @@
+"""A sample: one request's outcome, successful or not, with the raw timeline it was measured from."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from tokenpace import __version__
+from tokenpace.config import Endpoint
+from tokenpace.failures import ErrorKind
+from tokenpace.metrics import Metrics, compute
+from tokenpace.timing import Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Endpoint identity + workload + when + metrics + error kind + timeline + the version that measured it."""
+
+    id: str
+    run_id: str
+    endpoint: Endpoint
+    workload: str
+    started_at: datetime  # UTC, wall clock when the request was sent
+    metrics: Metrics
+    timeline: Timeline
+    tool_version: str = __version__
+
+    @property
+    def ok(self) -> bool:
+        return self.timeline.failure is None
+
+    @property
+    def error_kind(self) -> ErrorKind | None:
+        return None if self.timeline.failure is None else self.timeline.failure.kind
+
+    @property
+    def error_message(self) -> str | None:
+        return None if self.timeline.failure is None else self.timeline.failure.message
+
+    @property
+    def http_status(self) -> int | None:
+        return None if self.timeline.failure is None else self.timeline.failure.http_status
+
+
+def make_sample(
+    run_id: str, endpoint: Endpoint, workload: str, started_at: datetime, timeline: Timeline
+) -> Sample:
+    """A sample with a fresh id and its metrics computed from the timeline."""
+    return Sample(
+        id=uuid.uuid4().hex,
+        run_id=run_id,
+        endpoint=endpoint,
+        workload=workload,
+        started_at=started_at,
+        metrics=compute(timeline),
+        timeline=timeline,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One invocation that took samples, with the client's own health while it measured.
+
+    A run is flagged ``client_bound`` when the client's event loop lagged enough to distort timings.
+    """
+
+    id: str
+    started_at: datetime
+    finished_at: datetime
+    command: str
+    concurrency: int
+    requested: int
+    completed: int
+    loop_lag_p50_ms: float | None
+    loop_lag_p99_ms: float | None
+    loop_lag_max_ms: float | None
+    cpu_us_per_event: float | None
+    client_bound: bool
+    tool_version: str = __version__
