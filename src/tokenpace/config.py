@@ -92,7 +92,7 @@ class Config:
     source: str = "<command line>"
 
     def find(self, ref: str) -> list[Endpoint]:
-        """Endpoints matching ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``."""
+        """Endpoints named ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``."""
         head, _, model = ref.partition("/")
         provider, _, plan = head.partition(":")
         found = [
@@ -106,12 +106,14 @@ class Config:
         return found
 
 
-def _endpoints(name: str, p: _Provider) -> list[Endpoint]:
+def _endpoints(source: str, name: str, p: _Provider) -> list[Endpoint]:
     plans = dict(p.plans)
     if p.models:
         plans[p.plan] = _Plan(models=p.models)
     if not plans:
-        raise ConfigError(f"providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
+        raise ConfigError(
+            f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]"
+        )
     return [
         Endpoint(
             provider=name,
@@ -147,5 +149,5 @@ def load(path: str | Path) -> Config:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:
         raise ConfigError(_first_error(str(path), exc)) from None
-    endpoints = [e for name, p in parsed.providers.items() for e in _endpoints(name, p)]
+    endpoints = [e for name, p in parsed.providers.items() for e in _endpoints(str(path), name, p)]
     return Config(endpoints=tuple(endpoints), source=str(path))

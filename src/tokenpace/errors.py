@@ -6,6 +6,7 @@ These exceptions are for mistakes that stop tokenpace from starting or saving wo
     TokenpaceError
     ├── ConfigError        a config file, endpoint reference or command-line value is wrong
     ├── StoreError         the database cannot be opened, migrated or written
+    ├── TokenizerError     the o200k_base vocabulary cannot be loaded
     └── SimulatorError     the simulator was asked for something it cannot do
 
 Each carries a one-line message that says what to fix; the CLI prints it as it is.
@@ -22,6 +23,10 @@ class ConfigError(TokenpaceError):
 
 class StoreError(TokenpaceError):
     """The database cannot be opened, migrated or written."""
+
+
+class TokenizerError(TokenpaceError):
+    """The o200k_base vocabulary cannot be loaded (no cached copy and no network)."""
 
 
 class SimulatorError(TokenpaceError):

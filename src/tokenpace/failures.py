@@ -27,7 +27,7 @@ from dataclasses import dataclass
 class ErrorKind(enum.StrEnum):
     CONNECT_ERROR = "connect_error"
     CONNECT_TIMEOUT = "connect_timeout"
-    FIRST_TOKEN_TIMEOUT = "first_token_timeout"
+    FIRST_TOKEN_TIMEOUT = "first_token_timeout"  # noqa: S105 (a name, not a password)
     IDLE_TIMEOUT = "idle_timeout"
     TOTAL_TIMEOUT = "total_timeout"
     RATE_LIMITED = "rate_limited"

@@ -6,6 +6,7 @@ Times are in milliseconds, speeds in tokens per second, tokens counted with o200
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ def ttft_ms(t_sent_ns: int, t_first_token_ns: int) -> float:
 
 
 def output_speed(total_tokens: int, first_chunk_tokens: int, t_first_ns: int, t_last_ns: int) -> float | None:
-    """Output speed (Artificial Analysis) = (total tokens - first-chunk tokens) / (t_last - t_first), tokens/s."""
+    """Output speed (Artificial Analysis) = (tokens - first-chunk tokens) / (t_last - t_first), tok/s."""
     if t_last_ns <= t_first_ns:
         return None
     return (total_tokens - first_chunk_tokens) / ((t_last_ns - t_first_ns) / 1e9)
@@ -68,7 +69,7 @@ def time_to_n_tokens_ms(ttft: float, speed: float, n: int = 100) -> float:
 
 def gaps_ms(times_ns: Sequence[int]) -> list[float]:
     """Inter-event gaps = differences between consecutive arrival times, in ms."""
-    return [(b - a) / NS_PER_MS for a, b in zip(times_ns, times_ns[1:], strict=False)]
+    return [(b - a) / NS_PER_MS for a, b in itertools.pairwise(times_ns)]
 
 
 def compute(timeline: Timeline) -> Metrics:

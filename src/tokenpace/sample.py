@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tokenpace import __version__
 from tokenpace.config import Endpoint
@@ -15,7 +17,7 @@ from tokenpace.timing import Timeline
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """Endpoint identity + workload + when + metrics + error kind + timeline + the version that measured it."""
+    """Endpoint + workload + when + metrics + error kind + timeline + the version that measured it."""
 
     id: str
     run_id: str
@@ -78,3 +80,26 @@ class RunRecord:
     cpu_us_per_event: float | None
     client_bound: bool
     tool_version: str = __version__
+
+
+def sample_row(sample: Sample) -> dict[str, Any]:
+    """The sample as one flat record: identity, outcome and every metric (the timeline is kept apart)."""
+    e = sample.endpoint
+    return {
+        "id": sample.id,
+        "run_id": sample.run_id,
+        "provider": e.provider,
+        "plan": e.plan,
+        "model": e.model,
+        "base_url": e.base_url,
+        "protocol": e.protocol,
+        "simulated": e.simulated,
+        "workload": sample.workload,
+        "started_at": sample.started_at.isoformat(),
+        "ok": sample.ok,
+        "error_kind": None if sample.error_kind is None else str(sample.error_kind),
+        "error_message": sample.error_message,
+        "http_status": sample.http_status,
+        **dataclasses.asdict(sample.metrics),
+        "tool_version": sample.tool_version,
+    }

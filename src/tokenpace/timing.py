@@ -1,8 +1,8 @@
 """Raw timing of one stream: what arrived, and when, on the client's monotonic clock.
 
 Clients record ``time.perf_counter_ns()`` as bytes arrive and parse later; a wire-protocol decoder then turns
-the recorded chunks into a :class:`Timeline` of typed :class:`Event` s. Metrics are derived from a timeline and
-the timeline is stored with every sample, so every figure can be recomputed from what was measured.
+the recorded chunks into a :class:`Timeline` of typed :class:`Event` s. Metrics are derived from a timeline
+and the timeline is stored with every sample, so every figure can be recomputed from what was measured.
 """
 
 from __future__ import annotations

@@ -10,12 +10,25 @@ import functools
 
 import tiktoken
 
+from tokenpace.errors import TokenizerError
+
 ENCODING = "o200k_base"
 
 
 @functools.cache
 def _encoding() -> tiktoken.Encoding:
-    return tiktoken.get_encoding(ENCODING)
+    try:
+        return tiktoken.get_encoding(ENCODING)
+    except Exception as exc:  # tiktoken raises whatever its download or file read raised
+        raise TokenizerError(
+            f"cannot load the {ENCODING} vocabulary ({type(exc).__name__}); connect to the internet once "
+            "or set TIKTOKEN_CACHE_DIR to a folder that holds it"
+        ) from None
+
+
+def preload() -> None:
+    """Load the vocabulary now, so the first count never happens while streams are being timed."""
+    _encoding()
 
 
 def count_tokens(text: str) -> int:

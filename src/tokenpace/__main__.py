@@ -1,0 +1,3 @@
+from tokenpace.cli import main
+
+main()

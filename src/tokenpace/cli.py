@@ -1,0 +1,313 @@
+"""The ``tokenpace`` command: parse, call, print. Every TokenpaceError becomes one line here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tokenpace import __version__, config, sim
+from tokenpace.clients.base import Timeouts
+from tokenpace.config import Endpoint
+from tokenpace.errors import ConfigError, TokenpaceError
+from tokenpace.export import write_samples
+from tokenpace.run import Plan, RunResult, event_loop_factory, measure
+from tokenpace.sample import Sample
+from tokenpace.store import open_store
+from tokenpace.summary import FIGURES, Summary, summarise
+from tokenpace.workload import DEFAULT as DEFAULT_WORKLOAD
+
+T = TypeVar("T")
+err = Console(stderr=True)
+
+
+def _run_async(main: Callable[[], Awaitable[T]]) -> T:
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(main())  # type: ignore[arg-type]
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TokenpaceError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="tokenpace")
+def main() -> None:
+    """Measure how fast LLM APIs really are."""
+
+
+def _cli_endpoint(
+    base_url: str,
+    model: str | None,
+    protocol: str,
+    key_env: str | None,
+    plan: str,
+    provider: str | None,
+    headers: Sequence[str],
+) -> Endpoint:
+    if not model:
+        raise ConfigError("--base-url needs --model (the model name the endpoint expects)")
+    if urlsplit(base_url).scheme not in ("http", "https"):
+        raise ConfigError(f"--base-url {base_url!r}: give a full URL such as http://127.0.0.1:8080/v1")
+    pairs = []
+    for h in headers:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            raise ConfigError(f"--header {h!r}: write it as 'Name: value'")
+        pairs.append((name.strip(), value.strip()))
+    if protocol not in config.PROTOCOLS:
+        raise ConfigError(f"--protocol {protocol!r}: known protocols are {', '.join(config.PROTOCOLS)}")
+    return Endpoint(
+        provider=provider or urlsplit(base_url).hostname or "custom",
+        model=model,
+        base_url=base_url.rstrip("/"),
+        plan=plan,
+        protocol=protocol,
+        api_key_env=key_env,
+        headers=tuple(pairs),
+    )
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+
+
+def _print_summary(console: Console, s: Summary) -> None:
+    rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
+    errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
+    table = Table(
+        title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left"
+    )
+    for col in ("figure", "unit", "n", "P5", "P50", "P95", "mean"):
+        table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
+    for name, label, unit in FIGURES:
+        st = s.figures[name]
+        table.add_row(label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean))
+    console.print(table)
+
+
+def _summaries(result: RunResult) -> list[Summary]:
+    by_endpoint: dict[str, list[Sample]] = {}
+    for s in result.samples:
+        by_endpoint.setdefault(s.endpoint.name, []).append(s)
+    return [summarise(name, samples) for name, samples in by_endpoint.items()]
+
+
+@main.command()
+@click.argument("endpoints", nargs=-1)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML file declaring providers and models.",
+)
+@click.option("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
+@click.option("--model", help="Model name to request (with --base-url).")
+@click.option("--protocol", default="openai-chat", show_default=True, help="Wire protocol (with --base-url).")
+@click.option("--api-key-env", help="Name of the environment variable holding the API key.")
+@click.option("--provider", help="Provider label (default: the URL's host).")
+@click.option("--plan", default="default", show_default=True, help="Plan label.")
+@click.option("--header", "headers", multiple=True, help="Extra request header 'Name: value' (repeatable).")
+@click.option("--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process.")
+@click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--max-tokens", default=DEFAULT_WORKLOAD.max_tokens, show_default=True, type=click.IntRange(min=1)
+)
+@click.option("--seed", type=int, help="Reproduce the prompts of an earlier run (default: fresh prompts).")
+@click.option(
+    "--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
+)
+@click.option(
+    "--first-token-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
+)
+@click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option(
+    "--total-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
+)
+@click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
+@click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the samples to FILE.csv or FILE.jsonl.",
+)
+def run(
+    endpoints: tuple[str, ...],
+    config_path: Path | None,
+    base_url: str | None,
+    model: str | None,
+    protocol: str,
+    api_key_env: str | None,
+    provider: str | None,
+    plan: str,
+    headers: tuple[str, ...],
+    use_sim: bool,
+    requests: int,
+    concurrency: int,
+    max_tokens: int,
+    seed: int | None,
+    connect_timeout: float,
+    first_token_timeout: float,
+    idle_timeout: float,
+    total_timeout: float,
+    no_warmup: bool,
+    db: str | None,
+    as_json: bool,
+    output: Path | None,
+) -> None:
+    """Stream completions from endpoints and summarise how fast they were.
+
+    ENDPOINTS are names from --config (provider/model, provider:plan/model or provider).
+    """
+    chosen: list[Endpoint] = []
+    if endpoints:
+        if config_path is None:
+            raise ConfigError("endpoint names need --config FILE (or use --base-url and --model)")
+        cfg = config.load(config_path)
+        chosen = [e for ref in endpoints for e in cfg.find(ref)]
+    if base_url:
+        chosen.append(_cli_endpoint(base_url, model, protocol, api_key_env, plan, provider, headers))
+    if not chosen and not use_sim:
+        raise ConfigError("nothing to measure: name endpoints from --config, give --base-url, or use --sim")
+    for e in chosen:
+        e.api_key()  # a missing key variable is reported before anything is sent
+    workload = dataclasses.replace(DEFAULT_WORKLOAD, max_tokens=max_tokens)
+    run_plan = Plan(
+        requests,
+        concurrency,
+        Timeouts(connect_timeout, first_token_timeout, idle_timeout, total_timeout),
+        warmup=not no_warmup,
+        seed=seed,
+    )
+    store = open_store(db)
+    command = " ".join(["tokenpace", *sys.argv[1:]]) if sys.argv else "tokenpace run"
+    total = requests * (len(chosen) + use_sim)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=as_json,
+    )
+
+    async def go() -> RunResult:
+        task = progress.add_task("measuring", total=total)
+        advance = lambda _s: progress.advance(task)  # noqa: E731
+        if not use_sim:
+            return await measure(chosen, workload, run_plan, store, advance, command)
+        async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=150, tokens_per_s=120))) as url:
+            simulated = Endpoint("sim", "sim", url, simulated=True)
+            return await measure([simulated, *chosen], workload, run_plan, store, advance, command)
+
+    try:
+        with progress:
+            result = _run_async(go)
+    finally:
+        store.close()
+    summaries = _summaries(result)
+    if output is not None:
+        write_samples(output, result.samples)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "run_id": result.run.id,
+                    "client_bound": result.run.client_bound,
+                    "endpoints": [s.as_dict() for s in summaries],
+                },
+                indent=2,
+            )
+        )
+        return
+    out = Console()
+    for s in summaries:
+        _print_summary(out, s)
+    r = result.run
+    lag = f"loop lag p99 {_fmt(r.loop_lag_p99_ms)} ms, {_fmt(r.cpu_us_per_event)} µs CPU per event"
+    if r.client_bound:
+        err.print(
+            f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
+            "Lower --concurrency or run on a less busy machine."
+        )
+    out.print(f"saved {len(result.samples)} samples to {store.url} (run {r.id[:12]}; {lag})")
+    if output is not None:
+        out.print(f"wrote {output}")
+
+
+@main.command("sim")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--ttft-ms", default=200.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--tokens-per-s", default=50.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option("--tokens-per-chunk", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--jitter-ms", default=0.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--output-tokens", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option("--reasoning-tokens", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--usage", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option(
+    "--error",
+    type=click.Choice(["429", "500", "malformed", "cut", "endless", "midstream"]),
+    help="Inject this failure.",
+)
+@click.option("--error-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--api-key-env", help="Require the key held in this environment variable.")
+@click.option("--seed", default=0, show_default=True, type=int)
+def sim_command(
+    host: str,
+    port: int,
+    ttft_ms: float,
+    tokens_per_s: float,
+    tokens_per_chunk: int,
+    jitter_ms: float,
+    output_tokens: int,
+    reasoning_tokens: int,
+    usage: str,
+    error: str | None,
+    error_rate: float,
+    api_key_env: str | None,
+    seed: int,
+) -> None:
+    """Serve a ground-truth OpenAI-compatible streaming simulator (Ctrl-C stops it)."""
+    scenario = sim.Scenario(
+        ttft_ms=ttft_ms,
+        tokens_per_s=tokens_per_s,
+        tokens_per_chunk=tokens_per_chunk,
+        jitter_ms=jitter_ms,
+        output_tokens=output_tokens,
+        reasoning_tokens=reasoning_tokens,
+        usage=usage,
+        error=error,
+        error_rate=error_rate,
+        seed=seed,
+    )
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if api_key_env and not key:
+        raise ConfigError(f"--api-key-env: environment variable {api_key_env} is not set")
+    err.print(
+        f"tokenpace sim on http://{host}:{port}/v1 "
+        f"(TTFT {ttft_ms:g} ms, {tokens_per_s:g} tok/s; Ctrl-C to stop)"
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        _run_async(lambda: sim.serve_forever(sim.Simulator(scenario, api_key=key), host, port))

@@ -1,0 +1,219 @@
+"""The one interface every wire protocol implements, and the HTTP transport they share.
+
+The transport is the timed hot path: request bytes are built before the clock starts, and while the stream
+runs each read costs one ``perf_counter_ns()`` and one list append. Decoding happens after the stream ends.
+aiohttp's exceptions are mapped to the failure taxonomy here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import aiohttp
+
+from tokenpace.config import Endpoint
+from tokenpace.failures import ErrorKind, Failure
+from tokenpace.timing import Recording, Timeline
+from tokenpace.workload import Prompt
+
+MAX_ERROR_BODY = 4096
+MAX_MESSAGE = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds. ``idle`` bounds any silence on the socket, before or after the first token."""
+
+    connect: float = 10.0
+    first_token: float = 60.0
+    idle: float = 30.0
+    total: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    secret: str | None = field(default=None, repr=False)  # only to scrub it from error messages
+
+
+class WireProtocol(abc.ABC):
+    """A streaming API: how to ask (request bytes) and how to read what came back (decode)."""
+
+    name: str
+
+    @abc.abstractmethod
+    def request(self, endpoint: Endpoint, prompt: Prompt) -> HttpRequest:
+        """The request for one prompt, fully built so sending it costs no CPU on the clock."""
+
+    @abc.abstractmethod
+    def decode(self, recording: Recording) -> Timeline:
+        """The typed timeline of a recorded stream, with the failure (if any) the stream shows."""
+
+    def warm_url(self, endpoint: Endpoint) -> str:
+        """A cheap GET that opens a keep-alive connection before measuring."""
+        return f"{endpoint.base_url}/models"
+
+    def has_token(self, recording: Recording) -> bool:
+        """Whether generated text has arrived yet (used only when the first-token deadline passes)."""
+        return any(e.is_token for e in self.decode(recording).events)
+
+
+def redact(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _http_failure(status: int, body: bytes, secret: str | None) -> Failure:
+    message = body.decode("utf-8", "replace")
+    try:
+        doc = json.loads(message)
+        error = doc.get("error", doc) if isinstance(doc, dict) else doc
+        message = str(error.get("message", error)) if isinstance(error, dict) else str(error)
+    except ValueError:
+        pass
+    kind = ErrorKind.RATE_LIMITED if status == 429 else ErrorKind.HTTP_ERROR
+    return Failure(kind, one_line(f"HTTP {status}: {redact(message, secret)}"), status)
+
+
+def _client_failure(exc: aiohttp.ClientError, rec: Recording, secret: str | None) -> Failure:
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        kind = ErrorKind.CONNECT_TIMEOUT
+    elif isinstance(exc, aiohttp.ServerTimeoutError):
+        kind = ErrorKind.IDLE_TIMEOUT
+    elif isinstance(exc, aiohttp.ClientConnectorError) or rec.t_headers_ns is None:
+        kind = ErrorKind.CONNECT_ERROR
+    else:
+        kind = ErrorKind.INCOMPLETE_STREAM
+    return Failure(kind, one_line(redact(f"{type(exc).__name__}: {exc}", secret)))
+
+
+def trace_config() -> aiohttp.TraceConfig:
+    """Records when a request had to open a new connection, so network set-up is told apart."""
+
+    async def start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
+        if isinstance(ctx.trace_request_ctx, Recording):
+            ctx.trace_request_ctx.t_connect_start_ns = time.perf_counter_ns()
+
+    async def end(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
+        if isinstance(ctx.trace_request_ctx, Recording):
+            ctx.trace_request_ctx.t_connected_ns = time.perf_counter_ns()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_start.append(start)
+    trace.on_connection_create_end.append(end)
+    return trace
+
+
+def new_session(concurrency: int, timeouts: Timeouts) -> aiohttp.ClientSession:
+    """A session whose pool holds one keep-alive connection per concurrent stream."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=0),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.idle),
+        trace_configs=[trace_config()],
+    )
+
+
+async def warm(session: aiohttp.ClientSession, url: str, headers: Mapping[str, str], n: int) -> None:
+    """Open ``n`` connections at once and leave them in the pool; failures here are not samples."""
+
+    async def one() -> None:
+        try:
+            async with session.get(url, headers=headers) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+
+    await asyncio.gather(*(one() for _ in range(n)))
+
+
+async def _exchange(
+    session: aiohttp.ClientSession,
+    req: HttpRequest,
+    timeouts: Timeouts,
+    rec: Recording,
+    has_token: Callable[[Recording], bool],
+    expired: list[ErrorKind],
+) -> None:
+    loop = asyncio.get_running_loop()
+    clock = time.perf_counter_ns
+    chunks = rec.chunks
+    rec.t_sent_ns = clock()
+    start = loop.time()
+    async with asyncio.timeout_at(start + timeouts.total) as deadline:
+
+        def first_token_due() -> None:
+            # Runs once, only if the first-token deadline passes while the stream is still open.
+            if not has_token(rec):
+                expired[0] = ErrorKind.FIRST_TOKEN_TIMEOUT
+                deadline.reschedule(loop.time())
+
+        check = loop.call_at(start + timeouts.first_token, first_token_due)
+        try:
+            async with session.post(req.url, data=req.body, headers=req.headers, trace_request_ctx=rec) as r:
+                rec.t_headers_ns = clock()
+                rec.http_status = r.status
+                if r.status >= 300:
+                    rec.failure = _http_failure(r.status, await r.content.read(MAX_ERROR_BODY), req.secret)
+                else:
+                    async for data in r.content.iter_any():
+                        chunks.append((clock(), data))
+        finally:
+            check.cancel()
+
+
+def _stale(exc: aiohttp.ClientError, rec: Recording) -> bool:
+    """A pooled keep-alive connection the server had already closed: the request never reached it."""
+    reused = rec.t_connect_start_ns is None
+    return (
+        reused
+        and rec.t_headers_ns is None
+        and isinstance(exc, aiohttp.ClientOSError | aiohttp.ServerDisconnectedError)
+    )
+
+
+async def record(
+    session: aiohttp.ClientSession,
+    req: HttpRequest,
+    timeouts: Timeouts,
+    rec: Recording,
+    has_token: Callable[[Recording], bool],
+) -> None:
+    """Send ``req`` and fill ``rec`` with every chunk's arrival time; failures land in ``rec.failure``.
+
+    A request that fails on a stale pooled connection is sent once more on a new one, clock restarted, as
+    HTTP clients do. On cancellation ``rec`` is marked cancelled before the cancellation propagates.
+    """
+    expired = [ErrorKind.TOTAL_TIMEOUT]
+    try:
+        for attempt in (1, 2):
+            try:
+                await _exchange(session, req, timeouts, rec, has_token, expired)
+                break
+            except aiohttp.ClientError as exc:
+                if attempt == 2 or not _stale(exc, rec):
+                    raise
+    except TimeoutError as exc:
+        if isinstance(exc, aiohttp.ClientError):  # aiohttp's own timeouts subclass TimeoutError
+            rec.failure = _client_failure(exc, rec, req.secret)
+        else:
+            limit = timeouts.first_token if expired[0] is ErrorKind.FIRST_TOKEN_TIMEOUT else timeouts.total
+            rec.failure = Failure(expired[0], f"{expired[0].value.replace('_', ' ')} after {limit:g} s")
+    except aiohttp.ClientError as exc:
+        rec.failure = _client_failure(exc, rec, req.secret)
+    except asyncio.CancelledError:
+        rec.failure = Failure(ErrorKind.CANCELLED, "cancelled by the client")
+        raise
+    finally:
+        rec.t_end_ns = time.perf_counter_ns()

@@ -1,0 +1,80 @@
+"""The database schema as an append-only history: append a migration, never edit or reorder one.
+
+A database records the versions it has in ``schema_migrations``; the store applies the missing ones, in order
+and in one transaction, when it opens. The SQL is the subset SQLite and PostgreSQL both run unchanged (TEXT,
+INTEGER, DOUBLE PRECISION; booleans as 0/1; times as UTC epoch seconds), so one history serves both.
+
+Columns are written out here rather than derived from the dataclasses: a migration records what a database
+*was* given, so it must not change when the code does. A new ``Metrics`` field needs a new migration
+(``ALTER TABLE samples ADD COLUMN ...``); the store's tests fail until it exists.
+"""
+
+from __future__ import annotations
+
+# Outside the history because it is how the history is read.
+BOOTSTRAP = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations "
+    "(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+)
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            # Endpoint headers are deliberately absent: they can hold secrets.
+            """CREATE TABLE samples (
+                id TEXT PRIMARY KEY,
+                run_id TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                plan TEXT NOT NULL,
+                model TEXT NOT NULL,
+                base_url TEXT NOT NULL,
+                protocol TEXT NOT NULL,
+                api_key_env TEXT,
+                simulated INTEGER NOT NULL,
+                workload TEXT NOT NULL,
+                started_at DOUBLE PRECISION NOT NULL,
+                ok INTEGER NOT NULL,
+                error_kind TEXT,
+                error_message TEXT,
+                http_status INTEGER,
+                ttft_ms DOUBLE PRECISION,
+                ttfb_ms DOUBLE PRECISION,
+                connect_ms DOUBLE PRECISION,
+                ttfat_ms DOUBLE PRECISION,
+                output_speed DOUBLE PRECISION,
+                e2e_ms DOUBLE PRECISION,
+                t100_ms DOUBLE PRECISION,
+                gap_p50_ms DOUBLE PRECISION,
+                gap_p95_ms DOUBLE PRECISION,
+                gap_max_ms DOUBLE PRECISION,
+                chunk_count INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL,
+                reasoning_tokens INTEGER NOT NULL,
+                first_chunk_tokens INTEGER NOT NULL,
+                provider_input_tokens INTEGER,
+                provider_output_tokens INTEGER,
+                token_diff INTEGER,
+                timeline TEXT NOT NULL,
+                tool_version TEXT NOT NULL
+            )""",
+            "CREATE INDEX samples_endpoint_time ON samples (provider, model, workload, started_at)",
+            "CREATE INDEX samples_run ON samples (run_id)",
+            """CREATE TABLE runs (
+                id TEXT PRIMARY KEY,
+                started_at DOUBLE PRECISION NOT NULL,
+                finished_at DOUBLE PRECISION NOT NULL,
+                command TEXT NOT NULL,
+                concurrency INTEGER NOT NULL,
+                requested INTEGER NOT NULL,
+                completed INTEGER NOT NULL,
+                loop_lag_p50_ms DOUBLE PRECISION,
+                loop_lag_p99_ms DOUBLE PRECISION,
+                loop_lag_max_ms DOUBLE PRECISION,
+                cpu_us_per_event DOUBLE PRECISION,
+                client_bound INTEGER NOT NULL,
+                tool_version TEXT NOT NULL
+            )""",
+        ),
+    ),
+)

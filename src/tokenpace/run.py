@@ -1,0 +1,147 @@
+"""Take samples: N requests per endpoint, C at a time, every one ending as a stored sample.
+
+Everything that costs CPU and is not the measurement happens off the clock: prompts and request bytes are
+built before the first request, connections are opened before measuring, and decoding waits until a stream
+has ended. The client's own loop lag is watched throughout so a run whose client was the bottleneck is
+flagged rather than trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from tokenpace.clients import protocol_for
+from tokenpace.clients.base import HttpRequest, Timeouts, new_session, record, warm
+from tokenpace.config import Endpoint
+from tokenpace.lag import LoopLag
+from tokenpace.sample import RunRecord, Sample, make_sample
+from tokenpace.timing import Recording
+from tokenpace.tokens import preload as preload_tokenizer
+from tokenpace.workload import Workload
+
+
+class SampleSink(Protocol):
+    def add_sample(self, sample: Sample) -> None: ...
+    def add_run(self, run: RunRecord) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run: RunRecord
+    samples: list[Sample] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How many requests, how many at once, with which limits."""
+
+    requests: int = 10
+    concurrency: int = 1
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    warmup: bool = True
+    seed: int | None = None  # None: fresh prompts every run
+
+
+async def _measure_endpoint(
+    endpoint: Endpoint,
+    workload: Workload,
+    plan: Plan,
+    run_id: str,
+    seed: int,
+    keep: Callable[[Sample], None],
+) -> int:
+    """Take ``plan.requests`` samples of one endpoint; returns the number of decoded events."""
+    proto = protocol_for(endpoint.protocol)
+    requests: list[HttpRequest] = [
+        proto.request(endpoint, workload.prompt(seed + i)) for i in range(plan.requests)
+    ]
+    events = 0
+    async with new_session(plan.concurrency, plan.timeouts) as session:
+        if plan.warmup:
+            await warm(session, proto.warm_url(endpoint), requests[0].headers, plan.concurrency)
+        order = iter(range(plan.requests))
+
+        async def worker() -> None:
+            nonlocal events
+            for i in order:
+                rec = Recording(t_sent_ns=0)
+                started = datetime.now(UTC)
+                try:
+                    await record(session, requests[i], plan.timeouts, rec, proto.has_token)
+                finally:
+                    # Runs on cancellation too: a cancelled request is still a sample.
+                    timeline = proto.decode(rec)
+                    events += len(timeline.events)
+                    keep(make_sample(run_id, endpoint, workload.name, started, timeline))
+
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(min(plan.concurrency, plan.requests)):
+                tg.create_task(worker())
+    return events
+
+
+async def measure(
+    endpoints: Sequence[Endpoint],
+    workload: Workload,
+    plan: Plan,
+    sink: SampleSink | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
+    command: str = "",
+) -> RunResult:
+    """Measure each endpoint in turn and record the run, including when it is interrupted."""
+    preload_tokenizer()
+    run_id = uuid.uuid4().hex
+    seed = plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(32)
+    samples: list[Sample] = []
+
+    def keep(sample: Sample) -> None:
+        samples.append(sample)
+        if sink is not None:
+            sink.add_sample(sample)
+        if on_sample is not None:
+            on_sample(sample)
+
+    lag = LoopLag()
+    started = datetime.now(UTC)
+    cpu0 = time.process_time()
+    events = 0
+    lag.start()
+    try:
+        for endpoint in endpoints:
+            events += await _measure_endpoint(endpoint, workload, plan, run_id, seed, keep)
+    finally:
+        await lag.stop()
+        cpu = time.process_time() - cpu0
+        run = RunRecord(
+            id=run_id,
+            started_at=started,
+            finished_at=datetime.now(UTC),
+            command=command,
+            concurrency=plan.concurrency,
+            requested=plan.requests * len(endpoints),
+            completed=len(samples),
+            loop_lag_p50_ms=lag.p(50),
+            loop_lag_p99_ms=lag.p(99),
+            loop_lag_max_ms=max(lag.lags_ms, default=None),
+            cpu_us_per_event=cpu * 1e6 / events if events else None,
+            client_bound=lag.client_bound,
+        )
+        if sink is not None:
+            sink.add_run(run)
+    return RunResult(run, samples)
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed: its lower per-event cost is timing accuracy here."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop

@@ -1,0 +1,51 @@
+"""tokenpace against a real server: llama.cpp's llama-server with a tiny random-weights model.
+
+llama-server streams one SSE event per generated token and reports its own per-request ``timings``
+(predicted_n tokens decoded in predicted_ms), so the client's figures can be checked against the server's.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tokenpace.clients.base import Timeouts
+from tokenpace.config import Endpoint
+from tokenpace.run import Plan, measure
+from tokenpace.sample import Sample
+from tokenpace.workload import Workload
+
+MAX_TOKENS = 128
+
+
+def event_rate(s: Sample) -> float:
+    """Token events per second between the first and last token event (one event per llama.cpp token)."""
+    tokens = s.timeline.token_events
+    return (len(tokens) - 1) / ((tokens[-1].t_ns - tokens[0].t_ns) / 1e9)
+
+
+async def test_figures_agree_with_llama_servers_own_timings(llama_server: str) -> None:
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server)
+    plan = Plan(requests=8, concurrency=1, timeouts=Timeouts(5, 30, 30, 60))
+    result = await measure([endpoint], Workload("short", MAX_TOKENS), plan)
+    assert [s.error_kind for s in result.samples] == [None] * 8
+    ratios = []
+    for s in result.samples:
+        timings = s.timeline.server_timings
+        assert timings is not None, "llama-server sends timings with the usage chunk"
+        # Every token the server says it generated arrived as its own event, and usage agrees.
+        assert s.metrics.chunk_count == timings["predicted_n"] == MAX_TOKENS
+        assert s.metrics.provider_output_tokens == MAX_TOKENS
+        assert s.metrics.ttft_ms is not None and s.metrics.ttft_ms >= timings["prompt_ms"]
+        ratios.append(event_rate(s) / timings["predicted_per_second"])
+    # The client sees the server's decode rate; tolerance for a loaded 2-core machine.
+    assert statistics.median(ratios) == pytest.approx(1.0, abs=0.15)
+    assert result.run.client_bound is False
+
+
+async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server)
+    result = await measure([endpoint], Workload("short", 32), Plan(8, 4, Timeouts(5, 30, 30, 60)))
+    assert all(s.ok for s in result.samples), [s.error_message for s in result.samples]
+    assert all(s.metrics.output_speed is not None for s in result.samples)

@@ -1,0 +1,115 @@
+"""Metric formulas on hand-built timelines, where the right answer is known."""
+
+from __future__ import annotations
+
+import pytest
+
+from tokenpace.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
+from tokenpace.timing import Event, EventKind, Timeline, Usage
+from tokenpace.tokens import count_tokens
+
+MS = 1_000_000
+
+
+def timeline(*events: Event, usage: Usage | None = None, end_ms: int = 1000) -> Timeline:
+    return Timeline(t_sent_ns=0, t_headers_ns=5 * MS, t_end_ns=end_ms * MS, events=events, usage=usage)
+
+
+def test_percentile_interpolates_like_numpy() -> None:
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile([10], 95) == 10
+    assert percentile([0, 10], 95) == pytest.approx(9.5)
+    assert percentile([], 50) is None
+
+
+def test_formulas() -> None:
+    assert ttft_ms(1 * MS, 251 * MS) == 250
+    assert output_speed(101, 1, 0, 2_000 * MS) == 50
+    assert output_speed(10, 1, 5, 5) is None
+    assert time_to_n_tokens_ms(200, 50) == 2200
+    assert gaps_ms([0, 10 * MS, 30 * MS]) == [10, 20]
+
+
+def test_role_only_first_event_is_not_the_first_token() -> None:
+    t = timeline(
+        Event(10 * MS, EventKind.OTHER),
+        Event(12 * MS, EventKind.CONTENT, ""),
+        Event(200 * MS, EventKind.CONTENT, " the"),
+        Event(300 * MS, EventKind.CONTENT, " speed"),
+    )
+    m = compute(t)
+    assert m.ttft_ms == 200
+    assert m.chunk_count == 2
+    assert m.ttfb_ms == 5
+
+
+def test_output_speed_excludes_first_chunk_tokens_and_counts_whole_text() -> None:
+    first, rest = " the quick brown fox", " jumps over the lazy dog" * 10
+    t = timeline(Event(100 * MS, EventKind.CONTENT, first), Event(1100 * MS, EventKind.CONTENT, rest))
+    m = compute(t)
+    total = count_tokens(first) + count_tokens(rest)
+    assert m.output_tokens == total
+    assert m.first_chunk_tokens == count_tokens(first)
+    assert m.output_speed == pytest.approx((total - count_tokens(first)) / 1.0)
+    assert m.output_speed is not None
+    assert m.t100_ms == pytest.approx(100 + 100 / m.output_speed * 1000)
+
+
+def test_reasoning_counts_and_time_to_first_answer_token() -> None:
+    t = timeline(
+        Event(50 * MS, EventKind.REASONING, " let me think"),
+        Event(80 * MS, EventKind.REASONING, " about it"),
+        Event(400 * MS, EventKind.CONTENT, " answer"),
+        Event(500 * MS, EventKind.CONTENT, " here"),
+    )
+    m = compute(t)
+    assert m.ttft_ms == 50
+    assert m.ttfat_ms == 400
+    assert m.reasoning_tokens == count_tokens(" let me think about it")
+    assert m.output_tokens == m.reasoning_tokens + count_tokens(" answer here")
+
+
+def test_single_token_event_has_no_output_speed() -> None:
+    m = compute(timeline(Event(100 * MS, EventKind.CONTENT, " everything at once")))
+    assert m.ttft_ms == 100
+    assert m.output_speed is None
+    assert m.t100_ms is None
+
+
+def test_no_tokens_leaves_token_figures_missing() -> None:
+    m = compute(timeline(Event(10 * MS, EventKind.OTHER)))
+    assert m.ttft_ms is None and m.output_speed is None and m.output_tokens == 0
+    assert m.e2e_ms == 1000
+
+
+def test_provider_usage_is_kept_beside_o200k() -> None:
+    t = timeline(
+        Event(100 * MS, EventKind.CONTENT, " the"),
+        Event(200 * MS, EventKind.CONTENT, " the"),
+        usage=Usage(input_tokens=12, output_tokens=5),
+    )
+    m = compute(t)
+    assert (m.provider_input_tokens, m.provider_output_tokens, m.token_diff) == (12, 5, 2 - 5)
+
+
+def test_gaps_between_token_events() -> None:
+    t = timeline(*(Event(ms * MS, EventKind.CONTENT, " x") for ms in (100, 110, 120, 200)))
+    m = compute(t)
+    assert m.gap_max_ms == 80
+    assert m.gap_p50_ms == 10
+
+
+def test_timeline_json_round_trip_keeps_relative_times() -> None:
+    t = Timeline(
+        t_sent_ns=7_000 * MS,
+        t_headers_ns=7_005 * MS,
+        t_end_ns=7_900 * MS,
+        events=(Event(7_100 * MS, EventKind.CONTENT, "é日本"), Event(7_200 * MS, EventKind.DONE)),
+        connect_ns=3 * MS,
+        usage=Usage(1, 2, None),
+        response_id="abc",
+    )
+    back = Timeline.from_json(t.to_json())
+    assert compute(back) == compute(t)
+    assert back.events[0].text == "é日本"
+    assert back.response_id == "abc"

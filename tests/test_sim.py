@@ -1,0 +1,498 @@
+"""The simulator as a real server on a free port, read by the official openai client and by raw aiohttp."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import logging
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+from aiohttp import web
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
+
+from tokenpace.errors import SimulatorError
+from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario, Simulator, Truth, serve, serve_forever
+from tokenpace.tokens import count_tokens
+
+PROMPT = "How fast is this endpoint, really?"
+MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
+FAST = Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=20)  # no waiting
+MS = 1_000_000
+
+
+def fast(**changes: Any) -> Scenario:
+    """FAST, with some fields changed."""
+    return dataclasses.replace(FAST, **changes)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_server(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Whatever a test does to a connection, the server logs no warnings or tracebacks."""
+    yield
+    noisy = [r for r in caplog.get_records("call") if r.levelno >= logging.WARNING]
+    assert not noisy, [r.getMessage() for r in noisy]
+
+
+@dataclass
+class Raw:
+    """What a plain HTTP client received: status, headers, body and the error that ended reading, if any."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    error: Exception | None = None
+
+    @property
+    def payloads(self) -> list[str]:
+        """The SSE ``data:`` payloads in order."""
+        events = [e for e in self.body.decode().split("\n\n") if e]
+        assert all(e.startswith("data: ") for e in events), events
+        return [e.removeprefix("data: ") for e in events]
+
+    @property
+    def chunks(self) -> list[dict[str, Any]]:
+        return [json.loads(p) for p in self.payloads if p != "[DONE]"]
+
+    def deltas(self, key: str = "content") -> list[str]:
+        """The ``key`` field of every choice delta that has one, the role chunk's aside."""
+        deltas = [c["choices"][0]["delta"] for c in self.chunks if c.get("choices")]
+        return [d[key] for d in deltas if key in d and "role" not in d]
+
+
+async def raw_chat(url: str, model: str = "sim", stream: bool = True, **extra: Any) -> Raw:
+    body = {"model": model, "messages": MESSAGES, "stream": stream, **extra}
+    data, error = b"", None
+    async with aiohttp.ClientSession() as session, session.post(f"{url}/chat/completions", json=body) as r:
+        try:
+            async for piece in r.content.iter_any():
+                data += piece
+        except aiohttp.ClientPayloadError as exc:
+            error = exc
+        return Raw(r.status, r.headers, data, error)
+
+
+async def openai_stream(url: str, model: str = "sim", **extra: Any) -> list[ChatCompletionChunk]:
+    async with openai.AsyncOpenAI(base_url=url, api_key="x") as client:
+        stream = await client.chat.completions.create(
+            model=model, messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **extra
+        )
+        return [chunk async for chunk in stream]
+
+
+def only(sim: Simulator) -> Truth:
+    (truth,) = sim.truth.values()
+    return truth
+
+
+def times(truth: Truth, *kinds: str) -> list[int]:
+    return [t for t, kind, _ in truth.events if kind in kinds]
+
+
+def test_every_word_is_one_o200k_token() -> None:
+    assert len(set(WORDS)) == len(WORDS) >= 50
+    assert [w for w in WORDS if not w.startswith(" ") or count_tokens(w) != 1] == []
+    assert all(not w.isascii() for w in NON_ASCII_WORDS)
+
+
+async def test_o200k_count_of_a_500_token_stream_equals_completion_tokens() -> None:
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=100_000, output_tokens=500))
+    async with serve(sim) as url:
+        chunks = await openai_stream(url)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].usage is not None
+    assert count_tokens(text) == chunks[-1].usage.completion_tokens == only(sim).completion_tokens == 500
+
+
+async def test_openai_client_stream_matches_truth() -> None:
+    sim = Simulator(Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=30))
+    async with serve(sim) as url:
+        chunks = await openai_stream(url)
+    truth = only(sim)
+    assert {c.id for c in chunks} == {truth.id}
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == truth.text("content")
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    usage = chunks[-1].usage
+    assert usage is not None and chunks[-1].choices == []
+    assert (usage.prompt_tokens, usage.completion_tokens) == (truth.prompt_tokens, truth.completion_tokens)
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (
+        8,
+        30,
+        38,
+    )  # 8: o200k(PROMPT)
+
+
+async def test_openai_client_non_streaming_waits_the_whole_generation() -> None:
+    sim = Simulator(Scenario(ttft_ms=20, tokens_per_s=1000, output_tokens=50, reasoning_tokens=10))
+    async with serve(sim) as url, openai.AsyncOpenAI(base_url=url, api_key="x") as client:
+        reply = await client.chat.completions.create(model="sim", messages=MESSAGES)
+    truth = only(sim)
+    assert reply.id == truth.id and reply.object == "chat.completion"
+    assert reply.choices[0].message.content == truth.text("content")
+    assert reply.choices[0].finish_reason == "stop"
+    assert (reply.choices[0].message.model_extra or {})["reasoning_content"] == truth.text("reasoning")
+    assert reply.usage is not None and reply.usage.completion_tokens == truth.completion_tokens == 60
+    # sent when a stream would have sent its last token: 20 ms + 59 tokens at 1000/s
+    assert times(truth, "content")[0] - truth.t_received_ns >= (20 + 59) * MS
+
+
+async def test_raw_wire_format_and_truth_endpoint() -> None:
+    sim = Simulator(fast(output_tokens=5))
+    async with serve(sim) as url:
+        raw = await raw_chat(url, model="sim")
+        async with aiohttp.ClientSession() as session:
+            rid = raw.headers["x-request-id"]
+            async with session.get(url.removesuffix("/v1") + f"/sim/truth/{rid}") as r:
+                assert r.status == 200
+                doc = await r.json()
+            async with session.get(url.removesuffix("/v1") + "/sim/truth/chatcmpl-nope") as r:
+                assert r.status == 404 and "message" in (await r.json())["error"]
+    assert raw.status == 200 and raw.headers["Content-Type"] == "text/event-stream"
+    assert raw.payloads[-1] == "[DONE]"
+    created = raw.chunks[0]["created"]
+    head = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": "sim"}
+    head["system_fingerprint"] = None
+
+    def choice(delta: dict[str, str], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    truth = sim.truth[rid]
+    words = [text for _, kind, text in truth.events if kind == "content"]
+    expected = [choice({"role": "assistant", "content": ""}), *(choice({"content": w}) for w in words)]
+    assert raw.chunks == [*expected, choice({}, "stop")]  # no usage: the request did not ask for it
+    assert [kind for _, kind, _ in truth.events] == ["role"] + ["content"] * 5 + ["finish", "done"]
+    assert Truth.from_dict(doc) == truth and doc == json.loads(json.dumps(truth.to_dict()))
+    assert all(w in WORDS for w in words)
+
+
+async def test_usage_chunk_follows_the_scenario_and_the_request() -> None:
+    models = {"always": fast(usage="always"), "never": fast(usage="never")}
+    async with serve(Simulator(FAST, models)) as url:
+        asked = await raw_chat(url, stream_options={"include_usage": True})
+        not_asked = await raw_chat(url)
+        always = await raw_chat(url, "always")
+        never = await raw_chat(url, "never", stream_options={"include_usage": True})
+    for raw, due in ((asked, True), (not_asked, False), (always, True), (never, False)):
+        last = raw.chunks[-1]
+        assert (last["choices"] == [] and last["usage"]["completion_tokens"] == 20) is due
+        assert all(("usage" in c) is due for c in raw.chunks)  # OpenAI adds "usage": null to every chunk
+
+
+async def test_models_health_and_bad_requests() -> None:
+    async with serve(Simulator(FAST, {"fast": FAST})) as url, aiohttp.ClientSession() as session:
+        async with session.get(f"{url}/models") as r:
+            assert [m["id"] for m in (await r.json())["data"]] == ["sim", "fast"]
+        async with session.get(url.removesuffix("/v1") + "/health") as r:
+            assert await r.json() == {"status": "ok"}
+        bad_bodies: list[Any] = [b"{not json", {"model": "sim"}, {"messages": [], "max_tokens": 0}, [1]]
+        for bad in bad_bodies:
+            data = bad if isinstance(bad, bytes) else json.dumps(bad).encode()
+            async with session.post(f"{url}/chat/completions", data=data) as r:
+                error = (await r.json())["error"]
+                assert r.status == 400 and error["type"] == "invalid_request_error" and error["message"]
+
+
+async def test_api_key_is_required_when_set() -> None:
+    sim = Simulator(FAST, api_key="sk-sim")
+    async with serve(sim) as url, aiohttp.ClientSession() as session:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            async with session.post(f"{url}/chat/completions", json={"messages": []}, headers=headers) as r:
+                assert r.status == 401 and (await r.json())["error"]["code"] == "invalid_api_key"
+        async with openai.AsyncOpenAI(base_url=url, api_key="sk-sim") as client:
+            reply = await client.chat.completions.create(model="sim", messages=MESSAGES)
+            assert reply.choices[0].message.content
+        with pytest.raises(openai.AuthenticationError):
+            async with openai.AsyncOpenAI(base_url=url, api_key="wrong") as client:
+                await client.chat.completions.create(model="sim", messages=MESSAGES)
+    assert len(sim.truth) == 1
+
+
+async def test_max_tokens_caps_output_and_reasoning_counts_toward_it() -> None:
+    models = {"reasoner": fast(output_tokens=10, reasoning_tokens=5)}
+    async with serve(Simulator(FAST, models)) as url:
+        capped = await raw_chat(url, max_tokens=7, stream_options={"include_usage": True})
+        both = await raw_chat(url, "reasoner", max_tokens=100, max_completion_tokens=8)
+        uncapped = await raw_chat(url, max_tokens=500)
+    assert len(capped.deltas()) == 7 and capped.chunks[-2]["choices"][0]["finish_reason"] == "length"
+    assert capped.chunks[-1]["usage"]["completion_tokens"] == 7
+    assert (len(both.deltas("reasoning_content")), len(both.deltas())) == (5, 3)
+    assert both.chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert len(uncapped.deltas()) == 20 and uncapped.chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+async def test_the_model_field_chooses_the_scenario() -> None:
+    sim = Simulator(FAST, {"short": fast(output_tokens=3)})
+    async with serve(sim) as url:
+        short, unknown = await raw_chat(url, "short"), await raw_chat(url, "gpt-unknown")
+    assert len(short.deltas()) == 3 and {c["model"] for c in short.chunks} == {"short"}
+    assert len(unknown.deltas()) == 20 and {c["model"] for c in unknown.chunks} == {"gpt-unknown"}
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "exception"),
+    [("429", 429, openai.RateLimitError), ("500", 500, openai.InternalServerError)],
+)
+async def test_http_errors(error: str, status: int, exception: type[openai.APIStatusError]) -> None:
+    sim = Simulator(Scenario(error=error))
+    async with serve(sim) as url:
+        raw = await raw_chat(url)
+        with pytest.raises(exception):
+            async with openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0) as client:
+                await client.chat.completions.create(model="sim", messages=MESSAGES, stream=True)
+    body = json.loads(raw.body)
+    if error == "429":
+        assert raw.headers["Retry-After"] == "1"
+        assert body == {
+            "error": {
+                "message": "Rate limit reached for requests",
+                "type": "rate_limit_error",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        }
+    else:
+        assert body["error"]["type"] == "server_error" and body["error"]["code"] is None
+    assert raw.status == status and raw.headers["x-request-id"] in sim.truth
+    assert [kind for _, kind, _ in sim.truth[raw.headers["x-request-id"]].events] == ["error"]
+
+
+async def test_malformed_event_midway_then_the_stream_goes_on() -> None:
+    async with serve(Simulator(fast(error="malformed"))) as url:
+        raw = await raw_chat(url)
+    broken = [i for i, p in enumerate(raw.payloads) if p.startswith("{") and not _parses(p)]
+    assert len(broken) == 1 and raw.payloads[broken[0]] == '{"choices": [{"delta": {"content": "x"'
+    assert broken[0] == 1 + 10  # role chunk, then half of the 20 tokens
+    assert raw.payloads[-1] == "[DONE]"
+    good = [json.loads(p) for p in raw.payloads if _parses(p) and p != "[DONE]"]
+    assert sum("content" in c["choices"][0]["delta"] for c in good) == 21  # role chunk's "" + 20 tokens
+
+
+def _parses(payload: str) -> bool:
+    try:
+        json.loads(payload)
+    except ValueError:
+        return False
+    return True
+
+
+async def test_cut_drops_the_connection_midway() -> None:
+    sim = Simulator(fast(error="cut"))
+    async with serve(sim) as url:
+        raw = await raw_chat(url)
+    assert isinstance(raw.error, aiohttp.ClientPayloadError)
+    assert "[DONE]" not in raw.payloads and len(raw.deltas()) == 10
+    assert [kind for _, kind, _ in only(sim).events] == ["role"] + ["content"] * 10
+    assert only(sim).completion_tokens == 10
+
+
+async def test_endless_keeps_going_until_the_client_leaves() -> None:
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=1000, output_tokens=5, error="endless"))
+    async with serve(sim) as url, aiohttp.ClientSession() as session:
+        body = {"model": "sim", "messages": MESSAGES, "stream": True}
+        async with session.post(f"{url}/chat/completions", json=body) as r:
+            seen = 0
+            async for line in r.content:
+                seen += line.startswith(b'data: {"id"')
+                if seen > 40:
+                    break
+        await asyncio.sleep(0.05)
+        stopped_at = only(sim).completion_tokens
+        await asyncio.sleep(0.1)  # 100 more tokens would be due if the handler were still running
+    assert 40 <= stopped_at == only(sim).completion_tokens < 100
+    assert {kind for _, kind, _ in only(sim).events} == {"role", "content"}
+
+
+async def test_app_on_a_plain_runner_lets_disconnected_clients_go_quietly() -> None:
+    """Without serve()'s handler cancellation, the next write notices the client is gone."""
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=1000, error="endless"))
+    runner = web.AppRunner(sim.app())
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        async with aiohttp.ClientSession() as session:
+            body = {"model": "sim", "messages": MESSAGES, "stream": True}
+            async with session.post(f"{url}/chat/completions", json=body) as r:
+                await r.content.readline()
+        await asyncio.sleep(0.05)
+        stopped_at = only(sim).completion_tokens
+        await asyncio.sleep(0.05)
+        assert stopped_at == only(sim).completion_tokens < 50
+    finally:
+        await runner.cleanup()
+
+
+async def test_midstream_error_event_ends_the_stream() -> None:
+    async with serve(Simulator(fast(error="midstream"))) as url:
+        raw = await raw_chat(url)
+    assert raw.error is None and "[DONE]" not in raw.payloads
+    error = {"error": {"message": "upstream overloaded", "type": "server_error"}}
+    assert json.loads(raw.payloads[-1]) == error
+    assert len(raw.deltas()) == 10
+
+
+async def test_failures_without_streaming() -> None:
+    models = {e: fast(error=e) for e in ("malformed", "midstream", "cut")}
+    async with serve(Simulator(FAST, models)) as url:
+        malformed = await raw_chat(url, "malformed", stream=False)
+        midstream = await raw_chat(url, "midstream", stream=False)
+        with pytest.raises(aiohttp.ServerDisconnectedError):
+            await raw_chat(url, "cut", stream=False)
+    assert malformed.status == 200 and not _parses(malformed.body.decode())
+    assert midstream.status == 500 and json.loads(midstream.body)["error"]["message"] == "upstream overloaded"
+
+
+async def test_error_rate_is_seeded_and_reproducible() -> None:
+    statuses = []
+    for _ in range(2):
+        async with serve(Simulator(fast(error="429", error_rate=0.5, seed=7))) as url:
+            statuses.append([(await raw_chat(url, stream=False)).status for _ in range(16)])
+    assert statuses[0] == statuses[1] and set(statuses[0]) == {200, 429}
+
+
+async def test_same_seed_same_text() -> None:
+    texts = []
+    for seed in (1, 1, 2):
+        sim = Simulator(fast(seed=seed))
+        async with serve(sim) as url:
+            await raw_chat(url)
+        texts.append(only(sim).text())
+    assert texts[0] == texts[1] != texts[2]
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_comes_before_content_in_the_configured_field(field: str) -> None:
+    sim = Simulator(fast(reasoning_tokens=4, output_tokens=3, reasoning_field=field))
+    async with serve(sim) as url:
+        raw = await raw_chat(url, stream_options={"include_usage": True})
+    keys = [next(iter(c["choices"][0]["delta"])) for c in raw.chunks[1:-2]]
+    assert keys == [field] * 4 + ["content"] * 3
+    assert raw.chunks[-1]["usage"]["completion_tokens"] == 7
+    assert raw.chunks[-1]["usage"]["completion_tokens_details"] == {"reasoning_tokens": 4}
+    assert "".join(raw.deltas(field)) == only(sim).text("reasoning")
+
+
+async def test_final_burst_sends_the_rest_in_one_last_chunk() -> None:
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=500, output_tokens=20, final_burst=True))
+    async with serve(sim) as url:
+        raw = await raw_chat(url)
+    assert [count_tokens(d) for d in raw.deltas()] == [1, 19]  # the first token, then the burst
+    first, burst = times(only(sim), "content")
+    assert burst - first >= 19 * 2 * MS  # held back until the last token was due
+
+
+async def test_tokens_per_chunk() -> None:
+    sim = Simulator(fast(output_tokens=10, tokens_per_chunk=3))
+    async with serve(sim) as url:
+        raw = await raw_chat(url, stream_options={"include_usage": True})
+    assert [count_tokens(d) for d in raw.deltas()] == [3, 3, 3, 1]
+    assert raw.chunks[-1]["usage"]["completion_tokens"] == 10
+
+
+async def test_ttft_is_honoured() -> None:
+    sim = Simulator(Scenario(ttft_ms=100, tokens_per_s=1000, output_tokens=3))
+    async with serve(sim) as url:
+        await raw_chat(url)
+    truth = only(sim)
+    role, first = times(truth, "role")[0], times(truth, "content")[0]
+    assert role - truth.t_received_ns < 30 * MS  # the role chunk goes out at once
+    assert 100 * MS <= first - truth.t_received_ns < 180 * MS
+
+
+async def test_rate_is_honoured_without_drift() -> None:
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=200, output_tokens=50))
+    async with serve(sim) as url:
+        await raw_chat(url)
+    sent = times(only(sim), "content")
+    rate = (len(sent) - 1) / ((sent[-1] - sent[0]) / 1e9)
+    assert len(sent) == 50 and 150 <= rate <= 250
+
+
+async def test_stall_pauses_once() -> None:
+    sim = Simulator(
+        Scenario(ttft_ms=0, tokens_per_s=1000, output_tokens=8, stall_after_tokens=3, stall_ms=150.0)
+    )
+    async with serve(sim) as url:
+        await raw_chat(url)
+    sent = times(only(sim), "content")
+    gaps = [(b - a) / MS for a, b in itertools.pairwise(sent)]
+    assert gaps[2] >= 150 and max(gaps[:2] + gaps[3:]) < 50
+
+
+async def test_jitter_spreads_gaps_around_the_schedule() -> None:
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=100, output_tokens=30, jitter_ms=4, seed=3))
+    async with serve(sim) as url:
+        await raw_chat(url)
+    sent = times(only(sim), "content")
+    gaps = [(b - a) / MS for a, b in itertools.pairwise(sent)]
+    assert min(gaps) < 7 and max(gaps) > 13  # 10 ms +- up to 8 ms
+    assert 290 - 5 <= (sent[-1] - sent[0]) / MS < 290 + 40  # absolute targets: the jitter does not add up
+
+
+async def test_non_ascii_text_survives_the_openai_client() -> None:
+    sim = Simulator(fast(output_tokens=40, non_ascii=True))
+    async with serve(sim) as url:
+        chunks = await openai_stream(url)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == only(sim).text("content") and not text.isascii()
+    assert [w for w in text.split(" ")[1:] if " " + w not in NON_ASCII_WORDS] == []
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 40
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"tokens_per_s": 0},
+        {"tokens_per_chunk": 0},
+        {"ttft_ms": -1},
+        {"error": "teapot"},
+        {"error_rate": 1.5},
+        {"usage": "sometimes"},
+        {"reasoning_field": "thinking"},
+        {"final_burst": True, "error": "endless"},
+        {"jitter_ms": float("nan")},
+    ],
+)
+def test_scenario_rejects_what_it_cannot_do(bad: dict[str, Any]) -> None:
+    with pytest.raises(SimulatorError, match="scenario"):
+        Scenario(**bad)
+
+
+async def test_serve_forever_serves_until_cancelled() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    task = asyncio.create_task(serve_forever(Simulator(FAST), "127.0.0.1", port))
+    async with aiohttp.ClientSession() as session:
+        deadline = time.monotonic() + 2
+        while True:
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/health") as r:
+                    assert await r.json() == {"status": "ok"}
+                    break
+            except aiohttp.ClientConnectionError:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(aiohttp.ClientConnectionError):
+            async with session.get(f"http://127.0.0.1:{port}/health"):
+                pass
+
+
+async def test_a_port_in_use_is_a_simulator_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(SimulatorError, match="choose another port"):
+            async with serve(Simulator(), port=int(taken.getsockname()[1])):
+                pass
