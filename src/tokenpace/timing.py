@@ -57,9 +57,15 @@ class Usage:
 
 @dataclass(slots=True)
 class Recording:
-    """What the client saw on the wire, kept as cheap as possible while the stream runs."""
+    """What the client saw on the wire, kept as cheap as possible while the stream runs.
 
-    t_sent_ns: int
+    ``t_start_ns`` is when the client began the request; ``t_sent_ns`` when its bytes were handed to the
+    socket. Time between the two is the client's own delay (connection pool, other streams' work) and is
+    kept out of TTFT.
+    """
+
+    t_start_ns: int = 0
+    t_sent_ns: int | None = None
     t_connected_ns: int | None = None  # set only when this request opened a new connection
     t_connect_start_ns: int | None = None
     t_headers_ns: int | None = None
@@ -78,6 +84,7 @@ class Timeline:
     t_end_ns: int
     events: tuple[Event, ...]
     connect_ns: int | None = None  # time to open a new connection, None when one was reused
+    queued_ns: int = 0  # client-side delay between starting the request and writing it
     usage: Usage | None = None
     response_id: str | None = None
     server_timings: dict[str, Any] | None = None
@@ -103,6 +110,7 @@ class Timeline:
             "headers_us": rel(self.t_headers_ns),
             "end_us": rel(self.t_end_ns),
             "connect_us": None if self.connect_ns is None else self.connect_ns // 1000,
+            "queued_us": self.queued_ns // 1000,
             "events": [[rel(e.t_ns), e.kind.value, e.text] for e in self.events],
         }
         if self.usage is not None:
@@ -128,6 +136,7 @@ class Timeline:
             t_end_ns=doc["end_us"] * 1000,
             events=tuple(Event(us * 1000, EventKind(k), t) for us, k, t in doc["events"]),
             connect_ns=ns(doc.get("connect_us")),
+            queued_ns=doc.get("queued_us", 0) * 1000,
             usage=usage,
             response_id=doc.get("id"),
             server_timings=doc.get("server_timings"),

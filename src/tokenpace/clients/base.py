@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
-from tokenpace.timing import Recording, Timeline
+from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
 from tokenpace.workload import Prompt
 
 MAX_ERROR_BODY = 4096
@@ -42,6 +43,43 @@ class HttpRequest:
     headers: Mapping[str, str]
     body: bytes
     secret: str | None = field(default=None, repr=False)  # only to scrub it from error messages
+
+
+def timeline(
+    rec: Recording,
+    events: list[Event],
+    usage: Usage | None = None,
+    response_id: str | None = None,
+    server_timings: dict[str, Any] | None = None,
+    problem: Failure | None = None,
+) -> Timeline:
+    """Assemble a decoded stream; the failure is the transport's, else the stream's, else how it ended."""
+    sent = rec.t_sent_ns if rec.t_sent_ns is not None else rec.t_start_ns
+    connect = None
+    if rec.t_connect_start_ns is not None and rec.t_connected_ns is not None:
+        connect = rec.t_connected_ns - rec.t_connect_start_ns
+    return Timeline(
+        t_sent_ns=sent,
+        t_headers_ns=rec.t_headers_ns,
+        t_end_ns=rec.t_end_ns if rec.t_end_ns is not None else sent,
+        events=tuple(events),
+        connect_ns=connect,
+        queued_ns=sent - rec.t_start_ns,
+        usage=usage,
+        response_id=response_id,
+        server_timings=server_timings,
+        failure=rec.failure or problem or _ending_failure(events),
+    )
+
+
+def _ending_failure(events: list[Event]) -> Failure | None:
+    """A stream that ended cleanly must have been terminated and must have produced text."""
+    kinds = {e.kind for e in events}
+    if EventKind.DONE not in kinds and EventKind.FINISH not in kinds:
+        return Failure(ErrorKind.INCOMPLETE_STREAM, "stream ended without its end marker or a finish reason")
+    if not any(e.is_token for e in events):
+        return Failure(ErrorKind.EMPTY_OUTPUT, "stream finished without generating any text")
+    return None
 
 
 class WireProtocol(abc.ABC):
@@ -110,9 +148,16 @@ def trace_config() -> aiohttp.TraceConfig:
         if isinstance(ctx.trace_request_ctx, Recording):
             ctx.trace_request_ctx.t_connected_ns = time.perf_counter_ns()
 
+    async def sent(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
+        # aiohttp calls this just before handing the body (with the headers) to the transport.
+        rec = ctx.trace_request_ctx
+        if isinstance(rec, Recording) and rec.t_sent_ns is None:
+            rec.t_sent_ns = time.perf_counter_ns()
+
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_start.append(start)
     trace.on_connection_create_end.append(end)
+    trace.on_request_chunk_sent.append(sent)
     return trace
 
 
@@ -149,7 +194,8 @@ async def _exchange(
     loop = asyncio.get_running_loop()
     clock = time.perf_counter_ns
     chunks = rec.chunks
-    rec.t_sent_ns = clock()
+    rec.t_start_ns = clock()
+    rec.t_sent_ns = None
     start = loop.time()
     async with asyncio.timeout_at(start + timeouts.total) as deadline:
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tokenpace import sse
-from tokenpace.clients.base import HttpRequest, WireProtocol, one_line
+from tokenpace.clients.base import HttpRequest, WireProtocol, one_line, timeline
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
@@ -93,30 +93,4 @@ class OpenAIChat(WireProtocol):
                 server_timings = doc["timings"]
             for choice in doc.get("choices") or ():
                 events.extend(_choice_events(ev.t_ns, choice))
-        return Timeline(
-            t_sent_ns=recording.t_sent_ns,
-            t_headers_ns=recording.t_headers_ns,
-            t_end_ns=recording.t_end_ns or recording.t_sent_ns,
-            events=tuple(events),
-            connect_ns=_connect_ns(recording),
-            usage=usage,
-            response_id=response_id,
-            server_timings=server_timings,
-            failure=recording.failure or problem or _ending_failure(events),
-        )
-
-
-def _connect_ns(rec: Recording) -> int | None:
-    if rec.t_connect_start_ns is None or rec.t_connected_ns is None:
-        return None
-    return rec.t_connected_ns - rec.t_connect_start_ns
-
-
-def _ending_failure(events: list[Event]) -> Failure | None:
-    """A stream that ended cleanly must have been terminated and must have produced text."""
-    kinds = {e.kind for e in events}
-    if EventKind.DONE not in kinds and EventKind.FINISH not in kinds:
-        return Failure(ErrorKind.INCOMPLETE_STREAM, "stream ended without [DONE] or a finish reason")
-    if not any(e.is_token for e in events):
-        return Failure(ErrorKind.EMPTY_OUTPUT, "stream finished without generating any text")
-    return None
+        return timeline(recording, events, usage, response_id, server_timings, problem)

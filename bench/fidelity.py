@@ -1,0 +1,174 @@
+"""How far tokenpace's timings are from the truth, at concurrency 1, 32 and 256.
+
+The simulator runs in its own process on one core and records when it sent every event; tokenpace runs here
+on the other core. Both read CLOCK_MONOTONIC (perf_counter_ns), so times compare directly. Per level it prints:
+
+- TTFT error: measured TTFT - true TTFT, where true TTFT = simulator's first-token send time - the time
+  the client wrote the request to its socket (tokenpace's "request sent"). It is the error of the client's
+  two timestamps; client-side queueing before the write is reported apart ("queued"), never in TTFT.
+- transit: simulator's handler start - client write. Loopback is ~0.1 ms; more means the simulator itself was
+  queueing requests (its single core parsing a burst), which delays the stream but is no client error.
+- event-arrival error: client arrival timestamp - simulator send time, over every event.
+- client CPU per event, the client's event-loop lag (p99) and whether the run was flagged client-bound;
+- achieved vs requested load: mean streams in flight / requested concurrency, and events/s.
+
+    uv run python bench/fidelity.py [--levels 1,32,256] [--tokens-per-s 50] [--output-tokens 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tokenpace.clients.base import Timeouts
+from tokenpace.config import Endpoint
+from tokenpace.metrics import percentile
+from tokenpace.run import Plan, RunResult, event_loop_factory, measure
+from tokenpace.sim import Truth
+from tokenpace.workload import Workload
+
+MS = 1_000_000
+
+
+def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable, "-m", "tokenpace", "sim", "--port", str(port), "--ttft-ms", str(args.ttft_ms),
+        "--tokens-per-s", str(args.tokens_per_s), "--tokens-per-chunk", str(args.tokens_per_chunk),
+        "--output-tokens", str(args.output_tokens),
+    ]  # fmt: skip
+    cores = sorted(os.sched_getaffinity(0))
+
+    def pin() -> None:
+        if len(cores) > 1:
+            os.sched_setaffinity(0, {cores[-1]})
+
+    proc = subprocess.Popen(cmd, preexec_fn=pin, stderr=subprocess.DEVNULL)  # noqa: PLW1509
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()  # noqa: S310
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the simulator did not start")
+
+
+def truth_of(port: int, response_id: str) -> Truth:
+    url = f"http://127.0.0.1:{port}/sim/truth/{response_id}"
+    with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310
+        return Truth.from_dict(json.load(resp))
+
+
+def fmt(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def report(level: int, result: RunResult, port: int, tokens_per_s: float) -> dict[str, object]:
+    ttft_err, arrival_err, transit, queued = [], [], [], []
+    busy_ns = 0
+    events = 0
+    for s in result.samples:
+        if not s.ok or s.timeline.response_id is None:
+            continue
+        truth = truth_of(port, s.timeline.response_id)
+        sent = [t for t, _, _ in truth.events]
+        seen = sorted(e.t_ns for e in s.timeline.events)
+        # One decoded event per simulator event here (one token per chunk, finish, usage, [DONE]).
+        arrival_err += [(a - b) / MS for a, b in zip(seen, sent, strict=False)]
+        first_sent = next(t for t, kind, _ in truth.events if kind in ("content", "reasoning"))
+        assert s.metrics.ttft_ms is not None
+        ttft_err.append(s.metrics.ttft_ms - (first_sent - s.timeline.t_sent_ns) / MS)
+        transit.append((truth.t_received_ns - s.timeline.t_sent_ns) / MS)
+        queued.append(s.timeline.queued_ns / MS)
+        busy_ns += s.timeline.t_end_ns - s.timeline.t_sent_ns
+        events += s.metrics.chunk_count
+    ok = [s for s in result.samples if s.ok]
+    wall_ns = max(s.timeline.t_end_ns for s in ok) - min(s.timeline.t_sent_ns for s in ok)
+    run = result.run
+    return {
+        "concurrency": level,
+        "samples": len(result.samples),
+        "ok": len(ok),
+        "ttft_err_p50_ms": percentile(ttft_err, 50),
+        "ttft_err_p99_ms": percentile(ttft_err, 99),
+        "ttft_err_max_ms": max(ttft_err),
+        "transit_p50_ms": percentile(transit, 50),
+        "transit_p99_ms": percentile(transit, 99),
+        "queued_p50_ms": percentile(queued, 50),
+        "queued_p99_ms": percentile(queued, 99),
+        "arrival_err_p50_ms": percentile(arrival_err, 50),
+        "arrival_err_p99_ms": percentile(arrival_err, 99),
+        "cpu_us_per_event": run.cpu_us_per_event,
+        "loop_lag_p99_ms": run.loop_lag_p99_ms,
+        "client_bound": run.client_bound,
+        "held_concurrency": busy_ns / wall_ns / level,
+        "events_per_s": events / (wall_ns / 1e9),
+        "requested_events_per_s": level * tokens_per_s,
+    }
+
+
+async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult:
+    endpoint = Endpoint("sim", "sim", url, simulated=True)
+    requests = args.requests_per_level or max(level, 20)
+    plan = Plan(requests, level, Timeouts(10, 60, 30, 120), seed=1)
+    return await measure([endpoint], Workload("short", args.output_tokens), plan)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--levels", default="1,32,256")
+    parser.add_argument("--ttft-ms", type=float, default=100)
+    parser.add_argument("--tokens-per-s", type=float, default=50)
+    parser.add_argument("--tokens-per-chunk", type=int, default=1)
+    parser.add_argument("--output-tokens", type=int, default=100)
+    parser.add_argument("--requests-per-level", type=int, default=0, help="default: max(level, 20)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cores[0]})  # the client gets one core, the simulator another
+    from tokenpace.tokens import preload
+
+    preload()
+    port = 18000 + os.getpid() % 1000
+    sim = start_simulator(args, port)
+    rows = []
+    try:
+        for level in (int(x) for x in args.levels.split(",")):
+            with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+                result = runner.run(one_level(args, f"http://127.0.0.1:{port}/v1", level))
+            rows.append(report(level, result, port, args.tokens_per_s))
+    finally:
+        sim.terminate()
+        sim.wait()
+    print(f"simulator: TTFT {args.ttft_ms:g} ms, {args.tokens_per_s:g} events/s per stream, "
+          f"{args.tokens_per_chunk} token(s) per event, {args.output_tokens} tokens; client on 1 core")  # fmt: skip
+    head = ("conc", "ok", "TTFT err p50/p99/max ms", "arrival err p50/p99 ms", "transit p50/p99 ms",
+            "queued p50/p99 ms", "CPU µs/event",
+            "loop lag p99 ms", "held conc", "events/s (req)")  # fmt: skip
+    print(" | ".join(head))
+    for r in rows:
+        print(" | ".join((
+            str(r["concurrency"]), f"{r['ok']}/{r['samples']}",
+            f"{fmt(r['ttft_err_p50_ms'])}/{fmt(r['ttft_err_p99_ms'])}/{fmt(r['ttft_err_max_ms'])}",  # type: ignore[arg-type]
+            f"{fmt(r['arrival_err_p50_ms'])}/{fmt(r['arrival_err_p99_ms'])}",  # type: ignore[arg-type]
+            f"{fmt(r['transit_p50_ms'])}/{fmt(r['transit_p99_ms'])}",  # type: ignore[arg-type]
+            f"{fmt(r['queued_p50_ms'])}/{fmt(r['queued_p99_ms'])}",  # type: ignore[arg-type]
+            fmt(r["cpu_us_per_event"], 1), fmt(r["loop_lag_p99_ms"]),  # type: ignore[arg-type]
+            f"{r['held_concurrency']:.1%}" + (" client-bound" if r["client_bound"] else ""),
+            f"{r['events_per_s']:.0f} ({r['requested_events_per_s']:.0f})",
+        )))  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
