@@ -1,7 +1,7 @@
 """How far tokenpace's timings are from the truth, at concurrency 1, 32 and 256.
 
-The simulator runs in its own process on one core and records when it sent every event; tokenpace runs here
-on the other core. Both read CLOCK_MONOTONIC (perf_counter_ns), so times compare directly. Per level it prints:
+The simulator runs in its own process on one core and records when it sent every event; tokenpace runs
+here on the other core. Both read CLOCK_MONOTONIC (perf_counter_ns), so times compare directly. Per level:
 
 - TTFT error: measured TTFT - true TTFT, where true TTFT = simulator's first-token send time - the time
   the client wrote the request to its socket (tokenpace's "request sent"). It is the error of the client's
@@ -49,10 +49,10 @@ def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[byt
         if len(cores) > 1:
             os.sched_setaffinity(0, {cores[-1]})
 
-    proc = subprocess.Popen(cmd, preexec_fn=pin, stderr=subprocess.DEVNULL)  # noqa: PLW1509
+    proc = subprocess.Popen(cmd, preexec_fn=pin, stderr=subprocess.DEVNULL)
     for _ in range(100):
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()  # noqa: S310
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
             return proc
         except OSError:
             time.sleep(0.1)
@@ -62,7 +62,7 @@ def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[byt
 
 def truth_of(port: int, response_id: str) -> Truth:
     url = f"http://127.0.0.1:{port}/sim/truth/{response_id}"
-    with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310
+    with urllib.request.urlopen(url, timeout=5) as resp:
         return Truth.from_dict(json.load(resp))
 
 
@@ -149,8 +149,10 @@ def main() -> None:
     finally:
         sim.terminate()
         sim.wait()
-    print(f"simulator: TTFT {args.ttft_ms:g} ms, {args.tokens_per_s:g} events/s per stream, "
-          f"{args.tokens_per_chunk} token(s) per event, {args.output_tokens} tokens; client on 1 core")  # fmt: skip
+    print(
+        f"simulator: TTFT {args.ttft_ms:g} ms, {args.tokens_per_s:g} events/s per stream, "
+        f"{args.tokens_per_chunk} token(s) per event, {args.output_tokens} tokens; client on 1 core"
+    )
     head = ("conc", "ok", "TTFT err p50/p99/max ms", "arrival err p50/p99 ms", "transit p50/p99 ms",
             "queued p50/p99 ms", "CPU µs/event",
             "loop lag p99 ms", "held conc", "events/s (req)")  # fmt: skip
