@@ -122,9 +122,7 @@ async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="1,32,256")
     parser.add_argument("--ttft-ms", type=float, default=100)
     parser.add_argument("--tokens-per-s", type=float, default=50)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+import threading
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tokenpace import sim
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -55,3 +60,65 @@ def llama_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         os.kill(pid, signal.SIGTERM)
+
+
+class SimThread:
+    """A simulator served from its own thread and event loop, for code that runs its own loop (the CLI)."""
+
+    def __init__(self, simulator: sim.Simulator) -> None:
+        self.simulator = simulator
+        self.url = ""
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with sim.serve(self.simulator) as url:
+            self.url = url
+            self._ready.set()
+            await self._stop.wait()
+
+    def __enter__(self) -> SimThread:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("simulator thread did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None and self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+
+@pytest.fixture
+def sim_thread() -> Iterator[Callable[..., SimThread]]:
+    """Start simulators in background threads: ``sim_thread(Scenario(...), api_key=...)``."""
+    started: list[SimThread] = []
+
+    def start(scenario: sim.Scenario | None = None, api_key: str | None = None) -> SimThread:
+        t = SimThread(sim.Simulator(scenario or sim.Scenario(ttft_ms=20, tokens_per_s=500), api_key=api_key))
+        started.append(t.__enter__())
+        return t
+
+    yield start
+    for t in started:
+        t.__exit__()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh schema on the PostgreSQL server at 127.0.0.1:5432 (database test), dropped afterwards."""
+    import psycopg
+
+    base = os.environ.get("TOKENPACE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{base}?options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

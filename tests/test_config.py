@@ -83,9 +83,7 @@ def test_missing_file(tmp_path: Path) -> None:
         load(tmp_path / "nope.toml")
 
 
-def test_missing_key_variable_names_the_variable_not_a_value(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_key_variable_names_the_variable_not_a_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
     endpoint = load(write(tmp_path, GOOD)).find("groq:free")[0]
     with pytest.raises(ConfigError, match="environment variable GROQ_API_KEY is not set"):

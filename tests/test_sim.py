@@ -123,11 +123,8 @@ async def test_openai_client_stream_matches_truth() -> None:
     usage = chunks[-1].usage
     assert usage is not None and chunks[-1].choices == []
     assert (usage.prompt_tokens, usage.completion_tokens) == (truth.prompt_tokens, truth.completion_tokens)
-    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (
-        8,
-        30,
-        38,
-    )  # 8: o200k(PROMPT)
+    assert usage.completion_tokens == 30 and usage.prompt_tokens == count_tokens(PROMPT) > 0
+    assert usage.total_tokens == usage.prompt_tokens + 30
 
 
 async def test_openai_client_non_streaming_waits_the_whole_generation() -> None:
@@ -418,9 +415,7 @@ async def test_rate_is_honoured_without_drift() -> None:
 
 
 async def test_stall_pauses_once() -> None:
-    sim = Simulator(
-        Scenario(ttft_ms=0, tokens_per_s=1000, output_tokens=8, stall_after_tokens=3, stall_ms=150.0)
-    )
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=1000, output_tokens=8, stall_after_tokens=3, stall_ms=150.0))
     async with serve(sim) as url:
         await raw_chat(url)
     sent = times(only(sim), "content")

@@ -272,9 +272,7 @@ def test_sqlite_runs_in_wal_mode_with_normal_sync(tmp_path: Path) -> None:
     assert raw(str(path), "PRAGMA journal_mode") == [("wal",)]
 
 
-def test_default_path_honours_env_and_creates_folders(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_default_path_honours_env_and_creates_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOKENPACE_DB", raising=False)
     assert default_db_path() == Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db"
     target = tmp_path / "a" / "b" / "mine.db"
@@ -292,18 +290,14 @@ def test_unwritable_path_is_one_store_error(tmp_path: Path) -> None:
     assert str(tmp_path / "a-file" / "t.db") in str(err.value) and "\n" not in str(err.value)
 
 
-def test_default_folder_that_cannot_be_made_is_a_store_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_default_folder_that_cannot_be_made_is_a_store_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     monkeypatch.setenv("TOKENPACE_DB", str(tmp_path / "a-file" / "sub" / "t.db"))
     with pytest.raises(StoreError, match="cannot create the folder"):
         open_store()
 
 
-@pytest.mark.parametrize(
-    "bad", ["mysql://root:s3cret@db/x", "sqlite://relative.db", "", "http://u:s3cret@[::1/x"]
-)
+@pytest.mark.parametrize("bad", ["mysql://root:s3cret@db/x", "sqlite://relative.db", "", "http://u:s3cret@[::1/x"])
 def test_unsupported_url_says_what_is_accepted(bad: str) -> None:
     with pytest.raises(StoreError) as err:
         open_store(bad)

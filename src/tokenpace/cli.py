@@ -22,7 +22,7 @@ from tokenpace import __version__, config, sim
 from tokenpace.clients.base import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.errors import ConfigError, TokenpaceError
-from tokenpace.export import write_samples
+from tokenpace.export import SAMPLE_FORMATS, write_samples
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sample import Sample
 from tokenpace.store import open_store
@@ -93,9 +93,7 @@ def _fmt(v: float | None) -> str:
 def _print_summary(console: Console, s: Summary) -> None:
     rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
     errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
-    table = Table(
-        title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left"
-    )
+    table = Table(title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left")
     for col in ("figure", "unit", "n", "P5", "P50", "P95", "mean"):
         table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
     for name, label, unit in FIGURES:
@@ -129,20 +127,12 @@ def _summaries(result: RunResult) -> list[Summary]:
 @click.option("--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process.")
 @click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option(
-    "--max-tokens", default=DEFAULT_WORKLOAD.max_tokens, show_default=True, type=click.IntRange(min=1)
-)
+@click.option("--max-tokens", default=DEFAULT_WORKLOAD.max_tokens, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", type=int, help="Reproduce the prompts of an earlier run (default: fresh prompts).")
-@click.option(
-    "--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
-)
-@click.option(
-    "--first-token-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
-)
+@click.option("--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option("--first-token-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
-@click.option(
-    "--total-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True)
-)
+@click.option("--total-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -191,6 +181,8 @@ def run(
         raise ConfigError("nothing to measure: name endpoints from --config, give --base-url, or use --sim")
     for e in chosen:
         e.api_key()  # a missing key variable is reported before anything is sent
+    if output is not None and output.suffix.lower() not in SAMPLE_FORMATS:
+        raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
     workload = dataclasses.replace(DEFAULT_WORKLOAD, max_tokens=max_tokens)
     run_plan = Plan(
         requests,
@@ -305,9 +297,6 @@ def sim_command(
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:
         raise ConfigError(f"--api-key-env: environment variable {api_key_env} is not set")
-    err.print(
-        f"tokenpace sim on http://{host}:{port}/v1 "
-        f"(TTFT {ttft_ms:g} ms, {tokens_per_s:g} tok/s; Ctrl-C to stop)"
-    )
+    err.print(f"tokenpace sim on http://{host}:{port}/v1 (TTFT {ttft_ms:g} ms, {tokens_per_s:g} tok/s; Ctrl-C to stop)")
     with contextlib.suppress(KeyboardInterrupt):
         _run_async(lambda: sim.serve_forever(sim.Simulator(scenario, api_key=key), host, port))

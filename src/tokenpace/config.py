@@ -111,9 +111,7 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[Endpoint]:
     if p.models:
         plans[p.plan] = _Plan(models=p.models)
     if not plans:
-        raise ConfigError(
-            f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]"
-        )
+        raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
     return [
         Endpoint(
             provider=name,

@@ -10,11 +10,13 @@ from pathlib import Path
 from tokenpace.errors import ConfigError
 from tokenpace.sample import Sample, sample_row
 
+SAMPLE_FORMATS = (".csv", ".jsonl")
+
 
 def write_samples(path: Path, samples: Sequence[Sample]) -> None:
     """Write by extension: ``.csv`` (flat rows) or ``.jsonl`` (rows plus the decoded timeline)."""
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
+    if suffix not in SAMPLE_FORMATS:
         raise ConfigError(f"--output {path}: use a file name ending in .csv or .jsonl")
     with path.open("w", newline="", encoding="utf-8") as f:
         if suffix == ".csv":

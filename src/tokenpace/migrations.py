@@ -13,8 +13,7 @@ from __future__ import annotations
 
 # Outside the history because it is how the history is read.
 BOOTSTRAP = (
-    "CREATE TABLE IF NOT EXISTS schema_migrations "
-    "(version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
 )
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (

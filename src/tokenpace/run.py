@@ -65,9 +65,7 @@ async def _measure_endpoint(
     """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends."""
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
-    requests: list[HttpRequest] = [
-        proto.request(endpoint, workload.prompt(seed + i)) for i in range(plan.requests)
-    ]
+    requests: list[HttpRequest] = [proto.request(endpoint, workload.prompt(seed + i)) for i in range(plan.requests)]
     decoding: list[asyncio.Future[Sample]] = []
 
     def decode(rec: Recording, started: datetime) -> Sample:

@@ -45,9 +45,7 @@ class Sample:
         return None if self.timeline.failure is None else self.timeline.failure.http_status
 
 
-def make_sample(
-    run_id: str, endpoint: Endpoint, workload: str, started_at: datetime, timeline: Timeline
-) -> Sample:
+def make_sample(run_id: str, endpoint: Endpoint, workload: str, started_at: datetime, timeline: Timeline) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline."""
     return Sample(
         id=uuid.uuid4().hex,

@@ -147,9 +147,7 @@ def _token_cap(body: dict[str, Any]) -> int | None:
     return min(caps, default=None)
 
 
-def _plan(
-    s: Scenario, reasoning: int, content: int, words: Iterator[str]
-) -> Iterator[tuple[int, str, int, str]]:
+def _plan(s: Scenario, reasoning: int, content: int, words: Iterator[str]) -> Iterator[tuple[int, str, int, str]]:
     """Token events as (send time in tokens after the first, kind, tokens, text), reasoning first, each of
     ``tokens_per_chunk`` tokens; ``final_burst``: the first, then the rest when the last token is due."""
     total, pos = reasoning + content, 0
@@ -204,9 +202,7 @@ class Simulator:
         given = request.headers.get("Authorization", "").encode()
         if self.api_key is None or hmac.compare_digest(given, f"Bearer {self.api_key}".encode()):
             return None
-        return web.json_response(
-            _error_doc("Incorrect API key provided.", code="invalid_api_key"), status=401
-        )
+        return web.json_response(_error_doc("Incorrect API key provided.", code="invalid_api_key"), status=401)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -262,9 +258,9 @@ class Simulator:
         options = body.get("stream_options")
         asked = isinstance(options, dict) and options.get("include_usage") is True
         call = _Call(
-            request, s, truth, model, error, rng, iter(lambda: word_rng.choice(vocabulary), None),
-            reasoning, 10**15 if error == "endless" else content, finish,
-            s.usage == "always" or (s.usage == "auto" and asked),
+            request, s, truth, model, error, rng, words=iter(lambda: word_rng.choice(vocabulary), None),
+            reasoning=reasoning, content=10**15 if error == "endless" else content, finish=finish,
+            usage_due=s.usage == "always" or (s.usage == "auto" and asked),
         )  # fmt: skip
         return await (_stream(call) if body.get("stream") is True else _complete(call))
 
@@ -297,11 +293,11 @@ async def _reply(
     status: int,
     body: str,
     events: list[tuple[str, str]],
-    headers: Any = (),
+    headers: Mapping[str, str] | None = None,
 ) -> web.StreamResponse:
     """A whole JSON response written at once; its truth events all get the time its headers were written."""
     data = body.encode()
-    resp = web.StreamResponse(status=status, headers={"x-request-id": truth.id, **dict(headers)})
+    resp = web.StreamResponse(status=status, headers={"x-request-id": truth.id, **(headers or {})})
     resp.content_type = "application/json"
     resp.content_length = len(data)
     with contextlib.suppress(ConnectionResetError):  # the client went away
@@ -313,11 +309,13 @@ async def _reply(
     return resp
 
 
-def _cut(request: web.Request) -> web.Response:
-    """Drop the connection with the response unfinished: the client sees a truncated body, no terminator."""
+def _cut(request: web.Request) -> None:
+    """Drop the connection with the response unfinished: the client sees a truncated body, no terminator.
+
+    What the handler returns next is not written: aiohttp finds the transport closed and lets it go quietly.
+    """
     if request.transport is not None:
-        request.transport.close()
-    return web.Response()  # never written: aiohttp finds the transport closed and lets it go quietly
+        request.transport.close()  # close, not abort: what was written still arrives
 
 
 async def _stream(c: _Call) -> web.StreamResponse:
@@ -361,7 +359,8 @@ async def _stream(c: _Call) -> web.StreamResponse:
             if c.error == "endless":
                 await asyncio.sleep(0)  # stay cancellable even when running behind schedule
         if pending == "cut":
-            return _cut(c.request)
+            _cut(c.request)
+            return resp
         if pending == "midstream":
             error = {"error": {"message": "upstream overloaded", "type": "server_error"}}
             await send("error", "upstream overloaded", _dumps(error))
@@ -383,7 +382,8 @@ async def _complete(c: _Call) -> web.StreamResponse:
     """A non-streamed reply, sent when a stream of the same scenario would have sent its last token.
 
     Failures map to what a non-streamed client would see: "malformed" truncates the JSON body, "cut" drops the
-    connection, "midstream" is an HTTP 500, and "endless" never answers (until the client disconnects).
+    connection, "midstream" is an HTTP 500, and "endless" never answers (under serve(), until the client
+    disconnects; on a runner without handler cancellation, until shutdown).
     """
     s, truth = c.s, c.truth
     if c.error == "endless":
@@ -395,7 +395,8 @@ async def _complete(c: _Call) -> web.StreamResponse:
         texts[kind], last, sent = texts[kind] + text, offset, sent + n
     await _sleep_until(c.at(last) + stall_ns)
     if c.error == "cut":
-        return _cut(c.request)
+        _cut(c.request)
+        return web.Response()
     if c.error == "midstream":
         doc = _error_doc("upstream overloaded", "server_error")
         return await _reply(c.request, truth, 500, _dumps(doc), [("error", "upstream overloaded")])
@@ -430,9 +431,7 @@ async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0) -> Async
         try:
             await web.TCPSite(runner, host, port).start()
         except OSError as exc:
-            raise SimulatorError(
-                f"cannot listen on {host}:{port} ({exc.strerror}); choose another port"
-            ) from None
+            raise SimulatorError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another port") from None
         ip, bound = runner.addresses[0][:2]  # the address actually bound: a name may resolve to several
         yield f"http://{f'[{ip}]' if ':' in ip else ip}:{bound}/v1"
     finally:

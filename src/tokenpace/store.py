@@ -238,9 +238,7 @@ class Store:
         except _FOREIGN as exc:
             raise StoreError(self._say(exc)) from None
 
-    def _enqueue(
-        self, sql: str, item: Any, row: Callable[[Any], tuple[Any, ...]], unsaved: list[Any]
-    ) -> None:
+    def _enqueue(self, sql: str, item: Any, row: Callable[[Any], tuple[Any, ...]], unsaved: list[Any]) -> None:
         def write() -> None:  # on the writer thread, so even the timeline's JSON costs the caller nothing
             try:
                 self._conn.execute(sql, row(item))

@@ -219,13 +219,15 @@ async def _exchange(
             check.cancel()
 
 
+def _pool_size(session: aiohttp.ClientSession) -> int:
+    return session.connector.limit if session.connector is not None and session.connector.limit else 1
+
+
 def _stale(exc: aiohttp.ClientError, rec: Recording) -> bool:
     """A pooled keep-alive connection the server had already closed: the request never reached it."""
     reused = rec.t_connect_start_ns is None
     return (
-        reused
-        and rec.t_headers_ns is None
-        and isinstance(exc, aiohttp.ClientOSError | aiohttp.ServerDisconnectedError)
+        reused and rec.t_headers_ns is None and isinstance(exc, aiohttp.ClientOSError | aiohttp.ServerDisconnectedError)
     )
 
 
@@ -238,17 +240,18 @@ async def record(
 ) -> None:
     """Send ``req`` and fill ``rec`` with every chunk's arrival time; failures land in ``rec.failure``.
 
-    A request that fails on a stale pooled connection is sent once more on a new one, clock restarted, as
-    HTTP clients do. On cancellation ``rec`` is marked cancelled before the cancellation propagates.
+    A request that fails on a stale pooled connection is sent again, clock restarted, as HTTP clients do.
+    On cancellation ``rec`` is marked cancelled before the cancellation propagates.
     """
     expired = [ErrorKind.TOTAL_TIMEOUT]
     try:
-        for attempt in (1, 2):
+        # Each stale connection is dropped from the pool when it fails, so the pool's size bounds the retries.
+        for attempt in range(_pool_size(session) + 1):
             try:
                 await _exchange(session, req, timeouts, rec, has_token, expired)
                 break
             except aiohttp.ClientError as exc:
-                if attempt == 2 or not _stale(exc, rec):
+                if attempt == _pool_size(session) or not _stale(exc, rec):
                     raise
     except TimeoutError as exc:
         if isinstance(exc, aiohttp.ClientError):  # aiohttp's own timeouts subclass TimeoutError

@@ -75,9 +75,7 @@ class OpenAIChat(WireProtocol):
                 if not isinstance(doc, dict):
                     raise ValueError("event is not a JSON object")
             except ValueError:
-                problem = problem or Failure(
-                    ErrorKind.MALFORMED_STREAM, one_line(f"bad event: {ev.data}", 120)
-                )
+                problem = problem or Failure(ErrorKind.MALFORMED_STREAM, one_line(f"bad event: {ev.data}", 120))
                 continue
             if "error" in doc:
                 err = doc["error"]
