@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -114,11 +115,11 @@ def pg_url() -> Iterator[str]:
     import psycopg
 
     base = os.environ.get("TOKENPACE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"t_{uuid.uuid4().hex[:12]}"
+    schema = f"t_{uuid.uuid4().hex}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield f"{base}?options=-csearch_path%3D{schema}"
+        yield f"{base}?options={quote(f'-c search_path={schema}')}"
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -7,13 +7,11 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import platformdirs
 import psycopg
@@ -38,19 +36,11 @@ ENDPOINT = Endpoint(
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL naming an empty database: a file in tmp_path, or a fresh PostgreSQL schema."""
     if request.param == "sqlite":
-        yield str(tmp_path / "tokenpace.db")
-        return
-    schema = f"t_{uuid.uuid4().hex}"
-    with psycopg.connect(PG, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield f"{PG}?options={quote(f'-c search_path={schema}')}"
-    finally:
-        with psycopg.connect(PG, autocommit=True) as admin:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        return str(tmp_path / "tokenpace.db")
+    return str(request.getfixturevalue("pg_url"))
 
 
 def raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
