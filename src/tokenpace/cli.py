@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,11 +22,11 @@ from rich.table import Table
 from tokenpace import __version__, config, sim
 from tokenpace.clients.base import Timeouts
 from tokenpace.config import Endpoint
-from tokenpace.errors import ConfigError, TokenpaceError
+from tokenpace.errors import ConfigError, StoreError, TokenpaceError
 from tokenpace.export import SAMPLE_FORMATS, write_samples
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sample import Sample
-from tokenpace.store import open_store
+from tokenpace.store import Store, open_store
 from tokenpace.summary import FIGURES, Summary, summarise
 from tokenpace.workload import DEFAULT as DEFAULT_WORKLOAD
 
@@ -102,9 +103,9 @@ def _print_summary(console: Console, s: Summary) -> None:
     console.print(table)
 
 
-def _summaries(result: RunResult) -> list[Summary]:
+def _summaries(samples: Sequence[Sample]) -> list[Summary]:
     by_endpoint: dict[str, list[Sample]] = {}
-    for s in result.samples:
+    for s in samples:
         by_endpoint.setdefault(s.endpoint.name, []).append(s)
     return [summarise(name, samples) for name, samples in by_endpoint.items()]
 
@@ -204,38 +205,62 @@ def run(
         disable=as_json,
     )
 
+    kept: list[Sample] = []  # also what survives a Ctrl-C
+
     async def go() -> RunResult:
         task = progress.add_task("measuring", total=total)
-        advance = lambda _s: progress.advance(task)  # noqa: E731
+
+        def keep(sample: Sample) -> None:
+            kept.append(sample)
+            progress.advance(task)
+
         if not use_sim:
-            return await measure(chosen, workload, run_plan, store, advance, command)
+            return await measure(chosen, workload, run_plan, store, keep, command)
         async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=150, tokens_per_s=120))) as url:
             simulated = Endpoint("sim", "sim", url, simulated=True)
-            return await measure([simulated, *chosen], workload, run_plan, store, advance, command)
+            return await measure([simulated, *chosen], workload, run_plan, store, keep, command)
 
+    result: RunResult | None = None
     try:
         with progress:
             result = _run_async(go)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: the {len(kept)} samples taken so far (cancelled ones included) are kept")
     finally:
-        store.close()
-    summaries = _summaries(result)
+        _close(store)
+    summaries = _summaries(kept)
     if output is not None:
-        write_samples(output, result.samples)
+        write_samples(output, kept)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "run_id": result.run.id,
-                    "client_bound": result.run.client_bound,
-                    "endpoints": [s.as_dict() for s in summaries],
-                },
-                indent=2,
-            )
-        )
-        return
-    out = Console()
-    for s in summaries:
-        _print_summary(out, s)
+        doc = {
+            "run_id": None if result is None else result.run.id,
+            "client_bound": None if result is None else result.run.client_bound,
+            "endpoints": [s.as_dict() for s in summaries],
+        }
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        out = Console()
+        for s in summaries:
+            _print_summary(out, s)
+        if result is not None:
+            _print_run(out, result, store.url)
+        if output is not None:
+            out.print(f"wrote {output}")
+    if result is None:
+        sys.exit(130)
+
+
+def _close(store: Store) -> None:
+    """Close the store; samples it could not write go to a file beside the user rather than nowhere."""
+    try:
+        store.close()
+    except StoreError as exc:
+        rescue = Path(f"tokenpace-unsaved-{int(time.time())}.jsonl")
+        write_samples(rescue, store.unsaved)
+        raise StoreError(f"{exc}; {len(store.unsaved)} unsaved samples were written to {rescue}") from None
+
+
+def _print_run(out: Console, result: RunResult, where: str) -> None:
     r = result.run
     lag = f"loop lag p99 {_fmt(r.loop_lag_p99_ms)} ms, {_fmt(r.cpu_us_per_event)} µs CPU per event"
     if r.client_bound:
@@ -243,9 +268,7 @@ def run(
             f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
             "Lower --concurrency or run on a less busy machine."
         )
-    out.print(f"saved {len(result.samples)} samples to {store.url} (run {r.id[:12]}; {lag})")
-    if output is not None:
-        out.print(f"wrote {output}")
+    out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}; {lag})")
 
 
 @main.command("sim")

@@ -31,6 +31,7 @@ from tokenpace.errors import SimulatorError
 from tokenpace.tokens import count_tokens
 
 DEFAULT_MODEL = "sim"
+TRUTH_KEPT = 100_000
 ERRORS = frozenset({"429", "500", "malformed", "cut", "endless", "midstream"})
 NS_PER_MS = 1_000_000
 
@@ -245,6 +246,8 @@ class Simulator:
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         prompt_tokens = count_tokens(_prompt_text(body["messages"]))
         truth = self.truth[rid] = Truth(rid, t_received, prompt_tokens=prompt_tokens)
+        if len(self.truth) > TRUTH_KEPT:  # a long-running simulator forgets its oldest requests
+            del self.truth[next(iter(self.truth))]
         if error == "429":
             doc = _error_doc("Rate limit reached for requests", "rate_limit_error", "rate_limit_exceeded")
             return await _reply(request, truth, 429, _dumps(doc), [("error", "429")], {"Retry-After": "1"})
