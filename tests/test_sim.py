@@ -494,3 +494,22 @@ async def test_a_port_in_use_is_a_simulator_error() -> None:
         with pytest.raises(SimulatorError, match="choose another port"):
             async with serve(Simulator(), port=int(taken.getsockname()[1])):
                 pass
+
+
+async def test_prefill_rate_makes_ttft_grow_with_the_prompt() -> None:
+    scenario = Scenario(ttft_ms=20, prefill_tokens_per_s=20_000, tokens_per_s=1000, output_tokens=2)
+    simulator = Simulator(scenario)
+    firsts = []
+    async with serve(simulator) as url, aiohttp.ClientSession() as session:
+        for words in (10, 4000):
+            body = {"model": "sim", "stream": True, "messages": [{"role": "user", "content": " the" * words}]}
+            async with session.post(f"{url}/chat/completions", json=body) as resp:
+                await resp.read()
+                truth = simulator.truth[resp.headers["x-request-id"]]
+            first = next(t for t, kind, _ in truth.events if kind == "content")
+            firsts.append((truth.prompt_tokens, (first - truth.t_received_ns) / 1e6))
+    (small_tokens, small_ms), (big_tokens, big_ms) = firsts
+    assert small_tokens == 10 and big_tokens == 4000
+    assert small_ms >= 20 + 10 / 20
+    assert big_ms >= 20 + 4000 / 20  # 200 ms of prefill
+    assert big_ms - small_ms == pytest.approx((4000 - 10) / 20, abs=40)

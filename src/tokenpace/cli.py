@@ -275,6 +275,11 @@ def _print_run(out: Console, result: RunResult, where: str) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--ttft-ms", default=200.0, show_default=True, type=click.FloatRange(min=0))
+@click.option(
+    "--prefill-tokens-per-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Also delay the first token by prompt tokens / this rate, so TTFT grows with the prompt.",
+)
 @click.option("--tokens-per-s", default=50.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--tokens-per-chunk", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--jitter-ms", default=0.0, show_default=True, type=click.FloatRange(min=0))
@@ -293,6 +298,7 @@ def sim_command(
     host: str,
     port: int,
     ttft_ms: float,
+    prefill_tokens_per_s: float | None,
     tokens_per_s: float,
     tokens_per_chunk: int,
     jitter_ms: float,
@@ -307,6 +313,7 @@ def sim_command(
     """Serve a ground-truth OpenAI-compatible streaming simulator (Ctrl-C stops it)."""
     scenario = sim.Scenario(
         ttft_ms=ttft_ms,
+        prefill_tokens_per_s=prefill_tokens_per_s,
         tokens_per_s=tokens_per_s,
         tokens_per_chunk=tokens_per_chunk,
         jitter_ms=jitter_ms,

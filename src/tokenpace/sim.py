@@ -65,7 +65,8 @@ def _error_doc(message: str, type_: str = "invalid_request_error", code: str | N
 class Scenario:
     """How the simulated model behaves: timing, chunking, usage reporting and the failure to inject."""
 
-    ttft_ms: float = 200.0  # request received -> first content or reasoning token event
+    ttft_ms: float = 200.0  # request received -> first content or reasoning token event (before prefill)
+    prefill_tokens_per_s: float | None = None  # if set, TTFT also grows by prompt tokens / this rate
     tokens_per_s: float = 50.0  # token rate after the first token
     tokens_per_chunk: int = 1  # tokens per SSE event
     jitter_ms: float = 0.0  # uniform +- jitter on each event's target time after the first
@@ -82,12 +83,18 @@ class Scenario:
     non_ascii: bool = False  # accented, CJK and emoji words (then completion_tokens counts words)
     seed: int = 0  # with the request counter, seeds each request's text, jitter and error draw
 
+    def first_token_ns(self, prompt_tokens: int) -> int:
+        """Scheduled TTFT = ttft_ms + prompt tokens / prefill rate (the second term only when a rate is set)."""
+        prefill_s = prompt_tokens / self.prefill_tokens_per_s if self.prefill_tokens_per_s else 0.0
+        return round(self.ttft_ms * NS_PER_MS + prefill_s * 1e9)
+
     def __post_init__(self) -> None:
         times = (self.ttft_ms, self.jitter_ms, self.stall_ms)
         counts = (self.output_tokens, self.reasoning_tokens, self.stall_after_tokens or 0)
         checks = [
             (min(times) >= 0 and all(map(math.isfinite, times)), "ttft_ms, jitter_ms, stall_ms must be >= 0"),
             (self.tokens_per_s > 0, "tokens_per_s must be > 0"),
+            ((self.prefill_tokens_per_s or 1) > 0, "prefill_tokens_per_s must be > 0"),
             (self.tokens_per_chunk >= 1, "tokens_per_chunk must be >= 1"),
             (min(counts) >= 0, "output_tokens, reasoning_tokens, stall_after_tokens must be >= 0"),
             (self.reasoning_field in ("reasoning_content", "reasoning"), "reasoning_field: unknown field"),
@@ -286,8 +293,11 @@ class _Call:
 
     def at(self, token_offset: int) -> int:
         """Target send time of an event due ``token_offset`` tokens after the first token."""
-        t_first = self.truth.t_received_ns + round(self.s.ttft_ms * NS_PER_MS)
-        return t_first + round(token_offset * 1e9 / self.s.tokens_per_s)
+        return (
+            self.truth.t_received_ns
+            + self.s.first_token_ns(self.truth.prompt_tokens)
+            + round(token_offset * 1e9 / self.s.tokens_per_s)
+        )
 
 
 async def _reply(
