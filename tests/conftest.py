@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import threading
+import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,8 +33,8 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def llama_server() -> Iterator[str]:
-    """llama.cpp's real llama-server with a tiny random-weights model; yields its /v1 base URL.
+def llama_dir() -> str:
+    """The folder holding llama.cpp's real llama-server and a tiny random-weights model with a real tokenizer.
 
     Built once by ../shared/llama-server (about 10 minutes on a new machine, then cached).
     """
@@ -46,10 +48,33 @@ def llama_server() -> Iterator[str]:
     )
     if build.returncode != 0:
         pytest.fail(f"building llama-server failed:\n{build.stderr[-3000:]}")
-    folder = build.stdout.strip().splitlines()[-1]
+    return build.stdout.strip().splitlines()[-1]
+
+
+def _serve_llama(command: list[str], port: int) -> Iterator[str]:
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"llama-server exited: {proc.stderr.read()[-3000:] if proc.stderr else ''}")
+                time.sleep(0.1)
+        yield f"{url}/v1"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def llama_server(llama_dir: str) -> Iterator[str]:
+    """llama-server as ../shared starts it: 4 slots of 4,096 tokens; yields its /v1 base URL."""
     port = free_port()
     start = subprocess.run(
-        ["bash", str(scripts / "start_server.sh"), folder, str(port)],
+        ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, str(port)],
         capture_output=True,
         text=True,
         check=False,
@@ -61,6 +86,18 @@ def llama_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         os.kill(pid, signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def llama_server_long(llama_dir: str) -> Iterator[str]:
+    """One slot with the tiny model's whole trained context (16,384 tokens), for the 10k workload."""
+    port = free_port()
+    binary, model = Path(llama_dir) / "llama-server", Path(llama_dir) / "tiny.gguf"
+    yield from _serve_llama(
+        [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "1", "-c", "16384",
+         "-np", "1", "--alias", "tiny", "--no-webui"],
+        port,
+    )  # fmt: skip
 
 
 class SimThread:

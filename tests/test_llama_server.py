@@ -6,15 +6,17 @@ llama-server streams one SSE event per generated token and reports its own per-r
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 import pytest
 
 from tokenpace.clients.base import Timeouts
 from tokenpace.config import Endpoint
+from tokenpace.failures import ErrorKind
 from tokenpace.run import Plan, measure
 from tokenpace.sample import Sample
-from tokenpace.workload import Workload
+from tokenpace.workload import BUILTIN, Workload
 
 MAX_TOKENS = 128
 
@@ -49,3 +51,19 @@ async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
     result = await measure([endpoint], Workload("short", 32), Plan(8, 4, Timeouts(5, 30, 30, 60)))
     assert all(s.ok for s in result.samples), [s.error_message for s in result.samples]
     assert all(s.metrics.output_speed is not None for s in result.samples)
+
+
+async def test_10k_workload_and_what_the_tiny_model_cannot_take(llama_server_long: str, llama_server: str) -> None:
+    long = Endpoint("llama.cpp", "tiny", llama_server_long)
+    slow = Timeouts(5, 120, 120, 240)
+    ten_k = (await measure([long], BUILTIN["10k"], Plan(2, 1, slow))).samples
+    assert [s.error_kind for s in ten_k] == [None, None], [s.error_message for s in ten_k]
+    short = Endpoint("llama.cpp", "tiny", llama_server)
+    one_k = (await measure([short], dataclasses.replace(BUILTIN["1k"], max_tokens=500), Plan(2, 1, slow))).samples
+    # Prefill of ten times the prompt shows in TTFT; llama.cpp's own count of the prompt is its vocabulary's.
+    assert min(s.metrics.ttft_ms or 0 for s in ten_k) > 3 * max(s.metrics.ttft_ms or 0 for s in one_k)
+    assert all((s.metrics.provider_input_tokens or 0) > 9000 for s in ten_k)
+    # 100k tokens exceed the model's 16,384-token context: a clean, classified failure, not a crash.
+    (too_long,) = (await measure([long], BUILTIN["100k"], Plan(1, 1, slow))).samples
+    assert too_long.error_kind is ErrorKind.HTTP_ERROR and too_long.http_status == 400
+    assert "context" in (too_long.error_message or "")

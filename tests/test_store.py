@@ -224,6 +224,8 @@ def test_every_field_has_a_column(url: str) -> None:
     open_store(url).close()
     sample_columns = set(columns(url, "samples"))
     assert {f.name for f in dataclasses.fields(Metrics)} <= sample_columns
+    stored = {f.name for f in dataclasses.fields(Sample)} - {"endpoint", "metrics"}
+    assert stored <= sample_columns
     assert {"headers"}.isdisjoint(sample_columns)
     assert columns(url, "runs") == [f.name for f in dataclasses.fields(RunRecord)]
 

@@ -22,12 +22,14 @@ from rich.table import Table
 from tokenpace import __version__, config, sim
 from tokenpace.clients.base import Timeouts
 from tokenpace.config import Endpoint
+from tokenpace.corpus import load_corpus
 from tokenpace.errors import ConfigError, StoreError, TokenpaceError
 from tokenpace.export import SAMPLE_FORMATS, write_samples
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sample import Sample
 from tokenpace.store import Store, open_store
 from tokenpace.summary import FIGURES, Summary, summarise
+from tokenpace.workload import BUILTIN, Workload
 from tokenpace.workload import DEFAULT as DEFAULT_WORKLOAD
 
 T = TypeVar("T")
@@ -97,8 +99,13 @@ def _print_summary(console: Console, s: Summary) -> None:
     table = Table(title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left")
     for col in ("figure", "unit", "n", "P5", "P50", "P95", "mean"):
         table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
-    for name, label, unit in FIGURES:
-        st = s.figures[name]
+    rows = [(label, unit, s.figures[name]) for name, label, unit in FIGURES]
+    if s.groups is not None:
+        rows += [
+            (f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
+            ("Group TTFT spread", "ms", s.groups.ttft_spread),
+        ]
+    for label, unit, st in rows:
         table.add_row(label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean))
     console.print(table)
 
@@ -128,7 +135,15 @@ def _summaries(samples: Sequence[Sample]) -> list[Summary]:
 @click.option("--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process.")
 @click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--max-tokens", default=DEFAULT_WORKLOAD.max_tokens, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD.name, show_default=True,
+    help="Built-in (1k, 10k, 100k, vision, parallel) or declared in --config; see `tokenpace workloads`.",
+)  # fmt: skip
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Override the workload's output cap.")
+@click.option(
+    "--corpus", type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of .txt/.md/.html files to build prompts from (default: built in).",
+)  # fmt: skip
 @click.option("--seed", type=int, help="Reproduce the prompts of an earlier run (default: fresh prompts).")
 @click.option("--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--first-token-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
@@ -155,7 +170,9 @@ def run(
     use_sim: bool,
     requests: int,
     concurrency: int,
-    max_tokens: int,
+    workload_name: str,
+    max_tokens: int | None,
+    corpus: Path | None,
     seed: int | None,
     connect_timeout: float,
     first_token_timeout: float,
@@ -170,11 +187,11 @@ def run(
 
     ENDPOINTS are names from --config (provider/model, provider:plan/model or provider).
     """
+    cfg = config.load(config_path) if config_path is not None else config.Config()
     chosen: list[Endpoint] = []
     if endpoints:
         if config_path is None:
             raise ConfigError("endpoint names need --config FILE (or use --base-url and --model)")
-        cfg = config.load(config_path)
         chosen = [e for ref in endpoints for e in cfg.find(ref)]
     if base_url:
         chosen.append(_cli_endpoint(base_url, model, protocol, api_key_env, plan, provider, headers))
@@ -184,7 +201,11 @@ def run(
         e.api_key()  # a missing key variable is reported before anything is sent
     if output is not None and output.suffix.lower() not in SAMPLE_FORMATS:
         raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
-    workload = dataclasses.replace(DEFAULT_WORKLOAD, max_tokens=max_tokens)
+    workload = cfg.workload(workload_name)
+    if max_tokens is not None:
+        workload = dataclasses.replace(workload, max_tokens=max_tokens)
+    corpus_dir = corpus or cfg.corpus
+    texts = load_corpus(corpus_dir) if corpus_dir is not None else None
     run_plan = Plan(
         requests,
         concurrency,
@@ -215,10 +236,10 @@ def run(
             progress.advance(task)
 
         if not use_sim:
-            return await measure(chosen, workload, run_plan, store, keep, command)
+            return await measure(chosen, workload, run_plan, store, keep, command, texts)
         async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=150, tokens_per_s=120))) as url:
             simulated = Endpoint("sim", "sim", url, simulated=True)
-            return await measure([simulated, *chosen], workload, run_plan, store, keep, command)
+            return await measure([simulated, *chosen], workload, run_plan, store, keep, command, texts)
 
     result: RunResult | None = None
     try:
@@ -269,6 +290,22 @@ def _print_run(out: Console, result: RunResult, where: str) -> None:
             "Lower --concurrency or run on a less busy machine."
         )
     out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}; {lag})")
+
+
+@main.command("workloads")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Also list these.")
+def workloads_command(config_path: Path | None) -> None:
+    """List the workloads: built-in ones and those declared in --config."""
+    cfg = config.load(config_path) if config_path is not None else config.Config()
+    table = Table()
+    for col in ("workload", "input tokens", "max tokens", "tasks", "concurrency", "image"):
+        table.add_column(col, no_wrap=col != "tasks")
+    shown: dict[str, Workload] = {**BUILTIN, **cfg.workloads}
+    for w in shown.values():
+        image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
+        concurrency = "-" if w.concurrency is None else f"{w.concurrency} at once"
+        table.add_row(w.name, f"{w.input_tokens:,}", str(w.max_tokens), ", ".join(w.tasks), concurrency, image)
+    Console().print(table)
 
 
 @main.command("sim")

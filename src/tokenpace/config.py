@@ -3,6 +3,8 @@
 An *endpoint* is provider + plan + model: the unit a result is about. The same model on two plans of one
 provider is two endpoints. A config file looks like::
 
+    corpus = "texts"                      # your own long-form text for prompts (default: built in)
+
     [providers.groq]
     base_url = "https://api.groq.com/openai/v1"
     api_key_env = "GROQ_API_KEY"          # the *name* of the variable, never the key
@@ -13,6 +15,11 @@ provider is two endpoints. A config file looks like::
     api_key_env = "GROQ_DEV_API_KEY"
     models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]
 
+    [workloads.long-summary]              # custom workloads beside the built-in 1k, 10k, 100k, vision, parallel
+    input_tokens = 20000
+    max_tokens = 800
+    tasks = ["summarize"]
+
 Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
 """
 
@@ -20,13 +27,15 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pydantic
 
 from tokenpace.errors import ConfigError
+from tokenpace.workload import BUILTIN, Workload, workload_from_config
 
 Protocol = Literal["openai-chat"]
 PROTOCOLS: tuple[str, ...] = ("openai-chat",)
@@ -83,13 +92,25 @@ class _Provider(_Strict):
 
 
 class _File(_Strict):
-    providers: dict[str, _Provider] = pydantic.Field(min_length=1)
+    providers: dict[str, _Provider] = {}
+    workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
+    corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
 
 
 @dataclass(frozen=True)
 class Config:
-    endpoints: tuple[Endpoint, ...]
+    endpoints: tuple[Endpoint, ...] = ()
     source: str = "<command line>"
+    workloads: Mapping[str, Workload] = field(default_factory=dict)
+    corpus: Path | None = None
+
+    def workload(self, name: str) -> Workload:
+        """A workload declared in this file, else a built-in one."""
+        found = {**BUILTIN, **self.workloads}.get(name)
+        if found is None:
+            names = ", ".join([*BUILTIN, *self.workloads])
+            raise ConfigError(f"unknown workload {name!r} (known: {names}); `tokenpace workloads` lists them")
+        return found
 
     def find(self, ref: str) -> list[Endpoint]:
         """Endpoints named ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``."""
@@ -148,4 +169,9 @@ def load(path: str | Path) -> Config:
     except pydantic.ValidationError as exc:
         raise ConfigError(_first_error(str(path), exc)) from None
     endpoints = [e for name, p in parsed.providers.items() for e in _endpoints(str(path), name, p)]
-    return Config(endpoints=tuple(endpoints), source=str(path))
+    try:
+        workloads = {name: workload_from_config(name, table) for name, table in parsed.workloads.items()}
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    corpus = None if parsed.corpus is None else path.parent / parsed.corpus
+    return Config(tuple(endpoints), str(path), workloads, corpus)

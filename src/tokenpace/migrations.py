@@ -76,4 +76,15 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        2,
+        (
+            # Workloads: what was asked, identified without storing the prompt itself.
+            "ALTER TABLE samples ADD COLUMN input_tokens INTEGER",
+            "ALTER TABLE samples ADD COLUMN prompt_fingerprint TEXT",
+            "ALTER TABLE samples ADD COLUMN image_bytes INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE samples ADD COLUMN image_pixels INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE samples ADD COLUMN group_id TEXT",
+        ),
+    ),
 )

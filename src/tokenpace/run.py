@@ -22,6 +22,7 @@ from typing import Protocol
 from tokenpace.clients import protocol_for
 from tokenpace.clients.base import HttpRequest, Timeouts, new_session, record, warm
 from tokenpace.config import Endpoint
+from tokenpace.corpus import Corpus
 from tokenpace.lag import LoopLag
 from tokenpace.sample import RunRecord, Sample, make_sample
 from tokenpace.timing import Recording
@@ -61,41 +62,59 @@ async def _measure_endpoint(
     seed: int,
     keep: Callable[[Sample], None],
     decoder: ThreadPoolExecutor,
+    corpus: Corpus | None,
 ) -> None:
-    """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends."""
+    """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
+
+    A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
+    of a group at once, the next group when the last one has finished.
+    """
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
-    requests: list[HttpRequest] = [proto.request(endpoint, workload.prompt(seed + i)) for i in range(plan.requests)]
+    prompts = [workload.prompt(seed + i, corpus) for i in range(plan.requests)]
+    requests: list[HttpRequest] = [proto.request(endpoint, p) for p in prompts]
     decoding: list[asyncio.Future[Sample]] = []
+    pool = workload.concurrency or plan.concurrency
 
-    def decode(rec: Recording, started: datetime) -> Sample:
-        return make_sample(run_id, endpoint, workload.name, started, proto.decode(rec))
+    def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
+        timeline = proto.decode(rec)
+        return make_sample(run_id, endpoint, workload.name, started, timeline, prompts[i], group)
 
     def decoded(future: asyncio.Future[Sample]) -> None:
         if not future.cancelled() and future.exception() is None:
             keep(future.result())
 
-    async with new_session(plan.concurrency, plan.timeouts) as session:
+    async with new_session(pool, plan.timeouts) as session:
         if plan.warmup:
-            await warm(session, proto.warm_url(endpoint), requests[0].headers, plan.concurrency)
+            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool)
+
+        async def one(i: int, group: str | None = None) -> None:
+            rec = Recording()
+            started = datetime.now(UTC)
+            try:
+                await record(session, requests[i], plan.timeouts, rec, proto.has_token)
+            finally:
+                # Runs on cancellation too: a cancelled request is still a sample.
+                future = loop.run_in_executor(decoder, decode, rec, started, i, group)
+                future.add_done_callback(decoded)
+                decoding.append(future)
+
         order = iter(range(plan.requests))
 
         async def worker() -> None:
             for i in order:
-                rec = Recording()
-                started = datetime.now(UTC)
-                try:
-                    await record(session, requests[i], plan.timeouts, rec, proto.has_token)
-                finally:
-                    # Runs on cancellation too: a cancelled request is still a sample.
-                    future = loop.run_in_executor(decoder, decode, rec, started)
-                    future.add_done_callback(decoded)
-                    decoding.append(future)
+                await one(i)
 
         try:
-            async with asyncio.TaskGroup() as tg:
-                for _ in range(min(plan.concurrency, plan.requests)):
-                    tg.create_task(worker())
+            if workload.concurrency:
+                for k, first in enumerate(range(0, plan.requests, pool)):
+                    async with asyncio.TaskGroup() as tg:
+                        for i in range(first, min(first + pool, plan.requests)):
+                            tg.create_task(one(i, f"{run_id[:12]}-{k}"))
+            else:
+                async with asyncio.TaskGroup() as tg:
+                    for _ in range(min(pool, plan.requests)):
+                        tg.create_task(worker())
         finally:
             await asyncio.gather(*decoding)
 
@@ -107,6 +126,7 @@ async def measure(
     sink: SampleSink | None = None,
     on_sample: Callable[[Sample], None] | None = None,
     command: str = "",
+    corpus: Corpus | None = None,
 ) -> RunResult:
     """Measure each endpoint in turn and record the run, including when it is interrupted."""
     preload_tokenizer()
@@ -132,7 +152,7 @@ async def measure(
     lag.start()
     try:
         for endpoint in endpoints:
-            await _measure_endpoint(endpoint, workload, plan, run_id, seed, keep, decoder)
+            await _measure_endpoint(endpoint, workload, plan, run_id, seed, keep, decoder, corpus)
     finally:
         await lag.stop()
         decoder.shutdown()
@@ -144,7 +164,7 @@ async def measure(
             started_at=started,
             finished_at=datetime.now(UTC),
             command=command,
-            concurrency=plan.concurrency,
+            concurrency=workload.concurrency or plan.concurrency,
             requested=plan.requests * len(endpoints),
             completed=len(samples),
             loop_lag_p50_ms=lag.p(50),

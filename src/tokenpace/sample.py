@@ -13,6 +13,7 @@ from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind
 from tokenpace.metrics import Metrics, compute
 from tokenpace.timing import Timeline
+from tokenpace.workload import Prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,11 @@ class Sample:
     started_at: datetime  # UTC, wall clock when the request was sent
     metrics: Metrics
     timeline: Timeline
+    input_tokens: int | None = None  # o200k_base count of the prompt's text
+    prompt_fingerprint: str | None = None  # identifies the exact prompt without storing it
+    image_bytes: int = 0
+    image_pixels: int = 0
+    group_id: str | None = None  # requests released together (the parallel workload) share one
     tool_version: str = __version__
 
     @property
@@ -45,7 +51,15 @@ class Sample:
         return None if self.timeline.failure is None else self.timeline.failure.http_status
 
 
-def make_sample(run_id: str, endpoint: Endpoint, workload: str, started_at: datetime, timeline: Timeline) -> Sample:
+def make_sample(
+    run_id: str,
+    endpoint: Endpoint,
+    workload: str,
+    started_at: datetime,
+    timeline: Timeline,
+    prompt: Prompt | None = None,
+    group_id: str | None = None,
+) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline."""
     return Sample(
         id=uuid.uuid4().hex,
@@ -55,6 +69,11 @@ def make_sample(run_id: str, endpoint: Endpoint, workload: str, started_at: date
         started_at=started_at,
         metrics=compute(timeline),
         timeline=timeline,
+        input_tokens=None if prompt is None else prompt.input_tokens,
+        prompt_fingerprint=None if prompt is None else prompt.fingerprint,
+        image_bytes=0 if prompt is None else prompt.image_bytes,
+        image_pixels=0 if prompt is None else prompt.image_pixels,
+        group_id=group_id,
     )
 
 
@@ -93,6 +112,11 @@ def sample_row(sample: Sample) -> dict[str, Any]:
         "protocol": e.protocol,
         "simulated": e.simulated,
         "workload": sample.workload,
+        "input_tokens": sample.input_tokens,
+        "prompt_fingerprint": sample.prompt_fingerprint,
+        "image_bytes": sample.image_bytes,
+        "image_pixels": sample.image_pixels,
+        "group_id": sample.group_id,
         "started_at": sample.started_at.isoformat(),
         "ok": sample.ok,
         "error_kind": None if sample.error_kind is None else str(sample.error_kind),

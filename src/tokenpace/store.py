@@ -44,9 +44,10 @@ ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWO
 _FOREIGN = (sqlite3.Error, psycopg.Error, OSError)
 _METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
 _ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
+_PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id")
 _SAMPLE_COLUMNS = (
     *("id", "run_id", *_ENDPOINT, "workload", "started_at"),
-    *("ok", "error_kind", "error_message", "http_status", *_METRICS, "timeline", "tool_version"),
+    *("ok", "error_kind", "error_message", "http_status", *_METRICS, "timeline", "tool_version", *_PROMPT),
 )
 _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
 
@@ -142,7 +143,8 @@ def _sample_row(s: Sample) -> tuple[Any, ...]:
     kind = None if s.error_kind is None else s.error_kind.value
     head = (s.id, s.run_id, *(getattr(s.endpoint, f) for f in _ENDPOINT), s.workload, s.started_at, s.ok)
     tail = (kind, s.error_message, s.http_status, *dataclasses.astuple(s.metrics), s.timeline.to_json())
-    return tuple(_to_db(v) for v in (*head, *tail, s.tool_version))
+    prompt = (getattr(s, f) for f in _PROMPT)
+    return tuple(_to_db(v) for v in (*head, *tail, s.tool_version, *prompt))
 
 
 def _run_row(r: RunRecord) -> tuple[Any, ...]:
@@ -162,6 +164,7 @@ def _sample(row: dict[str, Any]) -> Sample:
         metrics=Metrics(**{f: row[f] for f in _METRICS}),
         timeline=Timeline.from_json(row["timeline"], failure),
         tool_version=row["tool_version"],
+        **{f: row[f] for f in _PROMPT},
     )
 
 

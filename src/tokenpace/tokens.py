@@ -16,7 +16,8 @@ ENCODING = "o200k_base"
 
 
 @functools.cache
-def _encoding() -> tiktoken.Encoding:
+def encoding() -> tiktoken.Encoding:
+    """The o200k_base encoding, loaded once; TokenizerError, with what to do, where it cannot be."""
     try:
         return tiktoken.get_encoding(ENCODING)
     except Exception as exc:  # tiktoken raises whatever its download or file read raised
@@ -28,11 +29,11 @@ def _encoding() -> tiktoken.Encoding:
 
 def preload() -> None:
     """Load the vocabulary now, so the first count never happens while streams are being timed."""
-    _encoding()
+    encoding()
 
 
 def count_tokens(text: str) -> int:
     """Number of o200k_base tokens in ``text`` (special-token text counted as ordinary text)."""
     if not text:
         return 0
-    return len(_encoding().encode(text, disallowed_special=()))
+    return len(encoding().encode(text, disallowed_special=()))

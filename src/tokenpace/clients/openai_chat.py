@@ -9,6 +9,7 @@ from tokenpace import sse
 from tokenpace.clients.base import HttpRequest, WireProtocol, one_line, timeline
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
+from tokenpace.image import data_uri
 from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
 from tokenpace.workload import Prompt
 
@@ -43,6 +44,8 @@ class OpenAIChat(WireProtocol):
     name = "openai-chat"
 
     def request(self, endpoint: Endpoint, prompt: Prompt) -> HttpRequest:
+        """Text-only messages as a plain string; with images, as text and ``image_url`` content parts."""
+
         key = endpoint.api_key()
         headers = {
             "Content-Type": "application/json",
@@ -53,7 +56,18 @@ class OpenAIChat(WireProtocol):
             headers["Authorization"] = f"Bearer {key}"
         body = {
             "model": endpoint.model,
-            "messages": [{"role": role, "content": content} for role, content in prompt.messages],
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": [
+                        {"type": "text", "text": m.text},
+                        *({"type": "image_url", "image_url": {"url": data_uri(png)}} for png in m.images),
+                    ]
+                    if m.images
+                    else m.text,
+                }
+                for m in prompt.messages
+            ],
             "max_tokens": prompt.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},

@@ -1,0 +1,104 @@
+"""Workloads end to end: what the server receives, how parallel groups are released, TTFT against size."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tokenpace import sim
+from tokenpace.cli import main
+from tokenpace.clients.base import Timeouts
+from tokenpace.config import Endpoint
+from tokenpace.run import Plan, measure
+from tokenpace.store import open_store
+from tokenpace.summary import summarise
+from tokenpace.workload import BUILTIN
+
+from .conftest import SimThread
+
+FAST = Timeouts(connect=2, first_token=10, idle=10, total=30)
+
+
+async def test_server_receives_exactly_the_counted_prompt() -> None:
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=5))
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        for name in ("1k", "vision"):
+            result = await measure([endpoint], BUILTIN[name], Plan(3, 1, FAST))
+            for s in result.samples:
+                assert s.ok, s.error_message
+                truth = simulator.truth[s.timeline.response_id or ""]
+                assert s.input_tokens == truth.prompt_tokens
+                assert s.input_tokens is not None and abs(s.input_tokens - 1000) <= 20
+                assert s.workload == name and s.prompt_fingerprint
+            assert len({s.prompt_fingerprint for s in result.samples}) == 3  # fresh prompts
+    vision = result.samples[0]
+    assert vision.image_pixels == 1200 * 840 and vision.image_bytes > 1000
+
+
+async def test_ttft_grows_with_workload_size_end_to_end() -> None:
+    # 50k prompt tokens/s of simulated prefill: 10k tokens should take ~180 ms longer than 1k.
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=20, prefill_tokens_per_s=50_000, tokens_per_s=2000, output_tokens=5))
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        ttft = {}
+        for name in ("1k", "10k"):
+            result = await measure([endpoint], BUILTIN[name], Plan(3, 1, FAST))
+            ttft[name] = statistics.median(s.metrics.ttft_ms or 0 for s in result.samples)
+    assert ttft["10k"] - ttft["1k"] == pytest.approx(9000 / 50_000 * 1000, abs=60)
+
+
+async def test_parallel_workload_releases_groups_together() -> None:
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=20))
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        result = await measure([endpoint], BUILTIN["parallel"], Plan(20, 1, FAST))
+    groups: dict[str, list[float]] = {}
+    for s in result.samples:
+        assert s.ok and s.group_id is not None
+        groups.setdefault(s.group_id, []).append(s.started_at.timestamp())
+    assert sorted(len(g) for g in groups.values()) == [10, 10]
+    for starts in groups.values():
+        assert max(starts) - min(starts) < 0.05  # released together
+    first, second = sorted(groups.values(), key=min)
+    assert min(second) >= max(first) + 0.05  # the next group waits for the last of the previous one
+    assert result.run.concurrency == 10
+    summary = summarise("sim", result.samples)
+    assert summary.groups is not None and summary.groups.count == 2
+    # 10 streams of 20 tokens over ~150 ms each: several hundred tokens/s in aggregate.
+    assert summary.groups.speed.p50 is not None and summary.groups.speed.p50 > 300
+
+
+def test_cli_workloads_custom_and_corpus(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    s = sim_thread(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=5))
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "a.md").write_text("# Tides\n\n" + "The moon pulls the sea toward it. " * 200)
+    (texts / "b.html").write_text("<title>Rivers</title><p>" + "Rivers carve valleys over time. " * 200 + "</p>")
+    config = tmp_path / "tokenpace.toml"
+    config.write_text(
+        'corpus = "texts"\n'
+        f'[providers.local]\nbase_url = "{s.url}"\nmodels = ["m"]\n'
+        '[workloads.tiny-compare]\ninput_tokens = 600\nmax_tokens = 50\ntasks = ["compare"]\n'
+    )
+    listing = CliRunner().invoke(main, ["workloads", "--config", str(config)])
+    assert listing.exit_code == 0 and "tiny-compare" in listing.output and "100,000" in listing.output
+    db = tmp_path / "t.db"
+    args = ["run", "local/m", "--config", str(config), "-w", "tiny-compare", "-n", "2", "--db", str(db), "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["endpoints"][0]["ok"] == 2
+    with open_store(str(db)) as store:
+        samples = store.samples()
+    assert all(x.workload == "tiny-compare" and x.input_tokens and abs(x.input_tokens - 600) <= 12 for x in samples)
+    bad = CliRunner().invoke(main, ["run", "--sim", "-w", "nope", "--db", str(db)])
+    assert bad.exit_code != 0 and "unknown workload 'nope'" in bad.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = CliRunner().invoke(main, ["run", "--sim", "--corpus", str(empty), "--db", str(db)])
+    assert bad.exit_code != 0 and "no text" in bad.output
