@@ -102,3 +102,17 @@ def test_cli_workloads_custom_and_corpus(tmp_path: Path, sim_thread: Callable[..
     empty.mkdir()
     bad = CliRunner().invoke(main, ["run", "--sim", "--corpus", str(empty), "--db", str(db)])
     assert bad.exit_code != 0 and "no text" in bad.output
+
+
+def test_prompts_are_kept_only_when_asked(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    for flag in ([], ["--keep-prompts"]):
+        result = CliRunner().invoke(main, ["run", "--sim", "-n", "2", "--db", str(db), "--json", *flag])
+        assert result.exit_code == 0, result.output
+    with open_store(str(db)) as store:
+        samples = store.samples()
+    plain = [s for s in samples if s.prompt_text is None]
+    kept = [s for s in samples if s.prompt_text is not None]
+    assert len(plain) == len(kept) == 2
+    assert all(s.prompt_fingerprint and s.input_tokens for s in samples)
+    assert all("Documents:" in (s.prompt_text or "") for s in kept)

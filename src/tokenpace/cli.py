@@ -150,6 +150,7 @@ def _summaries(samples: Sequence[Sample]) -> list[Summary]:
 @click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--total-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
+@click.option("--keep-prompts", is_flag=True, help="Store each prompt's text with its sample.")
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
@@ -179,6 +180,7 @@ def run(
     idle_timeout: float,
     total_timeout: float,
     no_warmup: bool,
+    keep_prompts: bool,
     db: str | None,
     as_json: bool,
     output: Path | None,
@@ -212,6 +214,7 @@ def run(
         Timeouts(connect_timeout, first_token_timeout, idle_timeout, total_timeout),
         warmup=not no_warmup,
         seed=seed,
+        keep_prompts=keep_prompts,
     )
     store = open_store(db)
     command = " ".join(["tokenpace", *sys.argv[1:]]) if sys.argv else "tokenpace run"

@@ -52,6 +52,7 @@ class Plan:
     timeouts: Timeouts = field(default_factory=Timeouts)
     warmup: bool = True
     seed: int | None = None  # None: fresh prompts every run
+    keep_prompts: bool = False  # store each prompt's text with its sample (the fingerprint is always kept)
 
 
 async def _measure_endpoint(
@@ -78,7 +79,7 @@ async def _measure_endpoint(
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
         timeline = proto.decode(rec)
-        return make_sample(run_id, endpoint, workload.name, started, timeline, prompts[i], group)
+        return make_sample(run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts)
 
     def decoded(future: asyncio.Future[Sample]) -> None:
         if not future.cancelled() and future.exception() is None:

@@ -32,6 +32,7 @@ class Sample:
     image_bytes: int = 0
     image_pixels: int = 0
     group_id: str | None = None  # requests released together (the parallel workload) share one
+    prompt_text: str | None = None  # the prompt itself, only when asked to keep it (images never)
     tool_version: str = __version__
 
     @property
@@ -59,6 +60,7 @@ def make_sample(
     timeline: Timeline,
     prompt: Prompt | None = None,
     group_id: str | None = None,
+    keep_prompt: bool = False,
 ) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline."""
     return Sample(
@@ -74,6 +76,7 @@ def make_sample(
         image_bytes=0 if prompt is None else prompt.image_bytes,
         image_pixels=0 if prompt is None else prompt.image_pixels,
         group_id=group_id,
+        prompt_text="\n\n".join(m.text for m in prompt.messages) if prompt is not None and keep_prompt else None,
     )
 
 
@@ -117,6 +120,7 @@ def sample_row(sample: Sample) -> dict[str, Any]:
         "image_bytes": sample.image_bytes,
         "image_pixels": sample.image_pixels,
         "group_id": sample.group_id,
+        "prompt_text": sample.prompt_text,
         "started_at": sample.started_at.isoformat(),
         "ok": sample.ok,
         "error_kind": None if sample.error_kind is None else str(sample.error_kind),

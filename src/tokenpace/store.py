@@ -44,7 +44,7 @@ ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWO
 _FOREIGN = (sqlite3.Error, psycopg.Error, OSError)
 _METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
 _ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
-_PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id")
+_PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
 _SAMPLE_COLUMNS = (
     *("id", "run_id", *_ENDPOINT, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *_METRICS, "timeline", "tool_version", *_PROMPT),
