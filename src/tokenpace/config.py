@@ -26,6 +26,7 @@ Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model
 from __future__ import annotations
 
 import os
+import typing
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,8 +38,8 @@ import pydantic
 from tokenpace.errors import ConfigError
 from tokenpace.workload import BUILTIN, Workload, workload_from_config
 
-Protocol = Literal["openai-chat"]
-PROTOCOLS: tuple[str, ...] = ("openai-chat",)
+Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
+PROTOCOLS: tuple[str, ...] = typing.get_args(Protocol)
 
 
 @dataclass(frozen=True, slots=True)
