@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -36,9 +36,9 @@ T = TypeVar("T")
 err = Console(stderr=True)
 
 
-def _run_async(main: Callable[[], Awaitable[T]]) -> T:
+def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(main())  # type: ignore[arg-type]
+        return runner.run(main())
 
 
 class _Group(click.Group):
