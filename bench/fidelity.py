@@ -27,7 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tokenpace.clients.base import Timeouts
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.metrics import percentile
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tokenpace import sim
-from tokenpace.clients.base import Timeouts
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind
 from tokenpace.metrics import percentile
@@ -291,3 +291,36 @@ async def test_ttft_agrees_with_the_official_openai_client() -> None:
     # The SDK's clock also holds its own request building and its per-chunk model parsing (about 3 ms here),
     # so it reads a little higher, never lower.
     assert -2 < gap < 8, (theirs, ours)
+
+
+@pytest.fixture
+async def echo_key_in_stream() -> AsyncIterator[str]:
+    """A server that streams one token, then an error event quoting the Authorization header."""
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n')
+        message = f"quota exceeded for {request.headers.get('Authorization')}"
+        await resp.write(f'data: {{"error": {{"message": "{message}"}}}}\n\n'.encode())
+        return resp
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    await runner.cleanup()
+
+
+async def test_key_echoed_inside_the_stream_is_scrubbed(
+    echo_key_in_stream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CANARY_KEY", "sk-canary-stream-42")
+    endpoint = Endpoint("echo", "m", echo_key_in_stream, api_key_env="CANARY_KEY")
+    (s,) = (await measure([endpoint], DEFAULT, Plan(1, 1, FAST))).samples
+    assert s.error_kind is ErrorKind.STREAM_ERROR
+    assert "sk-canary" not in (s.error_message or "") and "sk-canary" not in s.timeline.to_json()
+    assert "***" in (s.error_message or "")

@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from tokenpace.clients.base import Timeouts
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind
 from tokenpace.run import Plan, measure

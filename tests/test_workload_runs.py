@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tokenpace import sim
 from tokenpace.cli import main
-from tokenpace.clients.base import Timeouts
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.run import Plan, measure
 from tokenpace.store import open_store

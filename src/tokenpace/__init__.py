@@ -7,7 +7,7 @@ The library API mirrors the data flow: an :class:`Endpoint` and a :class:`Worklo
 
 __version__ = "0.1.0"
 
-from tokenpace.clients.base import Timeouts
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.errors import TokenpaceError
 from tokenpace.failures import ErrorKind, Failure

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tokenpace import __version__, config, sim
-from tokenpace.clients.base import Timeouts
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.corpus import load_corpus
 from tokenpace.errors import ConfigError, StoreError, TokenpaceError

@@ -26,8 +26,8 @@ Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model
 from __future__ import annotations
 
 import os
-import typing
 import tomllib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from tokenpace.clients import protocol_for
-from tokenpace.clients.base import HttpRequest, Timeouts, new_session, record, warm
+from tokenpace.clients.base import HttpRequest, scrub
+from tokenpace.clients.transport import Timeouts, new_session, record, warm
 from tokenpace.config import Endpoint
 from tokenpace.corpus import Corpus
 from tokenpace.lag import LoopLag
@@ -78,7 +79,7 @@ async def _measure_endpoint(
     pool = workload.concurrency or plan.concurrency
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
-        timeline = proto.decode(rec)
+        timeline = scrub(proto.decode(rec), requests[i].secret)
         return make_sample(run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts)
 
     def decoded(future: asyncio.Future[Sample]) -> None:

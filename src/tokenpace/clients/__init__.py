@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from tokenpace.clients.anthropic import Anthropic
 from tokenpace.clients.base import WireProtocol
+from tokenpace.clients.gemini import Gemini
+from tokenpace.clients.ollama import Ollama
 from tokenpace.clients.openai_chat import OpenAIChat
+from tokenpace.clients.openai_completions import OpenAICompletions
+from tokenpace.clients.openai_responses import OpenAIResponses
 from tokenpace.errors import ConfigError
 
-_PROTOCOLS: dict[str, WireProtocol] = {"openai-chat": OpenAIChat()}
+_PROTOCOLS: dict[str, WireProtocol] = {
+    p.name: p for p in (OpenAIChat(), OpenAICompletions(), OpenAIResponses(), Anthropic(), Ollama(), Gemini())
+}
 
 
 def protocol_for(name: str) -> WireProtocol:

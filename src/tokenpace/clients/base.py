@@ -1,40 +1,26 @@
-"""The one interface every wire protocol implements, and the HTTP transport they share.
+"""The one interface every wire protocol implements, and what protocols share to build and decode.
 
-The transport is the timed hot path: request bytes are built before the clock starts, and while the stream
-runs each read costs one ``perf_counter_ns()`` and one list append. Decoding happens after the stream ends.
-aiohttp's exceptions are mapped to the failure taxonomy here and nowhere else.
+A protocol builds its request bytes before the clock starts (``request``) and decodes a recorded stream after
+it ended (``decode``); the timed part in between is ``transport.record``, the same for every protocol.
 """
 
 from __future__ import annotations
 
 import abc
-import asyncio
+import base64
+import contextlib
+import dataclasses
 import json
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
-
-import aiohttp
 
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
 from tokenpace.workload import Prompt
 
-MAX_ERROR_BODY = 4096
 MAX_MESSAGE = 300
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """Seconds. ``idle`` bounds any silence on the socket, before or after the first token."""
-
-    connect: float = 10.0
-    first_token: float = 60.0
-    idle: float = 30.0
-    total: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +72,8 @@ class WireProtocol(abc.ABC):
     """A streaming API: how to ask (request bytes) and how to read what came back (decode)."""
 
     name: str
+    # The path a base URL conventionally ends with (``https://host`` + this): a hint for building one.
+    default_base: str = "/v1"
 
     @abc.abstractmethod
     def request(self, endpoint: Endpoint, prompt: Prompt) -> HttpRequest:
@@ -104,6 +92,85 @@ class WireProtocol(abc.ABC):
         return any(e.is_token for e in self.decode(recording).events)
 
 
+def json_request(
+    endpoint: Endpoint,
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    auth: str = "Authorization",
+    accept: str = "text/event-stream",
+    extra: Mapping[str, str] | None = None,
+) -> HttpRequest:
+    """A JSON POST whose key travels only in the ``auth`` header (``Authorization`` as ``Bearer``), never the URL.
+
+    The endpoint's own headers override the defaults and the protocol's ``extra`` ones (names compared
+    without case, so none is sent twice), but not the key's header: the configured key always wins.
+    """
+    key = endpoint.api_key()
+    headers = _merged({"Content-Type": "application/json", "Accept": accept, **(extra or {})}, endpoint.headers)
+    if key:
+        headers = _merged(headers, [(auth, f"Bearer {key}" if auth == "Authorization" else key)])
+    return HttpRequest(url, headers, json.dumps(body).encode(), key)
+
+
+def base64_text(data: bytes) -> str:
+    """Bytes (a PNG) as the plain base64 text that Anthropic, Gemini and Ollama take inline."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def _merged(headers: Mapping[str, str], overrides: Iterable[tuple[str, str]]) -> dict[str, str]:
+    out = dict(headers)
+    for name, value in overrides:
+        out = {k: v for k, v in out.items() if k.lower() != name.lower()}
+        out[name] = value
+    return out
+
+
+@dataclass(slots=True)
+class Decoded:
+    """What a decoder has read of a stream so far; the first stream problem it notes is the one reported."""
+
+    recording: Recording
+    events: list[Event] = field(default_factory=list)
+    usage: Usage | None = None
+    response_id: str | None = None
+    server_timings: dict[str, Any] | None = None
+    problem: Failure | None = None
+
+    def add(self, t_ns: int, kind: EventKind, text: str = "") -> None:
+        self.events.append(Event(t_ns, kind, text))
+
+    def json(self, data: str) -> dict[str, Any] | None:
+        """``data`` as a JSON object; None (the stream noted as malformed) when it is not one."""
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            return doc
+        self.problem = self.problem or Failure(ErrorKind.MALFORMED_STREAM, one_line(f"bad event: {data}", 120))
+        return None
+
+    def error(self, t_ns: int, error: Any) -> None:
+        """An error the provider sent inside the stream: an ERROR event, and the sample fails as stream_error."""
+        message = str(error.get("message", error)) if isinstance(error, dict) else str(error)
+        self.add(t_ns, EventKind.ERROR, message)
+        self.problem = self.problem or Failure(ErrorKind.STREAM_ERROR, one_line(f"stream error: {message}"))
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a decoder's loop: bytes that are not UTF-8 or an event of an unexpected shape end the decoding
+        as a malformed stream, keeping what was decoded, instead of losing the sample to an exception."""
+        try:
+            yield
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            message = one_line(f"undecodable stream: {type(exc).__name__}: {exc}", 120)
+            self.problem = self.problem or Failure(ErrorKind.MALFORMED_STREAM, message)
+
+    def timeline(self) -> Timeline:
+        return timeline(self.recording, self.events, self.usage, self.response_id, self.server_timings, self.problem)
+
+
 def redact(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
@@ -113,156 +180,10 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _http_failure(status: int, body: bytes, secret: str | None) -> Failure:
-    message = body.decode("utf-8", "replace")
-    try:
-        doc = json.loads(message)
-        error = doc.get("error", doc) if isinstance(doc, dict) else doc
-        message = str(error.get("message", error)) if isinstance(error, dict) else str(error)
-    except ValueError:
-        pass
-    kind = ErrorKind.RATE_LIMITED if status == 429 else ErrorKind.HTTP_ERROR
-    return Failure(kind, one_line(f"HTTP {status}: {redact(message, secret)}"), status)
-
-
-def _client_failure(exc: aiohttp.ClientError, rec: Recording, secret: str | None) -> Failure:
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        kind = ErrorKind.CONNECT_TIMEOUT
-    elif isinstance(exc, aiohttp.ServerTimeoutError):
-        kind = ErrorKind.IDLE_TIMEOUT
-    elif isinstance(exc, aiohttp.ClientConnectorError) or rec.t_headers_ns is None:
-        kind = ErrorKind.CONNECT_ERROR
-    else:
-        kind = ErrorKind.INCOMPLETE_STREAM
-    return Failure(kind, one_line(redact(f"{type(exc).__name__}: {exc}", secret)))
-
-
-def trace_config() -> aiohttp.TraceConfig:
-    """Records when a request had to open a new connection, so network set-up is told apart."""
-
-    async def start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-        if isinstance(ctx.trace_request_ctx, Recording):
-            ctx.trace_request_ctx.t_connect_start_ns = time.perf_counter_ns()
-
-    async def end(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-        if isinstance(ctx.trace_request_ctx, Recording):
-            ctx.trace_request_ctx.t_connected_ns = time.perf_counter_ns()
-
-    async def sent(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-        # aiohttp calls this just before handing the body (with the headers) to the transport.
-        rec = ctx.trace_request_ctx
-        if isinstance(rec, Recording) and rec.t_sent_ns is None:
-            rec.t_sent_ns = time.perf_counter_ns()
-
-    trace = aiohttp.TraceConfig()
-    trace.on_connection_create_start.append(start)
-    trace.on_connection_create_end.append(end)
-    trace.on_request_chunk_sent.append(sent)
-    return trace
-
-
-def new_session(concurrency: int, timeouts: Timeouts) -> aiohttp.ClientSession:
-    """A session whose pool holds one keep-alive connection per concurrent stream."""
-    return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=0),
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.idle),
-        trace_configs=[trace_config()],
-    )
-
-
-async def warm(session: aiohttp.ClientSession, url: str, headers: Mapping[str, str], n: int) -> None:
-    """Open ``n`` connections at once and leave them in the pool; failures here are not samples."""
-
-    async def one() -> None:
-        try:
-            async with session.get(url, headers=headers) as resp:
-                await resp.read()
-        except (aiohttp.ClientError, TimeoutError):
-            pass
-
-    await asyncio.gather(*(one() for _ in range(n)))
-
-
-async def _exchange(
-    session: aiohttp.ClientSession,
-    req: HttpRequest,
-    timeouts: Timeouts,
-    rec: Recording,
-    has_token: Callable[[Recording], bool],
-    expired: list[ErrorKind],
-) -> None:
-    loop = asyncio.get_running_loop()
-    clock = time.perf_counter_ns
-    chunks = rec.chunks
-    rec.t_start_ns = clock()
-    rec.t_sent_ns = None
-    start = loop.time()
-    async with asyncio.timeout_at(start + timeouts.total) as deadline:
-
-        def first_token_due() -> None:
-            # Runs once, only if the first-token deadline passes while the stream is still open.
-            if not has_token(rec):
-                expired[0] = ErrorKind.FIRST_TOKEN_TIMEOUT
-                deadline.reschedule(loop.time())
-
-        check = loop.call_at(start + timeouts.first_token, first_token_due)
-        try:
-            async with session.post(req.url, data=req.body, headers=req.headers, trace_request_ctx=rec) as r:
-                rec.t_headers_ns = clock()
-                rec.http_status = r.status
-                if r.status >= 300:
-                    rec.failure = _http_failure(r.status, await r.content.read(MAX_ERROR_BODY), req.secret)
-                else:
-                    async for data in r.content.iter_any():
-                        chunks.append((clock(), data))
-        finally:
-            check.cancel()
-
-
-def _pool_size(session: aiohttp.ClientSession) -> int:
-    return session.connector.limit if session.connector is not None and session.connector.limit else 1
-
-
-def _stale(exc: aiohttp.ClientError, rec: Recording) -> bool:
-    """A pooled keep-alive connection the server had already closed: the request never reached it."""
-    reused = rec.t_connect_start_ns is None
-    return (
-        reused and rec.t_headers_ns is None and isinstance(exc, aiohttp.ClientOSError | aiohttp.ServerDisconnectedError)
-    )
-
-
-async def record(
-    session: aiohttp.ClientSession,
-    req: HttpRequest,
-    timeouts: Timeouts,
-    rec: Recording,
-    has_token: Callable[[Recording], bool],
-) -> None:
-    """Send ``req`` and fill ``rec`` with every chunk's arrival time; failures land in ``rec.failure``.
-
-    A request that fails on a stale pooled connection is sent again, clock restarted, as HTTP clients do.
-    On cancellation ``rec`` is marked cancelled before the cancellation propagates.
-    """
-    expired = [ErrorKind.TOTAL_TIMEOUT]
-    try:
-        # Each stale connection is dropped from the pool when it fails, so the pool's size bounds the retries.
-        for attempt in range(_pool_size(session) + 1):
-            try:
-                await _exchange(session, req, timeouts, rec, has_token, expired)
-                break
-            except aiohttp.ClientError as exc:
-                if attempt == _pool_size(session) or not _stale(exc, rec):
-                    raise
-    except TimeoutError as exc:
-        if isinstance(exc, aiohttp.ClientError):  # aiohttp's own timeouts subclass TimeoutError
-            rec.failure = _client_failure(exc, rec, req.secret)
-        else:
-            limit = timeouts.first_token if expired[0] is ErrorKind.FIRST_TOKEN_TIMEOUT else timeouts.total
-            rec.failure = Failure(expired[0], f"{expired[0].value.replace('_', ' ')} after {limit:g} s")
-    except aiohttp.ClientError as exc:
-        rec.failure = _client_failure(exc, rec, req.secret)
-    except asyncio.CancelledError:
-        rec.failure = Failure(ErrorKind.CANCELLED, "cancelled by the client")
-        raise
-    finally:
-        rec.t_end_ns = time.perf_counter_ns()
+def scrub(t: Timeline, secret: str | None) -> Timeline:
+    """The timeline with the key blanked wherever a server echoed it: error messages and error events."""
+    if not secret:
+        return t
+    failure = t.failure and dataclasses.replace(t.failure, message=redact(t.failure.message, secret))
+    events = tuple(dataclasses.replace(e, text=redact(e.text, secret)) if secret in e.text else e for e in t.events)
+    return dataclasses.replace(t, failure=failure, events=events)

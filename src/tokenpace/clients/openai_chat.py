@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from typing import Any
 
 from tokenpace import sse
-from tokenpace.clients.base import HttpRequest, WireProtocol, one_line, timeline
+from tokenpace.clients.base import Decoded, HttpRequest, WireProtocol, json_request
 from tokenpace.config import Endpoint
-from tokenpace.failures import ErrorKind, Failure
 from tokenpace.image import data_uri
 from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
 from tokenpace.workload import Prompt
 
 # Both spellings of reasoning deltas are in the wild: DeepSeek/vLLM/llama.cpp and OpenRouter/Groq.
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+ChoiceEvents = Callable[[int, dict[str, Any]], list[Event]]
 
 
 def _usage(doc: dict[str, Any]) -> Usage:
@@ -40,20 +41,39 @@ def _choice_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
     return out or [Event(t_ns, EventKind.OTHER)]
 
 
+def decode_openai(recording: Recording, choice_events: ChoiceEvents) -> Timeline:
+    """An OpenAI-style SSE stream (``data: {...}`` chunks with ``choices``, then ``data: [DONE]``).
+
+    Shared by Chat Completions and the legacy Completions API, which differ only in what a choice holds.
+    """
+    d = Decoded(recording)
+    with d.reading():
+        for ev in sse.parse(recording.chunks):
+            if ev.data == "[DONE]":
+                d.add(ev.t_ns, EventKind.DONE)
+                continue
+            doc = d.json(ev.data)
+            if doc is None:
+                continue
+            if doc.get("error"):  # some servers send "error": null on ordinary chunks
+                d.error(ev.t_ns, doc["error"])
+                continue
+            d.response_id = d.response_id or doc.get("id")
+            if doc.get("usage"):
+                d.usage = _usage(doc["usage"])
+                d.add(ev.t_ns, EventKind.USAGE)
+            if isinstance(doc.get("timings"), dict):  # llama.cpp's own per-request timings
+                d.server_timings = doc["timings"]
+            for choice in doc.get("choices") or ():
+                d.events.extend(choice_events(ev.t_ns, choice))
+    return d.timeline()
+
+
 class OpenAIChat(WireProtocol):
     name = "openai-chat"
 
     def request(self, endpoint: Endpoint, prompt: Prompt) -> HttpRequest:
         """Text-only messages as a plain string; with images, as text and ``image_url`` content parts."""
-
-        key = endpoint.api_key()
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream",
-            **dict(endpoint.headers),
-        }
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
         body = {
             "model": endpoint.model,
             "messages": [
@@ -72,37 +92,7 @@ class OpenAIChat(WireProtocol):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        return HttpRequest(f"{endpoint.base_url}/chat/completions", headers, json.dumps(body).encode(), key)
+        return json_request(endpoint, f"{endpoint.base_url}/chat/completions", body)
 
     def decode(self, recording: Recording) -> Timeline:
-        events: list[Event] = []
-        usage: Usage | None = None
-        response_id: str | None = None
-        server_timings: dict[str, Any] | None = None
-        problem: Failure | None = None
-        for ev in sse.parse(recording.chunks):
-            if ev.data == "[DONE]":
-                events.append(Event(ev.t_ns, EventKind.DONE))
-                continue
-            try:
-                doc = json.loads(ev.data)
-                if not isinstance(doc, dict):
-                    raise ValueError("event is not a JSON object")
-            except ValueError:
-                problem = problem or Failure(ErrorKind.MALFORMED_STREAM, one_line(f"bad event: {ev.data}", 120))
-                continue
-            if "error" in doc:
-                err = doc["error"]
-                message = err.get("message", err) if isinstance(err, dict) else err
-                events.append(Event(ev.t_ns, EventKind.ERROR, str(message)))
-                problem = problem or Failure(ErrorKind.STREAM_ERROR, one_line(f"stream error: {message}"))
-                continue
-            response_id = response_id or doc.get("id")
-            if doc.get("usage"):
-                usage = _usage(doc["usage"])
-                events.append(Event(ev.t_ns, EventKind.USAGE))
-            if isinstance(doc.get("timings"), dict):  # llama.cpp's own per-request timings
-                server_timings = doc["timings"]
-            for choice in doc.get("choices") or ():
-                events.extend(_choice_events(ev.t_ns, choice))
-        return timeline(recording, events, usage, response_id, server_timings, problem)
+        return decode_openai(recording, _choice_events)

@@ -1,0 +1,149 @@
+"""Well-known providers as data: where each one listens, which wire protocol it speaks and its key's variable.
+
+A preset saves looking up a base URL; it holds the *name* of the environment variable for the key, never a
+key. Local servers are listed at their default ports and need no key. The URLs are the providers' documented
+bases; the note says what is worth knowing when measuring there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from tokenpace.config import Protocol
+from tokenpace.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    base_url: str
+    protocol: Protocol
+    api_key_env: str | None  # None: no key (a local server)
+    note: str
+
+
+_ALL = (
+    Preset(
+        "openai",
+        "https://api.openai.com/v1",
+        "openai-chat",
+        "OPENAI_API_KEY",
+        "OpenAI; reasoning models also on openai-responses",
+    ),
+    Preset(
+        "anthropic",
+        "https://api.anthropic.com/v1",
+        "anthropic",
+        "ANTHROPIC_API_KEY",
+        "Anthropic Messages API",
+    ),
+    Preset(
+        "gemini",
+        "https://generativelanguage.googleapis.com/v1beta",
+        "gemini",
+        "GEMINI_API_KEY",
+        "Google AI Studio (Gemini API)",
+    ),
+    Preset(
+        "groq",
+        "https://api.groq.com/openai/v1",
+        "openai-chat",
+        "GROQ_API_KEY",
+        "Groq LPUs, OpenAI-compatible",
+    ),
+    Preset(
+        "cerebras",
+        "https://api.cerebras.ai/v1",
+        "openai-chat",
+        "CEREBRAS_API_KEY",
+        "Cerebras wafer-scale inference, OpenAI-compatible",
+    ),
+    Preset(
+        "together",
+        "https://api.together.xyz/v1",
+        "openai-chat",
+        "TOGETHER_API_KEY",
+        "Together AI, OpenAI-compatible",
+    ),
+    Preset(
+        "fireworks",
+        "https://api.fireworks.ai/inference/v1",
+        "openai-chat",
+        "FIREWORKS_API_KEY",
+        "Fireworks AI; models named accounts/fireworks/models/...",
+    ),
+    Preset(
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        "openai-chat",
+        "OPENROUTER_API_KEY",
+        "a router: the upstream provider may differ between requests",
+    ),
+    Preset(
+        "deepseek",
+        "https://api.deepseek.com/v1",
+        "openai-chat",
+        "DEEPSEEK_API_KEY",
+        "DeepSeek; reasoning streams as reasoning_content",
+    ),
+    Preset(
+        "mistral",
+        "https://api.mistral.ai/v1",
+        "openai-chat",
+        "MISTRAL_API_KEY",
+        "Mistral AI (La Plateforme)",
+    ),
+    Preset(
+        "ollama-cloud",
+        "https://ollama.com",
+        "ollama",
+        "OLLAMA_API_KEY",
+        "Ollama Cloud, native /api/chat with a Bearer key",
+    ),
+    Preset(
+        "opencode-zen",
+        "https://opencode.ai/zen/v1",
+        "anthropic",
+        "OPENCODE_API_KEY",
+        "OpenCode Zen gateway; its Claude models on the Messages API",
+    ),
+    Preset(
+        "ollama",
+        "http://127.0.0.1:11434",
+        "ollama",
+        None,
+        "a local Ollama server (native API, server-side timings kept)",
+    ),
+    Preset(
+        "llama.cpp",
+        "http://127.0.0.1:8080/v1",
+        "openai-chat",
+        None,
+        "a local llama-server (its timings are kept)",
+    ),
+    Preset(
+        "vllm",
+        "http://127.0.0.1:8000/v1",
+        "openai-chat",
+        None,
+        "a local vLLM server (vllm serve)",
+    ),
+    Preset(
+        "sglang",
+        "http://127.0.0.1:30000/v1",
+        "openai-chat",
+        None,
+        "a local SGLang server",
+    ),
+)
+
+PRESETS: MappingProxyType[str, Preset] = MappingProxyType({p.name: p for p in _ALL})
+
+
+def preset(name: str) -> Preset:
+    """The preset called ``name``."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})") from None
