@@ -75,7 +75,7 @@ def test_endpoints_by_name_from_config(tmp_path: Path, sim_thread: Callable[...,
     ("args", "message"),
     [
         ((), "nothing to measure"),
-        (("local/x",), "endpoint names need --config"),
+        (("local/x",), "no endpoint matches 'local/x' (known: openai/MODEL"),
         (("--base-url", "http://127.0.0.1:9/v1"), "--base-url needs --model"),
         (("--base-url", "127.0.0.1:9", "--model", "m"), "give a full URL"),
         (

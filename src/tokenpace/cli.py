@@ -25,6 +25,7 @@ from tokenpace.config import Endpoint
 from tokenpace.corpus import load_corpus
 from tokenpace.errors import ConfigError, StoreError, TokenpaceError
 from tokenpace.export import SAMPLE_FORMATS, write_samples
+from tokenpace.presets import PRESETS
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sample import Sample
 from tokenpace.store import Store, open_store
@@ -187,14 +188,11 @@ def run(
 ) -> None:
     """Stream completions from endpoints and summarise how fast they were.
 
-    ENDPOINTS are names from --config (provider/model, provider:plan/model or provider).
+    ENDPOINTS are names from --config (provider/model, provider:plan/model or provider), or PRESET/MODEL for a
+    well-known provider (groq/llama-3.1-8b-instant); `tokenpace presets` lists them.
     """
     cfg = config.load(config_path) if config_path is not None else config.Config()
-    chosen: list[Endpoint] = []
-    if endpoints:
-        if config_path is None:
-            raise ConfigError("endpoint names need --config FILE (or use --base-url and --model)")
-        chosen = [e for ref in endpoints for e in cfg.find(ref)]
+    chosen = [e for ref in endpoints for e in cfg.find(ref)]
     if base_url:
         chosen.append(_cli_endpoint(base_url, model, protocol, api_key_env, plan, provider, headers))
     if not chosen and not use_sim:
@@ -293,6 +291,17 @@ def _print_run(out: Console, result: RunResult, where: str) -> None:
             "Lower --concurrency or run on a less busy machine."
         )
     out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}; {lag})")
+
+
+@main.command("presets")
+def presets_command() -> None:
+    """List the well-known providers that endpoint names and config tables can refer to."""
+    table = Table()
+    for col in ("preset", "protocol", "base URL", "key variable", "note"):
+        table.add_column(col, no_wrap=col != "note")
+    for p in PRESETS.values():
+        table.add_row(p.name, p.protocol, p.base_url, p.api_key_env or "-", p.note)
+    Console().print(table)
 
 
 @main.command("workloads")

@@ -5,7 +5,7 @@ provider is two endpoints. A config file looks like::
 
     corpus = "texts"                      # your own long-form text for prompts (default: built in)
 
-    [providers.groq]
+    [providers.groq]                      # a preset's name: base URL, protocol and key variable come from it
     base_url = "https://api.groq.com/openai/v1"
     api_key_env = "GROQ_API_KEY"          # the *name* of the variable, never the key
     plan = "free"                         # optional label, default "default"
@@ -36,6 +36,7 @@ from typing import Any, Literal
 import pydantic
 
 from tokenpace.errors import ConfigError
+from tokenpace.presets import PRESETS, preset
 from tokenpace.workload import BUILTIN, Workload, workload_from_config
 
 Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
@@ -83,8 +84,9 @@ class _Plan(_Strict):
 
 
 class _Provider(_Strict):
-    base_url: pydantic.HttpUrl
-    protocol: Protocol = "openai-chat"
+    preset: str | None = None  # defaults from a well-known provider; the table's name is tried too
+    base_url: pydantic.HttpUrl | None = None
+    protocol: Protocol | None = None
     api_key_env: str | None = None
     plan: str = "default"
     headers: dict[str, str] = {}
@@ -114,7 +116,10 @@ class Config:
         return found
 
     def find(self, ref: str) -> list[Endpoint]:
-        """Endpoints named ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``."""
+        """Endpoints named ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``.
+
+        ``preset/model`` for a provider the file does not declare is measured with the preset's settings.
+        """
         head, _, model = ref.partition("/")
         provider, _, plan = head.partition(":")
         found = [
@@ -122,8 +127,11 @@ class Config:
             for e in self.endpoints
             if e.provider == provider and (not plan or e.plan == plan) and (not model or e.model == model)
         ]
+        declared = any(e.provider == provider for e in self.endpoints)  # a file's table shadows the preset
+        if not found and model and not declared and (pre := PRESETS.get(provider)) is not None:
+            found = [Endpoint(provider, model, pre.base_url, plan or "default", pre.protocol, pre.api_key_env)]
         if not found:
-            names = ", ".join(e.name for e in self.endpoints)
+            names = ", ".join([e.name for e in self.endpoints] + [f"{p}/MODEL" for p in PRESETS])
             raise ConfigError(f"{self.source}: no endpoint matches {ref!r} (known: {names})")
         return found
 
@@ -134,14 +142,21 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[Endpoint]:
         plans[p.plan] = _Plan(models=p.models)
     if not plans:
         raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
+    try:
+        pre = preset(p.preset) if p.preset else PRESETS.get(name)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: providers.{name}.preset: {exc}") from None
+    base = p.base_url or (pre.base_url if pre else None)
+    if base is None and not all(plan.base_url for plan in plans.values()):
+        raise ConfigError(f"{source}: providers.{name}: give base_url, or preset = one of {', '.join(PRESETS)}")
     return [
         Endpoint(
             provider=name,
             plan=plan_name,
             model=model,
-            base_url=str(plan.base_url or p.base_url).rstrip("/"),
-            protocol=plan.protocol or p.protocol,
-            api_key_env=plan.api_key_env or p.api_key_env,
+            base_url=str(plan.base_url or base).rstrip("/"),
+            protocol=plan.protocol or p.protocol or (pre.protocol if pre else "openai-chat"),
+            api_key_env=plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None),
             headers=tuple(sorted({**p.headers, **plan.headers}.items())),
         )
         for plan_name, plan in plans.items()

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from tokenpace.config import Protocol
 from tokenpace.errors import ConfigError
+
+if TYPE_CHECKING:  # config reads the presets, so only the type comes from there
+    from tokenpace.config import Protocol
 
 
 @dataclass(frozen=True, slots=True)
