@@ -1,0 +1,103 @@
+"""What the simulator is told to do (:class:`Scenario`) and what it did (:class:`Truth`), whatever the protocol.
+
+Both are protocol-free on purpose: one scenario means the same timing, chunking and failures on every wire
+format, and a truth compares with what any client measured, event by event.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tokenpace.errors import SimulatorError
+
+DEFAULT_MODEL = "sim"
+TRUTH_KEPT = 100_000
+ERRORS = frozenset({"429", "500", "malformed", "cut", "endless", "midstream"})
+NS_PER_MS = 1_000_000
+
+# Each word, with its leading space, is one o200k_base token (tests check), and so is any run of them.
+_TEXT = """the speed of light is a fast token stream that runs over time and space with every model we
+measure data for people who want to know how quick an answer comes back from server in one second first last
+next word text chunk rate test clock delay network latency output input request response simple clear good
+great small large high low long short new old open close start end right left north south water fire earth
+wind world river mountain city house road table chair paper music number value result"""
+WORDS: tuple[str, ...] = tuple(" " + w for w in _TEXT.split())
+# Multi-byte UTF-8 for decoder tests; not one token each, so completion_tokens counts words with these.
+NON_ASCII_WORDS: tuple[str, ...] = (
+    " café", " naïve", " über", " façade", " Zürich", " ñandú", " 日本", " 東京", " 速度", " 你好",
+    " привет", " Ελλάδα", " 🚀", " ✨",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How the simulated model behaves: timing, chunking, usage reporting and the failure to inject."""
+
+    ttft_ms: float = 200.0  # request received -> first content or reasoning token event (before prefill)
+    prefill_tokens_per_s: float | None = None  # if set, TTFT also grows by prompt tokens / this rate
+    tokens_per_s: float = 50.0  # token rate after the first token
+    tokens_per_chunk: int = 1  # tokens per SSE event
+    jitter_ms: float = 0.0  # uniform +- jitter on each event's target time after the first
+    output_tokens: int = 100  # content tokens; reasoning + content are capped by the request's max tokens
+    reasoning_tokens: int = 0  # sent as reasoning deltas before the content
+    reasoning_field: str = "reasoning_content"  # Chat Completions: or "reasoning"; both are seen in the wild
+    role_chunk: bool = True  # the protocol's token-free preamble goes out at once (chat: an empty role delta)
+    usage: str = "auto"  # auto: as the request asks (OpenAI's include_usage; others always report); always; never
+    final_burst: bool = False  # after the first chunk, all the rest in one last chunk
+    stall_after_tokens: int | None = None  # pause once after this many tokens ...
+    stall_ms: float = 0.0  # ... for this long
+    error: str | None = None  # None or one of ERRORS
+    error_rate: float = 1.0  # probability that a request gets the error
+    non_ascii: bool = False  # accented, CJK and emoji words (then completion_tokens counts words)
+    seed: int = 0  # with the request counter, seeds each request's text, jitter and error draw
+
+    def first_token_ns(self, prompt_tokens: int) -> int:
+        """Scheduled TTFT = ttft_ms + prompt tokens / prefill rate (the second term only when a rate is set)."""
+        prefill_s = prompt_tokens / self.prefill_tokens_per_s if self.prefill_tokens_per_s else 0.0
+        return round(self.ttft_ms * NS_PER_MS + prefill_s * 1e9)
+
+    def __post_init__(self) -> None:
+        times = (self.ttft_ms, self.jitter_ms, self.stall_ms)
+        counts = (self.output_tokens, self.reasoning_tokens, self.stall_after_tokens or 0)
+        checks = [
+            (min(times) >= 0 and all(map(math.isfinite, times)), "ttft_ms, jitter_ms, stall_ms must be >= 0"),
+            (self.tokens_per_s > 0, "tokens_per_s must be > 0"),
+            ((self.prefill_tokens_per_s or 1) > 0, "prefill_tokens_per_s must be > 0"),
+            (self.tokens_per_chunk >= 1, "tokens_per_chunk must be >= 1"),
+            (min(counts) >= 0, "output_tokens, reasoning_tokens, stall_after_tokens must be >= 0"),
+            (self.reasoning_field in ("reasoning_content", "reasoning"), "reasoning_field: unknown field"),
+            (self.usage in ("auto", "always", "never"), "usage must be auto, always or never"),
+            (self.error in {None, *ERRORS}, f"error must be None or one of {', '.join(sorted(ERRORS))}"),
+            (0 <= self.error_rate <= 1, "error_rate must be between 0 and 1"),
+            (not (self.final_burst and self.error == "endless"), "final_burst cannot be endless"),
+        ]
+        if bad := [message for ok, message in checks if not ok]:
+            raise SimulatorError("scenario: " + "; ".join(bad))
+
+
+@dataclass
+class Truth:
+    """What the simulator did for one request, on the client's clock; ``events``: (t_send_ns, kind, text)."""
+
+    id: str
+    t_received_ns: int
+    events: list[tuple[int, str, str]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0  # tokens written so far (reasoning included)
+
+    def text(self, *kinds: str) -> str:
+        """Concatenated text of the events of the given kinds (content and reasoning when none given)."""
+        wanted = set(kinds) or {"content", "reasoning"}
+        return "".join(text for _, kind, text in self.events if kind in wanted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> Truth:
+        """Rebuild what ``GET /sim/truth/{id}`` returned (JSON turned the event tuples into lists)."""
+        events = [(int(t), str(kind), str(text)) for t, kind, text in doc["events"]]
+        return cls(doc["id"], doc["t_received_ns"], events, doc["prompt_tokens"], doc["completion_tokens"])

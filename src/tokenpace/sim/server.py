@@ -1,0 +1,173 @@
+"""The simulator's HTTP server: every protocol's routes on one port, one scenario per model name.
+
+A request is turned into an :class:`Ask` by its protocol's :class:`Wire`, gets its scenario, error draw and
+text seed here, and is then streamed (or answered at once) by the protocol-free core in ``stream.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from tokenpace.errors import SimulatorError
+from tokenpace.sim.anthropic import Anthropic
+from tokenpace.sim.gemini import Gemini
+from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
+from tokenpace.sim.openai_chat import Chat
+from tokenpace.sim.openai_completions import Completions
+from tokenpace.sim.openai_responses import Responses
+from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
+from tokenpace.sim.stream import Call, complete, reply_at_once, stream
+from tokenpace.sim.wire import Reply, Wire, dumps
+from tokenpace.tokens import count_tokens
+
+WIRES: tuple[type[Wire], ...] = (Chat, Completions, Responses, Anthropic, Ollama, Gemini)
+_DEFAULT = Scenario()  # frozen: one instance serves as every Simulator's default
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _lister(request: web.Request) -> type[Wire]:
+    """Whose ``GET /v1/models`` this is: OpenAI, Anthropic and Gemini all list models there; headers tell."""
+    if "x-goog-api-key" in request.headers or "key" in request.query:
+        return Gemini
+    if "anthropic-version" in request.headers or "x-api-key" in request.headers:
+        return Anthropic
+    return Chat
+
+
+class Simulator:
+    """Serves scenarios by model name and keeps the :class:`Truth` of every request served, by response id."""
+
+    def __init__(
+        self,
+        default: Scenario = _DEFAULT,
+        models: Mapping[str, Scenario] | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self.default = default
+        self.models: dict[str, Scenario] = dict(models or {})
+        self.api_key = api_key
+        self.truth: dict[str, Truth] = {}
+        self._served = 0
+
+    def app(self) -> web.Application:
+        count_tokens(" warm")  # load the vocabulary now, not inside the first request's TTFT
+        app = web.Application(client_max_size=64 * 1024**2)  # long prompts are a workload, not an attack
+        for wire in WIRES:
+            for path in wire.paths:
+                app.router.add_post(path, self._handler(wire))
+        app.router.add_get("/v1/models", self._listing(_lister))
+        app.router.add_get("/v1beta/models", self._listing(lambda _: Gemini))
+        app.router.add_get("/api/tags", self._listing(lambda _: Ollama))
+        app.router.add_get("/api/version", self._version)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/sim/truth/{id}", self._truth)
+        return app
+
+    def _refusal(self, wire: type[Wire], request: web.Request) -> web.Response | None:
+        if self.api_key is None or (refused := wire.refuse(request, self.api_key)) is None:
+            return None
+        status, doc = refused
+        return web.json_response(doc, status=status, dumps=dumps)
+
+    def _handler(self, wire: type[Wire]) -> _Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._serve(wire, request)
+
+        return handle
+
+    def _listing(self, which: Callable[[web.Request], type[Wire]]) -> _Handler:
+        async def models(request: web.Request) -> web.StreamResponse:
+            wire = which(request)
+            if (refused := self._refusal(wire, request)) is not None:
+                return refused
+            return web.json_response(wire.models_doc(list(dict.fromkeys([DEFAULT_MODEL, *self.models]))))
+
+        return models
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": OLLAMA_VERSION})
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _truth(self, request: web.Request) -> web.Response:
+        if (truth := self.truth.get(request.match_info["id"])) is None:
+            return web.json_response(Chat.error_doc(404, "No such request id."), status=404)
+        return web.json_response(truth.to_dict())
+
+    async def _serve(self, wire: type[Wire], request: web.Request) -> web.StreamResponse:
+        t_received = time.perf_counter_ns()
+        if (refused := self._refusal(wire, request)) is not None:
+            return refused
+        try:
+            try:
+                body: Any = await request.json()
+            except ValueError:
+                raise ValueError("We could not parse the JSON body of your request.") from None
+            ask = wire.parse(request, body)
+        except ValueError as exc:
+            return web.json_response(wire.error_doc(400, str(exc)), status=400, dumps=dumps)
+
+        s = self.models.get(ask.model, self.default)
+        self._served += 1
+        rng = random.Random(f"{s.seed}:{self._served}")  # errors and jitter
+        word_rng = random.Random(f"{s.seed}:{self._served}:words")  # the text does not depend on timing
+        vocabulary = NON_ASCII_WORDS if s.non_ascii else WORDS
+        error = s.error if s.error is not None and rng.random() < s.error_rate else None
+        rid = f"{wire.id_prefix}{uuid.uuid4().hex}"
+        truth = self.truth[rid] = Truth(rid, t_received, prompt_tokens=count_tokens(ask.prompt))
+        if len(self.truth) > TRUTH_KEPT:  # a long-running simulator forgets its oldest requests
+            del self.truth[next(iter(self.truth))]
+        if error in ("429", "500"):
+            status, headers = int(error), {"Retry-After": "1"} if error == "429" else {}
+            body_text = dumps(wire.error_doc(status))
+            return await reply_at_once(request, truth, status, body_text, [("error", error)], headers)
+
+        reasoning, content, capped = s.reasoning_tokens, s.output_tokens, False
+        if ask.cap is not None and reasoning + content > ask.cap:  # reasoning counts toward the cap everywhere
+            reasoning, content, capped = min(reasoning, ask.cap), max(0, ask.cap - reasoning), True
+        due = (s.usage == "always" or (s.usage == "auto" and ask.usage_asked)) if ask.stream else s.usage != "never"
+        reply = Reply(
+            s, truth, ask.model, reasoning, 10**15 if error == "endless" else content, ask.cap, capped, due,
+            int(time.time()),
+        )  # fmt: skip
+        words = iter(lambda: word_rng.choice(vocabulary), None)
+        call = Call(request, s, truth, wire(reply), error, rng, words)
+        return await (stream(call) if ask.stream else complete(call))
+
+
+@contextlib.asynccontextmanager
+async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """Start on a free port (port=0) and yield the OpenAI base URL 'http://127.0.0.1:PORT/v1'; stop on exit.
+
+    The server root is that URL without "/v1": Anthropic's and Ollama's SDKs take the root, Gemini's the root
+    too (it adds "/v1beta" or "/v1" itself); tokenpace's own Gemini endpoint is root + "/v1beta".
+
+    Handlers are cancelled when their client disconnects, so endless or stalled streams stop at once, and
+    shutdown waits little for streams still running: a simulator has nothing worth finishing.
+    """
+    runner = web.AppRunner(sim.app(), access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            raise SimulatorError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another port") from None
+        ip, bound = runner.addresses[0][:2]  # the address actually bound: a name may resolve to several
+        yield f"http://{f'[{ip}]' if ':' in ip else ip}:{bound}/v1"
+    finally:
+        await runner.cleanup()
+
+
+async def serve_forever(sim: Simulator, host: str, port: int) -> None:
+    """Serve until cancelled (the ``tokenpace sim`` command); prints nothing, the caller does."""
+    async with serve(sim, host, port):
+        await asyncio.Event().wait()
