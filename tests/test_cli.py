@@ -86,7 +86,10 @@ def test_endpoints_by_name_from_config(tmp_path: Path, sim_thread: Callable[...,
             ("--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--output", "x.txt"),
             "ending in .csv or .jsonl",
         ),
-        (("--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--protocol", "smoke"), "known protocols"),
+        (
+            ("--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--protocol", "smoke"),
+            "'smoke' is not one of 'openai-chat'",
+        ),
         (("--sim", "--db", "mysql://x"), "unsupported store"),
     ],
 )
@@ -193,3 +196,12 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path, sim_thread: Callable[...
     assert all(x.metrics.output_tokens > 0 for x in samples)
     assert run.completed == 2
     assert "cancelled 2" in out
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "ollama", "gemini"])
+def test_sim_in_any_protocol(tmp_path: Path, protocol: str) -> None:
+    result = invoke("run", "--sim", "--protocol", protocol, "-n", "2", "--db", str(tmp_path / "t.db"), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["endpoints"][0]["ok"] == 2
+    with open_store(str(tmp_path / "t.db")) as store:
+        assert {s.endpoint.protocol for s in store.samples()} == {protocol}

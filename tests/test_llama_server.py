@@ -67,3 +67,14 @@ async def test_10k_workload_and_what_the_tiny_model_cannot_take(llama_server_lon
     (too_long,) = (await measure([long], BUILTIN["100k"], Plan(1, 1, slow))).samples
     assert too_long.error_kind is ErrorKind.HTTP_ERROR and too_long.http_status == 400
     assert "context" in (too_long.error_message or "")
+
+
+@pytest.mark.parametrize("protocol", ["openai-completions", "openai-responses", "anthropic"])
+async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: str) -> None:
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server, protocol=protocol)
+    result = await measure([endpoint], Workload("short", 64), Plan(2, 1, Timeouts(5, 30, 30, 60)))
+    for s in result.samples:
+        assert s.ok, s.error_message
+        # One event per generated token, and the server's own usage agrees.
+        assert s.metrics.chunk_count == s.metrics.provider_output_tokens == 64
+        assert s.metrics.output_speed is not None

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tokenpace import __version__, config, sim
+from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.corpus import load_corpus
@@ -75,8 +76,6 @@ def _cli_endpoint(
         if not sep or not name.strip():
             raise ConfigError(f"--header {h!r}: write it as 'Name: value'")
         pairs.append((name.strip(), value.strip()))
-    if protocol not in config.PROTOCOLS:
-        raise ConfigError(f"--protocol {protocol!r}: known protocols are {', '.join(config.PROTOCOLS)}")
     return Endpoint(
         provider=provider or urlsplit(base_url).hostname or "custom",
         model=model,
@@ -128,12 +127,20 @@ def _summaries(samples: Sequence[Sample]) -> list[Summary]:
 )
 @click.option("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
 @click.option("--model", help="Model name to request (with --base-url).")
-@click.option("--protocol", default="openai-chat", show_default=True, help="Wire protocol (with --base-url).")
+@click.option(
+    "--protocol",
+    type=click.Choice(config.PROTOCOLS),
+    default="openai-chat",
+    show_default=True,
+    help="Wire protocol (with --base-url or --sim).",
+)
 @click.option("--api-key-env", help="Name of the environment variable holding the API key.")
 @click.option("--provider", help="Provider label (default: the URL's host).")
 @click.option("--plan", default="default", show_default=True, help="Plan label.")
 @click.option("--header", "headers", multiple=True, help="Extra request header 'Name: value' (repeatable).")
-@click.option("--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process.")
+@click.option(
+    "--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process (any --protocol)."
+)
 @click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option(
@@ -239,7 +246,8 @@ def run(
         if not use_sim:
             return await measure(chosen, workload, run_plan, store, keep, command, texts)
         async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=150, tokens_per_s=120))) as url:
-            simulated = Endpoint("sim", "sim", url, simulated=True)
+            base = url.removesuffix("/v1") + protocol_for(protocol).default_base
+            simulated = Endpoint("sim", "sim", base, protocol=protocol, simulated=True)
             return await measure([simulated, *chosen], workload, run_plan, store, keep, command, texts)
 
     result: RunResult | None = None
