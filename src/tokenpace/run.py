@@ -24,6 +24,7 @@ from tokenpace.clients.base import HttpRequest, scrub
 from tokenpace.clients.transport import Timeouts, new_session, record, warm
 from tokenpace.config import Endpoint
 from tokenpace.corpus import Corpus
+from tokenpace.failures import Failure
 from tokenpace.lag import LoopLag
 from tokenpace.sample import RunRecord, Sample, make_sample
 from tokenpace.timing import Recording
@@ -90,11 +91,18 @@ async def _measure_endpoint(
         if plan.warmup:
             await warm(session, proto.warm_url(endpoint), requests[0].headers, pool)
 
+        refused: list[Failure] = []  # optional request fields this endpoint turned down
+
         async def one(i: int, group: str | None = None) -> None:
             rec = Recording()
+            request = requests[i]
+            if refused:  # built before the clock starts, like every request
+                request = proto.without_extras(request, refused[0]) or request
             started = datetime.now(UTC)
             try:
-                await record(session, requests[i], plan.timeouts, rec, proto.has_token)
+                await record(session, request, plan.timeouts, rec, proto.has_token)
+                if rec.failure is not None and not refused and proto.without_extras(request, rec.failure):
+                    refused.append(rec.failure)  # this sample stays a failure; later requests go without
             finally:
                 # Runs on cancellation too: a cancelled request is still a sample.
                 future = loop.run_in_executor(decoder, decode, rec, started, i, group)

@@ -91,6 +91,10 @@ class WireProtocol(abc.ABC):
         """Whether generated text has arrived yet (used only when the first-token deadline passes)."""
         return any(e.is_token for e in self.decode(recording).events)
 
+    def without_extras(self, request: HttpRequest, failure: Failure) -> HttpRequest | None:
+        """The request minus optional fields ``failure`` says the endpoint refused; None when none apply."""
+        return None
+
 
 def json_request(
     endpoint: Endpoint,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
 from tokenpace import sse
 from tokenpace.clients.base import Decoded, HttpRequest, WireProtocol, json_request
 from tokenpace.config import Endpoint
+from tokenpace.failures import Failure
 from tokenpace.image import data_uri
 from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
 from tokenpace.workload import Prompt
@@ -96,3 +99,16 @@ class OpenAIChat(WireProtocol):
 
     def decode(self, recording: Recording) -> Timeline:
         return decode_openai(recording, _choice_events)
+
+    def without_extras(self, request: HttpRequest, failure: Failure) -> HttpRequest | None:
+        """Without ``stream_options`` once an endpoint has refused it (usage is then not reported)."""
+        return drop_stream_options(request, failure)
+
+
+def drop_stream_options(request: HttpRequest, failure: Failure) -> HttpRequest | None:
+    """Some OpenAI-compatible servers answer 400 to ``stream_options``; the stream itself works without it."""
+    if failure.http_status != 400 or "stream_options" not in failure.message:
+        return None
+    body = json.loads(request.body)
+    body.pop("stream_options", None)
+    return dataclasses.replace(request, body=json.dumps(body).encode())

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from tokenpace.clients.base import HttpRequest, WireProtocol, json_request
-from tokenpace.clients.openai_chat import decode_openai
+from tokenpace.clients.openai_chat import decode_openai, drop_stream_options
 from tokenpace.config import Endpoint
 from tokenpace.errors import ConfigError
+from tokenpace.failures import Failure
 from tokenpace.timing import Event, EventKind, Recording, Timeline
 from tokenpace.workload import Prompt
 
@@ -46,3 +47,7 @@ class OpenAICompletions(WireProtocol):
 
     def decode(self, recording: Recording) -> Timeline:
         return decode_openai(recording, _choice_events)
+
+    def without_extras(self, request: HttpRequest, failure: Failure) -> HttpRequest | None:
+        """Without ``stream_options`` once an endpoint has refused it (usage is then not reported)."""
+        return drop_stream_options(request, failure)
