@@ -118,7 +118,8 @@ async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult
     endpoint = Endpoint("sim", "sim", url, simulated=True)
     requests = args.requests_per_level or max(level, 20)
     plan = Plan(requests, level, Timeouts(10, 60, 30, 120), seed=1)
-    return await measure([endpoint], Workload("short", args.output_tokens), plan)
+    workload = Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens)
+    return await measure([endpoint], workload, plan)
 
 
 def main() -> None:
@@ -128,6 +129,7 @@ def main() -> None:
     parser.add_argument("--tokens-per-s", type=float, default=50)
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
     parser.add_argument("--output-tokens", type=int, default=100)
+    parser.add_argument("--input-tokens", type=int, default=1000, help="prompt size (o200k tokens)")
     parser.add_argument("--requests-per-level", type=int, default=0, help="default: max(level, 20)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
