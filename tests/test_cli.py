@@ -184,7 +184,11 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path: Path, sim_thread: Callable[...
          "--db", str(db)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(3)  # started, connections warm, streams running
+    for _ in range(300):  # until both streams are sending tokens, however slowly the command started
+        truths = list(s.simulator.truth.values())
+        if len(truths) == 2 and all(t.completion_tokens >= 3 for t in truths):
+            break
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, errors = proc.communicate(timeout=30)
     assert proc.returncode == 130, errors
