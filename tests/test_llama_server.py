@@ -43,7 +43,6 @@ async def test_figures_agree_with_llama_servers_own_timings(llama_server: str) -
         ratios.append(event_rate(s) / timings["predicted_per_second"])
     # The client sees the server's decode rate; tolerance for a loaded 2-core machine.
     assert statistics.median(ratios) == pytest.approx(1.0, abs=0.15)
-    assert result.run.client_bound is False
 
 
 async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
