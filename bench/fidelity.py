@@ -88,7 +88,7 @@ def report(level: int, result: RunResult, port: int, tokens_per_s: float) -> dic
         transit.append((truth.t_received_ns - s.timeline.t_sent_ns) / MS)
         queued.append(s.timeline.queued_ns / MS)
         busy_ns += s.timeline.t_end_ns - s.timeline.t_sent_ns
-        events += s.metrics.chunk_count
+        events += len(s.timeline.token_events)
     ok = [s for s in result.samples if s.ok]
     wall_ns = max(s.timeline.t_end_ns for s in ok) - min(s.timeline.t_sent_ns for s in ok)
     run = result.run

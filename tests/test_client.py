@@ -183,7 +183,7 @@ async def test_http_error_keeps_status_and_provider_message() -> None:
 
 async def test_slow_first_token_is_not_a_timeout_once_text_arrived() -> None:
     # The first-token deadline passes mid-stream: text had arrived, so the stream carries on.
-    (s,), _ = await take(sim.Scenario(ttft_ms=50, tokens_per_s=20, output_tokens=12), timeouts=Timeouts(2, 0.2, 5, 10))
+    (s,), _ = await take(sim.Scenario(ttft_ms=20, tokens_per_s=20, output_tokens=12), timeouts=Timeouts(2, 0.5, 5, 10))
     assert s.ok, s.error_message
     assert s.metrics.output_tokens == 12
 
@@ -222,7 +222,10 @@ async def test_cancelled_requests_are_recorded_not_lost() -> None:
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
         task = asyncio.ensure_future(measure([endpoint], DEFAULT, Plan(5, 2, FAST), on_sample=kept.append))
-        await asyncio.sleep(0.3)
+        for _ in range(400):  # until both streams are sending tokens, however slow the start
+            await asyncio.sleep(0.025)
+            if len(simulator.truth) == 2 and all(t.completion_tokens >= 3 for t in simulator.truth.values()):
+                break
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -290,7 +293,7 @@ async def test_ttft_agrees_with_the_official_openai_client() -> None:
     gap = statistics.median(theirs) - statistics.median(t for t in ours if t is not None)
     # The SDK's clock also holds its own request building and its per-chunk model parsing (about 3 ms here),
     # so it reads a little higher, never lower.
-    assert -2 < gap < 8, (theirs, ours)
+    assert -2 < gap < 10, (theirs, ours)
 
 
 @pytest.fixture
@@ -302,7 +305,8 @@ async def echo_key_in_stream() -> AsyncIterator[str]:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         await resp.write(b'data: {"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n')
-        message = f"quota exceeded for {request.headers.get('Authorization')}"
+        # Long enough that a cut to one line would fall inside the key.
+        message = f"quota exceeded {'.' * 270} for {request.headers.get('Authorization')}"
         await resp.write(f'data: {{"error": {{"message": "{message}"}}}}\n\n'.encode())
         return resp
 
@@ -322,8 +326,9 @@ async def test_key_echoed_inside_the_stream_is_scrubbed(
     endpoint = Endpoint("echo", "m", echo_key_in_stream, api_key_env="CANARY_KEY")
     (s,) = (await measure([endpoint], DEFAULT, Plan(1, 1, FAST))).samples
     assert s.error_kind is ErrorKind.STREAM_ERROR
-    assert "sk-canary" not in (s.error_message or "") and "sk-canary" not in s.timeline.to_json()
-    assert "***" in (s.error_message or "")
+    assert "sk-canary" not in (s.error_message or "") and "sk-can" not in s.timeline.to_json()
+    assert "sk-c" not in (s.error_message or "")  # no leading part of the key survives the cut either
+    assert "Bearer ***" in s.timeline.to_json()  # the error event keeps the whole message, key blanked
 
 
 @pytest.fixture
@@ -355,7 +360,6 @@ async def no_stream_options_server() -> AsyncIterator[str]:
 async def test_stream_options_are_dropped_where_refused(no_stream_options_server: str) -> None:
     endpoint = Endpoint("strict", "m", no_stream_options_server)
     samples = (await measure([endpoint], DEFAULT, Plan(3, 1, FAST, warmup=False))).samples
-    # The refusal is honest data; the requests after it go without the option and succeed.
-    assert [s.http_status for s in samples] == [400, None, None]
-    assert [s.ok for s in samples] == [False, True, True]
-    assert all(s.metrics.output_tokens == 4 and s.metrics.provider_output_tokens is None for s in samples[1:])
+    # The refusal is a negotiation, not a measurement: each request goes without the option and succeeds.
+    assert [s.ok for s in samples] == [True, True, True]
+    assert all(s.metrics.output_tokens == 4 and s.metrics.provider_output_tokens is None for s in samples)

@@ -133,3 +133,13 @@ def test_preset_names_work_without_a_config_file() -> None:
 def test_preset_mistakes(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load(write(tmp_path, text))
+
+
+def test_config_that_is_not_utf8_or_has_a_broken_header(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[providers.caf\xe9]\nbase_url = "http://x"\nmodels = ["m"]\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load(path)
+    bad = write(tmp_path, '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\nheaders = { "X-A" = "b\\nc" }\n')
+    with pytest.raises(ConfigError, match=r"providers\.a\.headers: .*one line"):
+        load(bad)

@@ -37,7 +37,7 @@ async def test_figures_agree_with_llama_servers_own_timings(llama_server: str) -
         timings = s.timeline.server_timings
         assert timings is not None, "llama-server sends timings with the usage chunk"
         # Every token the server says it generated arrived as its own event, and usage agrees.
-        assert s.metrics.chunk_count == timings["predicted_n"] == MAX_TOKENS
+        assert len(s.timeline.token_events) == timings["predicted_n"] == MAX_TOKENS
         assert s.metrics.provider_output_tokens == MAX_TOKENS
         assert s.metrics.ttft_ms is not None and s.metrics.ttft_ms >= timings["prompt_ms"]
         ratios.append(event_rate(s) / timings["predicted_per_second"])
@@ -75,5 +75,5 @@ async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: s
     for s in result.samples:
         assert s.ok, s.error_message
         # One event per generated token, and the server's own usage agrees.
-        assert s.metrics.chunk_count == s.metrics.provider_output_tokens == 64
+        assert len(s.timeline.token_events) == s.metrics.provider_output_tokens == 64
         assert s.metrics.output_speed is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokenpace.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
+from tokenpace.sample import Sample
 from tokenpace.timing import Event, EventKind, Timeline, Usage
 from tokenpace.tokens import count_tokens
 
@@ -113,3 +114,32 @@ def test_timeline_json_round_trip_keeps_relative_times() -> None:
     assert compute(back) == compute(t)
     assert back.events[0].text == "é日本"
     assert back.response_id == "abc"
+
+
+def test_events_read_together_are_one_chunk() -> None:
+    # 250 events in one read, 250 more a second later: 250 tokens/s, not 499.
+    burst = [Event(100 * MS, EventKind.CONTENT, " the") for _ in range(250)]
+    later = [Event(1100 * MS, EventKind.CONTENT, " the") for _ in range(250)]
+    m = compute(timeline(*burst, *later, end_ms=1200))
+    assert m.chunk_count == 2
+    assert m.first_chunk_tokens == 250
+    assert m.output_speed == pytest.approx(250)
+    assert m.gap_p50_ms == 1000
+
+
+def test_success_rate_leaves_out_what_the_client_cancelled() -> None:
+    from datetime import UTC, datetime
+
+    from tokenpace.config import Endpoint
+    from tokenpace.failures import ErrorKind, Failure
+    from tokenpace.sample import make_sample
+    from tokenpace.summary import summarise
+
+    def sample(kind: ErrorKind | None) -> Sample:
+        failure = None if kind is None else Failure(kind, "x")
+        t = Timeline(0, 1, 2 * MS, (Event(MS, EventKind.CONTENT, " a"), Event(MS, EventKind.DONE)), failure=failure)
+        return make_sample("r", Endpoint("p", "m", "http://x"), "1k", datetime.now(UTC), t)
+
+    s = summarise("p/m", [sample(None), sample(None), sample(ErrorKind.RATE_LIMITED), sample(ErrorKind.CANCELLED)])
+    assert s.success_rate == pytest.approx(2 / 3)
+    assert s.errors == {"cancelled": 1, "rate_limited": 1}

@@ -33,12 +33,12 @@ async def take(protocol: str, scenario: sim.Scenario, workload: str = "1k") -> t
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_timing_text_and_usage_match_the_truth(protocol: str) -> None:
     reasoning = 0 if protocol == "openai-completions" else 6  # legacy Completions has no reasoning channel
-    scenario = sim.Scenario(ttft_ms=60, tokens_per_s=300, output_tokens=30, reasoning_tokens=reasoning)
+    scenario = sim.Scenario(ttft_ms=60, tokens_per_s=300, output_tokens=60, reasoning_tokens=reasoning)
     s, truth = await take(protocol, scenario)
     assert s.ok, s.error_message
     assert s.timeline.text(EventKind.CONTENT) == truth.text("content")
     assert s.timeline.text(EventKind.REASONING) == truth.text("reasoning")
-    assert s.metrics.output_tokens == truth.completion_tokens == 30 + reasoning
+    assert s.metrics.output_tokens == truth.completion_tokens == 60 + reasoning
     assert s.metrics.reasoning_tokens == reasoning
     assert s.input_tokens == truth.prompt_tokens
     # Preambles (role chunks, message_start, ping, response.created, empty parts) never count as the token.
@@ -47,7 +47,7 @@ async def test_timing_text_and_usage_match_the_truth(protocol: str) -> None:
     arrival = (s.timeline.token_events[0].t_ns - first_sent) / MS
     assert 0 <= arrival < 50
     assert s.metrics.output_speed == pytest.approx(300, rel=0.3)
-    assert s.metrics.provider_output_tokens == 30 + reasoning
+    assert s.metrics.provider_output_tokens == 60 + reasoning
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -742,3 +742,10 @@ def test_readme_lists_every_preset_as_the_table_holds_it() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| `([^`]+)` \| `?([A-Z_]+|none)", readme, re.MULTILINE)
     listed = {name: (protocol, url, None if key == "none" else key) for name, protocol, url, key in rows}
     assert listed == {p.name: (p.protocol, p.base_url, p.api_key_env) for p in PRESETS.values()}
+
+
+def test_reasoning_sent_under_both_names_counts_once() -> None:
+    from tokenpace.clients.openai_chat import _choice_events
+
+    events = _choice_events(5, {"delta": {"reasoning_content": " think", "reasoning": " think"}})
+    assert [(e.kind, e.text) for e in events] == [(EventKind.REASONING, " think")]

@@ -75,6 +75,10 @@ def _cli_endpoint(
         name, sep, value = h.partition(":")
         if not sep or not name.strip():
             raise ConfigError(f"--header {h!r}: write it as 'Name: value'")
+        try:
+            config.check_header(name.strip(), value.strip())
+        except ValueError as exc:
+            raise ConfigError(f"--header: {exc}") from None
         pairs.append((name.strip(), value.strip()))
     return Endpoint(
         provider=provider or urlsplit(base_url).hostname or "custom",
@@ -155,7 +159,13 @@ def _summaries(samples: Sequence[Sample]) -> list[Summary]:
 @click.option("--seed", type=int, help="Reproduce the prompts of an earlier run (default: fresh prompts).")
 @click.option("--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--first-token-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
-@click.option("--idle-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option(
+    "--idle-timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Longest silence, before the first token too: keep it >= --first-token-timeout.",
+)
 @click.option("--total-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
 @click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
 @click.option("--keep-prompts", is_flag=True, help="Store each prompt's text with its sample.")
@@ -208,11 +218,18 @@ def run(
         e.api_key()  # a missing key variable is reported before anything is sent
     if output is not None and output.suffix.lower() not in SAMPLE_FORMATS:
         raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
+    if output is not None and not output.absolute().parent.is_dir():
+        raise ConfigError(f"--output {output}: the folder {output.absolute().parent} does not exist")
     workload = cfg.workload(workload_name)
     if max_tokens is not None:
         workload = dataclasses.replace(workload, max_tokens=max_tokens)
     corpus_dir = corpus or cfg.corpus
     texts = load_corpus(corpus_dir) if corpus_dir is not None else None
+    if idle_timeout < first_token_timeout:
+        err.print(
+            f"[yellow]note:[/] --idle-timeout {idle_timeout:g} s is shorter than --first-token-timeout "
+            f"{first_token_timeout:g} s: a slow first token will fail as idle_timeout"
+        )
     run_plan = Plan(
         requests,
         concurrency,
@@ -222,7 +239,7 @@ def run(
         keep_prompts=keep_prompts,
     )
     store = open_store(db)
-    command = " ".join(["tokenpace", *sys.argv[1:]]) if sys.argv else "tokenpace run"
+    command = _safe_command(sys.argv[1:], store.url)
     total = requests * (len(chosen) + use_sim)
     progress = Progress(
         TextColumn("{task.description}"),
@@ -259,12 +276,11 @@ def run(
     finally:
         _close(store)
     summaries = _summaries(kept)
-    if output is not None:
-        write_samples(output, kept)
     if as_json:
         doc = {
             "run_id": None if result is None else result.run.id,
             "client_bound": None if result is None else result.run.client_bound,
+            "seed": None if result is None else result.run.seed,
             "endpoints": [s.as_dict() for s in summaries],
         }
         click.echo(json.dumps(doc, indent=2))
@@ -274,10 +290,37 @@ def run(
             _print_summary(out, s)
         if result is not None:
             _print_run(out, result, store.url)
-        if output is not None:
-            out.print(f"wrote {output}")
+    if output is not None:  # last, so a file that cannot be written costs neither the summary nor the samples
+        try:
+            write_samples(output, kept)
+        except OSError as exc:
+            raise StoreError(f"--output {output}: {exc.strerror or exc}; the samples are in {store.url}") from None
+        err.print(f"wrote {output}")
     if result is None:
         sys.exit(130)
+
+
+def _safe_command(args: Sequence[str], store_url: str) -> str:
+    """The command line as stored with the run: header values and the database password masked."""
+
+    def masked(option: str, value: str) -> str:
+        return store_url if option == "--db" else value.partition(":")[0] + ": ***"
+
+    out, pending = ["tokenpace"], ""
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if pending:
+            out.append(masked(pending, arg))
+            pending = ""
+        elif eq and name in _SECRET_OPTIONS:
+            out.append(f"{name}={masked(name, value)}")
+        else:
+            out.append(arg)
+            pending = arg if arg in _SECRET_OPTIONS else ""
+    return " ".join(out)
+
+
+_SECRET_OPTIONS = ("--header", "--db")
 
 
 def _close(store: Store) -> None:
@@ -285,6 +328,8 @@ def _close(store: Store) -> None:
     try:
         store.close()
     except StoreError as exc:
+        if not store.unsaved:
+            raise
         rescue = Path(f"tokenpace-unsaved-{int(time.time())}.jsonl")
         write_samples(rescue, store.unsaved)
         raise StoreError(f"{exc}; {len(store.unsaved)} unsaved samples were written to {rescue}") from None
@@ -298,7 +343,7 @@ def _print_run(out: Console, result: RunResult, where: str) -> None:
             f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
             "Lower --concurrency or run on a less busy machine."
         )
-    out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}; {lag})")
+    out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})")
 
 
 @main.command("presets")

@@ -53,7 +53,7 @@ class Endpoint:
     plan: str = "default"
     protocol: str = "openai-chat"
     api_key_env: str | None = None
-    headers: tuple[tuple[str, str], ...] = field(default=())
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold credentials
     simulated: bool = False
 
     @property
@@ -73,6 +73,19 @@ class Endpoint:
 
 class _Strict(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    @pydantic.field_validator("headers", check_fields=False)
+    @classmethod
+    def _one_line_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            check_header(name, value)
+        return headers
+
+
+def check_header(name: str, value: str) -> None:
+    """A header HTTP can carry: a token name and a value without line breaks or NUL (ValueError otherwise)."""
+    if not name or any(c in name for c in " :\r\n\0") or any(c in value for c in "\r\n\0"):
+        raise ValueError(f"header {name!r}: names are one word and values one line without control characters")
 
 
 class _Plan(_Strict):
@@ -178,6 +191,10 @@ def load(path: str | Path) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     try:

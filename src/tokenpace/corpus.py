@@ -117,7 +117,6 @@ def load_corpus(path: str | Path) -> Corpus:
 
 
 @functools.cache
-@functools.cache
 def _offsets(text: str) -> array.array[int]:
     """Character offset of the start of each o200k_base token of ``text``, then ``len(text)`` (4 bytes each)."""
     enc = tokens.encoding()

@@ -56,9 +56,14 @@ class Chart:
     bars: tuple[tuple[str, int], ...]  # (label, value), left to right
 
 
+def base64_text(png: bytes) -> str:
+    """The PNG as the plain base64 text that Anthropic, Gemini and Ollama take inline."""
+    return base64.b64encode(png).decode("ascii")
+
+
 def data_uri(png: bytes) -> str:
-    """``data:image/png;base64,<base64 of png>``: an image inline in a request."""
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    """``data:image/png;base64,<base64 of png>``: an image inline in an OpenAI request."""
+    return "data:image/png;base64," + base64_text(png)
 
 
 def _font(px: float) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:

@@ -76,6 +76,9 @@ def compute(timeline: Timeline) -> Metrics:
     """All metrics of one timeline; figures that need tokens stay None when none arrived."""
     t0 = timeline.t_sent_ns
     tokens = timeline.token_events
+    # A chunk is what arrived at one moment: events read together (several in one network read) are one
+    # chunk, as a client sees them; counting them apart would turn a burst into a fake speed.
+    arrivals = sorted({e.t_ns for e in tokens})
     reasoning = count_tokens(timeline.text(EventKind.REASONING))
     answer = count_tokens(timeline.text(EventKind.CONTENT, EventKind.TOOL_CALL))
     total = reasoning + answer
@@ -85,7 +88,7 @@ def compute(timeline: Timeline) -> Metrics:
         ttfb_ms=None if timeline.t_headers_ns is None else (timeline.t_headers_ns - t0) / NS_PER_MS,
         connect_ms=None if timeline.connect_ns is None else timeline.connect_ns / NS_PER_MS,
         e2e_ms=(timeline.t_end_ns - t0) / NS_PER_MS,
-        chunk_count=len(tokens),
+        chunk_count=len(arrivals),
         output_tokens=total,
         reasoning_tokens=reasoning,
         provider_input_tokens=usage.input_tokens if usage else None,
@@ -94,12 +97,12 @@ def compute(timeline: Timeline) -> Metrics:
     )
     if not tokens:
         return base
-    first, last = tokens[0], tokens[-1]
-    first_tokens = count_tokens(first.text)
-    ttft = ttft_ms(t0, first.t_ns)
-    speed = output_speed(total, first_tokens, first.t_ns, last.t_ns) if len(tokens) >= 2 else None
+    first, last = arrivals[0], arrivals[-1]
+    first_tokens = count_tokens("".join(e.text for e in tokens if e.t_ns == first))
+    ttft = ttft_ms(t0, first)
+    speed = output_speed(total, first_tokens, first, last) if len(arrivals) >= 2 else None
     answer_events = [e for e in tokens if e.kind is not EventKind.REASONING]
-    gaps = gaps_ms([e.t_ns for e in tokens])
+    gaps = gaps_ms(arrivals)
     return dataclasses.replace(
         base,
         ttft_ms=ttft,

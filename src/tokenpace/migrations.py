@@ -86,6 +86,7 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN image_pixels INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE samples ADD COLUMN group_id TEXT",
             "ALTER TABLE samples ADD COLUMN prompt_text TEXT",  # only when asked to keep prompts
+            "ALTER TABLE runs ADD COLUMN seed INTEGER",  # so --seed can reproduce a run's prompts
         ),
     ),
 )

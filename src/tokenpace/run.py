@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from tokenpace.clients import protocol_for
-from tokenpace.clients.base import HttpRequest, scrub
+from tokenpace.clients.base import HttpRequest
 from tokenpace.clients.transport import Timeouts, new_session, record, warm
 from tokenpace.config import Endpoint
 from tokenpace.corpus import Corpus
@@ -47,7 +47,6 @@ def _quiet_interpreter() -> Iterator[None]:
     the decoder thread hand the GIL back within a fraction of a millisecond when bytes arrive (default 5 ms).
     """
     gc.collect()
-    gc.freeze()  # what exists now is never scanned again
     was_enabled, switch = gc.isenabled(), sys.getswitchinterval()
     gc.disable()
     sys.setswitchinterval(DECODER_SWITCH_INTERVAL_S)
@@ -55,7 +54,6 @@ def _quiet_interpreter() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(switch)
-        gc.unfreeze()
         if was_enabled:
             gc.enable()
 
@@ -112,7 +110,7 @@ async def _measure_endpoint(
     pool = workload.concurrency or plan.concurrency
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
-        timeline = scrub(proto.decode(rec), requests[i].secret)
+        timeline = proto.decode(rec)
         return make_sample(run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts)
 
     def decoded(future: asyncio.Future[Sample]) -> None:
@@ -133,8 +131,11 @@ async def _measure_endpoint(
             started = datetime.now(UTC)
             try:
                 await record(session, request, plan.timeouts, rec, proto.has_token)
-                if rec.failure is not None and not refused and proto.without_extras(request, rec.failure):
-                    refused.append(rec.failure)  # this sample stays a failure; later requests go without
+                if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
+                    # A negotiation, not a measurement: ask again without the refused field, clock restarted.
+                    refused[:] = [rec.failure]
+                    rec, started = Recording(), datetime.now(UTC)
+                    await record(session, plain, plan.timeouts, rec, proto.has_token)
             finally:
                 # Runs on cancellation too: a cancelled request is still a sample.
                 future = loop.run_in_executor(decoder, decode, rec, started, i, group)
@@ -173,7 +174,9 @@ async def measure(
     """Measure each endpoint in turn and record the run, including when it is interrupted."""
     preload_tokenizer()
     run_id = uuid.uuid4().hex
-    seed = plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(32)
+    seed = (
+        plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(31)
+    )  # fits every database's INTEGER
     samples: list[Sample] = []
 
     def keep(sample: Sample) -> None:
@@ -190,8 +193,9 @@ async def measure(
     lag.start()
     try:
         with _quiet_interpreter():
-            for endpoint in endpoints:
-                await _measure_endpoint(endpoint, workload, plan, run_id, seed, keep, decoder, corpus)
+            for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
+                first = seed + k * plan.requests
+                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus)
     finally:
         await lag.stop()
         decoder.shutdown()
@@ -210,6 +214,7 @@ async def measure(
             loop_lag_max_ms=max(lag.lags_ms, default=None),
             cpu_us_per_event=cpu * 1e6 / events if events else None,
             client_bound=lag.client_bound,
+            seed=seed,
         )
         if sink is not None:
             sink.add_run(run)

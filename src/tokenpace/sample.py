@@ -100,6 +100,7 @@ class RunRecord:
     cpu_us_per_event: float | None
     client_bound: bool
     tool_version: str = __version__
+    seed: int | None = None  # prompts of endpoint k were built from seeds seed + k * requests + i
 
 
 def sample_row(sample: Sample) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokenpace.failures import ErrorKind
 from tokenpace.metrics import percentile
 from tokenpace.sample import Sample
 
@@ -99,8 +100,9 @@ class Summary:
 
     @property
     def success_rate(self) -> float | None:
-        """Success rate = successful samples / all samples."""
-        return self.ok / self.samples if self.samples else None
+        """Success rate = successful samples / (all samples - cancelled ones, which say nothing of the endpoint)."""
+        judged = self.samples - self.errors.get(ErrorKind.CANCELLED.value, 0)
+        return self.ok / judged if judged else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -115,7 +117,7 @@ class Summary:
 
 
 def summarise(endpoint: str, samples: Sequence[Sample]) -> Summary:
-    """Figures over successful samples only; failures count towards the success rate and error counts."""
+    """Figures over successful samples only; failures count towards the success rate (cancelled ones apart)."""
     ok = [s for s in samples if s.ok]
     figures = {}
     for name, _label, _unit in FIGURES:

@@ -73,6 +73,7 @@ class Recording:
     http_status: int | None = None
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
     failure: Failure | None = None
+    secret: str | None = field(default=None, repr=False)  # the request's key, to scrub from what is decoded
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,7 @@ it ended (``decode``); the timed part in between is ``transport.record``, the sa
 from __future__ import annotations
 
 import abc
-import base64
 import contextlib
-import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +24,8 @@ MAX_MESSAGE = 300
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
     url: str
-    headers: Mapping[str, str]
-    body: bytes
+    headers: Mapping[str, str] = field(repr=False)  # they hold the key
+    body: bytes = field(repr=False)
     secret: str | None = field(default=None, repr=False)  # only to scrub it from error messages
 
 
@@ -117,11 +115,6 @@ def json_request(
     return HttpRequest(url, headers, json.dumps(body).encode(), key)
 
 
-def base64_text(data: bytes) -> str:
-    """Bytes (a PNG) as the plain base64 text that Anthropic, Gemini and Ollama take inline."""
-    return base64.b64encode(data).decode("ascii")
-
-
 def _merged(headers: Mapping[str, str], overrides: Iterable[tuple[str, str]]) -> dict[str, str]:
     out = dict(headers)
     for name, value in overrides:
@@ -152,12 +145,14 @@ class Decoded:
             doc = None
         if isinstance(doc, dict):
             return doc
-        self.problem = self.problem or Failure(ErrorKind.MALFORMED_STREAM, one_line(f"bad event: {data}", 120))
+        bad = one_line(f"bad event: {redact(data, self.recording.secret)}", 120)
+        self.problem = self.problem or Failure(ErrorKind.MALFORMED_STREAM, bad)
         return None
 
     def error(self, t_ns: int, error: Any) -> None:
         """An error the provider sent inside the stream: an ERROR event, and the sample fails as stream_error."""
         message = str(error.get("message", error)) if isinstance(error, dict) else str(error)
+        message = redact(message, self.recording.secret)  # before any cut, so no part of the key survives
         self.add(t_ns, EventKind.ERROR, message)
         self.problem = self.problem or Failure(ErrorKind.STREAM_ERROR, one_line(f"stream error: {message}"))
 
@@ -182,12 +177,3 @@ def redact(text: str, secret: str | None) -> str:
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def scrub(t: Timeline, secret: str | None) -> Timeline:
-    """The timeline with the key blanked wherever a server echoed it: error messages and error events."""
-    if not secret:
-        return t
-    failure = t.failure and dataclasses.replace(t.failure, message=redact(t.failure.message, secret))
-    events = tuple(dataclasses.replace(e, text=redact(e.text, secret)) if secret in e.text else e for e in t.events)
-    return dataclasses.replace(t, failure=failure, events=events)

@@ -14,8 +14,9 @@ from typing import Any
 from urllib.parse import quote
 
 from tokenpace import sse
-from tokenpace.clients.base import Decoded, HttpRequest, WireProtocol, base64_text, json_request
+from tokenpace.clients.base import Decoded, HttpRequest, WireProtocol, json_request
 from tokenpace.config import Endpoint
+from tokenpace.image import base64_text
 from tokenpace.timing import EventKind, Recording, Timeline, Usage
 from tokenpace.workload import Message, Prompt
 

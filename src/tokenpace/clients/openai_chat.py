@@ -29,9 +29,10 @@ def _usage(doc: dict[str, Any]) -> Usage:
 def _choice_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
     out: list[Event] = []
     delta = choice.get("delta") or {}
-    for name in _REASONING_FIELDS:
+    for name in _REASONING_FIELDS:  # some servers send the same text under both names: take it once
         if isinstance(delta.get(name), str) and delta[name]:
             out.append(Event(t_ns, EventKind.REASONING, delta[name]))
+            break
     if isinstance(delta.get("content"), str) and delta["content"]:
         out.append(Event(t_ns, EventKind.CONTENT, delta["content"]))
     for call in delta.get("tool_calls") or ():

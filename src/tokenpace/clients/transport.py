@@ -21,6 +21,7 @@ from tokenpace.failures import ErrorKind, Failure
 from tokenpace.timing import Recording
 
 MAX_ERROR_BODY = 4096
+STALE_WINDOW_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +30,7 @@ class Timeouts:
 
     connect: float = 10.0
     first_token: float = 60.0
-    idle: float = 30.0
+    idle: float = 60.0  # as long as first_token: silence before the first byte counts as idle too
     total: float = 300.0
 
 
@@ -110,13 +111,13 @@ async def _exchange(
     rec: Recording,
     has_token: Callable[[Recording], bool],
     expired: list[ErrorKind],
+    start: float,
 ) -> None:
     loop = asyncio.get_running_loop()
     clock = time.perf_counter_ns
     chunks = rec.chunks
     rec.t_start_ns = clock()
     rec.t_sent_ns = None
-    start = loop.time()
     async with asyncio.timeout_at(start + timeouts.total) as deadline:
 
         def first_token_due() -> None:
@@ -131,7 +132,10 @@ async def _exchange(
                 rec.t_headers_ns = clock()
                 rec.http_status = r.status
                 if r.status >= 300:
-                    rec.failure = _http_failure(r.status, await r.content.read(MAX_ERROR_BODY), req.secret)
+                    body = b""
+                    while len(body) < MAX_ERROR_BODY and (more := await r.content.read(MAX_ERROR_BODY - len(body))):
+                        body += more
+                    rec.failure = _http_failure(r.status, body, req.secret)
                 else:
                     async for data in r.content.iter_any():
                         chunks.append((clock(), data))
@@ -144,11 +148,17 @@ def _pool_size(session: aiohttp.ClientSession) -> int:
 
 
 def _stale(exc: aiohttp.ClientError, rec: Recording) -> bool:
-    """A pooled keep-alive connection the server had already closed: the request never reached it."""
-    reused = rec.t_connect_start_ns is None
-    return (
-        reused and rec.t_headers_ns is None and isinstance(exc, aiohttp.ClientOSError | aiohttp.ServerDisconnectedError)
-    )
+    """A pooled keep-alive connection the server had already closed: the request never reached it.
+
+    Either the request could not be written, or the server hung up at once (a keep-alive race shows within
+    milliseconds). A server that drops a request later, during a long prefill say, is a failure, not retried.
+    """
+    if rec.t_connect_start_ns is not None or rec.t_headers_ns is not None:
+        return False  # a fresh connection, or the server had answered: nothing stale about it
+    if isinstance(exc, aiohttp.ClientOSError) or rec.t_sent_ns is None:
+        return True
+    waited = (time.perf_counter_ns() - rec.t_sent_ns) / 1e9
+    return isinstance(exc, aiohttp.ServerDisconnectedError) and waited < STALE_WINDOW_S
 
 
 async def record(
@@ -163,12 +173,14 @@ async def record(
     A request that fails on a stale pooled connection is sent again, clock restarted, as HTTP clients do.
     On cancellation ``rec`` is marked cancelled before the cancellation propagates.
     """
+    rec.secret = req.secret
     expired = [ErrorKind.TOTAL_TIMEOUT]
+    start = asyncio.get_running_loop().time()  # retries share the deadlines: the total bounds them all
     try:
         # Each stale connection is dropped from the pool when it fails, so the pool's size bounds the retries.
         for attempt in range(_pool_size(session) + 1):
             try:
-                await _exchange(session, req, timeouts, rec, has_token, expired)
+                await _exchange(session, req, timeouts, rec, has_token, expired, start)
                 break
             except aiohttp.ClientError as exc:
                 if attempt == _pool_size(session) or not _stale(exc, rec):
