@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tokenpace import __version__, config, sim
+from tokenpace import __version__, config, report, sim
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
@@ -30,7 +30,6 @@ from tokenpace.presets import PRESETS
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sample import Sample
 from tokenpace.store import Store, open_store
-from tokenpace.summary import FIGURES, Summary, summarise
 from tokenpace.workload import BUILTIN, Workload
 from tokenpace.workload import DEFAULT as DEFAULT_WORKLOAD
 
@@ -89,36 +88,6 @@ def _cli_endpoint(
         api_key_env=key_env,
         headers=tuple(pairs),
     )
-
-
-def _fmt(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
-
-
-def _print_summary(console: Console, s: Summary) -> None:
-    rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
-    errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
-    table = Table(title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left")
-    for col in ("figure", "unit", "n", "P5", "P50", "P95", "mean"):
-        table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
-    rows = [(label, unit, s.figures[name]) for name, label, unit in FIGURES]
-    if s.groups is not None:
-        rows += [
-            (f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
-            ("Group TTFT spread", "ms", s.groups.ttft_spread),
-        ]
-    for label, unit, st in rows:
-        table.add_row(label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean))
-    console.print(table)
-
-
-def _summaries(samples: Sequence[Sample]) -> list[Summary]:
-    by_endpoint: dict[str, list[Sample]] = {}
-    for s in samples:
-        by_endpoint.setdefault(s.endpoint.name, []).append(s)
-    return [summarise(name, samples) for name, samples in by_endpoint.items()]
 
 
 @main.command()
@@ -275,7 +244,7 @@ def run(
         err.print(f"interrupted: the {len(kept)} samples taken so far (cancelled ones included) are kept")
     finally:
         _close(store)
-    summaries = _summaries(kept)
+    summaries = report.summaries(kept)
     if as_json:
         doc = {
             "run_id": None if result is None else result.run.id,
@@ -287,9 +256,9 @@ def run(
     else:
         out = Console()
         for s in summaries:
-            _print_summary(out, s)
+            report.print_summary(out, s)
         if result is not None:
-            _print_run(out, result, store.url)
+            report.print_run(out, err, result, store.url)
     if output is not None:  # last, so a file that cannot be written costs neither the summary nor the samples
         try:
             write_samples(output, kept)
@@ -333,17 +302,6 @@ def _close(store: Store) -> None:
         rescue = Path(f"tokenpace-unsaved-{int(time.time())}.jsonl")
         write_samples(rescue, store.unsaved)
         raise StoreError(f"{exc}; {len(store.unsaved)} unsaved samples were written to {rescue}") from None
-
-
-def _print_run(out: Console, result: RunResult, where: str) -> None:
-    r = result.run
-    lag = f"loop lag p99 {_fmt(r.loop_lag_p99_ms)} ms, {_fmt(r.cpu_us_per_event)} µs CPU per event"
-    if r.client_bound:
-        err.print(
-            f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
-            "Lower --concurrency or run on a less busy machine."
-        )
-    out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})")
 
 
 @main.command("presets")

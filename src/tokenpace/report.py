@@ -1,0 +1,53 @@
+"""What the terminal shows of a run: a table per endpoint, then one line about the run and the client."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from tokenpace.run import RunResult
+from tokenpace.sample import Sample
+from tokenpace.summary import FIGURES, Summary, summarise
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+
+
+def print_summary(console: Console, s: Summary) -> None:
+    rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
+    errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
+    table = Table(title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left")
+    for col in ("figure", "unit", "n", "P5", "P50", "P95", "mean"):
+        table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
+    rows = [(label, unit, s.figures[name]) for name, label, unit in FIGURES]
+    if s.groups is not None:
+        rows += [
+            (f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
+            ("Group TTFT spread", "ms", s.groups.ttft_spread),
+        ]
+    for label, unit, st in rows:
+        table.add_row(label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean))
+    console.print(table)
+
+
+def summaries(samples: Sequence[Sample]) -> list[Summary]:
+    by_endpoint: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_endpoint.setdefault(s.endpoint.name, []).append(s)
+    return [summarise(name, samples) for name, samples in by_endpoint.items()]
+
+
+def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:
+    r = result.run
+    lag = f"loop lag p99 {_fmt(r.loop_lag_p99_ms)} ms, {_fmt(r.cpu_us_per_event)} µs CPU per event"
+    if r.client_bound:
+        err.print(
+            f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
+            "Lower --concurrency or run on a less busy machine."
+        )
+    out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})")
