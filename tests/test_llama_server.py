@@ -77,3 +77,14 @@ async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: s
         # One event per generated token, and the server's own usage agrees.
         assert len(s.timeline.token_events) == s.metrics.provider_output_tokens == 64
         assert s.metrics.output_speed is not None
+
+
+async def test_parallel_workload_queues_on_the_servers_four_slots(llama_server: str) -> None:
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server)
+    workload = dataclasses.replace(BUILTIN["parallel"], max_tokens=64)
+    result = await measure([endpoint], workload, Plan(10, 1, Timeouts(5, 60, 60, 120)))
+    assert all(s.ok for s in result.samples), [s.error_message for s in result.samples]
+    assert len({s.group_id for s in result.samples}) == 1
+    # Ten released together on four slots: the last ones wait for a slot, which the spread of TTFT shows.
+    ttfts = sorted(s.metrics.ttft_ms or 0 for s in result.samples)
+    assert ttfts[-1] > 2 * ttfts[0]
