@@ -77,8 +77,18 @@ class _Dialect:
 def _sqlite(path: Path) -> _Dialect:
     def connect() -> sqlite3.Connection:
         conn = sqlite3.connect(path, isolation_level=None)  # autocommit: transactions are ours to open
-        for pragma in ("busy_timeout = 5000", "journal_mode = WAL", "synchronous = NORMAL"):
-            conn.execute(f"PRAGMA {pragma}")
+        conn.execute("PRAGMA busy_timeout = 5000")
+        # Switching a new file to WAL while another process does the same answers "locked" at once, without
+        # waiting for the busy timeout (seen with six processes opening one new file), so wait here instead.
+        for attempt in range(100):
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+        conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
     return _Dialect(connect, "?", "BEGIN IMMEDIATE")
