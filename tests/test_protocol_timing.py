@@ -102,3 +102,9 @@ async def test_official_sdk_gets_what_tokenpace_measured(protocol: str) -> None:
     assert ours.ok, ours.error_message
     assert theirs.content == ours.timeline.text(EventKind.CONTENT) != ""
     assert theirs.usage is not None and theirs.usage[1] == ours.metrics.provider_output_tokens
+
+
+async def test_every_sample_carries_the_servers_id() -> None:
+    # Ollama's stream has no id: the x-request-id header stands in, so samples match server logs.
+    s, truth = await take("ollama", sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=5))
+    assert s.timeline.response_id == truth.id

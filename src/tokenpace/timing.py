@@ -71,6 +71,7 @@ class Recording:
     t_headers_ns: int | None = None
     t_end_ns: int | None = None
     http_status: int | None = None
+    request_id: str | None = None  # the server's x-request-id header, for streams that carry no id
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
     failure: Failure | None = None
     secret: str | None = field(default=None, repr=False)  # the request's key, to scrub from what is decoded

@@ -50,7 +50,7 @@ def timeline(
         connect_ns=connect,
         queued_ns=sent - rec.t_start_ns,
         usage=usage,
-        response_id=response_id,
+        response_id=response_id or rec.request_id,
         server_timings=server_timings,
         failure=rec.failure or problem or _ending_failure(events),
     )

@@ -131,6 +131,7 @@ async def _exchange(
             async with session.post(req.url, data=req.body, headers=req.headers, trace_request_ctx=rec) as r:
                 rec.t_headers_ns = clock()
                 rec.http_status = r.status
+                rec.request_id = r.headers.get("x-request-id")
                 if r.status >= 300:
                     body = b""
                     while len(body) < MAX_ERROR_BODY and (more := await r.content.read(MAX_ERROR_BODY - len(body))):
