@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import socket
@@ -160,3 +161,11 @@ def pg_url() -> Iterator[str]:
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def quiet_server(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Whatever a test does to a connection, nothing logs warnings or tracebacks."""
+    yield
+    noisy = [r for r in caplog.get_records("call") if r.levelno >= logging.WARNING]
+    assert not noisy, [r.getMessage() for r in noisy]

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import json
-import logging
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,23 +21,10 @@ from tokenpace.errors import SimulatorError
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario, Simulator, Truth, serve, serve_forever
 from tokenpace.tokens import count_tokens
 
-PROMPT = "How fast is this endpoint, really?"
+from .simkit import FAST, MS, PROMPT, fast, only
+
+pytestmark = pytest.mark.usefixtures("quiet_server")
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
-FAST = Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=20)  # no waiting
-MS = 1_000_000
-
-
-def fast(**changes: Any) -> Scenario:
-    """FAST, with some fields changed."""
-    return dataclasses.replace(FAST, **changes)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_server(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """Whatever a test does to a connection, the server logs no warnings or tracebacks."""
-    yield
-    noisy = [r for r in caplog.get_records("call") if r.levelno >= logging.WARNING]
-    assert not noisy, [r.getMessage() for r in noisy]
 
 
 @dataclass
@@ -86,11 +71,6 @@ async def openai_stream(url: str, model: str = "sim", **extra: Any) -> list[Chat
             model=model, messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **extra
         )
         return [chunk async for chunk in stream]
-
-
-def only(sim: Simulator) -> Truth:
-    (truth,) = sim.truth.values()
-    return truth
 
 
 def times(truth: Truth, *kinds: str) -> list[int]:

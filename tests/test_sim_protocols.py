@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,15 +18,14 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
+from tokenpace.config import PROTOCOLS
 from tokenpace.sim import NON_ASCII_WORDS, Scenario, Simulator, Truth, serve
 from tokenpace.tokens import count_tokens
 
-pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
-PROTOCOLS = ("openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini")
-PROMPT = "How fast is this endpoint, really?"
+from .simkit import FAST, MS, PROMPT, fast, only
+
+pytestmark = pytest.mark.usefixtures("quiet_server")
 KEY = "sk-sim"
-FAST = Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=20)
-MS = 1_000_000
 # (finish when complete, finish when the token cap cut it short), as each protocol spells them
 FINISH = {
     "openai-chat": ("stop", "length"),
@@ -48,15 +45,6 @@ TERMINATOR = {
 }
 
 
-def fast(**changes: Any) -> Scenario:
-    return dataclasses.replace(FAST, **changes)
-
-
-def only(sim: Simulator) -> Truth:
-    (truth,) = sim.truth.values()
-    return truth
-
-
 def only_first(sim: Simulator) -> Truth:
     return next(iter(sim.truth.values()))
 
@@ -67,14 +55,6 @@ def kinds(truth: Truth) -> list[str]:
 
 def times_of(truth: Truth, *wanted: str) -> list[int]:
     return [t for t, kind, _ in truth.events if kind in wanted]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_server(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """Whatever a test does to a connection, nothing logs warnings or tracebacks."""
-    yield
-    noisy = [r for r in caplog.get_records("call") if r.levelno >= logging.WARNING]
-    assert not noisy, [r.getMessage() for r in noisy]
 
 
 # --- the official SDKs -------------------------------------------------------------------------------------------
