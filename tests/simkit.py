@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+import aiohttp
 
 from tokenpace.sim import Scenario, Simulator, Truth
 
@@ -21,3 +26,61 @@ def only(sim: Simulator) -> Truth:
     """The truth of the one request a simulator served."""
     (truth,) = sim.truth.values()
     return truth
+
+
+@dataclass
+class Raw:
+    """What a plain HTTP client received: status, headers, body and the error that ended reading, if any."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    error: Exception | None = None
+
+    def frames(self) -> list[tuple[str | None, str]]:
+        """(SSE event name, data) of each event, or (None, line) of each NDJSON line."""
+        text = self.body.decode().replace("\r\n", "\n")  # Gemini ends lines with CRLF
+        if self.headers.get("Content-Type", "").startswith("application/x-ndjson"):
+            return [(None, line) for line in text.split("\n") if line]
+        frames = []
+        for block in (b for b in text.split("\n\n") if b):
+            name, data = None, None
+            for line in block.split("\n"):
+                key, _, value = line.partition(": ")
+                assert key in ("event", "data"), block
+                assert key != "data" or data is None, block  # one data line per event
+                name, data = (value, data) if key == "event" else (name, value)
+            assert data is not None, block
+            frames.append((name, data))
+        return frames
+
+    def docs(self) -> list[Any]:
+        return [json.loads(data) for _, data in self.frames() if data != "[DONE]"]
+
+    @property
+    def payloads(self) -> list[str]:
+        """The ``data:`` payloads of an OpenAI-style stream, whose events carry no names."""
+        frames = self.frames()
+        assert all(name is None for name, _ in frames), frames
+        return [data for _, data in frames]
+
+    @property
+    def chunks(self) -> list[dict[str, Any]]:
+        return [json.loads(p) for p in self.payloads if p != "[DONE]"]
+
+    def deltas(self, key: str = "content") -> list[str]:
+        """The ``key`` field of every choice delta that has one, the role chunk's aside."""
+        deltas = [c["choices"][0]["delta"] for c in self.chunks if c.get("choices")]
+        return [d[key] for d in deltas if key in d and "role" not in d]
+
+
+async def post(url: str, body: Any, headers: Mapping[str, str] | None = None) -> Raw:
+    """POST ``body`` as JSON and read the whole answer, keeping the error that cut it short, if any."""
+    data, error = b"", None
+    async with aiohttp.ClientSession() as session, session.post(url, json=body, headers=headers) as r:
+        try:
+            async for piece in r.content.iter_any():
+                data += piece
+        except aiohttp.ClientPayloadError as exc:
+            error = exc
+        return Raw(r.status, r.headers, data, error)

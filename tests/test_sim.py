@@ -7,8 +7,6 @@ import itertools
 import json
 import socket
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -21,48 +19,14 @@ from tokenpace.errors import SimulatorError
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario, Simulator, Truth, serve, serve_forever
 from tokenpace.tokens import count_tokens
 
-from .simkit import FAST, MS, PROMPT, fast, only
+from .simkit import FAST, MS, PROMPT, Raw, fast, only, post
 
 pytestmark = pytest.mark.usefixtures("quiet_server")
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
 
 
-@dataclass
-class Raw:
-    """What a plain HTTP client received: status, headers, body and the error that ended reading, if any."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-    error: Exception | None = None
-
-    @property
-    def payloads(self) -> list[str]:
-        """The SSE ``data:`` payloads in order."""
-        events = [e for e in self.body.decode().split("\n\n") if e]
-        assert all(e.startswith("data: ") for e in events), events
-        return [e.removeprefix("data: ") for e in events]
-
-    @property
-    def chunks(self) -> list[dict[str, Any]]:
-        return [json.loads(p) for p in self.payloads if p != "[DONE]"]
-
-    def deltas(self, key: str = "content") -> list[str]:
-        """The ``key`` field of every choice delta that has one, the role chunk's aside."""
-        deltas = [c["choices"][0]["delta"] for c in self.chunks if c.get("choices")]
-        return [d[key] for d in deltas if key in d and "role" not in d]
-
-
 async def raw_chat(url: str, model: str = "sim", stream: bool = True, **extra: Any) -> Raw:
-    body = {"model": model, "messages": MESSAGES, "stream": stream, **extra}
-    data, error = b"", None
-    async with aiohttp.ClientSession() as session, session.post(f"{url}/chat/completions", json=body) as r:
-        try:
-            async for piece in r.content.iter_any():
-                data += piece
-        except aiohttp.ClientPayloadError as exc:
-            error = exc
-        return Raw(r.status, r.headers, data, error)
+    return await post(f"{url}/chat/completions", {"model": model, "messages": MESSAGES, "stream": stream, **extra})
 
 
 async def openai_stream(url: str, model: str = "sim", **extra: Any) -> list[ChatCompletionChunk]:

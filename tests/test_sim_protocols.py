@@ -22,7 +22,7 @@ from tokenpace.config import PROTOCOLS
 from tokenpace.sim import NON_ASCII_WORDS, Scenario, Simulator, Truth, serve
 from tokenpace.tokens import count_tokens
 
-from .simkit import FAST, MS, PROMPT, fast, only
+from .simkit import FAST, MS, PROMPT, Raw, fast, only, post
 
 pytestmark = pytest.mark.usefixtures("quiet_server")
 KEY = "sk-sim"
@@ -247,50 +247,11 @@ def request_of(protocol: str, stream: bool = True, cap: int | None = None, model
     raise AssertionError(protocol)
 
 
-@dataclass
-class Raw:
-    """What a plain HTTP client received."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-    error: Exception | None = None
-
-    def frames(self) -> list[tuple[str | None, str]]:
-        """(SSE event name, data) of each event, or (None, line) of each NDJSON line."""
-        text = self.body.decode().replace("\r\n", "\n")  # Gemini ends lines with CRLF
-        if self.headers.get("Content-Type", "").startswith("application/x-ndjson"):
-            return [(None, line) for line in text.split("\n") if line]
-        frames = []
-        for block in (b for b in text.split("\n\n") if b):
-            name, data = None, None
-            for line in block.split("\n"):
-                key, _, value = line.partition(": ")
-                assert key in ("event", "data"), block
-                name, data = (value, data) if key == "event" else (name, value)
-            assert data is not None, block
-            frames.append((name, data))
-        return frames
-
-    def docs(self) -> list[Any]:
-        return [json.loads(data) for _, data in self.frames() if data != "[DONE]"]
-
-
 async def raw(
     protocol: str, url: str, stream: bool = True, cap: int | None = None, headers: Mapping[str, str] | None = None
 ) -> Raw:
     path, body = request_of(protocol, stream, cap)
-    data, error = b"", None
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(url.removesuffix("/v1") + path, json=body, headers=headers) as r,
-    ):
-        try:
-            async for piece in r.content.iter_any():
-                data += piece
-        except aiohttp.ClientPayloadError as exc:
-            error = exc
-        return Raw(r.status, r.headers, data, error)
+    return await post(url.removesuffix("/v1") + path, body, headers)
 
 
 def parses(text: str) -> bool:
