@@ -89,4 +89,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE runs ADD COLUMN seed INTEGER",  # so --seed can reproduce a run's prompts
         ),
     ),
+    (
+        3,
+        (
+            # Rolling windows (aggregate.py) read every endpoint's samples since a time.
+            "CREATE INDEX samples_time ON samples (started_at)",
+        ),
+    ),
 )

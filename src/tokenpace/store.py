@@ -69,6 +69,7 @@ class _Connection(Protocol):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Dialect:
+    name: str  # "sqlite" or "postgresql": for the rare SQL the two spell differently
     connect: Callable[[], _Connection]
     placeholder: str  # SQL here is written with "?"; PostgreSQL wants "%s"
     lock_migrations: str  # opens the migration transaction, so that two processes cannot both migrate
@@ -91,13 +92,13 @@ def _sqlite(path: Path) -> _Dialect:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    return _Dialect(connect, "?", "BEGIN IMMEDIATE")
+    return _Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE")
 
 
 def _postgres(url: str) -> _Dialect:
     # An advisory lock, because PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent one.
     lock = "SELECT pg_advisory_xact_lock(7031990417)"  # any fixed number: tokenpace's migration lock
-    return _Dialect(lambda: psycopg.connect(url, autocommit=False), "%s", lock)
+    return _Dialect("postgresql", lambda: psycopg.connect(url, autocommit=False), "%s", lock)
 
 
 def _hide(url: str) -> tuple[str, list[str]]:
@@ -214,6 +215,7 @@ class Store:
         self._errors: list[str] = []  # touched only by the writer thread
         self._closed = False
         self._ph = dialect.placeholder
+        self.dialect = dialect.name
         self._insert_sample = _insert("samples", _SAMPLE_COLUMNS, self._ph)
         # A run may be written when it starts and again when it ends: the last write wins.
         self._upsert_run = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
@@ -285,9 +287,11 @@ class Store:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise StoreError(f"write failed: {errors[0]}{more}; the records are kept in Store.unsaved")
 
-    def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        def read() -> list[Any]:
-            rows: list[Any] = self._conn.execute(sql.replace("?", self._ph), params).fetchall()
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read written with ``?`` placeholders; it runs after every write queued before it."""
+
+        def read() -> list[tuple[Any, ...]]:
+            rows = [tuple(r) for r in self._conn.execute(sql.replace("?", self._ph), params).fetchall()]
             self._conn.rollback()  # end the read transaction PostgreSQL opened; a no-op on SQLite
             return rows
 
@@ -302,12 +306,12 @@ class Store:
         sql += " ORDER BY started_at, id"
         if limit is not None:
             sql, params = sql + " LIMIT ?", [*params, limit]
-        return [_sample(dict(zip(_SAMPLE_COLUMNS, r, strict=True))) for r in self._select(sql, params)]
+        return [_sample(dict(zip(_SAMPLE_COLUMNS, r, strict=True))) for r in self.query(sql, params)]
 
     def runs(self) -> list[RunRecord]:
         """Every run, oldest first."""
         sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs ORDER BY started_at, id"  # noqa: S608
-        return [_run(dict(zip(_RUN_COLUMNS, r, strict=True))) for r in self._select(sql, ())]
+        return [_run(dict(zip(_RUN_COLUMNS, r, strict=True))) for r in self.query(sql, ())]
 
     def close(self) -> None:
         """Flush, then close the connection and stop the writer; raises as flush does, but closes first."""
