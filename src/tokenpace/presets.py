@@ -24,6 +24,10 @@ class Preset:
     protocol: Protocol
     api_key_env: str | None  # None: no key (a local server)
     note: str
+    # What `tokenpace serve` measures when it finds the key and no config names a model: a small, widely
+    # served model of the provider's (a retired name shows up as http_error samples, not silence). Local
+    # servers have none: their own model list says what they serve.
+    model: str | None = None
 
 
 _ALL = (
@@ -33,6 +37,7 @@ _ALL = (
         "openai-chat",
         "OPENAI_API_KEY",
         "OpenAI; reasoning models also on openai-responses",
+        model="gpt-4o-mini",
     ),
     Preset(
         "anthropic",
@@ -40,6 +45,7 @@ _ALL = (
         "anthropic",
         "ANTHROPIC_API_KEY",
         "Anthropic Messages API",
+        model="claude-haiku-4-5",
     ),
     Preset(
         "gemini",
@@ -47,6 +53,7 @@ _ALL = (
         "gemini",
         "GEMINI_API_KEY",
         "Google AI Studio (Gemini API)",
+        model="gemini-2.5-flash",
     ),
     Preset(
         "groq",
@@ -54,6 +61,7 @@ _ALL = (
         "openai-chat",
         "GROQ_API_KEY",
         "Groq LPUs, OpenAI-compatible",
+        model="llama-3.1-8b-instant",
     ),
     Preset(
         "cerebras",
@@ -61,6 +69,7 @@ _ALL = (
         "openai-chat",
         "CEREBRAS_API_KEY",
         "Cerebras wafer-scale inference, OpenAI-compatible",
+        model="llama3.1-8b",
     ),
     Preset(
         "together",
@@ -68,6 +77,7 @@ _ALL = (
         "openai-chat",
         "TOGETHER_API_KEY",
         "Together AI, OpenAI-compatible",
+        model="meta-llama/Llama-3.3-70B-Instruct-Turbo",
     ),
     Preset(
         "fireworks",
@@ -75,6 +85,7 @@ _ALL = (
         "openai-chat",
         "FIREWORKS_API_KEY",
         "Fireworks AI; models named accounts/fireworks/models/...",
+        model="accounts/fireworks/models/llama-v3p1-8b-instruct",
     ),
     Preset(
         "openrouter",
@@ -82,6 +93,7 @@ _ALL = (
         "openai-chat",
         "OPENROUTER_API_KEY",
         "a router: the upstream provider may differ between requests",
+        model="meta-llama/llama-3.1-8b-instruct",
     ),
     Preset(
         "deepseek",
@@ -89,6 +101,7 @@ _ALL = (
         "openai-chat",
         "DEEPSEEK_API_KEY",
         "DeepSeek; reasoning streams as reasoning_content",
+        model="deepseek-chat",
     ),
     Preset(
         "mistral",
@@ -96,6 +109,7 @@ _ALL = (
         "openai-chat",
         "MISTRAL_API_KEY",
         "Mistral AI (La Plateforme)",
+        model="mistral-small-latest",
     ),
     Preset(
         "ollama-cloud",
@@ -103,6 +117,7 @@ _ALL = (
         "ollama",
         "OLLAMA_API_KEY",
         "Ollama Cloud, native /api/chat with a Bearer key",
+        model="gpt-oss:120b",
     ),
     Preset(
         "opencode-zen",
@@ -110,6 +125,7 @@ _ALL = (
         "anthropic",
         "OPENCODE_API_KEY",
         "OpenCode Zen gateway; its Claude models on the Messages API",
+        model="claude-haiku-4-5",
     ),
     Preset(
         "ollama",

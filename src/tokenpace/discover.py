@@ -1,0 +1,96 @@
+"""What ``tokenpace serve`` measures when no config file names anything: whatever it can honestly reach.
+
+Three sources, in order:
+
+1. Well-known providers whose key variable is set (``GROQ_API_KEY``...): the preset's default model.
+2. Local servers on their usual ports (Ollama 11434, llama.cpp 8080, vLLM 8000, SGLang 30000) that answer
+   their model list: every model listed there.
+3. Nothing found: the built-in simulator endpoints of the embedded default config, labelled simulated.
+
+Only the *name* of a key variable is ever kept; the key stays in the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from tokenpace.config import Endpoint
+from tokenpace.presets import PRESETS, Preset
+
+PROBE_TIMEOUT_S = 1.0  # a local server answers its model list in milliseconds; nothing there refuses at once
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Endpoints discovered, and one line per source saying why each is (or is not) measured."""
+
+    endpoints: tuple[Endpoint, ...]
+    notes: tuple[str, ...]
+
+
+def keyed(env: Mapping[str, str]) -> list[Endpoint]:
+    """One endpoint per cloud preset whose key variable is set and non-empty."""
+    return [
+        Endpoint(p.name, p.model, p.base_url, protocol=p.protocol, api_key_env=p.api_key_env)
+        for p in PRESETS.values()
+        if p.api_key_env and p.model and env.get(p.api_key_env)
+    ]
+
+
+def local_presets() -> list[Preset]:
+    """The presets of servers that run on this machine: no key, a loopback URL."""
+    return [p for p in PRESETS.values() if p.api_key_env is None]
+
+
+def _model_names(protocol: str, doc: Any) -> list[str]:
+    """Model names from an Ollama ``/api/tags`` or an OpenAI ``/models`` document (anything else: none)."""
+    if not isinstance(doc, dict):
+        return []
+    items = doc.get("models") if protocol == "ollama" else doc.get("data")
+    key = "name" if protocol == "ollama" else "id"
+    return [str(m[key]) for m in items or () if isinstance(m, dict) and isinstance(m.get(key), str)]
+
+
+async def _listed(session: aiohttp.ClientSession, p: Preset, base_url: str) -> list[str]:
+    url = base_url + ("/api/tags" if p.protocol == "ollama" else "/models")
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+        async with session.get(url) as response:
+            if response.status == 200:
+                return _model_names(p.protocol, await response.json(content_type=None))
+    return []
+
+
+async def local(
+    servers: Sequence[tuple[Preset, str]] | None = None, skip_ports: Collection[int] = ()
+) -> list[Endpoint]:
+    """Endpoints of the local servers that answer their model list (default: every local preset's URL)."""
+    servers = [(p, p.base_url) for p in local_presets()] if servers is None else servers
+    servers = [(p, url) for p, url in servers if urlsplit(url).port not in skip_ports]
+    timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        lists = await asyncio.gather(*(_listed(session, p, url) for p, url in servers))
+    return [
+        Endpoint(p.name, model, url, protocol=p.protocol)
+        for (p, url), models in zip(servers, lists, strict=True)
+        for model in models
+    ]
+
+
+async def discover(
+    env: Mapping[str, str],
+    servers: Sequence[tuple[Preset, str]] | None = None,
+    skip_ports: Collection[int] = (),
+) -> Found:
+    """Keyed presets and answering local servers; an empty result means: fall back to the simulators."""
+    cloud = keyed(env)
+    nearby = await local(servers, skip_ports)
+    notes = [f"{e.provider}: {e.api_key_env} is set, measuring {e.model}" for e in cloud]
+    notes += [f"{e.provider}: {e.base_url} answered, measuring {e.model}" for e in nearby]
+    return Found((*cloud, *nearby), tuple(notes))

@@ -1,0 +1,87 @@
+"""Discovery: keyed presets from the environment, local servers that answer their model list."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tokenpace import discover, sim
+from tokenpace.presets import PRESETS
+from tokenpace.run import Plan, measure
+from tokenpace.workload import BUILTIN
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def test_keyed_presets_are_the_ones_whose_key_is_set() -> None:
+    found = discover.keyed({"GROQ_API_KEY": "gsk-canary", "CEREBRAS_API_KEY": "", "UNRELATED": "x"})
+    assert [(e.provider, e.model, e.api_key_env) for e in found] == [("groq", "llama-3.1-8b-instant", "GROQ_API_KEY")]
+    assert all("gsk-canary" not in repr(e) for e in found)  # the name of the variable, never the key
+
+
+def test_every_cloud_preset_has_a_default_model_and_no_local_one_does() -> None:
+    for p in PRESETS.values():
+        assert (p.model is None) == (p.api_key_env is None), p.name
+
+
+async def test_local_servers_are_found_by_their_model_lists() -> None:
+    ollama, llama = PRESETS["ollama"], PRESETS["llama.cpp"]
+    async with sim.serve(sim.Simulator(models={"tiny-a": sim.Scenario()})) as url:
+        root = url.removesuffix("/v1")
+        with socket.socket() as s:  # a port nothing listens on: refused, not found
+            s.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+        found = await discover.local([(ollama, root), (llama, url), (PRESETS["vllm"], dead)])
+        assert {(e.provider, e.model, e.base_url, e.protocol) for e in found} == {
+            ("ollama", "sim", root, "ollama"),
+            ("ollama", "tiny-a", root, "ollama"),
+            ("llama.cpp", "sim", url, "openai-chat"),
+            ("llama.cpp", "tiny-a", url, "openai-chat"),
+        }
+        # What is found can be measured as it is.
+        result = await measure([found[0]], BUILTIN["1k"], Plan(requests=1, warmup=False))
+        assert result.samples[0].ok
+        port = int(root.rsplit(":", 1)[1])
+        assert await discover.local([(llama, url)], skip_ports=(port,)) == []
+
+
+async def test_discovery_finds_nothing_where_nothing_answers() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    found = await discover.discover({}, servers=[(PRESETS["ollama"], dead)])
+    assert found.endpoints == () and found.notes == ()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+async def test_real_llama_server_on_its_usual_port_is_discovered(llama_dir: str) -> None:
+    if not _port_free(8080):
+        pytest.skip("port 8080 is taken here: llama-server cannot run on its usual port")
+    pid = subprocess.run(
+        ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, "8080"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8080/health", timeout=5)
+        found = await discover.discover({})  # the real default ports, nothing overridden
+        llama = [e for e in found.endpoints if e.provider == "llama.cpp"]
+        assert [(e.base_url, e.model) for e in llama] == [("http://127.0.0.1:8080/v1", "tiny")]
+        assert any("llama.cpp: http://127.0.0.1:8080/v1 answered" in note for note in found.notes)
+        result = await measure(llama, BUILTIN["1k"], Plan(requests=1))
+        assert result.samples[0].ok and result.samples[0].metrics.output_tokens > 0
+    finally:
+        subprocess.run(["kill", pid], check=False)
