@@ -33,9 +33,14 @@ from tokenpace.lag import LoopLag
 from tokenpace.sample import RunRecord, Sample, make_sample
 from tokenpace.timing import Recording
 from tokenpace.tokens import preload as preload_tokenizer
-from tokenpace.workload import Workload
+from tokenpace.workload import Prompt, Workload
 
 DECODER_SWITCH_INTERVAL_S = 0.0002
+
+
+_quiet_lock = threading.Lock()
+_quiet_runs = 0  # runs overlap under `tokenpace serve`: the first one in quiets, the last one out restores
+_quiet_restore: tuple[bool, float] = (True, 0.005)
 
 
 @contextlib.contextmanager
@@ -46,16 +51,23 @@ def _quiet_interpreter() -> Iterator[None]:
     streams (bench/fidelity.py), so collection waits until the run ends; and a short GIL switch interval makes
     the decoder thread hand the GIL back within a fraction of a millisecond when bytes arrive (default 5 ms).
     """
-    gc.collect()
-    was_enabled, switch = gc.isenabled(), sys.getswitchinterval()
-    gc.disable()
-    sys.setswitchinterval(DECODER_SWITCH_INTERVAL_S)
+    global _quiet_runs, _quiet_restore
+    with _quiet_lock:
+        if _quiet_runs == 0:
+            gc.collect()
+            _quiet_restore = (gc.isenabled(), sys.getswitchinterval())
+            gc.disable()
+            sys.setswitchinterval(DECODER_SWITCH_INTERVAL_S)
+        _quiet_runs += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(switch)
-        if was_enabled:
-            gc.enable()
+        with _quiet_lock:
+            _quiet_runs -= 1
+            if _quiet_runs == 0:
+                sys.setswitchinterval(_quiet_restore[1])
+                if _quiet_restore[0]:
+                    gc.enable()
 
 
 def _yield_to_the_loop() -> None:
@@ -104,8 +116,13 @@ async def _measure_endpoint(
     """
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
-    prompts = [workload.prompt(seed + i, corpus) for i in range(plan.requests)]
-    requests: list[HttpRequest] = [proto.request(endpoint, p) for p in prompts]
+
+    def build() -> tuple[list[Prompt], list[HttpRequest]]:
+        prompts = [workload.prompt(seed + i, corpus) for i in range(plan.requests)]
+        return prompts, [proto.request(endpoint, p) for p in prompts]
+
+    # Off the loop: a 100k prompt costs about a second of CPU, which would stall other runs' clocks (serve).
+    prompts, requests = await loop.run_in_executor(decoder, build)
     decoding: list[asyncio.Future[Sample]] = []
     pool = workload.concurrency or plan.concurrency
 
