@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import urllib.request
@@ -66,7 +67,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-async def test_real_llama_server_on_its_usual_port_is_discovered(llama_dir: str) -> None:
+def test_real_llama_server_on_its_usual_port_is_discovered(llama_dir: str) -> None:
     if not _port_free(8080):
         pytest.skip("port 8080 is taken here: llama-server cannot run on its usual port")
     pid = subprocess.run(
@@ -77,11 +78,11 @@ async def test_real_llama_server_on_its_usual_port_is_discovered(llama_dir: str)
     ).stdout.split()[-1]
     try:
         urllib.request.urlopen("http://127.0.0.1:8080/health", timeout=5)
-        found = await discover.discover({})  # the real default ports, nothing overridden
+        found = asyncio.run(discover.discover({}))  # the real default ports, nothing overridden
         llama = [e for e in found.endpoints if e.provider == "llama.cpp"]
         assert [(e.base_url, e.model) for e in llama] == [("http://127.0.0.1:8080/v1", "tiny")]
         assert any("llama.cpp: http://127.0.0.1:8080/v1 answered" in note for note in found.notes)
-        result = await measure(llama, BUILTIN["1k"], Plan(requests=1))
+        result = asyncio.run(measure(llama, BUILTIN["1k"], Plan(requests=1)))
         assert result.samples[0].ok and result.samples[0].metrics.output_tokens > 0
     finally:
         subprocess.run(["kill", pid], check=False)
