@@ -143,3 +143,140 @@ def test_config_that_is_not_utf8_or_has_a_broken_header(tmp_path: Path) -> None:
     bad = write(tmp_path, '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\nheaders = { "X-A" = "b\\nc" }\n')
     with pytest.raises(ConfigError, match=r"providers\.a\.headers: .*one line"):
         load(bad)
+
+
+SCHEDULED = """
+[providers.groq]
+api_key_env = "GROQ_API_KEY"
+plan = "free"
+models = ["llama-3.1-8b-instant"]
+billing = "capped"
+concurrency = 4
+requests = 2
+budget = { requests = 100, output_tokens = 50_000 }
+
+[providers.groq.plans.dev]
+models = ["llama-3.3-70b-versatile"]
+every = "30m"
+budget = { input_tokens = 2_000_000 }
+
+[providers.local]
+base_url = "http://127.0.0.1:8080/v1"
+models = ["tiny"]
+
+[providers.demo]
+simulate = { ttft_ms = 120, tokens_per_s = 300, error = "500", error_rate = 0.1 }
+
+[workloads.long-summary]
+input_tokens = 20000
+max_tokens = 800
+
+[schedule]
+workloads = ["1k", "parallel", "long-summary"]
+min_samples = 5
+jitter = 0.2
+
+[schedule.every]
+"1k" = "plan"
+"long-summary" = "2h"
+"parallel" = { every = "12h", jitter = 0.4 }
+"""
+
+
+def test_schedule_settings_per_plan_and_provider(tmp_path: Path) -> None:
+    from tokenpace.settings import Budget, Cadence
+
+    cfg = load(write(tmp_path, SCHEDULED))
+    free, dev = cfg.plans["groq", "free"], cfg.plans["groq", "dev"]
+    assert (free.billing, free.every_s, free.requests) == ("capped", 3600, 2)
+    assert free.budget == Budget(requests=100, output_tokens=50_000)
+    assert (dev.billing, dev.every_s, dev.requests) == ("capped", 1800, 2)  # its own every, the provider's rest
+    assert dev.budget == Budget(input_tokens=2_000_000)  # a plan's budget table replaces the provider's whole
+    assert (cfg.plans["local", "default"].billing, cfg.plans["local", "default"].every_s) == ("uncapped", 600)
+    assert (cfg.concurrency_of("groq"), cfg.concurrency_of("local"), cfg.concurrency_of("elsewhere")) == (4, 10, 10)
+    s = cfg.schedule
+    assert (s.workloads, s.min_samples, s.jitter) == (("1k", "parallel", "long-summary"), 5, 0.2)
+    assert s.cadence("1k") == Cadence() and s.cadence("long-summary") == Cadence(7200)
+    assert s.cadence("parallel") == Cadence(43200, 0.4)
+    assert s.cadence("10k") == Cadence(3 * 3600) and s.cadence("100k") == Cadence(7 * 86400)  # defaults stay
+
+
+def test_simulated_provider_needs_no_address_and_is_labelled(tmp_path: Path) -> None:
+    cfg = load(write(tmp_path, SCHEDULED))
+    (demo,) = cfg.find("demo")
+    assert (demo.name, demo.simulated, demo.api_key_env, demo.protocol) == ("demo/sim", True, None, "openai-chat")
+    assert demo.base_url == "simulated://demo"  # the service starts the simulator and rewrites it
+    assert cfg.simulators == {"demo": {"ttft_ms": 120, "tokens_per_s": 300, "error": "500", "error_rate": 0.1}}
+    assert cfg.plan_of(demo).billing == "uncapped"
+    assert not any(e.simulated for e in cfg.endpoints if e.provider != "demo")
+
+
+def test_plans_the_file_does_not_declare_get_defaults() -> None:
+    from tokenpace.config import Config, Endpoint
+
+    keyed = Endpoint("cerebras", "m", "https://api.cerebras.ai/v1", api_key_env="CEREBRAS_API_KEY")
+    local = Endpoint("ollama", "m", "http://127.0.0.1:11434")
+    assert (Config().plan_of(keyed).billing, Config().plan_of(keyed).every_s) == ("per-token", 4 * 3600)
+    assert (Config().plan_of(local).billing, Config().plan_of(local).every_s) == ("uncapped", 600)
+    assert Config().schedule.workloads == ("1k", "10k", "100k", "vision", "parallel")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("10m", 600), ("3h", 10800), ("1d", 86400), ("1.5h", 5400), (" 2 m ", 120)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    from tokenpace.settings import parse_duration
+
+    assert parse_duration(text) == seconds
+
+
+SIM = "[providers.demo]\nsimulate = {}\n"
+A = '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\n'
+DEMO = "[providers.demo]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (A + 'every = "10x"\n', r"providers\.a\.every: .*'10x' is not a duration"),
+        (A + "every = 600\n", r"providers\.a\.every: .*unit s, m, h or d"),
+        (A + 'every = "0m"\n', r"providers\.a\.every: .*above 0"),
+        (A + 'billing = "free"\n', r"providers\.a\.billing: .*'per-token'"),
+        (A + "concurrency = 0\n", r"providers\.a\.concurrency: "),
+        (A + "budget = { tokens = 5 }\n", r"providers\.a\.budget\.tokens: Extra"),
+        (A + '[providers.a.plans.p]\nmodels = ["m"]\nrequests = 0\n', r"providers\.a\.plans\.p\.requests: "),
+        (DEMO + "simulate = { ttft = 5 }\n", r"providers\.demo\.simulate\.ttft: Extra inputs"),
+        (DEMO + 'simulate = { ttft_ms = "fast" }\n', r"providers\.demo\.simulate\.ttft_ms: Input should be a valid"),
+        (DEMO + "simulate = { tokens_per_s = 0 }\n", r"providers\.demo\.simulate\.tokens_per_s must be > 0"),
+        (DEMO + 'simulate = { error = "teapot" }\n', r"providers\.demo\.simulate\.error must be None or one of"),
+        (DEMO + 'base_url = "http://x"\nsimulate = {}\n', r"providers\.demo: a simulated provider takes no base_url"),
+        ('[schedule]\nworkloads = ["1k", "2k"]\n', r"schedule\.workloads: unknown workload '2k' \(known: 1k, 10k"),
+        ('[schedule.every]\n"2k" = "1h"\n', r"schedule\.every: unknown workload '2k'"),
+        ('[schedule.every]\n"1k" = "often"\n', r"schedule\.every\.1k: .*not a duration"),
+        ('[schedule.every]\n"1k" = { every = "1d", jitter = 1.5 }\n', r"schedule\.every\.1k: .*jitter must be"),
+        ("[schedule]\njitter = 1\n", r"schedule\.jitter: Input should be less than 1"),
+        ("[schedule]\nmin_samples = 0\n", r"schedule\.min_samples: "),
+        ("[schedule]\nworkloads = []\n", r"schedule\.workloads: "),
+    ],
+)
+def test_schedule_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=message) as info:
+        load(path)
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_simulated_provider_alone_is_a_whole_config(tmp_path: Path) -> None:
+    cfg = load(write(tmp_path, SIM))
+    assert [e.name for e in cfg.endpoints] == ["demo/sim"] and cfg.simulators == {"demo": {}}
+
+
+def test_a_workload_wider_than_its_provider_allows_is_refused(tmp_path: Path) -> None:
+    from tokenpace.schedule import jobs
+
+    cfg = load(write(tmp_path, A + "concurrency = 4\n"))
+    with pytest.raises(ConfigError, match=r"parallel sends 10 requests at once but providers\.a\.concurrency is 4"):
+        jobs(cfg, cfg.endpoints)
+    narrow = load(write(tmp_path, A + 'concurrency = 4\n[schedule]\nworkloads = ["1k"]\n'))
+    assert [j.workload.name for j in jobs(narrow, narrow.endpoints)] == ["1k"]

@@ -11,14 +11,34 @@ provider is two endpoints. A config file looks like::
     plan = "free"                         # optional label, default "default"
     models = ["llama-3.1-8b-instant"]
 
-    [providers.groq.plans.dev]            # more plans: each inherits the provider's fields
-    api_key_env = "GROQ_DEV_API_KEY"
+    billing = "per-token"                 # uncapped: every 10 min, capped: hourly, per-token: every 4 h (the
+                                          # default with a key; local servers, without one, default to uncapped)
+    every = "30m"                         # optional: overrides the billing's cadence; units s, m, h, d
+    concurrency = 4                       # most requests in flight to this provider at once (default 10)
+    requests = 1                          # samples per scheduled run of a sequential workload (default 1)
+    budget = { requests = 100, input_tokens = 2_000_000, output_tokens = 50_000 }  # each plan, any 24 h
+
+    [providers.groq.plans.dev]            # more plans: each inherits the provider's fields, and may set its
+    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests and budget (a budget table whole)
     models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]
+
+    [providers.demo]                      # a simulator run in-process, labelled simulated everywhere
+    simulate = { ttft_ms = 120, tokens_per_s = 300 }  # any tokenpace.sim.Scenario field; models default ["sim"]
 
     [workloads.long-summary]              # custom workloads beside the built-in 1k, 10k, 100k, vision, parallel
     input_tokens = 20000
     max_tokens = 800
     tasks = ["summarize"]
+
+    [schedule]                            # what `tokenpace serve` samples, and how often
+    workloads = ["1k", "10k", "100k", "vision", "parallel"]   # the default
+    min_samples = 3                       # fewer successful samples than this: shown, not ranked
+    jitter = 0.1                          # each interval varies by up to +-10%, so samples don't line up
+
+    [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
+    "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for
+    "10k" = "3h"                          # declared workloads); defaults 10k and vision 3h, 100k 7d, and
+    "parallel" = { every = "1d", jitter = 0.5 }  # parallel daily at a random time of day, as written here
 
 Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
 """
@@ -37,6 +57,18 @@ import pydantic
 
 from tokenpace.errors import ConfigError
 from tokenpace.presets import PRESETS, preset
+from tokenpace.settings import (
+    DEFAULT_CONCURRENCY,
+    SIM_BASE_URL,
+    PlanKeys,
+    PlanSettings,
+    ScheduleSettings,
+    ScheduleTable,
+    plan_settings,
+    scenario_fields,
+    schedule_settings,
+)
+from tokenpace.sim.scenario import DEFAULT_MODEL
 from tokenpace.workload import BUILTIN, Workload, workload_from_config
 
 Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
@@ -88,7 +120,7 @@ def check_header(name: str, value: str) -> None:
         raise ValueError(f"header {name!r}: names are one word and values one line without control characters")
 
 
-class _Plan(_Strict):
+class _Plan(_Strict, PlanKeys):
     api_key_env: str | None = None
     base_url: pydantic.HttpUrl | None = None
     protocol: Protocol | None = None
@@ -96,7 +128,7 @@ class _Plan(_Strict):
     models: list[str] = pydantic.Field(min_length=1)
 
 
-class _Provider(_Strict):
+class _Provider(_Strict, PlanKeys):
     preset: str | None = None  # defaults from a well-known provider; the table's name is tried too
     base_url: pydantic.HttpUrl | None = None
     protocol: Protocol | None = None
@@ -105,12 +137,15 @@ class _Provider(_Strict):
     headers: dict[str, str] = {}
     models: list[str] = []
     plans: dict[str, _Plan] = {}
+    concurrency: int = pydantic.Field(default=DEFAULT_CONCURRENCY, ge=1)
+    simulate: dict[str, Any] | None = None  # checked by scenario_fields
 
 
 class _File(_Strict):
     providers: dict[str, _Provider] = {}
     workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
     corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
+    schedule: ScheduleTable = ScheduleTable()
 
 
 @dataclass(frozen=True)
@@ -119,6 +154,18 @@ class Config:
     source: str = "<command line>"
     workloads: Mapping[str, Workload] = field(default_factory=dict)
     corpus: Path | None = None
+    plans: Mapping[tuple[str, str], PlanSettings] = field(default_factory=dict)  # (provider, plan)
+    concurrency: Mapping[str, int] = field(default_factory=dict)  # per provider; default DEFAULT_CONCURRENCY
+    simulators: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # provider -> Scenario fields
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+
+    def plan_of(self, endpoint: Endpoint) -> PlanSettings:
+        """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
+        found = self.plans.get((endpoint.provider, endpoint.plan))
+        return found or PlanSettings.default(keyed=endpoint.api_key_env is not None)
+
+    def concurrency_of(self, provider: str) -> int:
+        return self.concurrency.get(provider, DEFAULT_CONCURRENCY)
 
     def workload(self, name: str) -> Workload:
         """A workload declared in this file, else a built-in one."""
@@ -149,32 +196,46 @@ class Config:
         return found
 
 
-def _endpoints(source: str, name: str, p: _Provider) -> list[Endpoint]:
+def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, PlanSettings]]:
+    """The provider's endpoints, each with its plan's schedule settings."""
     plans = dict(p.plans)
-    if p.models:
-        plans[p.plan] = _Plan(models=p.models)
+    if p.models or (p.simulate is not None and not plans):
+        plans[p.plan] = _Plan(models=p.models or [DEFAULT_MODEL])
     if not plans:
         raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
-    try:
-        pre = preset(p.preset) if p.preset else PRESETS.get(name)
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: providers.{name}.preset: {exc}") from None
-    base = p.base_url or (pre.base_url if pre else None)
-    if base is None and not all(plan.base_url for plan in plans.values()):
-        raise ConfigError(f"{source}: providers.{name}: give base_url, or preset = one of {', '.join(PRESETS)}")
-    return [
-        Endpoint(
-            provider=name,
-            plan=plan_name,
-            model=model,
-            base_url=str(plan.base_url or base).rstrip("/"),
-            protocol=plan.protocol or p.protocol or (pre.protocol if pre else "openai-chat"),
-            api_key_env=plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None),
-            headers=tuple(sorted({**p.headers, **plan.headers}.items())),
-        )
-        for plan_name, plan in plans.items()
-        for model in plan.models
-    ]
+    base: str | None
+    if p.simulate is not None:  # a simulator needs no address or key: the service starts it
+        tables: list[_Provider | _Plan] = [p, *plans.values()]
+        if p.preset or any(t.base_url or t.api_key_env for t in tables):
+            raise ConfigError(
+                f"{source}: providers.{name}: a simulated provider takes no base_url, api_key_env or preset"
+            )
+        pre, base = None, SIM_BASE_URL.format(provider=name)
+    else:
+        try:
+            pre = preset(p.preset) if p.preset else PRESETS.get(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: providers.{name}.preset: {exc}") from None
+        base = str(p.base_url) if p.base_url else (pre.base_url if pre else None)
+        if base is None and not all(plan.base_url for plan in plans.values()):
+            raise ConfigError(f"{source}: providers.{name}: give base_url, or preset = one of {', '.join(PRESETS)}")
+    out = []
+    for plan_name, plan in plans.items():
+        key_env = plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None)
+        settings = plan_settings(p, plan, keyed=key_env is not None)
+        for model in plan.models:
+            endpoint = Endpoint(
+                provider=name,
+                plan=plan_name,
+                model=model,
+                base_url=str(plan.base_url or base).rstrip("/"),
+                protocol=plan.protocol or p.protocol or (pre.protocol if pre else "openai-chat"),
+                api_key_env=key_env,
+                headers=tuple(sorted({**p.headers, **plan.headers}.items())),
+                simulated=p.simulate is not None,
+            )
+            out.append((endpoint, settings))
+    return out
 
 
 def _first_error(source: str, err: pydantic.ValidationError) -> str:
@@ -201,10 +262,27 @@ def load(path: str | Path) -> Config:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:
         raise ConfigError(_first_error(str(path), exc)) from None
-    endpoints = [e for name, p in parsed.providers.items() for e in _endpoints(str(path), name, p)]
+    found = [pair for name, p in parsed.providers.items() for pair in _endpoints(str(path), name, p)]
     try:
         workloads = {name: workload_from_config(name, table) for name, table in parsed.workloads.items()}
-    except ConfigError as exc:
+        schedule = schedule_settings(parsed.schedule, {**BUILTIN, **workloads})
+    except (ConfigError, ValueError) as exc:  # each message starts with the key it is about
         raise ConfigError(f"{path}: {exc}") from None
-    corpus = None if parsed.corpus is None else path.parent / parsed.corpus
-    return Config(tuple(endpoints), str(path), workloads, corpus)
+    simulators = {}
+    for name, p in parsed.providers.items():
+        if p.simulate is None:
+            continue
+        try:
+            simulators[name] = scenario_fields(p.simulate)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: providers.{name}.simulate.{exc}") from None
+    return Config(
+        endpoints=tuple(e for e, _ in found),
+        source=str(path),
+        workloads=workloads,
+        corpus=None if parsed.corpus is None else path.parent / parsed.corpus,
+        plans={(e.provider, e.plan): settings for e, settings in found},
+        concurrency={name: p.concurrency for name, p in parsed.providers.items()},
+        simulators=simulators,
+        schedule=schedule,
+    )

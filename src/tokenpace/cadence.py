@@ -1,0 +1,116 @@
+"""Jobs and their cadence: what the sampler measures, how often, and when each is next due (pure functions).
+
+A job's interval is the longer of its plan's cadence and its workload's; jitter varies each interval so that
+samples don't line up, drawn from a hash so that the same history always gives the same due time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tokenpace.config import Config, Endpoint
+from tokenpace.errors import ConfigError
+from tokenpace.settings import DEFAULT_CONCURRENCY, Budget
+from tokenpace.workload import Workload
+
+STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
+INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
+Key = tuple[str, str, str, str]  # provider, plan, model, workload
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
+
+    def _counts(self) -> tuple[int, int, int]:
+        return (self.requests, self.input_tokens, self.output_tokens)
+
+    def fits(self, budget: Budget) -> bool:
+        """Every count within its cap (a cap of None is no cap)."""
+        caps = (budget.requests, budget.input_tokens, budget.output_tokens)
+        return all(cap is None or n <= cap for n, cap in zip(self._counts(), caps, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One endpoint and workload on a cadence: ``requests`` samples every ``every_s`` seconds, +- jitter."""
+
+    endpoint: Endpoint
+    workload: Workload
+    every_s: float
+    jitter: float
+    requests: int
+    budget: Budget | None = None  # the plan's, shared with every job of the plan
+    concurrency: int = DEFAULT_CONCURRENCY  # the provider's limit on requests in flight
+
+    @property
+    def key(self) -> Key:
+        e = self.endpoint
+        return (e.provider, e.plan, e.model, self.workload.name)
+
+    @property
+    def name(self) -> str:
+        return f"{self.endpoint.name} {self.workload.name}"
+
+    @property
+    def width(self) -> int:
+        """Requests in flight while it runs: a sequential workload sends one at a time."""
+        return self.workload.concurrency or 1
+
+    def worst_case(self) -> Usage:
+        """requests, requests x input_tokens x 1.05, requests x max_tokens: the most one run can use."""
+        n, w = self.requests, self.workload
+        return Usage(n, math.ceil(n * w.input_tokens * INPUT_MARGIN), n * w.max_tokens)
+
+
+def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
+    """A job per endpoint and scheduled workload; its interval = max(plan cadence, workload cadence)."""
+    out = []
+    schedule = config.schedule
+    for e in endpoints:
+        plan, limit = config.plan_of(e), config.concurrency_of(e.provider)
+        for name in schedule.workloads:
+            workload, cadence = config.workload(name), schedule.cadence(name)
+            if (workload.concurrency or 1) > limit:
+                raise ConfigError(
+                    f"{config.source}: workload {name} sends {workload.concurrency} requests at once but "
+                    f"providers.{e.provider}.concurrency is {limit}: raise it or leave {name} out of schedule.workloads"
+                )
+            every = max(plan.every_s, cadence.every_s or 0.0)
+            jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
+            requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
+            out.append(Job(e, workload, every, jitter, requests, plan.budget, limit))
+    return out
+
+
+def _unit(*parts: object) -> float:
+    """A number in [0, 1) drawn from the parts: the same parts always give the same number."""
+    digest = hashlib.blake2b("\0".join(map(repr, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def next_due(job: Job, last_started: float | None, now: float) -> float:
+    """due = last_started + every_s * (1 + jitter * u), u = 2 * h(key, last_started) - 1 in [-1, 1).
+
+    h is a hash, so a restart recomputes the same due time. Never sampled: now + STAGGER_S * h(key). Already
+    past (after downtime): now + STAGGER_S * h(key, last_started), so a missed run happens once, soon, and
+    runs missed together spread out instead of bursting. Call it once per ``last_started`` and keep the answer.
+    """
+    if last_started is None:
+        return now + STAGGER_S * _unit(job.key)
+    h = _unit(job.key, last_started)
+    due = last_started + job.every_s * (1 + job.jitter * (2 * h - 1))
+    return due if due > now else now + STAGGER_S * h
+
+
+def stale_after(job: Job) -> float:
+    """2 * every_s * (1 + jitter): two of the longest intervals without a new sample."""
+    return 2 * job.every_s * (1 + job.jitter)

@@ -1,0 +1,285 @@
+"""The sampler: the one loop that measures every endpoint and workload on its cadence, within its limits.
+
+Jobs and their due times come from ``cadence``. When a job is due it runs if its provider has room for its
+requests (a parallel workload of 10 needs 10) and its plan's budget has room for its worst case; a run that
+would not fit the budget is skipped and counted. Due times come from the database, so a restart neither bursts
+nor samples twice. All times are UTC epoch seconds from an injectable :class:`Clock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Protocol, TypeVar
+
+from tokenpace.cadence import Job, Key, Usage, jobs, next_due, stale_after
+from tokenpace.corpus import Corpus
+from tokenpace.errors import StoreError
+from tokenpace.run import Plan, measure
+from tokenpace.settings import Budget
+from tokenpace.store import Store
+
+__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
+__all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+DAY_S = 86_400.0
+MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
+
+
+def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
+    """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger)."""
+    rows = store.query(
+        "SELECT COUNT(*), SUM(COALESCE(provider_input_tokens, input_tokens, 0)), SUM(CASE"
+        " WHEN provider_output_tokens > output_tokens THEN provider_output_tokens ELSE output_tokens END)"
+        " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ?",
+        (provider, plan, since),
+    )
+    count, input_tokens, output_tokens = rows[0]
+    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0))
+
+
+def last_started(store: Store, job: Job) -> float | None:
+    """When the job's latest sample started, or None if it has none."""
+    provider, plan, model, workload = job.key
+    rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
+        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
+        " ORDER BY started_at DESC LIMIT 1",
+        (provider, model, workload, plan),
+    )
+    return float(rows[0][0]) if rows else None
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...  # UTC epoch seconds
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    job: Job
+    next_due: datetime | None  # None while it runs
+    running: bool
+    last_started: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    provider: str
+    plan: str
+    budget: Budget
+    used: Usage  # over the 24 h before the last check
+    skipped: int  # runs skipped because they would not fit: above 0, the cap bit
+    last_skip: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    started_at: datetime
+    jobs: tuple[JobStatus, ...]
+    budgets: tuple[BudgetStatus, ...]
+
+
+def _utc(t: float | None) -> datetime | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC)
+
+
+RunJob = Callable[[Job], Awaitable[object]]
+
+
+class Sampler:
+    """One loop for every job: due times, jitter, per-provider concurrency, per-plan budgets, a clean stop."""
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        run_job: RunJob | None = None,
+        grace_s: float = 30.0,
+        corpus: Corpus | None = None,
+        inline_reads: bool = False,
+    ) -> None:
+        """``run_job`` defaults to measuring the job into ``store``. Reads run on a thread so the loop keeps
+        timing streams meanwhile; ``inline_reads`` runs them on the loop, for a virtual clock in tests."""
+        first: dict[Key, Job] = {}
+        for job in jobs:
+            first.setdefault(job.key, job)  # one job per key
+        self.jobs = tuple(first.values())
+        self.store = store
+        self.clock = clock or SystemClock()
+        self.run_job = run_job or self._measure
+        self.grace_s = grace_s
+        self.corpus = corpus
+        self._inline = inline_reads
+        self._started = self.clock.now()
+        self._last: dict[Key, float] = {}
+        self._due: dict[Key, float] = {}  # absent while a job runs
+        self._running: dict[Key, asyncio.Task[None]] = {}
+        self._in_flight: Counter[str] = Counter()  # requests, per provider
+        self._limit: dict[str, int] = {}
+        for job in self.jobs:
+            p = job.endpoint.provider
+            self._limit[p] = min(self._limit.get(p, job.concurrency), job.concurrency)
+        self._budgets = {(j.endpoint.provider, j.endpoint.plan): j.budget for j in self.jobs if j.budget}
+        self._used: dict[tuple[str, str], Usage] = {}
+        self._skipped: Counter[tuple[str, str]] = Counter()
+        self._last_skip: dict[tuple[str, str], float] = {}
+        self._wake = asyncio.Event()
+        self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
+
+    async def _measure(self, job: Job) -> None:
+        plan = Plan(requests=job.requests, concurrency=1)  # the parallel workload sets its own concurrency
+        await measure([job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus)
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        # A read waits on the store's writer thread; on the loop it would delay the streams being timed.
+        return fn() if self._inline else await asyncio.to_thread(fn)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """No new runs; in-flight ones get ``grace_s`` (default: the sampler's) more, then are cancelled.
+
+        Call it on the loop's thread (a signal handler added with ``loop.add_signal_handler`` is). Calling it
+        again, say with ``grace_s=0`` on a second Ctrl-C, shortens the wait.
+        """
+        now = self.clock.now()
+        grace = self.grace_s if grace_s is None else grace_s
+        self._deadline = min(math.inf if self._deadline is None else self._deadline, now + grace)
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Sample until :meth:`stop`; cancelled runs record their requests as ``cancelled`` samples."""
+        self._started = now = self.clock.now()
+        for job in self.jobs:
+            last = await self._read(partial(last_started, self.store, job))
+            if last is not None:
+                self._last[job.key] = last
+            self._due[job.key] = next_due(job, last, now)
+        for provider, plan in self._budgets:
+            self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
+        try:
+            while self._deadline is None:
+                self._wake.clear()
+                blocked = await self._launch_due()
+                await self._nap(blocked)
+            await self._drain()
+        finally:  # run() itself cancelled: nothing may outlive it
+            for task in self._running.values():
+                task.cancel()
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+    async def _launch_due(self) -> set[str]:
+        """Start every due job that fits, earliest first; returns the providers that had no room."""
+        now = self.clock.now()
+        blocked: set[str] = set()
+        due = sorted((t, job.name, job) for job in self.jobs if (t := self._due.get(job.key)) is not None)
+        for t, _, job in due:
+            provider = job.endpoint.provider
+            if t > now or self._deadline is not None or provider in blocked:
+                continue
+            if self._in_flight[provider] + job.width > self._limit[provider]:
+                blocked.add(provider)  # later jobs of this provider wait too, so a wide job is not starved
+                continue
+            if job.budget is not None and not await self._fits(job, job.budget, now):
+                self._due[job.key] = next_due(job, now, now)  # as if it had run: try again an interval later
+                continue
+            del self._due[job.key]
+            self._in_flight[provider] += job.width
+            self._running[job.key] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
+        return blocked
+
+    async def _fits(self, job: Job, budget: Budget, now: float) -> bool:
+        """used in the last 24 h + worst case of the plan's runs in flight + this run's worst case <= caps."""
+        plan = job.key[:2]
+        try:
+            used = await self._read(partial(usage, self.store, *plan, now - DAY_S))
+        except StoreError as exc:  # unknown use may not be spent: wait an interval, as for a skip
+            log.warning("not starting %s: its budget cannot be checked: %s", job.name, exc)
+            return False
+        self._used[plan] = used
+        # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
+        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Usage())
+        if (used + reserved + job.worst_case()).fits(budget):
+            return True
+        self._skipped[plan] += 1
+        self._last_skip[plan] = now
+        log.info("skipped %s: the %s:%s budget has no room for it in this 24 h", job.name, *plan)
+        return False
+
+    async def _run_one(self, job: Job, started: float) -> None:
+        try:
+            try:
+                await self.run_job(job)
+            except Exception as exc:  # one broken endpoint or failed write must not stop the others
+                log.warning("scheduled run %s failed: %s", job.name, " ".join(str(exc).split()) or type(exc).__name__)
+            before = self._last.get(job.key)
+            try:
+                last = await self._read(partial(last_started, self.store, job))
+            except StoreError as exc:
+                last = None
+                log.warning("after %s: cannot read when it last ran, taking its start: %s", job.name, exc)
+            # The database's time, as a restart will read it; a run that stored nothing still counts as having
+            # run (at its launch), so a failing job is not retried at once.
+            if last is None or (before is not None and last <= before):
+                last = started
+            self._last[job.key] = last
+            self._due[job.key] = next_due(job, last, self.clock.now())
+        finally:
+            self._in_flight[job.endpoint.provider] -= job.width
+            del self._running[job.key]
+            self._wake.set()
+
+    async def _nap(self, blocked: set[str]) -> None:
+        """Sleep until the next due time of a provider with room, a run's end or stop(), whichever is first."""
+        waits = [t for key, t in self._due.items() if key[0] not in blocked]
+        delay = min([MAX_NAP_S, *(t - self.clock.now() for t in waits)])
+        if delay <= 0:
+            return
+        await self._nap_until(delay)
+
+    async def _nap_until(self, delay: float) -> None:
+        """Sleep ``delay`` seconds on the clock, or less if woken (a run ended, stop() was called)."""
+        sleeper = asyncio.ensure_future(self.clock.sleep(delay))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waker.cancel()
+
+    async def _drain(self) -> None:
+        """Wait for in-flight runs until the stop deadline; the rest are cancelled (measure records them)."""
+        while self._running and self._deadline is not None and (left := self._deadline - self.clock.now()) > 0:
+            self._wake.clear()
+            await self._nap_until(left)
+
+    def status(self) -> Status:
+        """Each job's next due time and last start, and each budget's use and skips (as of its last check)."""
+        job_states = tuple(
+            JobStatus(j, _utc(self._due.get(j.key)), j.key in self._running, _utc(self._last.get(j.key)))
+            for j in self.jobs
+        )
+        budgets = tuple(
+            BudgetStatus(
+                *plan, cap, self._used.get(plan, Usage()), self._skipped[plan], _utc(self._last_skip.get(plan))
+            )
+            for plan, cap in self._budgets.items()
+        )
+        return Status(datetime.fromtimestamp(self._started, UTC), job_states, budgets)

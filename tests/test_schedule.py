@@ -1,0 +1,372 @@
+"""The sampler: cadence, jitter, restarts, budgets, concurrency and a clean stop, days of it on a virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import math
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tokenpace import sim
+from tokenpace.cadence import STAGGER_S, Key
+from tokenpace.config import Config, Endpoint, load
+from tokenpace.sample import Sample, make_sample
+from tokenpace.schedule import Budget, Job, Sampler, Usage, jobs, last_started, next_due, stale_after, usage
+from tokenpace.store import Store, open_store
+from tokenpace.timing import Event, EventKind, Timeline
+from tokenpace.timing import Usage as Reported
+from tokenpace.workload import BUILTIN, Workload
+
+T0 = 1_750_000_000.0
+DAY = 86_400.0
+SMALL = Workload("small", 50, input_tokens=300)
+BURST = Workload("burst", 50, input_tokens=300, concurrency=3)
+
+
+class FakeClock:
+    """Virtual time: it moves only when every task waits on it, straight to the earliest wake-up."""
+
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.t + max(0.0, seconds), next(self._order), woken))
+        await woken
+
+    async def advance(self, until: float = math.inf, done: Callable[[], bool] = lambda: False) -> None:
+        """Wake sleepers in time order up to ``until`` (or until ``done()``), letting everything settle between."""
+        for _ in range(200_000):
+            for _ in range(30):  # every task runs until it waits again (the sampler reads inline: no threads)
+                await asyncio.sleep(0)
+            while self._sleepers and self._sleepers[0][2].done():  # cancelled sleeps
+                heapq.heappop(self._sleepers)
+            if done():
+                return
+            if self._sleepers and self._sleepers[0][0] <= until:
+                when, _, woken = heapq.heappop(self._sleepers)
+                self.t = max(self.t, when)
+                woken.set_result(None)
+            elif until < math.inf:
+                self.t = max(self.t, until)
+                return
+        raise AssertionError("the virtual clock never settled")
+
+
+def fake_sample(job: Job, at: float, input_tokens: int = 300, output_tokens: int = 40) -> Sample:
+    """A sample as a provider reports it: its own token counts, a few o200k tokens of text."""
+    events = tuple(Event((i + 1) * 1_000_000, EventKind.CONTENT, " the") for i in range(3))
+    timeline = Timeline(0, 500_000, 5_000_000, events, usage=Reported(input_tokens, output_tokens))
+    return make_sample("run", job.endpoint, job.workload.name, datetime.fromtimestamp(at, UTC), timeline)
+
+
+class Runs:
+    """A run_job that takes ``duration`` seconds on the clock, storing ``job.requests`` samples as it starts
+    (or, ``late``, as it ends, as a real run does: each sample when its request has finished)."""
+
+    def __init__(self, store: Store, clock: FakeClock, duration: float = 0.0, late: bool = False) -> None:
+        self.store, self.clock, self.duration, self.late = store, clock, duration, late
+        self.started: dict[Key, list[float]] = defaultdict(list)
+        self.in_flight: Counter[str] = Counter()
+        self.most: Counter[str] = Counter()
+        self.cancelled: list[Key] = []
+        self.fail: set[Key] = set()
+
+    async def __call__(self, job: Job) -> None:
+        provider, started = job.endpoint.provider, self.clock.now()
+        self.started[job.key].append(started)
+        self.in_flight[provider] += job.width
+        self.most[provider] = max(self.most[provider], self.in_flight[provider])
+        try:
+            if job.key in self.fail:
+                self.fail.discard(job.key)
+                raise RuntimeError("the endpoint said no\nand said it twice")
+            if self.late:
+                await self.clock.sleep(self.duration)
+            for _ in range(job.requests):
+                self.store.add_sample(fake_sample(job, started))
+            if not self.late:
+                await self.clock.sleep(self.duration)
+        except asyncio.CancelledError:
+            self.cancelled.append(job.key)
+            raise
+        finally:
+            self.in_flight[provider] -= job.width
+
+
+def job(model: str, every_s: float = 600, jitter: float = 0.1, workload: Workload = SMALL, **kw: object) -> Job:
+    provider = str(kw.pop("provider", "p"))
+    endpoint = Endpoint(provider, model, "http://127.0.0.1:9/v1", plan=str(kw.pop("plan", "default")))
+    return Job(endpoint, workload, every_s, jitter, workload.concurrency or 1, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with open_store(str(tmp_path / "samples.db")) as s:
+        yield s
+
+
+async def run_for(sampler: Sampler, clock: FakeClock, seconds: float) -> None:
+    """Run the sampler for ``seconds`` of virtual time, then stop it and wait out its grace period."""
+    task = asyncio.ensure_future(sampler.run())
+    await clock.advance(clock.t + seconds)
+    sampler.stop()
+    await clock.advance(done=task.done)
+    await task
+
+
+def test_next_due_is_the_formula_and_its_jitter_spreads_evenly() -> None:
+    j = job("m", every_s=600, jitter=0.1)
+    gaps = [next_due(j, T0 + k * 600.0, 0.0) - (T0 + k * 600.0) for k in range(4000)]
+    assert all(540 <= g < 660 for g in gaps)
+    assert abs(statistics.fmean(gaps) - 600) < 3  # u is uniform on [-1, 1): the mean interval is every_s
+    assert min(gaps) < 542 and max(gaps) > 658
+    assert max(Counter(int((g - 540) // 12) for g in gaps).values()) < 4000 / 10 * 1.25  # ten even bins
+    assert next_due(j, T0, 0.0) == next_due(j, T0, 5.0)  # the same history, the same due time
+    assert next_due(j, T0, 0.0) != next_due(job("other"), T0, 0.0)  # jobs don't line up
+
+
+def test_never_sampled_and_missed_jobs_start_within_seconds_staggered() -> None:
+    first = [next_due(job(f"m{i}"), None, T0) - T0 for i in range(50)]
+    assert all(0 <= d < STAGGER_S for d in first) and len(set(first)) == 50
+    missed = [next_due(job(f"m{i}"), T0 - 3 * DAY, T0) - T0 for i in range(50)]
+    assert all(0 <= d < STAGGER_S for d in missed) and len(set(missed)) == 50
+
+
+def test_jobs_take_the_longer_of_plan_and_workload_cadence(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[providers.local]\nbase_url = "http://127.0.0.1:8080/v1"\nmodels = ["tiny"]\n'
+        '[providers.paid]\nbase_url = "https://x/v1"\napi_key_env = "PAID_KEY"\nmodels = ["m"]\nrequests = 3\n'
+        "budget = { requests = 50 }\n"
+    )
+    found = {(j.endpoint.provider, j.workload.name): j for j in jobs(load(path), load(path).endpoints)}
+    every = {k: j.every_s for k, j in found.items()}
+    assert every[("local", "1k")] == 600 and every[("local", "10k")] == 3 * 3600  # uncapped: 10 min
+    assert every[("paid", "1k")] == 4 * 3600 and every[("paid", "10k")] == 4 * 3600  # per-token: 4 h
+    assert every[("local", "100k")] == 7 * DAY and every[("local", "parallel")] == DAY
+    assert found["local", "parallel"].jitter == 0.5 and found["local", "1k"].jitter == 0.1
+    assert (found["paid", "1k"].requests, found["paid", "parallel"].requests) == (3, 10)
+    assert found["paid", "1k"].budget == Budget(requests=50) and found["local", "1k"].budget is None
+    assert stale_after(found["local", "1k"]) == pytest.approx(2 * 600 * 1.1)
+
+
+async def test_days_of_cadence_run_each_job_on_time(store: Store) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock)
+    daily = job("m", every_s=DAY, jitter=0.5, workload=BUILTIN["parallel"])
+    plan = [job("m", 600), job("m", 3 * 3600, workload=BUILTIN["10k"]), daily]
+    await run_for(Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True), clock, 3 * DAY)
+    for j in plan:
+        times = runs.started[j.key]
+        assert times[0] < T0 + STAGGER_S  # never sampled: starts at once
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert all(j.every_s * (1 - j.jitter) - 1e-3 <= g <= j.every_s * (1 + j.jitter) + 1e-3 for g in gaps)
+        assert 3 * DAY / (j.every_s * (1 + j.jitter)) <= len(times) <= 3 * DAY / (j.every_s * (1 - j.jitter)) + 1
+    assert 420 <= len(runs.started[plan[0].key]) <= 445  # 432 expected at a mean interval of 600 s
+    assert len(store.samples()) == sum(len(t) * j.requests for j in plan for t in [runs.started[j.key]])
+
+
+async def test_a_restart_takes_due_times_from_the_database(tmp_path: Path) -> None:
+    plan = [job("a", 600), job("b", 3600, jitter=0.3)]
+    clock = FakeClock()
+    with open_store(str(tmp_path / "s.db")) as store:
+        first = Sampler(plan, store, clock=clock, run_job=Runs(store, clock), inline_reads=True)
+        await run_for(first, clock, DAY)
+        due_then = {s.job.key: s.next_due for s in first.status().jobs}
+    clock.t += 1  # a quick restart: a new process, a new sampler, the same file
+    with open_store(str(tmp_path / "s.db")) as store:
+        again = Sampler(plan, store, clock=clock, run_job=(runs := Runs(store, clock)), inline_reads=True)
+        task = asyncio.ensure_future(again.run())
+        await clock.advance(clock.t)
+        due_now = {s.job.key: s.next_due for s in again.status().jobs}
+        await clock.advance(clock.t + 3600)
+        again.stop()
+        await clock.advance(done=task.done)
+    restarted = datetime.fromtimestamp(clock.t - 3600, UTC)
+    kept = [key for key, due in due_then.items() if due is not None and due > restarted]
+    assert kept  # (the hashes put most due times well after the restart)
+    for key in kept:  # recomputed from the database, not reset: the run happens when it would have
+        assert due_now[key] == due_then[key]
+        assert runs.started[key][0] == pytest.approx(due_then[key].timestamp(), abs=1e-3)  # type: ignore[union-attr]
+    clock.t += 2 * DAY  # a long outage: every job missed its due time
+    with open_store(str(tmp_path / "s.db")) as store:
+        runs = Runs(store, clock)
+        back = clock.t
+        await run_for(Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True), clock, 2 * 3600)
+        for j in plan:
+            soon = [t for t in runs.started[j.key] if t < back + STAGGER_S]
+            later = [t for t in runs.started[j.key] if t >= back + STAGGER_S]
+            assert len(soon) == 1  # once, soon: no catch-up burst for the two days missed
+            assert not later or later[0] - soon[0] >= j.every_s * (1 - j.jitter) - 1e-3
+
+
+def _most_in_any_day(times_and_usage: list[tuple[float, Usage]]) -> Usage:
+    """The most of each count over any 24 h window [t - 24 h, t] ending at a sample."""
+    most = Usage()
+    for t, _ in times_and_usage:
+        window = sum((u for s, u in times_and_usage if t - DAY <= s <= t), Usage())
+        most = Usage(*(max(a, b) for a, b in zip(most._counts(), window._counts(), strict=True)))
+    return most
+
+
+async def test_budgets_are_never_exceeded_and_skips_are_counted(store: Store) -> None:
+    clock = FakeClock()
+    by_requests = [job(m, 600, plan="small", budget=Budget(requests=30)) for m in ("m", "n")]  # share the cap
+    by_output = job("m", 600, plan="tight", budget=Budget(output_tokens=600, input_tokens=100_000))
+    free = job("m", 600, plan="free")
+    runs = Runs(store, clock, duration=120, late=True)  # while a run is in flight, its samples are not stored
+    sampler = Sampler([*by_requests, by_output, free], store, clock=clock, run_job=runs, inline_reads=True)
+    await run_for(sampler, clock, 3 * DAY)
+    rows = store.query(
+        "SELECT plan, started_at, provider_input_tokens, provider_output_tokens FROM samples ORDER BY started_at"
+    )
+    per_plan: dict[str, list[tuple[float, Usage]]] = defaultdict(list)
+    for plan_name, at, used_in, used_out in rows:
+        per_plan[plan_name].append((at, Usage(1, used_in, used_out)))
+    assert _most_in_any_day(per_plan["small"]).requests == 30  # used to the cap, never over
+    assert _most_in_any_day(per_plan["tight"]).output_tokens <= 600
+    assert _most_in_any_day(per_plan["tight"]).output_tokens >= 600 - 2 * 50  # within one worst case of the cap
+    assert len(per_plan["free"]) >= 3 * DAY / 660
+    status = {(b.provider, b.plan): b for b in sampler.status().budgets}
+    assert set(status) == {("p", "small"), ("p", "tight")}
+    assert status["p", "small"].skipped > 0 and status["p", "small"].last_skip is not None
+    assert status["p", "tight"].skipped > 0 and 0 < status["p", "tight"].used.output_tokens <= 600
+    assert usage(store, "p", "tight", T0 - DAY) == sum((u for _, u in per_plan["tight"]), Usage())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = str(tmp_path / "s.db") if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+    with open_store(url) as s:
+        yield s
+
+
+def test_usage_counts_the_larger_output_and_the_providers_input(any_store: Store) -> None:
+    store, j = any_store, job("m")
+    store.add_sample(fake_sample(j, T0, input_tokens=1000, output_tokens=1))  # o200k saw 3 output tokens
+    store.add_sample(fake_sample(j, T0 + 1, input_tokens=500, output_tokens=70))
+    store.add_sample(fake_sample(j, T0 - DAY - 1))  # outside the window
+    assert usage(store, "p", "default", T0 - DAY) == Usage(2, 1500, 3 + 70)
+    assert last_started(store, j) == pytest.approx(T0 + 1) and last_started(store, job("n")) is None
+
+
+async def test_concurrency_is_counted_in_requests_in_flight(store: Store) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock, duration=900)  # runs outlast the interval: they always compete
+    plan = [job(f"m{i}", 600, jitter=0.0, concurrency=3) for i in range(5)]
+    plan.append(job("wide", 600, jitter=0.0, workload=BURST, concurrency=3))
+    plan.append(job("m0", 600, jitter=0.0, provider="q", concurrency=3))  # another provider's room is its own
+    await run_for(Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True), clock, DAY)
+    assert runs.most["p"] == 3 and runs.most["q"] == 1
+    assert all(len(runs.started[j.key]) >= 10 for j in plan)  # the wide job is not starved by narrow ones
+
+
+async def test_a_failing_run_is_logged_in_one_line_and_the_loop_goes_on(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock)
+    bad, good = job("bad", 600), job("good", 600)
+    runs.fail.add(bad.key)
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+        await run_for(Sampler([bad, good], store, clock=clock, run_job=runs, inline_reads=True), clock, 3600)
+    assert [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule"] == [
+        "scheduled run p/bad small failed: the endpoint said no and said it twice"
+    ]
+    assert len(runs.started[bad.key]) >= 5 and len(runs.started[good.key]) >= 5
+
+
+async def test_a_store_that_fails_does_not_stop_the_loop(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock)
+    plan = [job("m", 600), job("n", 600, budget=Budget(requests=1000))]
+    sampler = Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True)
+    task = asyncio.ensure_future(sampler.run())
+    await clock.advance(T0 + 3600)
+    store.close()  # every read and write fails from here on
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+        await clock.advance(T0 + 3 * 3600)
+    sampler.stop()
+    await clock.advance(done=task.done)
+    await task
+    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule"]
+    assert any(m.startswith("scheduled run p/m small failed: ") and "store is closed" in m for m in said)
+    assert any(m.startswith("not starting p/n small: its budget cannot be checked: ") for m in said)
+    assert len([t for t in runs.started[plan[0].key] if t > T0 + 3600]) >= 10  # on cadence all the same
+    assert len([t for t in runs.started[plan[1].key] if t > T0 + 3600]) == 0  # unknown use is not spent
+
+
+async def test_stop_gives_runs_their_grace_then_cancels_them(store: Store) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock, duration=20)
+    plan = [job("quick", 600), job("slow", 600, provider="s")]
+    sampler = Sampler(plan, store, clock=clock, run_job=runs, grace_s=30, inline_reads=True)
+    task = asyncio.ensure_future(sampler.run())
+    await clock.advance(T0 + STAGGER_S)  # both running, each for 20 s
+    sampler.stop()
+    stopped = clock.t
+    await clock.advance(done=task.done)
+    assert runs.cancelled == [] and clock.t <= stopped + 20  # finished within the grace: nothing cancelled
+    assert all(len(runs.started[j.key]) == 1 for j in plan)  # and nothing new started after stop()
+
+    clock2 = FakeClock()
+    runs2 = Runs(store, clock2, duration=1000)
+    sampler2 = Sampler([job("slow2", 600)], store, clock=clock2, run_job=runs2, grace_s=30, inline_reads=True)
+    task2 = asyncio.ensure_future(sampler2.run())
+    await clock2.advance(T0 + STAGGER_S)
+    sampler2.stop()
+    await clock2.advance(clock2.t + 5)
+    sampler2.stop(grace_s=0)  # a second Ctrl-C: no more waiting
+    await clock2.advance(done=task2.done)
+    assert runs2.cancelled == [job("slow2").key] and clock2.t == T0 + STAGGER_S + 5
+
+
+async def test_stop_records_cancelled_requests_of_a_real_measurement(store: Store) -> None:
+    """The default run_job measures for real: a stream cut by stop() is a `cancelled` sample, not lost."""
+    simulator = sim.Simulator(
+        sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=20),
+        models={"slow": sim.Scenario(ttft_ms=5, tokens_per_s=5, output_tokens=1000)},
+    )
+    async with sim.serve(simulator) as url:
+        plan = [Job(Endpoint("sim", model, url, simulated=True), SMALL, 600, 0.0, 1) for model in ("fast", "slow")]
+        for j in plan:  # each last sampled 600 s ago, less a moment: due in 0.2 s, not after the stagger
+            store.add_sample(fake_sample(j, time.time() - 600 + 0.2))
+        sampler = Sampler(plan, store, grace_s=0.2)
+        task = asyncio.ensure_future(sampler.run())
+        for _ in range(400):  # until the fast run is stored and the slow stream is sending tokens
+            await asyncio.sleep(0.025)
+            slow = [t for t in simulator.truth.values() if t.completion_tokens >= 2]
+            if len(store.samples()) == 3 and slow:
+                break
+        sampler.stop()
+        await asyncio.wait_for(task, 10)
+    measured = [s for s in store.samples() if s.run_id != "run"]
+    assert sorted((s.endpoint.model, s.ok, s.error_kind) for s in measured) == [
+        ("fast", True, None), ("slow", False, "cancelled"),
+    ]  # fmt: skip
+    assert {r.command for r in store.runs()} == {"tokenpace serve"}
+    assert not any(s.running for s in sampler.status().jobs)
+
+
+def test_the_config_drives_the_jobs_of_a_simulated_provider(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[providers.demo]\nsimulate = { ttft_ms = 50 }\nevery = "1m"\n[schedule]\nworkloads = ["1k"]\n')
+    cfg = load(path)
+    (only,) = jobs(cfg, cfg.endpoints)
+    assert (only.endpoint.simulated, only.every_s, only.requests, only.concurrency) == (True, 60, 1, 10)
+    assert jobs(Config(), []) == []
