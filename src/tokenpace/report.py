@@ -1,12 +1,15 @@
-"""What the terminal shows of a run: a table per endpoint, then one line about the run and the client."""
+"""What the terminal shows: of a run, a table per endpoint and one line about the run and the client; of the
+service, the leaderboard with the web page's columns."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from tokenpace.leaderboard import COLUMNS, Board, Entry
 from tokenpace.run import RunResult
 from tokenpace.sample import Sample
 from tokenpace.summary import FIGURES, Summary, summarise
@@ -51,3 +54,36 @@ def print_run(out: Console, err: Console, result: RunResult, where: str) -> None
             "Lower --concurrency or run on a less busy machine."
         )
     out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})")
+
+
+def _cell(board: Board, e: Entry, key: str) -> str:
+    r, statistic = e.row, board.window.statistic
+    if key == "rank":
+        return f"too few ({r.ok}/{board.query.min_samples})" if e.too_few else "-" if e.rank is None else str(e.rank)
+    if key == "name":
+        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "")
+    if key in ("speed", "ttft", "e2e"):
+        figure = r.figure({"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}[key])
+        return f"{_fmt(figure.headline(statistic))} [dim](n={figure.n})[/]"
+    if key == "success":
+        return "-" if r.success_rate is None else f"{r.success_rate:.0%}"
+    if key == "samples":
+        return str(r.samples)
+    last = "-" if r.last_at is None else f"{r.last_at:%Y-%m-%d %H:%M} UTC"
+    return last + (" [yellow](stale)[/]" if e.stale else "")
+
+
+def print_board(console: Console, board: Board) -> None:
+    """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
+    q = board.query
+    where = ", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v)
+    title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
+    for key, label in COLUMNS:
+        table.add_column(label, justify="left" if key in ("name", "last") else "right")
+    for e in board.entries:
+        table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
+    console.print(table)
+    if not board.entries:
+        console.print(f"no samples of the {q.workload} workload in this window (workloads: "
+                      f"{', '.join(board.workloads) or 'none yet'})")  # fmt: skip

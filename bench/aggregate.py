@@ -1,0 +1,139 @@
+"""How long the leaderboard's rolling windows take over a million samples.
+
+Builds a temporary SQLite file (and, with ``--pg URL``, a fresh PostgreSQL schema) holding ``--samples``
+synthetic samples spread evenly over 200 endpoints x 3 workloads and the last 14 days, 3 % of them failed,
+then times :func:`tokenpace.aggregate.endpoint_rows` for each window (the 100k workload long, as in serve):
+
+    uv run python bench/aggregate.py [--samples 1000000] [--repeat 3] [--pg postgresql://USER@HOST/DB]
+
+Rows go in by executemany in one transaction (SQLite) or COPY (PostgreSQL): the store's one-commit-per-sample
+writer is built for samples arriving seconds apart, not for a million at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+
+from tokenpace.aggregate import WINDOWS, endpoint_rows, model_rows
+from tokenpace.leaderboard import Query, board
+from tokenpace.store import Store, open_store
+
+DAY = 86400
+WORKLOADS = ("1k", "10k", "100k")
+LONG = ("100k",)
+COLUMNS = (
+    "id", "run_id", "provider", "plan", "model", "base_url", "protocol", "simulated", "workload", "started_at",
+    "ok", "error_kind", "ttft_ms", "output_speed", "e2e_ms", "chunk_count", "output_tokens", "reasoning_tokens",
+    "first_chunk_tokens", "timeline", "tool_version",
+)  # fmt: skip
+
+
+def endpoints() -> list[tuple[str, str, str]]:
+    """200 endpoints: 40 providers, each serving 5 of 20 models on the default plan."""
+    return [(f"provider{p:02d}", "default", f"model{(p + m * 4) % 20:02d}") for p in range(40) for m in range(5)]
+
+
+def rows(count: int, now: float, seed: int = 1) -> Iterator[tuple[Any, ...]]:
+    """Samples oldest first, as a sampler writes them (so a window's rows sit together in the file)."""
+    rng = random.Random(seed)
+    keys = [(e, w) for e in endpoints() for w in WORKLOADS]
+    start = now - 14 * DAY
+    for i in range(count):
+        (provider, plan, model), workload = keys[rng.randrange(len(keys))]
+        at = start + 14 * DAY * (i + rng.random()) / count
+        ok = rng.random() >= 0.03
+        ttft = rng.lognormvariate(5.5, 0.4) if ok else None
+        speed = rng.lognormvariate(4.5, 0.3) if ok else None
+        e2e = ttft + 1000 * 500 / speed if ttft is not None and speed is not None else None
+        yield (
+            uuid.UUID(int=rng.getrandbits(128)).hex, "bench", provider, plan, model, "http://bench.invalid/v1",
+            "openai-chat", 0, workload, at, int(ok), None if ok else "http_error",
+            ttft, speed, e2e, 500 if ok else 0, 500 if ok else 0, 0, 1 if ok else 0, "{}", "bench",
+        )  # fmt: skip
+
+
+def fill_sqlite(path: Path, count: int, now: float) -> None:
+    open_store(str(path)).close()  # creates and migrates the schema
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    insert = f"INSERT INTO samples ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"  # noqa: S608
+    conn.executemany(insert, rows(count, now))
+    conn.execute("COMMIT")
+    conn.execute("ANALYZE")  # what a long-running database would have: statistics for the planner
+    conn.close()
+
+
+def fill_pg(url: str, count: int, now: float) -> None:
+    open_store(url).close()
+    with psycopg.connect(url) as conn:
+        with conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            for row in rows(count, now):
+                copy.write_row(row)
+        conn.execute("ANALYZE samples")
+
+
+def time_windows(store: Store, now: datetime, repeat: int) -> None:
+    for window in WINDOWS.values():
+        best, found = float("inf"), []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            found = endpoint_rows(store, window, now, LONG)
+            best = min(best, time.perf_counter() - start)
+        start = time.perf_counter()
+        models = model_rows(found, window.statistic)
+        model_s = time.perf_counter() - start
+        samples = sum(r.samples for r in found)
+        print(
+            f"  {window.name:>4}: endpoint_rows {best:6.2f} s (best of {repeat}) for {len(found)} rows over "
+            f"{samples:,} samples; model_rows {model_s * 1000:.1f} ms for {len(models)} rows"
+        )
+        for workload in WORKLOADS:  # what a page costs: one workload's rows plus the filter menus
+            start = time.perf_counter()
+            shown = board(store, Query(window=window.name, workload=workload), now, long_workloads=LONG)
+            print(f"        board({workload}): {time.perf_counter() - start:6.2f} s for {len(shown.entries)} rows")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pg", metavar="URL", help="also time PostgreSQL, in a temporary schema of this database")
+    args = parser.parse_args()
+    now = datetime.now(UTC)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.db"
+        start = time.perf_counter()
+        fill_sqlite(path, args.samples, now.timestamp())
+        print(f"SQLite: {args.samples:,} samples inserted in {time.perf_counter() - start:.1f} s")
+        with open_store(str(path)) as store:
+            time_windows(store, now, args.repeat)
+    if args.pg:
+        schema = f"bench_{uuid.uuid4().hex[:12]}"  # a fresh schema, dropped afterwards: the database is left as found
+        with psycopg.connect(args.pg, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        url = f"{args.pg}{'&' if '?' in args.pg else '?'}options={quote(f'-c search_path={schema}')}"
+        try:
+            start = time.perf_counter()
+            fill_pg(url, args.samples, now.timestamp())
+            print(f"PostgreSQL: {args.samples:,} samples copied in {time.perf_counter() - start:.1f} s")
+            with open_store(url) as store:
+                time_windows(store, now, args.repeat)
+        finally:
+            with psycopg.connect(args.pg, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+"""The table users see, one model for the web page, its JSON and CSV twins and the terminal.
+
+A board is every endpoint's row for one workload over one window, filtered, sorted and ranked. Rows with fewer
+successful samples than ``min_samples`` are shown but not ranked: a median of two samples is an anecdote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast
+from urllib.parse import urlencode
+
+from tokenpace.aggregate import (
+    DEFAULT_WINDOW,
+    METRICS,
+    WINDOWS,
+    EndpointRow,
+    Figure,
+    ModelRow,
+    Window,
+    endpoint_rows,
+    epoch,
+    model_rows,
+    present,
+)
+from tokenpace.errors import ConfigError
+from tokenpace.store import Store
+
+Order = Literal["asc", "desc"]
+# Sort key -> its natural order: fastest, quickest, most reliable, most measured first; names A to Z.
+SORTS: dict[str, Order] = {
+    "speed": "desc",
+    "ttft": "asc",
+    "e2e": "asc",
+    "success": "desc",
+    "samples": "desc",
+    "name": "asc",
+}
+_METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
+# The columns every view shows, in this order: (key, label); sortable keys are those in SORTS.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("rank", "#"),
+    ("name", "Endpoint"),
+    ("speed", "Output speed (tok/s)"),
+    ("ttft", "TTFT (ms)"),
+    ("e2e", "End-to-end (ms)"),
+    ("success", "Success"),
+    ("samples", "Samples"),
+    ("last", "Last sample"),
+)
+
+
+def _one_of(what: str, value: str, known: Collection[str]) -> str:
+    if value not in known:
+        raise ConfigError(f"{what} {value!r}: use one of {', '.join(known)}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a reader asked for: window, workload, filters, sort and the minimum sample count to rank."""
+
+    window: str = DEFAULT_WINDOW
+    workload: str = "1k"
+    provider: str | None = None
+    plan: str | None = None
+    sort: str = "speed"
+    order: Order | None = None  # None: the column's natural order (SORTS)
+    min_samples: int = 3
+    default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)  # what params() omits
+
+    def __post_init__(self) -> None:
+        _one_of("window", self.window, WINDOWS)
+        _one_of("sort", self.sort, SORTS)
+        if self.order is not None:
+            _one_of("order", self.order, ("asc", "desc"))
+        if self.min_samples < 0:
+            raise ConfigError(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str], min_samples: int = 3) -> Query:
+        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one ConfigError line."""
+        get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
+        raw_min = get.get("min_samples") or str(min_samples)
+        if not raw_min.isdigit():
+            raise ConfigError(f"min_samples {raw_min!r}: use a whole number of samples, 0 or more")
+        return cls(
+            window=get.get("window") or DEFAULT_WINDOW,
+            workload=get.get("workload") or "1k",
+            provider=get.get("provider") or None,
+            plan=get.get("plan") or None,
+            sort=get.get("sort") or "speed",
+            order=cast(Order | None, get.get("order") or None),  # checked by __post_init__
+            min_samples=int(raw_min),
+            default_min_samples=min_samples,
+        )
+
+    @property
+    def direction(self) -> Order:
+        """The order in effect: the one asked for, else the sort column's natural one."""
+        return self.order or SORTS[self.sort]
+
+    def params(self, **changes: Any) -> str:
+        """URL query string (no leading "?") of this query with ``changes``, non-default values only."""
+        q = dataclasses.replace(self, **changes)
+        base = Query(min_samples=self.default_min_samples)
+        pairs = [
+            (f.name, getattr(q, f.name))
+            for f in dataclasses.fields(Query)
+            if f.compare and getattr(q, f.name) != getattr(base, f.name)
+        ]
+        return urlencode([(k, str(v)) for k, v in pairs if v is not None])
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale."""
+
+    row: EndpointRow
+    rank: int | None
+    too_few: bool
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    query: Query
+    window: Window
+    generated_at: datetime
+    entries: tuple[Entry, ...]
+    models: tuple[ModelRow, ...]
+    workloads: tuple[str, ...]  # for the filter menus: every value present in the window
+    providers: tuple[str, ...]
+    plans: tuple[str, ...]
+
+
+def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
+    """What a sort key reads from a row: a headline figure, success rate, sample count or name."""
+    if sort in _METRIC_OF:
+        return row.figure(_METRIC_OF[sort]).headline(statistic)
+    return {"success": row.success_rate, "samples": row.samples, "name": row.name}[sort]
+
+
+def never_stale(row: EndpointRow) -> float | None:
+    """The default staleness rule: none (serve passes the scheduler's, which knows each cadence)."""
+    return None
+
+
+def _ordered(rows: list[EndpointRow], query: Query, statistic: str) -> list[EndpointRow]:
+    """Sorted by the query's key and direction, ties by name; missing values last whatever the direction."""
+
+    def key(r: EndpointRow) -> Any:  # floats, ints or names: one kind per sort key, so they compare
+        return sort_value(r, query.sort, statistic)
+
+    rows = sorted(rows, key=lambda r: r.name)  # a stable sort keeps this order among ties
+    known = sorted((r for r in rows if key(r) is not None), key=key, reverse=query.direction == "desc")
+    return known + [r for r in rows if key(r) is None]
+
+
+def board(
+    store: Store,
+    query: Query,
+    now: datetime,
+    *,
+    stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    long_workloads: Collection[str] = (),
+) -> Board:
+    """The leaderboard for a query: rank = place among rows with enough samples and a figure to sort by.
+
+    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale).
+    """
+    window = WINDOWS[query.window]
+    rows = endpoint_rows(store, window, now, long_workloads, workload=query.workload)
+    shown = [r for r in rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
+    ordered = _ordered(shown, query, window.statistic)
+    ranked = [r for r in ordered if r.ok >= query.min_samples] + [r for r in ordered if r.ok < query.min_samples]
+    entries, rank = [], 0
+    for r in ranked:
+        too_few = r.ok < query.min_samples
+        rankable = not too_few and sort_value(r, query.sort, window.statistic) is not None
+        rank += rankable
+        limit = stale_after(r)
+        stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
+        entries.append(Entry(r, rank if rankable else None, too_few, stale))
+    models = model_rows(rows, window.statistic, min_samples=query.min_samples)
+    menus = present(store, window, now, long_workloads)
+    return Board(
+        query, window, now, tuple(entries), tuple(models),
+        workloads=tuple(sorted({m[2] for m in menus})),
+        providers=tuple(sorted({m[0] for m in menus})),
+        plans=tuple(sorted({m[1] for m in menus})),
+    )  # fmt: skip
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def _figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
+    return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
+
+
+def _row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
+    return {
+        "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
+        "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
+        "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
+        **{m: _figure_dict(r.figure(m), statistic) for m in METRICS},
+        "first_at": _iso(r.first_at), "last_at": _iso(r.last_at), "window_s": r.window_s,
+        "errors": dict(r.errors),
+    }  # fmt: skip
+
+
+def as_dict(b: Board) -> dict[str, Any]:
+    """The board as JSON-able data, the JSON twin of the page; times are ISO 8601 UTC."""
+    s = b.window.statistic
+    return {
+        "generated_at": b.generated_at.isoformat(),
+        "window": dataclasses.asdict(b.window),
+        "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
+        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **_row_dict(e.row, s)} for e in b.entries],
+        "models": [dataclasses.asdict(m) for m in b.models],
+        "workloads": list(b.workloads),
+        "providers": list(b.providers),
+        "plans": list(b.plans),
+    }
+
+
+def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
+    """Header and one row per entry: identity, counts, then n / headline / mean / percentiles per metric."""
+    stats = ("n", "headline", "mean", "p5", "p25", "p50", "p75", "p95")
+    header = [
+        "rank", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
+        "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
+        *(f"{m}_{s}" for m in METRICS for s in stats),
+    ]  # fmt: skip
+    table = []
+    for e in b.entries:
+        r = e.row
+        figures = [_figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
+        table.append([
+            e.rank, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol, r.simulated,
+            b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
+            _iso(r.first_at), _iso(r.last_at), *figures,
+        ])  # fmt: skip
+    return header, table

@@ -1,0 +1,190 @@
+"""Rolling windows against real SQLite files and a real PostgreSQL server, from samples the store really wrote."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tokenpace.aggregate import (
+    WINDOWS,
+    EndpointRow,
+    endpoint_rows,
+    model_rows,
+    model_series,
+    series,
+)
+from tokenpace.config import Endpoint
+from tokenpace.failures import ErrorKind, Failure
+from tokenpace.metrics import percentile
+from tokenpace.sample import Sample, make_sample
+from tokenpace.store import Store, open_store
+from tokenpace.timing import Event, EventKind, Timeline
+
+MS = 1_000_000
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+H72, H24 = WINDOWS["72h"], WINDOWS["24h"]
+GROQ = Endpoint("groq", "llama", "http://groq.invalid/v1", plan="free")
+CEREBRAS = Endpoint("cerebras", "llama", "http://cerebras.invalid/v1")
+DEMO = Endpoint("demo", "sim", "http://127.0.0.1:1/v1", simulated=True)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """An empty store: a SQLite file in tmp_path, or a fresh PostgreSQL schema."""
+    url = str(tmp_path / "tokenpace.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    with open_store(url) as s:
+        yield s
+
+
+def stream(ttft_ms: float, gap_ms: float, chunks: int = 5, failure: Failure | None = None) -> Timeline:
+    """A streamed answer: the first chunk after ttft_ms, then one every gap_ms; no tokens when it failed."""
+    times = [round((ttft_ms + i * gap_ms) * MS) for i in range(chunks)]
+    events = () if failure else tuple(Event(t, EventKind.CONTENT, " word") for t in times)
+    end = times[-1] + MS
+    return Timeline(0, MS, end, (*events, Event(end, EventKind.DONE)), failure=failure)
+
+
+def put(store: Store, endpoint: Endpoint, at: datetime, workload: str = "1k", **timing: float) -> Sample:
+    """Write one successful sample taken at ``at``; ``timing`` overrides ttft_ms / gap_ms."""
+    sample = make_sample("run", endpoint, workload, at, stream(timing.get("ttft_ms", 100), timing.get("gap_ms", 10)))
+    store.add_sample(sample)
+    return sample
+
+
+def fail(store: Store, endpoint: Endpoint, at: datetime, kind: ErrorKind, workload: str = "1k") -> Sample:
+    sample = make_sample("run", endpoint, workload, at, stream(9999, 1, failure=Failure(kind, "boom", 500)))
+    store.add_sample(sample)
+    return sample
+
+
+def rows(store: Store, window: str = "72h", long: tuple[str, ...] = ()) -> dict[str, EndpointRow]:
+    store.flush()
+    return {f"{r.name} {r.workload}": r for r in endpoint_rows(store, WINDOWS[window], NOW, long)}
+
+
+def test_percentiles_match_metrics_percentile_on_random_data(store: Store) -> None:
+    rng = random.Random(5)
+    written: dict[str, list[Sample]] = {}
+    for endpoint, count in ((GROQ, 1), (CEREBRAS, 2), (DEMO, 137)):
+        for _ in range(count):
+            at = NOW - timedelta(seconds=rng.uniform(1, 71 * 3600))
+            s = put(store, endpoint, at, ttft_ms=rng.lognormvariate(5, 0.5), gap_ms=rng.uniform(1, 40))
+            written.setdefault(endpoint.name, []).append(s)
+        # A tie and a duplicate value: ranks among equal values must not matter.
+        if count > 2:
+            for _ in range(3):
+                written[endpoint.name].append(put(store, endpoint, NOW - timedelta(hours=1), ttft_ms=200, gap_ms=5))
+    found = rows(store)
+    assert set(found) == {f"{name} 1k" for name in written}
+    for name, samples in written.items():
+        row = found[f"{name} 1k"]
+        assert row.samples == len(samples) and row.failures == 0 and row.success_rate == 1.0
+        for metric in ("output_speed", "ttft_ms", "e2e_ms"):
+            values = [getattr(s.metrics, metric) for s in samples]
+            figure = row.figure(metric)
+            assert figure.n == len(values)
+            for q in (5, 25, 50, 75, 95):
+                assert getattr(figure, f"p{q}") == percentile(values, q), (name, metric, q)  # identical, not close
+            assert figure.mean == pytest.approx(statistics.fmean(values), rel=1e-12)
+            assert figure.headline("median") == figure.p50 and figure.headline("mean") == figure.mean
+
+
+def test_window_edges_include_the_last_span_only(store: Store) -> None:
+    put(store, GROQ, NOW - timedelta(hours=72))  # exactly one window ago: outside (now - span, now]
+    put(store, GROQ, NOW - timedelta(hours=72) + timedelta(seconds=1), ttft_ms=300)
+    put(store, GROQ, NOW, ttft_ms=500)
+    put(store, GROQ, NOW + timedelta(seconds=1))  # in the future of `now`: not yet
+    put(store, CEREBRAS, NOW - timedelta(hours=72, seconds=1))  # nothing inside: no row at all
+    row = rows(store)["groq:free/llama 1k"]
+    assert row.samples == 2 and row.ttft_ms.n == 2
+    assert row.ttft_ms.p50 == pytest.approx(400)
+    assert row.first_at == NOW - timedelta(hours=72) + timedelta(seconds=1) and row.last_at == NOW
+    assert row.window_s == 72 * 3600
+    assert set(rows(store)) == {"groq:free/llama 1k"}
+    day = rows(store, "24h")["groq:free/llama 1k"]
+    assert day.samples == 1 and day.ttft_ms.mean == pytest.approx(500) and H24.statistic == "mean"
+
+
+def test_long_workloads_use_the_long_span(store: Store) -> None:
+    ten_days = NOW - timedelta(days=10)
+    put(store, GROQ, ten_days, workload="100k", ttft_ms=2000)
+    put(store, GROQ, NOW - timedelta(hours=1), workload="100k", ttft_ms=1000)
+    put(store, GROQ, ten_days, workload="1k")  # a short workload keeps 72 h even in the same query
+    put(store, GROQ, NOW - timedelta(days=15), workload="100k")  # beyond 14 days
+    long = rows(store, long=("100k",))
+    assert long["groq:free/llama 100k"].samples == 2 and long["groq:free/llama 100k"].window_s == 14 * 86400
+    assert long["groq:free/llama 100k"].ttft_ms.p50 == pytest.approx(1500)
+    assert "groq:free/llama 1k" not in long
+    short = rows(store)  # without the rule, 100k is a 72 h workload like any other
+    assert short["groq:free/llama 100k"].samples == 1 and short["groq:free/llama 100k"].window_s == 72 * 3600
+    assert rows(store, "7d", long=("100k",))["groq:free/llama 100k"].samples == 1  # only 72 h has a long span
+
+
+def test_failures_count_in_the_success_rate_but_not_in_figures(store: Store) -> None:
+    for i in range(6):
+        put(store, GROQ, NOW - timedelta(minutes=i), ttft_ms=100)
+    for kind in (ErrorKind.RATE_LIMITED, ErrorKind.RATE_LIMITED, ErrorKind.HTTP_ERROR, ErrorKind.CANCELLED):
+        fail(store, GROQ, NOW - timedelta(minutes=30), kind)
+    row = rows(store)["groq:free/llama 1k"]
+    assert (row.samples, row.failures, row.ok, row.cancelled) == (10, 4, 6, 1)
+    assert row.success_rate == pytest.approx(6 / 9)  # a sample cancelled at shutdown is no verdict
+    assert row.ttft_ms.n == 6 and row.ttft_ms.p95 == pytest.approx(100)  # the 9999 ms failures are not there
+    assert row.e2e_ms.n == 6 and row.e2e_ms.p95 is not None and row.e2e_ms.p95 < 200
+    assert row.errors == (("rate_limited", 2), ("cancelled", 1), ("http_error", 1))
+    fail(store, CEREBRAS, NOW, ErrorKind.CONNECT_ERROR)
+    only_failed = rows(store)["cerebras/llama 1k"]
+    assert only_failed.success_rate == 0.0 and only_failed.output_speed.n == 0 and only_failed.ttft_ms.p50 is None
+    fail(store, DEMO, NOW, ErrorKind.CANCELLED)
+    assert rows(store)["demo/sim 1k"].success_rate is None  # nothing judged
+
+
+def test_rows_carry_identity_and_simulated(store: Store) -> None:
+    put(store, DEMO, NOW, workload="10k")
+    (row,) = rows(store).values()
+    assert (row.provider, row.plan, row.model, row.workload, row.protocol) == ("demo", "default", "sim", "10k",
+                                                                              "openai-chat")  # fmt: skip
+    assert row.simulated and row.name == "demo/sim"
+
+
+def test_model_rows_are_medians_across_endpoints(store: Store) -> None:
+    other = Endpoint("together", "llama", "http://together.invalid/v1")
+    for endpoint, ttft in ((GROQ, 100), (CEREBRAS, 200), (other, 600)):
+        for _ in range(3):
+            put(store, endpoint, NOW - timedelta(hours=1), ttft_ms=ttft)
+    put(store, DEMO, NOW, ttft_ms=50)  # one sample: left out when min_samples asks for more
+    fail(store, other, NOW, ErrorKind.HTTP_ERROR)
+    found = list(rows(store).values())
+    llama, sim = model_rows(found, "median")
+    assert (llama.model, llama.workload, llama.providers, llama.samples) == ("llama", "1k", 3, 10)
+    assert llama.ttft_ms == pytest.approx(200) and not llama.simulated
+    assert llama.success_rate == 1.0  # median of 1, 1 and 0.75
+    assert sim.simulated and sim.ttft_ms == pytest.approx(50)
+    assert [m.model for m in model_rows(found, "mean", min_samples=3)] == ["llama"]
+    assert model_rows(found, "mean")[0].output_speed == pytest.approx(
+        statistics.median(r.output_speed.mean for r in found if r.model == "llama" and r.output_speed.mean)
+    )
+
+
+def test_series_are_oldest_first_and_filtered(store: Store) -> None:
+    old = put(store, GROQ, NOW - timedelta(hours=2), ttft_ms=300)
+    new = put(store, GROQ, NOW - timedelta(hours=1), workload="10k")
+    failed = fail(store, GROQ, NOW - timedelta(minutes=90), ErrorKind.IDLE_TIMEOUT)
+    put(store, GROQ, NOW - timedelta(days=3))  # before `since`
+    put(store, CEREBRAS, NOW - timedelta(minutes=30), ttft_ms=50)
+    store.flush()
+    since = NOW - timedelta(days=1)
+    points = series(store, provider="groq", plan="free", model="llama", workload=None, since=since)
+    assert [p.started_at for p in points] == [old.started_at, failed.started_at, new.started_at]
+    assert points[0].ttft_ms == pytest.approx(300) and points[0].ok and points[0].error_kind is None
+    assert not points[1].ok and points[1].error_kind == "idle_timeout"
+    assert points[0].output_speed == old.metrics.output_speed and points[0].e2e_ms == old.metrics.e2e_ms
+    one = series(store, provider="groq", plan="free", model="llama", workload="10k", since=since)
+    assert [(p.workload, p.started_at) for p in one] == [("10k", new.started_at)]
+    both = model_series(store, model="llama", workload="1k", since=since)
+    assert [name for name, _ in both] == ["groq:free/llama", "groq:free/llama", "cerebras/llama"]
+    assert model_series(store, model="nope", workload=None, since=since) == []

@@ -1,0 +1,195 @@
+"""The leaderboard: sorting, filters, ranking rules, staleness and its JSON, CSV and terminal forms."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import pytest
+from rich.console import Console
+
+from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put
+from tokenpace import sim
+from tokenpace.aggregate import EndpointRow
+from tokenpace.clients.transport import Timeouts
+from tokenpace.config import Endpoint
+from tokenpace.errors import ConfigError
+from tokenpace.failures import ErrorKind
+from tokenpace.leaderboard import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table
+from tokenpace.report import print_board
+from tokenpace.run import Plan, measure
+from tokenpace.store import Store, open_store
+from tokenpace.workload import Workload
+
+SLOW = Endpoint("slowco", "big", "http://slow.invalid/v1")
+FEW = Endpoint("[bold]fewco", "tiny", "http://few.invalid/v1")  # rich markup in a name must print as it is
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """Four endpoints on 1k with known figures, one of them with too few samples, plus one on 10k."""
+    url = str(tmp_path / "tokenpace.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    with open_store(url) as store:
+        for i in range(4):
+            at = NOW - timedelta(hours=i + 1)
+            put(store, GROQ, at, ttft_ms=300, gap_ms=2)  # fastest output, slow first token
+            put(store, CEREBRAS, at, ttft_ms=50, gap_ms=10)  # quickest first token
+            put(store, SLOW, at - timedelta(hours=40), ttft_ms=200, gap_ms=40)  # last sample 41 h ago
+        fail(store, CEREBRAS, NOW - timedelta(hours=2), ErrorKind.RATE_LIMITED)
+        put(store, FEW, NOW, ttft_ms=10, gap_ms=1)  # best at everything, but one sample
+        put(store, DEMO, NOW, workload="10k")
+        store.flush()
+        yield store
+
+
+def names(b: Board) -> list[str]:
+    return [e.row.name for e in b.entries]
+
+
+def test_each_sort_in_its_natural_order_and_reversed(filled: Store) -> None:
+    expected = {
+        "speed": ["groq:free/llama", "cerebras/llama", "slowco/big"],
+        "ttft": ["cerebras/llama", "slowco/big", "groq:free/llama"],
+        "e2e": ["cerebras/llama", "groq:free/llama", "slowco/big"],  # 91, 309 and 361 ms
+        "success": ["groq:free/llama", "slowco/big", "cerebras/llama"],  # ties by name
+        "samples": ["cerebras/llama", "groq:free/llama", "slowco/big"],
+        "name": ["cerebras/llama", "groq:free/llama", "slowco/big"],
+    }
+    assert set(expected) == set(SORTS)
+    for sort, order in expected.items():
+        b = board(filled, Query(sort=sort), NOW)
+        assert names(b) == [*order, "[bold]fewco/tiny"], sort  # too few samples: last, whatever the sort
+        assert [e.rank for e in b.entries] == [1, 2, 3, None]
+        flipped = board(filled, Query(sort=sort, order="asc" if SORTS[sort] == "desc" else "desc"), NOW)
+        if sort not in ("success", "samples"):  # these have ties, which keep name order either way
+            assert names(flipped)[:3] == order[::-1], sort
+
+
+def test_min_samples_marks_rows_too_few_and_leaves_them_unranked(filled: Store) -> None:
+    b = board(filled, Query(min_samples=4), NOW)
+    assert [(e.row.name, e.rank, e.too_few) for e in b.entries] == [
+        ("groq:free/llama", 1, False),
+        ("cerebras/llama", 2, False),  # 5 samples, 4 of them successful: enough
+        ("slowco/big", 3, False),
+        ("[bold]fewco/tiny", None, True),
+    ]
+    assert [e.too_few for e in board(filled, Query(min_samples=5), NOW).entries] == [True] * 4
+    everyone = board(filled, Query(min_samples=0, sort="ttft"), NOW)
+    assert names(everyone)[0] == "[bold]fewco/tiny" and everyone.entries[0].rank == 1
+    assert [m.model for m in b.models] == ["big", "llama"]  # the one-sample endpoint speaks for no model
+
+
+def test_filters_and_menus(filled: Store) -> None:
+    assert names(board(filled, Query(provider="groq"), NOW)) == ["groq:free/llama"]
+    by_plan = board(filled, Query(plan="default", sort="name"), NOW)
+    assert names(by_plan) == ["cerebras/llama", "slowco/big", "[bold]fewco/tiny"]
+    ten = board(filled, Query(workload="10k", min_samples=1), NOW)
+    assert names(ten) == ["demo/sim"] and ten.entries[0].row.simulated
+    assert ten.workloads == ("10k", "1k")
+    assert ten.providers == ("[bold]fewco", "cerebras", "demo", "groq", "slowco")
+    assert ten.plans == ("default", "free")
+    day = board(filled, Query(window="24h"), NOW)
+    assert day.window.statistic == "mean" and "slowco/big" not in names(day)  # its samples are 41+ h old
+
+
+def test_stale_after_flags_rows_whose_samples_stopped(filled: Store) -> None:
+    def stale_after(row: EndpointRow) -> float | None:
+        return None if row.provider == "groq" else 6 * 3600.0
+
+    b = board(filled, Query(), NOW, stale_after=stale_after)
+    assert {e.row.name: e.stale for e in b.entries} == {
+        "groq:free/llama": False, "cerebras/llama": False, "slowco/big": True, "[bold]fewco/tiny": False,
+    }  # fmt: skip
+    assert not any(e.stale for e in board(filled, Query(), NOW).entries)  # default: never stale
+
+
+def test_json_twin_is_serialisable_and_complete(filled: Store) -> None:
+    b = board(filled, Query(), NOW)
+    doc = json.loads(json.dumps(as_dict(b)))
+    assert doc["generated_at"] == NOW.isoformat() and doc["window"]["name"] == "72h"
+    assert doc["query"]["sort"] == "speed" and "default_min_samples" not in doc["query"]
+    first = doc["entries"][0]
+    assert first["name"] == "groq:free/llama" and first["rank"] == 1 and first["last_at"].endswith("+00:00")
+    assert first["output_speed"]["headline"] == first["output_speed"]["p50"] and first["output_speed"]["n"] == 4
+    cerebras = doc["entries"][1]
+    assert cerebras["errors"] == {"rate_limited": 1} and cerebras["success_rate"] == pytest.approx(0.8)
+    assert [m["model"] for m in doc["models"]] == ["big", "llama"]
+
+
+def test_csv_table_has_one_row_per_entry_under_its_header(filled: Store) -> None:
+    header, rows = csv_table(board(filled, Query(sort="ttft"), NOW))
+    assert len(rows) == 4 and all(len(r) == len(header) for r in rows)
+    record = dict(zip(header, rows[0], strict=True))
+    assert record["name"] == "cerebras/llama" and record["ttft_ms_headline"] == pytest.approx(50)
+    assert record["samples"] == 5 and record["failures"] == 1 and record["statistic"] == "median"
+    out = io.StringIO()
+    csv.writer(out).writerows([header, *rows])  # plain values only
+    assert out.getvalue().count("\n") == 5
+
+
+def test_query_from_params_and_back() -> None:
+    q = Query.from_params({"sort": "ttft", "workload": "10k", "provider": "groq", "plan": "", "window": "24h"})
+    assert q == Query(window="24h", workload="10k", provider="groq", sort="ttft")
+    assert q.direction == "asc" and Query(sort="ttft", order="desc").direction == "desc"
+    assert Query.from_params(dict(parse_qsl(q.params()))) == q
+    assert Query().params() == "" and Query().params(sort="e2e") == "sort=e2e"
+    assert q.params(provider=None, order="desc") == "window=24h&workload=10k&sort=ttft&order=desc"
+    configured = Query.from_params({}, min_samples=5)  # the config's minimum is a default, not a choice
+    assert configured.min_samples == 5 and configured.params() == ""
+    assert configured.params(min_samples=2) == "min_samples=2"
+    assert Query.from_params({"min_samples": "0", "unknown": "x"}).min_samples == 0
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"sort": "fast"}, "sort 'fast': use one of speed, ttft, e2e, success, samples, name"),
+        ({"window": "1h"}, "window '1h': use one of 24h, 72h, 7d"),
+        ({"order": "up"}, "order 'up': use one of asc, desc"),
+        ({"min_samples": "-1"}, "min_samples '-1': use a whole number of samples, 0 or more"),
+    ],
+)
+def test_bad_query_values_say_what_to_use(params: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        Query.from_params(params)
+    assert str(err.value) == message and "\n" not in message
+
+
+def test_terminal_table_has_the_page_columns(filled: Store) -> None:
+    console = Console(record=True, width=200)
+    print_board(console, board(filled, Query(), NOW))
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if "Endpoint" in line)
+    positions = [header.index(label) for _, label in COLUMNS]
+    assert positions == sorted(positions)
+    assert "[bold]fewco/tiny" in text and "too few (1/3)" in text and "(n=4)" in text
+    console = Console(record=True, width=200)
+    print_board(console, board(filled, Query(workload="10k", min_samples=1), NOW))
+    assert "demo/sim (simulated)" in console.export_text()
+    console = Console(record=True, width=200)
+    print_board(console, board(filled, Query(workload="vision"), NOW))
+    assert "no samples of the vision workload" in console.export_text()
+
+
+async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
+    """End to end: two simulators of known speeds, measured for real, land on the board in speed order."""
+    workload = Workload("tiny", 8, input_tokens=300)
+    plan = Plan(requests=3, warmup=False, timeouts=Timeouts(connect=2, first_token=10, idle=10, total=30))
+    with open_store(str(tmp_path / "t.db")) as store:
+        async with (
+            sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as fast_url,
+            sim.serve(sim.Simulator(sim.Scenario(ttft_ms=60, tokens_per_s=200, output_tokens=12))) as slow_url,
+        ):
+            endpoints = [Endpoint("slow", "m", slow_url, simulated=True), Endpoint("fast", "m", fast_url)]
+            await measure(endpoints, workload, plan, store)
+        store.flush()
+        now = datetime.now(UTC)
+        b = board(store, Query(workload="tiny"), now)
+        assert names(b) == ["fast/m", "slow/m"] and [e.rank for e in b.entries] == [1, 2]
+        assert names(board(store, Query(workload="tiny", sort="ttft"), now)) == ["fast/m", "slow/m"]
+        assert b.entries[1].row.simulated and b.models[0].providers == 2 and b.models[0].simulated
