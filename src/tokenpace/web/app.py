@@ -1,0 +1,190 @@
+"""The leaderboard's web app: routes, error pages and the app factory; the views live beside it.
+
+Every handler is a plain function, which Starlette runs in its thread pool: a view waits on the store's
+writer thread, and in ``tokenpace serve`` the event loop it would otherwise block is the one timing streams.
+No compression middleware for the same reason (gzip would run on the loop); plotly.min.js is cached instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from urllib.parse import unquote
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tokenpace import schedule
+from tokenpace.aggregate import EndpointRow
+from tokenpace.config import Config
+from tokenpace.errors import ConfigError, StoreError
+from tokenpace.schedule import Status
+from tokenpace.store import Store
+from tokenpace.web import board, detail, methodology, ops, prom, render
+from tokenpace.web.render import Page
+from tokenpace.web.site import Site
+
+CACHE = {"Cache-Control": "public, max-age=86400"}  # plotly.min.js is 4.8 MB: fetch it once a day at most
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stale_from_jobs(config: Config, status: Callable[[], Status] | None) -> Callable[[EndpointRow], float | None]:
+    """Staleness from the schedule: the sampler's own jobs when it runs, else the jobs the config describes.
+
+    A sampler's jobs are fixed for its life, so they are read once, on the first page that needs them.
+    """
+    by_key: dict[tuple[str, str, str, str], float] = {}
+    loaded = False
+
+    def stale_after(row: EndpointRow) -> float | None:
+        nonlocal loaded
+        if not loaded:
+            try:
+                jobs = [j.job for j in status().jobs] if status else schedule.jobs(config, config.endpoints)
+            except ConfigError:
+                jobs = []  # a config the sampler would refuse has no cadence to be late for
+            by_key.update((j.key, schedule.stale_after(j)) for j in jobs)
+            loaded = True
+        return by_key.get((row.provider, row.plan, row.model, row.workload))
+
+    return stale_after
+
+
+def _plotly_js() -> Path:
+    """The plotly.js bundle inside the installed plotly package: served by us, never by a CDN."""
+    with resources.as_file(resources.files("plotly") / "package_data" / "plotly.min.js") as path:
+        return Path(path)
+
+
+def _endpoint_parts(request: Request) -> tuple[str, str, str]:
+    """provider, plan and model from the raw path, so a %2F inside a provider or plan name stays in it."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    rest = raw.decode("latin-1").split("/endpoint/", 1)[-1]
+    provider, plan, model = ([*rest.split("/", 2), "", ""])[:3]
+    if not (provider and plan and model):
+        raise HTTPException(404, "an endpoint page is /endpoint/PROVIDER/PLAN/MODEL")
+    return unquote(provider), unquote(plan), unquote(model)
+
+
+def _error(request: Request, exc: Exception) -> Response:
+    """One line for the user: 400 for a bad parameter, 404, 503 when the store fails; JSON for JSON routes."""
+    code = 400 if isinstance(exc, ConfigError) else 503 if isinstance(exc, StoreError) else 500
+    message = str(exc)
+    if isinstance(exc, HTTPException):
+        code, message = exc.status_code, str(exc.detail)
+    path = request.url.path
+    if path.endswith(".json") or path == "/health":
+        return JSONResponse({"error": message}, code)
+    if path.endswith(".csv") or path == "/metrics":
+        return PlainTextResponse(message + "\n", code)
+    site: Site = request.app.state.site
+    return render.html(site.env, Page("error.html", {"status_code": code, "message": message}, {}), site.now(), code)
+
+
+def _twin(view: Callable[[Site, Mapping[str, str]], Page]) -> tuple[Callable[[Request], Response], ...]:
+    def page(request: Request) -> Response:
+        site = request.app.state.site
+        return render.html(site.env, view(site, request.query_params), site.now())
+
+    def data(request: Request) -> Response:
+        return render.json(view(request.app.state.site, request.query_params))
+
+    return page, data
+
+
+def _endpoint(request: Request) -> Response:
+    site: Site = request.app.state.site
+    provider, plan, model = _endpoint_parts(request)
+    if model.endswith(".json"):
+        return render.json(
+            detail.endpoint_page(site, provider, plan, model.removesuffix(".json"), request.query_params)
+        )
+    return render.html(site.env, detail.endpoint_page(site, provider, plan, model, request.query_params), site.now())
+
+
+def _model(request: Request) -> Response:
+    site: Site = request.app.state.site
+    model = request.path_params["model"]
+    if model.endswith(".json"):
+        return render.json(detail.model_page(site, model.removesuffix(".json"), request.query_params))
+    return render.html(site.env, detail.model_page(site, model, request.query_params), site.now())
+
+
+def _leaderboard_csv(request: Request) -> Response:
+    site: Site = request.app.state.site
+    text = board.csv_text(site, request.query_params)
+    return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": "inline"})
+
+
+def _samples_csv(request: Request) -> Response:
+    site: Site = request.app.state.site
+    lines = ops.samples_csv(site.store, site.config, request.query_params)
+    return StreamingResponse(lines, media_type="text/csv; charset=utf-8")
+
+
+def _health(request: Request) -> Response:
+    site: Site = request.app.state.site
+    scheduler = None
+    if site.status is not None:
+        st = site.status()
+        jobs = {"jobs": len(st.jobs), "jobs_running": sum(j.running for j in st.jobs)}
+        scheduler = {"running": True, "started_at": st.started_at.isoformat(), **jobs}
+    ok, facts = ops.health(site.store, scheduler, site.now())
+    return JSONResponse(facts, 200 if ok else 503)
+
+
+def _metrics(request: Request) -> Response:
+    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def create_app(
+    store: Store,
+    config: Config,
+    *,
+    status: Callable[[], Status] | None = None,
+    now: Callable[[], datetime] = _utcnow,
+    stale_after: Callable[[EndpointRow], float | None] | None = None,
+    long_workloads: Collection[str] = (),
+) -> Starlette:
+    """The leaderboard app over a store; ``status`` is the running sampler's, when there is one."""
+    board_page, board_json = _twin(board.leaderboard_page)
+    method_page, method_json = _twin(methodology.methodology_page)
+    plotly_js = _plotly_js()
+    routes = [
+        Route("/", board_page),
+        Route("/leaderboard.json", board_json),
+        Route("/leaderboard.csv", _leaderboard_csv),
+        Route("/endpoint/{rest:path}", _endpoint),
+        Route("/model/{model:path}", _model),
+        Route("/methodology", method_page),
+        Route("/methodology.json", method_json),
+        Route("/samples.csv", _samples_csv),
+        Route("/health", _health),
+        Route("/metrics", _metrics),
+        Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
+        Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
+    ]
+    handlers = {exc: _error for exc in (ConfigError, StoreError, HTTPException)}
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.site = Site(
+        store=store,
+        config=config,
+        status=status,
+        now=now,
+        stale_after=stale_after or _stale_from_jobs(config, status),
+        long_workloads=frozenset(long_workloads),
+        min_samples=board.min_samples(config),
+        env=render.environment(),
+    )
+    app.state.registry = prom.registry(prom.LeaderboardCollector(store, now, status, long_workloads))
+    return app

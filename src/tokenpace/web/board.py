@@ -1,0 +1,119 @@
+"""The leaderboard page, its JSON twin and its CSV: one :class:`leaderboard.Board`, three spellings."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from tokenpace import leaderboard
+from tokenpace.aggregate import WINDOWS
+from tokenpace.config import Config
+from tokenpace.schedule import BudgetStatus
+from tokenpace.web.render import Page
+from tokenpace.web.site import Site, window_menu
+
+# Column key, label, CSS class; a key in leaderboard.SORTS makes the header a sort link.
+COLUMNS = (
+    ("name", "Endpoint", ""),
+    ("provider", "Provider", ""),
+    ("plan", "Plan", ""),
+    ("model", "Model", ""),
+    ("speed", "Output speed", "num"),
+    ("ttft", "TTFT", "num"),
+    ("e2e", "End-to-end", "num"),
+    ("success", "Success", "num"),
+    ("samples", "Samples", "num"),
+    ("last", "Last sample", "num"),
+)
+_ARROWS = {"asc": "▲", "desc": "▼"}
+_SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time", "success": "success rate",
+              "samples": "sample count", "name": "endpoint name"}  # fmt: skip
+
+
+def min_samples(config: Config) -> int:
+    return config.schedule.min_samples
+
+
+def _href(query: leaderboard.Query, **changes: Any) -> str:
+    qs = query.params(**changes)
+    return f"/?{qs}" if qs else "/"
+
+
+def _headers(query: leaderboard.Query) -> list[dict[str, str]]:
+    """Each header's link: the column's natural order first, the other way round when clicked again."""
+    current = query.direction
+    out = []
+    for key, label, cls in COLUMNS:
+        head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕"}
+        if key in leaderboard.SORTS:
+            active = key == query.sort
+            flipped = "asc" if current == "desc" else "desc"
+            head["href"] = _href(query, sort=key, order=flipped if active else None)
+            if active:
+                head |= {"state": "ascending" if current == "asc" else "descending", "arrow": _ARROWS[current]}
+        out.append(head)
+    return out
+
+
+def _query(site: Site, params: Mapping[str, str]) -> leaderboard.Query:
+    # An empty select ("all providers") arrives as provider=; it means no filter.
+    return leaderboard.Query.from_params({k: v for k, v in params.items() if v}, min_samples=site.min_samples)
+
+
+def _budgets(site: Site) -> list[BudgetStatus]:
+    """The plans whose budget cap made the sampler skip a run: shown so a gap in the data is explained."""
+    return [] if site.status is None else [b for b in site.status().budgets if b.skipped > 0]
+
+
+def _menus(board: leaderboard.Board) -> list[dict[str, object]]:
+    q = board.query
+    workloads = sorted({*board.workloads, q.workload})
+    return [
+        window_menu(WINDOWS[q.window]),
+        {"name": "workload", "label": "Workload", "selected": q.workload, "options": [(w, w) for w in workloads]},
+        {"name": "provider", "label": "Provider", "selected": q.provider or "",
+         "options": [("", "all"), *((p, p) for p in board.providers)]},
+        {"name": "plan", "label": "Plan", "selected": q.plan or "",
+         "options": [("", "all"), *((p, p) for p in board.plans)]},
+    ]  # fmt: skip
+
+
+def _board(site: Site, params: Mapping[str, str]) -> leaderboard.Board:
+    query = _query(site, params)
+    return leaderboard.board(
+        site.store, query, site.now(), stale_after=site.stale_after, long_workloads=site.long_workloads
+    )
+
+
+def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
+    board = _board(site, params)
+    q = board.query
+    budgets = _budgets(site)
+    hidden = [(k, v) for k, v in (("sort", q.sort if q.sort != "speed" else ""), ("order", q.order or "")) if v]
+    qs = q.params()
+    context = {
+        "board": board,
+        "query": q,
+        "window": board.window,
+        "entries": board.entries,
+        "models": board.models,
+        "budgets": budgets,
+        "headers": _headers(q),
+        "sort_label": _SORTED_BY[q.sort],
+        "menus": _menus(board),
+        "hidden": hidden,
+        "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),
+    }
+    data = {**leaderboard.as_dict(board), "budgets_hit": budgets}
+    return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
+
+
+def csv_text(site: Site, params: Mapping[str, str]) -> str:
+    header, rows = leaderboard.csv_table(_board(site, params))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -1,0 +1,111 @@
+"""The endpoint page and the model page: charts over a window, percentiles and recent samples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from starlette.exceptions import HTTPException
+
+from tokenpace.aggregate import Point, endpoint_name, endpoint_rows, model_rows, model_series, series
+from tokenpace.web import charts
+from tokenpace.web.render import Page, endpoint_path, model_path
+from tokenpace.web.site import Site, window_menu, window_param
+
+RECENT = 20  # samples listed under the charts: enough to see a pattern, short enough to scan
+
+
+def _workload_menu(workloads: Sequence[str], selected: str, blank: str | None) -> dict[str, object]:
+    options = ([("", blank)] if blank else []) + [(w, w) for w in workloads]
+    return {"name": "workload", "label": "Workload", "selected": selected, "options": options}
+
+
+def _recent(points: Sequence[tuple[str, Point]]) -> list[tuple[str, Point]]:
+    return list(reversed(points[-RECENT:]))
+
+
+def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
+    """One endpoint, every workload (or the one chosen): figures per workload and its samples over time."""
+    window = window_param(params)
+    now = site.now()
+    every = [r for r in endpoint_rows(site.store, window, now, site.long_workloads) if r.model == model]
+    rows = [r for r in every if (r.provider, r.plan) == (provider, plan)]
+    configured = [e for e in site.config.endpoints if (e.provider, e.plan, e.model) == (provider, plan, model)]
+    if not rows and not configured:
+        raise HTTPException(404, f"no endpoint {endpoint_name(provider, plan, model)} has samples or is configured")
+    workload = params.get("workload") or None
+    shown = [r for r in rows if workload in (None, r.workload)]
+    span = max((window.span(r.workload, site.long_workloads) for r in shown), default=window.seconds)
+    points = series(
+        site.store, provider=provider, plan=plan, model=model, workload=workload, since=now - timedelta(seconds=span)
+    )
+    # With every workload shown, the since above is the longest span; trim each workload to its own.
+    points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
+    groups: dict[str, list[Point]] = {}
+    for p in points:
+        groups.setdefault(p.workload, []).append(p)
+    simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
+    protocol = rows[0].protocol if rows else configured[0].protocol
+    name = endpoint_name(provider, plan, model)
+    path = endpoint_path(provider, plan, model)
+    query = urlencode({k: v for k, v in (("window", window.name), ("workload", workload)) if v})
+    facts = {
+        "provider": provider,
+        "plan": plan,
+        "model": model,
+        "name": name,
+        "simulated": simulated,
+        "protocol": protocol,
+    }
+    context = {
+        **facts,
+        "window": window,
+        "provider_url": "/?" + urlencode({"provider": provider}),
+        "menus": [window_menu(window), _workload_menu(sorted({r.workload for r in rows}), workload or "", "all")],
+        "stats_rows": [(r.workload, None, False, r) for r in shown],
+        "chart_titles": charts.TITLES,
+        "figures": charts.figures(groups),
+        "recent": _recent([(p.workload, p) for p in points]),
+        "recent_label": "Workload",
+        "open_recent": False,
+    }
+    data = {"endpoint": facts, "window": window, "rows": shown, "series": groups}
+    return Page("endpoint.html", context, data, json_url=f"{path}.json" + (f"?{query}" if query else ""))
+
+
+def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
+    """A model on every endpoint that serves it, one workload at a time."""
+    window = window_param(params)
+    now = site.now()
+    rows = [r for r in endpoint_rows(site.store, window, now, site.long_workloads) if r.model == model]
+    if not rows and not any(e.model == model for e in site.config.endpoints):
+        raise HTTPException(404, f"no endpoint serving model {model} has samples or is configured")
+    workloads = sorted({r.workload for r in rows})
+    workload = params.get("workload") or ("1k" if "1k" in workloads or not workloads else workloads[0])
+    shown = [r for r in rows if r.workload == workload]
+    summary = model_rows(shown, window.statistic, min_samples=site.min_samples)
+    since = now - timedelta(seconds=window.span(workload, site.long_workloads))
+    points = model_series(site.store, model=model, workload=workload, since=since)
+    groups: dict[str, list[Point]] = {}
+    for name, p in points:
+        groups.setdefault(name, []).append(p)
+    path = model_path(model)
+    context = {
+        "model": model,
+        "workload": workload,
+        "window": window,
+        "summary": summary[0] if summary else None,
+        "menus": [window_menu(window), _workload_menu(workloads or [workload], workload, None)],
+        "stats_rows": [(r.name, endpoint_path(r.provider, r.plan, r.model), r.simulated, r) for r in shown],
+        "chart_titles": charts.TITLES,
+        "figures": charts.figures(groups),
+        "recent": _recent(points),
+        "recent_label": "Endpoint",
+        "open_recent": False,
+    }
+    data = {"model": model, "workload": workload, "window": window, "summary": summary[0] if summary else None,
+            "endpoints": shown, "series": groups}  # fmt: skip
+    return Page(
+        "model.html", context, data, json_url=f"{path}.json?" + urlencode({"window": window.name, "workload": workload})
+    )

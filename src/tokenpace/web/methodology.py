@@ -1,0 +1,109 @@
+"""The methodology page, written from the running configuration so it cannot drift from what is measured.
+
+Formulas are the docstrings of the functions that compute them (metrics.py), cadences are the scheduler's
+own jobs, windows are aggregate.WINDOWS: change the code and this page changes with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from tokenpace import metrics, schedule
+from tokenpace.aggregate import WINDOWS
+from tokenpace.errors import ConfigError
+from tokenpace.tokens import ENCODING
+from tokenpace.web.render import Page
+from tokenpace.web.site import Site
+
+
+def _doc(fn: Any) -> str:
+    return str(fn.__doc__ or "").strip()
+
+
+FORMULAS = (
+    ("TTFT", _doc(metrics.ttft_ms)),
+    ("Output speed", _doc(metrics.output_speed)),
+    ("End-to-end", "End-to-end = time the stream ended (its last byte or its error) - time the request was sent."),
+    ("Time to 100 tokens", _doc(metrics.time_to_n_tokens_ms)),
+    ("Percentiles", _doc(metrics.percentile)),
+    ("Success rate", "Success rate = successful samples / (samples - samples cancelled at shutdown), per window."),
+)
+NOT_MEASURED = (
+    "Where the time goes on the provider's side: queueing in the provider's servers and the network both count "
+    "in TTFT; tokenpace sees only when bytes arrive.",
+    "Reasoning tokens a provider hides: output speed counts the tokens that arrive (o200k_base), so a model that "
+    "thinks without streaming its thoughts looks slow to start rather than fast.",
+    "Prices, rate limits and quality of the answers.",
+    "Tokens as the provider's own tokenizer counts them: every model is counted with o200k_base, so speeds "
+    "compare across providers (the provider-reported counts are kept beside them in the raw samples).",
+    "Regions other than where this server runs, and cold starts a provider hides behind a warm pool.",
+)
+
+
+def human(seconds: float) -> str:
+    """An interval in the largest whole unit: 600 -> "10 min", 14400 -> "4 h", 604800 -> "7 d"."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds:.0f} s"
+
+
+def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
+    """The scheduler's jobs (with next due times when it runs), else the ones the config describes."""
+    statuses: list[tuple[schedule.Job, datetime | None]]
+    if site.status is not None:
+        statuses = [(j.job, j.next_due) for j in site.status().jobs]
+    else:
+        try:
+            statuses = [(j, None) for j in schedule.jobs(site.config, site.config.endpoints)]
+        except ConfigError as exc:
+            return [], str(exc)
+    rows = []
+    for job, due in statuses:
+        e = job.endpoint
+        plan = site.config.plan_of(e)
+        rows.append(
+            {"endpoint": e.name, "provider": e.provider, "plan": e.plan, "model": e.model, "simulated": e.simulated,
+             "workload": job.workload.name, "every_s": job.every_s, "every": human(job.every_s),
+             "jitter": job.jitter, "requests": job.requests, "billing": plan.billing, "next_due": due}
+        )  # fmt: skip
+    return rows, None
+
+
+def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
+    cfg = site.config
+    jobs, problem = _jobs(site)
+    budgets = [
+        {"provider": p, "plan": plan, "budget": s.budget} for (p, plan), s in sorted(cfg.plans.items()) if s.budget
+    ]
+    workloads = []
+    for name in cfg.schedule.workloads:
+        w = cfg.workload(name)
+        workloads.append(
+            {"name": name, "input_tokens": w.input_tokens, "max_tokens": w.max_tokens, "concurrency": w.concurrency,
+             "image": list(w.image) if w.image else None, "tasks": list(w.tasks),
+             "long_window": name in site.long_workloads}
+        )  # fmt: skip
+    windows = [
+        {"name": w.name, "label": w.label, "seconds": w.seconds, "statistic": w.statistic,
+         "long_seconds": w.long_seconds, "span": human(w.seconds),
+         "long_span": human(w.long_seconds) if w.long_seconds else None}
+        for w in WINDOWS.values()
+    ]  # fmt: skip
+    data = {
+        "source": cfg.source,
+        "tokenizer": ENCODING,
+        "formulas": dict(FORMULAS),
+        "windows": windows,
+        "long_workloads": sorted(site.long_workloads),
+        "min_samples": site.min_samples,
+        "jitter": cfg.schedule.jitter,
+        "jobs": jobs,
+        "jobs_problem": problem,
+        "budgets": budgets,
+        "workloads": workloads,
+        "not_measured": list(NOT_MEASURED),
+    }
+    return Page("methodology.html", data, data, json_url="/methodology.json")

@@ -1,0 +1,104 @@
+"""``/metrics``: the leaderboard's figures as Prometheus gauges, computed when scraped, never cached.
+
+A custom collector rather than gauges kept up to date: the store is the one source of truth, so a scrape runs
+the same windowed query as the page (the default window) and reports what it finds. Times are in seconds, as
+Prometheus's conventions ask. Each app has its own registry, so two apps in one process never collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from datetime import datetime
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from tokenpace.aggregate import DEFAULT_WINDOW, QUANTILES, WINDOWS, EndpointRow, Figure, endpoint_rows
+from tokenpace.schedule import Status
+from tokenpace.store import Store
+
+LABELS = ["provider", "plan", "model", "workload", "simulated"]
+_STATISTICS = ("mean", *(f"p{q}" for q in QUANTILES))
+
+
+def _labels(row: EndpointRow) -> list[str]:
+    return [row.provider, row.plan, row.model, row.workload, str(row.simulated).lower()]
+
+
+def _figure(family: GaugeMetricFamily, row: EndpointRow, fig: Figure, scale: float) -> None:
+    for stat in _STATISTICS:
+        value = getattr(fig, stat)
+        if value is not None:
+            family.add_metric([*_labels(row), stat], value * scale)
+
+
+class LeaderboardCollector(Collector):
+    """Gauges per endpoint x workload over the default window, plus the sampler's budget skips."""
+
+    def __init__(
+        self,
+        store: Store,
+        now: Callable[[], datetime],
+        status: Callable[[], Status] | None,
+        long_workloads: Collection[str] = (),
+    ) -> None:
+        self._store, self._now, self._status, self._long = store, now, status, long_workloads
+
+    def collect(self) -> Iterator[Metric]:
+        window = WINDOWS[DEFAULT_WINDOW]
+        now = self._now()
+        rows = endpoint_rows(self._store, window, now, self._long)
+        where = f"over the default window ({window.label})"
+        speed = GaugeMetricFamily(
+            "tokenpace_output_speed_tokens_per_second", f"Output speed {where}", labels=[*LABELS, "statistic"]
+        )
+        ttft = GaugeMetricFamily(
+            "tokenpace_ttft_seconds", f"Time to first token {where}", labels=[*LABELS, "statistic"]
+        )
+        e2e = GaugeMetricFamily("tokenpace_e2e_seconds", f"End-to-end time {where}", labels=[*LABELS, "statistic"])
+        success = GaugeMetricFamily("tokenpace_success_ratio", f"Successful / judged samples {where}", labels=LABELS)
+        samples = GaugeMetricFamily("tokenpace_samples", f"Samples {where}, by outcome", labels=[*LABELS, "outcome"])
+        age = GaugeMetricFamily("tokenpace_last_sample_age_seconds", "Seconds since the last sample", labels=LABELS)
+        for row in rows:
+            _figure(speed, row, row.output_speed, 1.0)
+            _figure(ttft, row, row.ttft_ms, 1e-3)
+            _figure(e2e, row, row.e2e_ms, 1e-3)
+            if row.success_rate is not None:
+                success.add_metric(_labels(row), row.success_rate)
+            samples.add_metric([*_labels(row), "ok"], row.ok)
+            samples.add_metric([*_labels(row), "failed"], row.failures)
+            if row.last_at is not None:
+                age.add_metric(_labels(row), (now - row.last_at).total_seconds())
+        yield from (speed, ttft, e2e, success, samples, age)
+        yield from self._budgets()
+
+    def _budgets(self) -> Iterator[Metric]:
+        if self._status is None:
+            return
+        skipped = CounterMetricFamily(
+            "tokenpace_budget_skipped_runs",
+            "Scheduled runs skipped to stay within a plan's budget",
+            labels=["provider", "plan"],
+        )
+        used = GaugeMetricFamily(
+            "tokenpace_budget_used", "Use in the rolling 24 h, by resource", labels=["provider", "plan", "resource"]
+        )
+        limit = GaugeMetricFamily(
+            "tokenpace_budget_limit",
+            "A plan's cap per rolling 24 h, by resource",
+            labels=["provider", "plan", "resource"],
+        )
+        for b in self._status().budgets:
+            skipped.add_metric([b.provider, b.plan], b.skipped)
+            for resource in ("requests", "input_tokens", "output_tokens"):
+                used.add_metric([b.provider, b.plan, resource], getattr(b.used, resource))
+                cap = getattr(b.budget, resource)
+                if cap is not None:
+                    limit.add_metric([b.provider, b.plan, resource], cap)
+        yield from (skipped, used, limit)
+
+
+def registry(collector: LeaderboardCollector) -> CollectorRegistry:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    return reg

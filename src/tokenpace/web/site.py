@@ -1,0 +1,44 @@
+"""What every view needs to know about the running service, gathered once by create_app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import jinja2
+
+from tokenpace.aggregate import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
+from tokenpace.config import Config
+from tokenpace.errors import ConfigError
+from tokenpace.schedule import Status
+from tokenpace.store import Store
+
+
+@dataclass(frozen=True)
+class Site:
+    store: Store
+    config: Config
+    status: Callable[[], Status] | None
+    now: Callable[[], datetime]
+    stale_after: Callable[[EndpointRow], float | None]
+    long_workloads: Collection[str]
+    min_samples: int
+    env: jinja2.Environment
+
+
+def window_param(params: Mapping[str, str]) -> Window:
+    """The ``window`` query parameter as a Window; ConfigError (a 400) for an unknown one."""
+    name = params.get("window") or DEFAULT_WINDOW
+    if name not in WINDOWS:
+        raise ConfigError(f"window {name!r}: use one of {', '.join(WINDOWS)}")
+    return WINDOWS[name]
+
+
+def window_menu(selected: Window) -> dict[str, object]:
+    return {
+        "name": "window",
+        "label": "Window",
+        "selected": selected.name,
+        "options": [(w.name, w.label) for w in WINDOWS.values()],
+    }

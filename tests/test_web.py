@@ -1,0 +1,328 @@
+"""The web app in-process against a real SQLite store filled by real simulator runs of known, different speeds."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import dataclasses
+import html
+import io
+import json
+import re
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+
+from tokenpace import schedule
+from tokenpace.failures import ErrorKind, Failure
+from tokenpace.sample import make_sample
+from tokenpace.settings import Budget, PlanSettings
+from tokenpace.store import Store, open_store
+from tokenpace.timing import Timeline
+from tokenpace.web import create_app
+from tokenpace.web.render import endpoint_path, model_path
+
+from .webkit import EVIL, SECRET, Fleet, filled_store
+
+ROW = re.compile(r'<tr class="[^"]*" data-endpoint="([^"]*)">')
+CHART_DATA = re.compile(r'<script type="application/json" id="chart-data">(.*?)</script>', re.S)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Fleet]]:
+    store, fleet = filled_store(tmp_path_factory.mktemp("web") / "web.db")
+    with store:
+        yield store, fleet
+
+
+@pytest.fixture(scope="module")
+def client(filled: tuple[Store, Fleet]) -> Iterator[TestClient]:
+    store, fleet = filled
+    with TestClient(create_app(store, fleet.config)) as c:
+        yield c
+
+
+def rows(page: str) -> list[str]:
+    """Endpoint names of the leaderboard's rows, top to bottom."""
+    return [html.unescape(name) for name in ROW.findall(page)]
+
+
+def entries(c: TestClient, query: str = "") -> list[dict[str, Any]]:
+    r = c.get(f"/leaderboard.json{query}")
+    assert r.status_code == 200, r.text
+    found: list[dict[str, Any]] = r.json()["entries"]
+    return found
+
+
+def test_leaderboard_ranks_by_speed_and_shows_every_count(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    names = rows(r.text)
+    ranked = [e.name for e in fleet.ranked]
+    assert [n for n in names if n in ranked] == ranked  # fastest first
+    assert names[-1] == fleet.few.name  # not ranked: sorts last
+    assert "too few samples (n=2 &lt; 3)" in r.text
+    assert r.text.count('class="badge sim"') >= len(names)  # every row is a simulator and says so
+    assert "n=4" in r.text and "tok/s" in r.text
+    # The JSON twin comes from the same view: same rows, same order.
+    assert [e["name"] for e in entries(client)] == names
+    flaky = next(e for e in entries(client) if e["provider"] == "flakyco")
+    assert flaky["samples"] == 4 and 0 < flaky["failures"] < 4
+    assert flaky["success_rate"] == pytest.approx((4 - flaky["failures"]) / 4)
+
+
+def test_sorting_by_url_and_header_links(client: TestClient) -> None:
+    page = client.get("/").text
+    assert 'href="/?sort=ttft"' in page and 'aria-sort="descending"' in page
+    ttft = client.get("/?sort=ttft")
+    assert ttft.status_code == 200
+    assert 'href="/?sort=ttft&amp;order=desc"' in ttft.text  # clicked again: the other way round
+    ranked = [e for e in entries(client, "?sort=ttft") if e["rank"] is not None]
+    values = [e["ttft_ms"]["p50"] for e in ranked]
+    assert values == sorted(values) and len(values) >= 3
+    down = [e["ttft_ms"]["p50"] for e in entries(client, "?sort=ttft&order=desc") if e["rank"] is not None]
+    assert down == sorted(values, reverse=True)
+    assert [e["name"] for e in entries(client, "?sort=ttft")] == rows(ttft.text)
+
+
+def test_filters_by_provider_plan_workload_and_window(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    assert rows(client.get("/?provider=fastco").text) == [fleet.fast.name]
+    assert rows(client.get("/?plan=pro").text) == [fleet.slow.name]
+    assert rows(client.get("/?workload=tiny").text) == [fleet.fast.name, fleet.slow.name]
+    assert set(rows(client.get("/?window=24h&provider=").text)) == {e.name for e in fleet.config.endpoints}
+    form = client.get("/").text
+    for name in ("window", "workload", "provider", "plan"):
+        assert f'<select name="{name}">' in form  # a plain GET form: filters work without JavaScript
+
+
+def test_bad_parameters_are_400_with_one_line(client: TestClient) -> None:
+    for url in ("/?sort=fastest", "/?window=1y", "/?order=sideways"):
+        r = client.get(url)
+        assert r.status_code == 400, url
+        assert re.search(r'<p class="notice">[^\n<]+</p>', r.text), r.text
+    r = client.get("/leaderboard.json?sort=fastest")
+    assert r.status_code == 400 and "sort" in r.json()["error"] and "\n" not in r.json()["error"]
+    r = client.get("/samples.csv?since=yesterday")
+    assert r.status_code == 400 and r.text.count("\n") == 1 and "since" in r.text
+    assert client.get(endpoint_path("fastco", "default", "sim-fast") + "?window=1y").status_code == 400
+    assert client.get("/endpoint/nobody/default/nothing").status_code == 404
+    assert client.get("/model/no-such-model.json").status_code == 404
+
+
+def test_leaderboard_csv_matches_the_table(client: TestClient) -> None:
+    r = client.get("/leaderboard.csv?sort=ttft")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+    table = list(csv.reader(io.StringIO(r.text)))
+    assert len(table) == 1 + len(entries(client, "?sort=ttft"))
+
+
+def _chart_figures(page: str) -> dict[str, Any]:
+    (block,) = CHART_DATA.findall(page)
+    assert "</" not in block and "<script" not in block  # nothing in it can end the script element
+    figures: dict[str, Any] = json.loads(block)
+    return figures
+
+
+def test_endpoint_page_charts_and_fallback(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    board = client.get("/").text
+    link = endpoint_path(fleet.slow.provider, fleet.slow.plan, fleet.slow.model)
+    assert f'href="{link}"' in board
+    r = client.get(link)
+    assert r.status_code == 200
+    assert '<script src="/static/plotly.min.js" defer></script>' in r.text
+    assert 'id="chart-speed"' in r.text and "this chart needs JavaScript" in r.text  # the no-JS note
+    assert 'class="stats"' in r.text and 'class="recent"' in r.text  # the no-JS view of the same figures
+    figures = _chart_figures(r.text)
+    assert set(figures) == {"chart-speed", "chart-ttft", "chart-speed-dist", "chart-ttft-dist"}
+    by_workload = {t["name"]: t for t in figures["chart-ttft"]["data"]}
+    assert set(by_workload) == {"1k", "tiny"}
+    assert len(by_workload["1k"]["y"]) == 4 and all(80 < y < 400 for y in by_workload["1k"]["y"])  # 90 ms TTFT
+    data = client.get(link + ".json").json()
+    assert data["endpoint"]["name"] == fleet.slow.name and data["endpoint"]["simulated"] is True
+    assert {row["workload"] for row in data["rows"]} == {"1k", "tiny"}
+    assert len(data["series"]["1k"]) == 4
+    only = client.get(link + ".json?workload=tiny").json()
+    assert set(only["series"]) == {"tiny"}
+
+
+def test_model_page_lists_its_endpoints(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    r = client.get(model_path(fleet.fast.model))
+    assert r.status_code == 200 and fleet.fast.name in r.text
+    assert {t["name"] for t in _chart_figures(r.text)["chart-speed"]["data"]} == {fleet.fast.name}
+    data = client.get(model_path(fleet.fast.model) + ".json?workload=tiny").json()
+    assert data["workload"] == "tiny" and data["summary"]["providers"] == 1
+    assert [e["provider"] for e in data["endpoints"]] == ["fastco"]
+
+
+def test_names_with_script_are_escaped_everywhere(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    evil = fleet.evil
+    pages = [
+        "/", "/?sort=ttft", f"/?provider={evil.provider}", "/methodology",
+        endpoint_path(evil.provider, evil.plan, evil.model), model_path(evil.model),
+    ]  # fmt: skip
+    for url in pages:
+        r = client.get(url)
+        assert r.status_code == 200, (url, r.text[:300])
+        assert EVIL not in r.text and "<script>alert" not in r.text, url
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text, url
+    names = {t["name"] for t in _chart_figures(client.get(model_path(evil.model)).text)["chart-speed"]["data"]}
+    assert names == {evil.name}  # escaped in the page's JSON block, intact once parsed
+    for url in ("/leaderboard.json", endpoint_path(evil.provider, evil.plan, evil.model) + ".json", "/health"):
+        assert client.get(url).headers["content-type"] == "application/json"  # never sniffed as HTML
+    for url in ("/leaderboard.csv", "/samples.csv"):
+        assert client.get(url).headers["content-type"].startswith("text/csv")
+
+
+def test_methodology_comes_from_the_config(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    page = client.get("/methodology").text
+    assert "o200k_base" in page and "(tokens - first-chunk tokens) / (t_last - t_first)" in page
+    assert "72 h median (Artificial Analysis)" in page and "What is not measured" in page
+    data = client.get("/methodology.json").json()
+    assert data["min_samples"] == 3 and data["tokenizer"] == "o200k_base"
+    jobs = {(j["endpoint"], j["workload"]): j for j in data["jobs"]}
+    assert len(jobs) == len(fleet.config.endpoints) * len(fleet.config.schedule.workloads)
+    fast = jobs[fleet.fast.name, "1k"]  # a key: per-token billing, every 4 h
+    assert fast["billing"] == "per-token" and fast["every_s"] == 4 * 3600 and fast["every"] == "4 h"
+    assert jobs[fleet.slow.name, "100k"]["every"] == "7 d"
+
+
+def test_samples_csv_filters_and_holds_no_secret(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    store, _ = filled
+    table = list(csv.DictReader(io.StringIO(client.get("/samples.csv").text)))
+    assert len(table) == store.query("SELECT COUNT(*) FROM samples")[0][0]
+    assert not {"base_url", "api_key_env", "timeline", "prompt_text"} & set(table[0])
+    fast = list(csv.DictReader(io.StringIO(client.get("/samples.csv?provider=fastco&workload=tiny").text)))
+    assert len(fast) == 3 and {r["model"] for r in fast} == {"sim-fast"}
+    cut = sorted(r["started_at"] for r in table)[-5]
+    for since in (quote(cut), cut, str(datetime.fromisoformat(cut).timestamp())):  # "+" unencoded is a space
+        assert len(list(csv.DictReader(io.StringIO(client.get(f"/samples.csv?since={since}").text)))) == 5
+    for url in ("/", "/samples.csv", "/leaderboard.json", "/methodology.json", "/metrics", "/health"):
+        assert SECRET not in client.get(url).text, url
+
+
+def test_samples_csv_scrubs_a_key_a_provider_echoed(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
+    _, fleet = filled
+    with open_store(str(tmp_path / "echo.db")) as store:
+        failure = Failure(ErrorKind.HTTP_ERROR, f"invalid key {SECRET} for this model", 401)
+        timeline = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=1000, events=(), failure=failure)
+        store.add_sample(make_sample("run", fleet.fast, "1k", datetime.now(UTC), timeline))
+        store.flush()
+        with TestClient(create_app(store, fleet.config)) as c:
+            text = c.get("/samples.csv").text
+    assert "invalid key *** for this model" in text and SECRET not in text
+
+
+def test_health_and_metrics(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    store, _ = filled
+    health = client.get("/health").json()
+    count = store.query("SELECT COUNT(*) FROM samples")[0][0]
+    assert health["ok"] is True and health["store"] == {
+        "reachable": True, "samples": count, "last_sample_age_s": pytest.approx(health["store"]["last_sample_age_s"])
+    }  # fmt: skip
+    assert 0 <= health["store"]["last_sample_age_s"] < 600 and health["scheduler"]["running"] is False
+    families = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
+    speed = families["tokenpace_output_speed_tokens_per_second"]
+    slow = {s.labels["statistic"]: s.value for s in speed.samples if s.labels["provider"] == "slowco"
+            and s.labels["workload"] == "1k"}  # fmt: skip
+    row = next(e for e in entries(client, "?window=72h") if e["provider"] == "slowco")
+    assert slow["p50"] == pytest.approx(row["output_speed"]["p50"])
+    ttft = [s for s in families["tokenpace_ttft_seconds"].samples if s.labels["provider"] == "slowco"
+            and s.labels["statistic"] == "p50" and s.labels["workload"] == "1k"]  # fmt: skip
+    assert ttft[0].value == pytest.approx(row["ttft_ms"]["p50"] / 1000)
+    assert ttft[0].labels["simulated"] == "true"
+    assert any(s.labels["provider"] == f"evil{EVIL}" for s in speed.samples)  # label values are escaped by the format
+
+
+def test_plotly_and_our_static_files_are_served(client: TestClient) -> None:
+    js = client.get("/static/plotly.min.js")
+    assert js.status_code == 200 and len(js.content) > 1_000_000 and b"plotly" in js.content[:2000].lower()
+    assert "max-age" in js.headers["cache-control"]
+    assert client.get("/static/style.css").status_code == 200
+    assert client.get("/static/app.js").status_code == 200
+
+
+def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> None:
+    store, fleet = filled
+    # A real sampler whose plan allows one request a day: the store already holds more, so it skips.
+    budgeted = dataclasses.replace(fleet.config, plans={("fastco", "default"): PlanSettings(budget=Budget(requests=1))})
+    sampler = schedule.Sampler(schedule.jobs(budgeted, [fleet.fast]), store, clock=_Jumping(), inline_reads=True)
+
+    async def until_skipped() -> None:
+        task = asyncio.create_task(sampler.run())
+        for _ in range(1000):
+            if any(b.skipped for b in sampler.status().budgets):
+                break
+            await asyncio.sleep(0)
+        sampler.stop()
+        await task
+
+    asyncio.run(until_skipped())
+    stale = {fleet.slow.provider: 0.0}  # seconds without a sample before a row is stale: slowco is at once
+    app = create_app(store, budgeted, status=sampler.status, stale_after=lambda row: stale.get(row.provider))
+    with TestClient(app) as c:
+        page = c.get("/").text
+        assert 'id="budgets"' in page and "run" in page and "skipped" in page
+        slow_row = page.split(f'data-endpoint="{fleet.slow.name}"')[1].split("</tr>")[0]
+        assert 'class="badge stale"' in slow_row
+        assert page.count('class="badge stale"') == 1
+        skipped = c.get("/leaderboard.json").json()["budgets_hit"]
+        assert skipped[0]["provider"] == "fastco" and skipped[0]["skipped"] >= 1
+        metrics = {f.name: f for f in text_string_to_metric_families(c.get("/metrics").text)}
+        assert metrics["tokenpace_budget_skipped_runs"].samples[0].value >= 1
+        health = c.get("/health").json()
+        assert health["scheduler"]["running"] is True and health["scheduler"]["jobs"] == 5
+        due = c.get("/methodology.json").json()["jobs"]
+        assert all(j["next_due"] is not None for j in due)
+
+
+class _Jumping:
+    """A clock whose sleeps take no time: the sampler reaches its first due times at once."""
+
+    def __init__(self) -> None:
+        self.t = time.time()
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.t += max(0.0, seconds)
+        await asyncio.sleep(0)
+
+
+def test_staleness_follows_the_configured_cadence(filled: tuple[Store, Fleet]) -> None:
+    store, fleet = filled
+    # An hour later: slowco (no key: uncapped, every 10 min) is overdue; fastco (a key: every 4 h) is not.
+    later = datetime.now(UTC) + timedelta(hours=1)
+    with TestClient(create_app(store, fleet.config, now=lambda: later)) as c:
+        stale = {e["name"]: e["stale"] for e in c.get("/leaderboard.json").json()["entries"]}
+        assert stale[fleet.slow.name] is True and stale[fleet.fast.name] is False
+        row = c.get("/?provider=slowco").text.split('data-endpoint="slowco:pro/sim-slow"')[1]
+        assert re.search(r"6[01] min ago</time>\s*<span class=\"badge stale\"", row), row
+
+
+def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
+    _, fleet = filled
+    store = open_store(str(tmp_path / "empty.db"))
+    with TestClient(create_app(store, fleet.config)) as c:
+        assert "No samples for workload 1k" in c.get("/").text
+        assert "No samples of this endpoint" in c.get(endpoint_path("fastco", "default", "sim-fast")).text
+        assert c.get("/methodology").status_code == 200 and c.get("/metrics").status_code == 200
+        assert c.get("/health").json()["store"] == {"reachable": True, "samples": 0, "last_sample_age_s": None}
+        store.close()
+        r = c.get("/health")
+        assert r.status_code == 503 and r.json()["ok"] is False and "closed" in r.json()["store"]["error"]
+        r = c.get("/")
+        assert r.status_code == 503 and "the store is closed" in r.text

@@ -1,0 +1,79 @@
+"""What the web tests share: a SQLite store filled by real runs against simulators of known, different speeds."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenpace import sim
+from tokenpace.clients.transport import Timeouts
+from tokenpace.config import Config, Endpoint
+from tokenpace.run import Plan, measure
+from tokenpace.store import Store, open_store
+from tokenpace.workload import BUILTIN, Workload
+
+EVIL = "<script>alert(1)</script>"
+SECRET_ENV = "TOKENPACE_WEB_TEST_KEY"  # noqa: S105 (the name of a variable)
+SECRET = "sk-web-test-4b1d9c0e7f"  # noqa: S105 (a test key for a simulator, nothing else)
+TIMEOUTS = Timeouts(connect=2, first_token=10, idle=10, total=30)
+ONE_K = dataclasses.replace(BUILTIN["1k"], max_tokens=12)  # the full prompt, a short answer: fast runs
+TINY = Workload("tiny", 8, input_tokens=300)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The endpoints a filled store holds samples of, fastest first, and a config that declares them."""
+
+    fast: Endpoint
+    evil: Endpoint  # provider and model names with <script> in them
+    slow: Endpoint
+    few: Endpoint  # two samples only: listed, never ranked
+    flaky: Endpoint  # every other request fails with HTTP 500
+    config: Config
+
+    @property
+    def ranked(self) -> list[Endpoint]:
+        return [self.fast, self.evil, self.slow]
+
+
+SCENARIOS = {
+    "fast": sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12),
+    "evil": sim.Scenario(ttft_ms=40, tokens_per_s=800, output_tokens=12),
+    "slow": sim.Scenario(ttft_ms=90, tokens_per_s=250, output_tokens=12),
+    "flaky": sim.Scenario(ttft_ms=20, tokens_per_s=2000, output_tokens=12, error="500", error_rate=0.5, seed=3),
+}
+
+
+async def _fill(store: Store) -> Fleet:
+    os.environ[SECRET_ENV] = SECRET
+    async with (
+        sim.serve(sim.Simulator(SCENARIOS["fast"], api_key=SECRET)) as fast_url,
+        sim.serve(sim.Simulator(SCENARIOS["evil"])) as evil_url,
+        sim.serve(sim.Simulator(SCENARIOS["slow"])) as slow_url,
+        sim.serve(sim.Simulator(SCENARIOS["flaky"])) as flaky_url,
+    ):
+        fleet = Fleet(
+            fast=Endpoint("fastco", "sim-fast", fast_url, api_key_env=SECRET_ENV, simulated=True),
+            evil=Endpoint(f"evil{EVIL}", f"org/{EVIL}", evil_url, simulated=True),
+            slow=Endpoint("slowco", "sim-slow", slow_url, plan="pro", simulated=True),
+            few=Endpoint("fewco", "sim-few", slow_url, simulated=True),
+            flaky=Endpoint("flakyco", "sim-flaky", flaky_url, simulated=True),
+            config=Config(),
+        )
+        plan = Plan(requests=4, concurrency=1, timeouts=TIMEOUTS, warmup=False)
+        await measure([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, store, command="test")
+        await measure([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), store, command="test")
+        await measure([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), store, command="test")
+    endpoints = (fleet.fast, fleet.evil, fleet.slow, fleet.few, fleet.flaky)
+    config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY})
+    store.flush()
+    return dataclasses.replace(fleet, config=config)
+
+
+def filled_store(path: Path) -> tuple[Store, Fleet]:
+    """A new SQLite store at ``path`` with 4 samples of each ranked endpoint (1k), 2 of ``few``, 3 of tiny."""
+    store = open_store(str(path))
+    return store, asyncio.run(_fill(store))
