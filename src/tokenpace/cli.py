@@ -390,3 +390,97 @@ def sim_command(
     err.print(f"tokenpace sim on http://{host}:{port}/v1 (TTFT {ttft_ms:g} ms, {tokens_per_s:g} tok/s; Ctrl-C to stop)")
     with contextlib.suppress(KeyboardInterrupt):
         _run_async(lambda: sim.serve_forever(sim.Simulator(scenario, api_key=key), host, port))
+
+
+@main.command("serve")
+@click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML file declaring providers, plans, budgets and cadences (default: discover, else simulate).",
+)  # fmt: skip
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the web server listens on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
+@click.option(
+    "--grace", default=30.0, show_default=True, type=click.FloatRange(min=0),
+    help="Seconds runs in flight may take to finish after SIGINT/SIGTERM before they are cancelled.",
+)  # fmt: skip
+def serve_command(config_path: Path | None, host: str, port: int, db: str | None, grace: float) -> None:
+    """Measure endpoints on a schedule and publish the leaderboard at http://HOST:PORT (Ctrl-C stops).
+
+    Without --config it measures the providers whose key variables are set (GROQ_API_KEY...), local servers on
+    their usual ports (Ollama 11434, llama.cpp 8080, vLLM 8000, SGLang 30000), and, where it finds nothing,
+    built-in simulated endpoints, labelled as such everywhere.
+    """
+    from tokenpace import service  # the web stack loads only for the command that serves it
+
+    cfg = config.load(config_path) if config_path is not None else None
+    sock = service.listen(host, port)
+    bound_port = sock.getsockname()[1]
+    store = open_store(db)
+
+    def ready(jobs: Sequence[Any]) -> None:
+        shown = "localhost" if host in ("127.0.0.1", "::1") else host
+        line = f"tokenpace serve: http://{shown}:{bound_port} ({len(jobs)} scheduled jobs; store {store.url})"
+        err.print(line, soft_wrap=True)
+
+    async def go() -> None:
+        chosen, notes = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
+        for note in notes:
+            err.print(note, soft_wrap=True)
+        await service.serve(chosen, store, sock, grace_s=grace, ready=ready)
+
+    try:
+        _run_async(go)
+    finally:
+        sock.close()
+        _close(store)
+    err.print("stopped: every sample taken is in the store")
+
+
+@main.command("leaderboard")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="For cadences.")
+@click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
+@click.option("--window", default="72h", show_default=True, help="72h (median), 24h (mean) or 7d (median).")
+@click.option("-w", "--workload", default="1k", show_default=True)
+@click.option("--provider", help="Only this provider.")
+@click.option("--plan", help="Only this plan.")
+@click.option("--sort", default="speed", show_default=True, help="speed, ttft, e2e, success, samples or name.")
+@click.option("--order", type=click.Choice(["asc", "desc"]), help="Default: the column's natural order.")
+@click.option("--min-samples", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON (as /leaderboard.json).")
+def leaderboard_command(
+    config_path: Path | None,
+    db: str | None,
+    window: str,
+    workload: str,
+    provider: str | None,
+    plan: str | None,
+    sort: str,
+    order: str | None,
+    min_samples: int,
+    as_json: bool,
+) -> None:
+    """Print the leaderboard from the store: the same table, sorting and filters as the web page."""
+    from datetime import UTC, datetime
+
+    from tokenpace import leaderboard, schedule
+
+    params = {"window": window, "workload": workload, "sort": sort, "provider": provider, "plan": plan}
+    params |= {"order": order} if order else {}
+    query = leaderboard.Query.from_params({k: v for k, v in params.items() if v}, min_samples=min_samples)
+    cfg = config.load(config_path) if config_path is not None else config.Config()
+    stale = {j.key: schedule.stale_after(j) for j in schedule.jobs(cfg, cfg.endpoints)}
+    store = open_store(db)
+    try:
+        board = leaderboard.board(
+            store,
+            query,
+            datetime.now(UTC),
+            stale_after=lambda r: stale.get((r.provider, r.plan, r.model, r.workload)),
+        )
+    finally:
+        _close(store)
+    if as_json:
+        click.echo(json.dumps(leaderboard.as_dict(board), indent=2))
+    else:
+        report.print_board(Console(), board)

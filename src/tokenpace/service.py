@@ -1,0 +1,144 @@
+"""``tokenpace serve``: the sampler and the leaderboard's web server in one process, on one event loop.
+
+With a config file it measures what the file declares. Without one it measures what it can reach
+(discover.py) and, where that is nothing, the simulated endpoints of the embedded default config. Simulated
+providers get an in-process simulator each, started here and stopped on the way out.
+
+SIGINT or SIGTERM stops both halves: the web server closes and the sampler starts nothing new, lets runs in
+flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples. A second
+signal cuts the grace period short; the samples are recorded all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import signal
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+
+import uvicorn
+
+from tokenpace import config as config_file
+from tokenpace import discover, schedule, sim
+from tokenpace.aggregate import EndpointRow
+from tokenpace.clients import protocol_for
+from tokenpace.config import Config, Endpoint
+from tokenpace.corpus import load_corpus
+from tokenpace.errors import ConfigError
+from tokenpace.store import Store
+from tokenpace.web.app import create_app
+
+LONG_CONTEXT_TOKENS = 100_000  # Artificial Analysis's long-context workloads get the 14-day window
+
+
+def default_config() -> Config:
+    """The embedded default: simulated endpoints only (see default.toml)."""
+    with resources.as_file(resources.files("tokenpace") / "default.toml") as path:
+        return dataclasses.replace(config_file.load(path), source="the embedded default config")
+
+
+async def resolve(
+    cfg: Config | None, env: Mapping[str, str], skip_ports: tuple[int, ...] = ()
+) -> tuple[Config, tuple[str, ...]]:
+    """The config to serve and why: the file's, else what discovery finds, else the embedded simulators."""
+    if cfg is not None:
+        return cfg, (f"measuring the {len(cfg.endpoints)} endpoints of {cfg.source}",)
+    found = await discover.discover(env, skip_ports=skip_ports)
+    if found.endpoints:
+        return dataclasses.replace(config_file.Config(), endpoints=found.endpoints, source="discovery"), found.notes
+    why = "no config, no provider key set and no local server answering: measuring simulated endpoints"
+    return default_config(), (why,)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A bound, listening socket, or one ConfigError line that says what to change."""
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET  # a host name: resolved by bind
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: :func:`serve` stops the web server and the sampler together."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def long_workloads(cfg: Config, jobs: list[schedule.Job]) -> frozenset[str]:
+    """Workloads whose prompts reach the long-context size."""
+    return frozenset(j.workload.name for j in jobs if j.workload.input_tokens >= LONG_CONTEXT_TOKENS)
+
+
+async def _start_simulators(cfg: Config, stack: contextlib.AsyncExitStack) -> list[Endpoint]:
+    """The config's endpoints, simulated ones pointed at a simulator started for their provider."""
+    roots: dict[str, str] = {}
+    for provider, scenario in cfg.simulators.items():
+        url = await stack.enter_async_context(sim.serve(sim.Simulator(sim.Scenario(**scenario))))
+        roots[provider] = url.removesuffix("/v1")
+    return [
+        dataclasses.replace(e, base_url=roots[e.provider] + protocol_for(e.protocol).default_base)
+        if e.provider in roots
+        else e
+        for e in cfg.endpoints
+    ]
+
+
+async def serve(
+    cfg: Config,
+    store: Store,
+    sock: socket.socket,
+    *,
+    grace_s: float = 30.0,
+    ready: Callable[[list[schedule.Job]], None] | None = None,
+) -> None:
+    """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    async with contextlib.AsyncExitStack() as stack:
+        endpoints = await _start_simulators(cfg, stack)
+        for e in endpoints:
+            e.api_key()  # a missing key variable is one line now, not a column of failed samples later
+        jobs = schedule.jobs(cfg, endpoints)
+        corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
+        sampler = schedule.Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
+        by_key = {j.key: schedule.stale_after(j) for j in jobs}
+
+        def stale_after(row: EndpointRow) -> float | None:
+            return by_key.get((row.provider, row.plan, row.model, row.workload))
+
+        app = create_app(
+            store, cfg, status=sampler.status, stale_after=stale_after, long_workloads=long_workloads(cfg, jobs)
+        )
+        server = _Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+
+        def stop() -> None:
+            if server.should_exit:  # the second signal: no more waiting
+                server.force_exit = True
+                sampler.stop(grace_s=0)
+            server.should_exit = True
+            sampler.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop)
+        stack.callback(lambda: [loop.remove_signal_handler(s) for s in (signal.SIGINT, signal.SIGTERM)])
+        if ready is not None:
+            ready(jobs)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(server.serve(sockets=[sock]))
+            tg.create_task(sampler.run())

@@ -1,0 +1,143 @@
+"""`tokenpace serve` as a user runs it: its own process, no config, real simulators, real signals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tokenpace import discover
+from tokenpace.store import open_store
+
+from .conftest import free_port
+
+NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.load(r)
+
+
+class Served:
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.db = tmp_path / "serve.db"
+        self.log = tmp_path / "serve.log"
+        command = [sys.executable, "-m", "tokenpace", "serve", "--port", str(self.port), "--db", str(self.db), *args]
+        with self.log.open("a") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=NO_KEYS)
+
+    def wait_for(self, path: str, done: Any, timeout_s: float) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                doc = _get(self.url + path)
+                if done(doc):
+                    return doc
+            except OSError:
+                pass
+            time.sleep(0.5)
+        pytest.fail(f"{path} did not get there in {timeout_s:g} s:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(60)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    if asyncio.run(discover.discover({})).endpoints:
+        pytest.skip("a local LLM server answers on a usual port here: serve would measure it, not the simulators")
+    s = Served(tmp_path, "--grace", "0.5")
+    try:
+        yield s
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+
+
+def _ranked_simulated(doc: dict[str, Any]) -> bool:
+    ranked = [e for e in doc["entries"] if e["rank"] is not None]
+    return len(ranked) >= 2
+
+
+def test_serve_without_config_ranks_simulated_endpoints_and_stops_cleanly(served: Served) -> None:
+    board = served.wait_for("/leaderboard.json", _ranked_simulated, timeout_s=60)
+    assert {e["provider"] for e in board["entries"]} <= {"sim-fast", "sim-steady", "sim-flaky"}
+    assert all(e["simulated"] for e in board["entries"])
+    ranked = [e for e in board["entries"] if e["rank"] is not None]
+    speeds = [e["output_speed"]["headline"] for e in ranked]
+    assert speeds == sorted(speeds, reverse=True)
+    page = urllib.request.urlopen(served.url + "/", timeout=10).read().decode()
+    assert "sim-fast/sim" in page and "simulated" in page
+    assert _get(served.url + "/health")["ok"] is True
+
+    assert served.stop() == 0
+    log = served.log.read_text()
+    assert "measuring simulated endpoints" in log and "stopped: every sample taken is in the store" in log
+    assert "Traceback" not in log
+    # Nothing measured is lost: every run's samples are all in the store, cancelled ones included.
+    with open_store(str(served.db)) as store:
+        runs = store.runs()
+        counts = dict(store.query("SELECT run_id, COUNT(*) FROM samples GROUP BY run_id"))
+        assert runs and all(r.command == "tokenpace serve" for r in runs)
+        assert {r.id: r.completed for r in runs} == {r.id: counts.get(r.id, 0) for r in runs}
+
+    out = subprocess.run(
+        [sys.executable, "-m", "tokenpace", "leaderboard", "--db", str(served.db), "--min-samples", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=NO_KEYS | {"COLUMNS": "200"},
+    ).stdout
+    assert "sim-fast/sim" in out and "simulated" in out
+
+
+def test_serve_refuses_a_port_in_use_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "tokenpace", "serve", "--port", str(port), "--db", str(tmp_path / "x.db")],
+            capture_output=True,
+            text=True,
+            env=NO_KEYS,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_names_a_missing_key_before_measuring(tmp_path: Path) -> None:
+    config = tmp_path / "keyed.toml"
+    config.write_text('[providers.groq]\nmodels = ["llama-3.1-8b-instant"]\n')
+    args = ["--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db")]
+    done = subprocess.run(
+        [sys.executable, "-m", "tokenpace", "serve", *args],
+        capture_output=True,
+        text=True,
+        env=NO_KEYS,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "GROQ_API_KEY is not set" in done.stderr and "Traceback" not in done.stderr
