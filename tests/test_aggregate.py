@@ -151,6 +151,15 @@ def test_rows_carry_identity_and_simulated(store: Store) -> None:
     assert row.simulated and row.name == "demo/sim"
 
 
+def test_filters_select_the_same_rows_as_filtering_everything(store: Store) -> None:
+    for endpoint, workload in ((GROQ, "1k"), (GROQ, "10k"), (CEREBRAS, "1k"), (DEMO, "1k")):
+        put(store, endpoint, NOW - timedelta(hours=1), workload=workload)
+    everything = list(rows(store).values())
+    for filters in ({"model": "llama"}, {"provider": "groq", "plan": "free"}, {"workload": "1k", "model": "sim"}):
+        expected = [r for r in everything if all(getattr(r, k) == v for k, v in filters.items())]
+        assert endpoint_rows(store, H72, NOW, **filters) == expected and expected
+
+
 def test_model_rows_are_medians_across_endpoints(store: Store) -> None:
     other = Endpoint("together", "llama", "http://together.invalid/v1")
     for endpoint, ttft in ((GROQ, 100), (CEREBRAS, 200), (other, 600)):

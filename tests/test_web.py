@@ -324,5 +324,18 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
         store.close()
         r = c.get("/health")
         assert r.status_code == 503 and r.json()["ok"] is False and "closed" in r.json()["store"]["error"]
-        r = c.get("/")
+        r = c.get("/?sort=ttft")  # not computed before the store closed, so not in the memo
         assert r.status_code == 503 and "the store is closed" in r.text
+
+
+def test_pages_show_a_sample_as_soon_as_it_is_stored(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
+    _, fleet = filled
+    with open_store(str(tmp_path / "memo.db")) as store, TestClient(create_app(store, fleet.config)) as c:
+        assert c.get("/leaderboard.json").json()["entries"] == []
+        assert c.get("/leaderboard.json").json()["entries"] == []  # the memo's answer, still right
+        failure = Failure(ErrorKind.HTTP_ERROR, "overloaded", 503)
+        timeline = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=1000, events=(), failure=failure)
+        store.add_sample(make_sample("run", fleet.slow, "1k", datetime.now(UTC), timeline))
+        store.flush()
+        (entry,) = c.get("/leaderboard.json").json()["entries"]
+        assert (entry["samples"], entry["failures"]) == (1, 1)

@@ -222,12 +222,22 @@ def _utc(t: float | None) -> datetime | None:
 
 
 def endpoint_rows(
-    store: Store, window: Window, now: datetime, long_workloads: Collection[str] = (), *, workload: str | None = None
+    store: Store,
+    window: Window,
+    now: datetime,
+    long_workloads: Collection[str] = (),
+    *,
+    workload: str | None = None,
+    model: str | None = None,
+    provider: str | None = None,
+    plan: str | None = None,
 ) -> list[EndpointRow]:
-    """Every endpoint x workload (or of one workload) with a sample in the window, sorted by key."""
+    """Every endpoint x workload with a sample in the window (only those matching the filters), sorted by key."""
     where, params = _where(window, epoch(now), long_workloads)
-    if workload is not None:  # a page shows one workload: ranking only its rows is 1/workloads of the work
-        where, params = f"{where} AND workload = ?", [*params, workload]
+    # A page shows one workload, model or endpoint: ranking only its rows saves the sorts of all the others.
+    for column, value in (("workload", workload), ("model", model), ("provider", provider), ("plan", plan)):
+        if value is not None:
+            where, params = f"{where} AND {column} = ?", [*params, value]
     found = _gather(store.query(_RANKED_SQL.format(where=where), params))
     errors: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     for r in store.query(_ERRORS_SQL.format(where=where), params):

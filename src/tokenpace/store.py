@@ -216,6 +216,7 @@ class Store:
         self._closed = False
         self._ph = dialect.placeholder
         self.dialect = dialect.name
+        self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
         self._insert_sample = _insert("samples", _SAMPLE_COLUMNS, self._ph)
         # A run may be written when it starts and again when it ends: the last write wins.
         self._upsert_run = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
@@ -258,6 +259,7 @@ class Store:
             try:
                 self._conn.execute(sql, row(item))
                 self._conn.commit()
+                self.writes += 1
             except Exception as exc:  # anything at all: keep the record, report it at flush
                 with contextlib.suppress(Exception):
                     self._conn.rollback()

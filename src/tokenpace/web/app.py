@@ -28,6 +28,7 @@ from tokenpace.errors import ConfigError, StoreError
 from tokenpace.schedule import Status
 from tokenpace.store import Store
 from tokenpace.web import board, detail, methodology, ops, prom, render
+from tokenpace.web.memo import Memo
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
@@ -185,6 +186,8 @@ def create_app(
         long_workloads=frozenset(long_workloads),
         min_samples=board.min_samples(config),
         env=render.environment(),
+        memo=Memo(store),
     )
-    app.state.registry = prom.registry(prom.LeaderboardCollector(store, now, status, long_workloads))
+    collector = prom.LeaderboardCollector(store, now, status, long_workloads, app.state.site.memo)
+    app.state.registry = prom.registry(collector)
     return app

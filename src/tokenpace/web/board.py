@@ -82,8 +82,11 @@ def _menus(board: leaderboard.Board) -> list[dict[str, object]]:
 
 def _board(site: Site, params: Mapping[str, str]) -> leaderboard.Board:
     query = _query(site, params)
-    return leaderboard.board(
-        site.store, query, site.now(), stale_after=site.stale_after, long_workloads=site.long_workloads
+    return site.memo.get(
+        ("board", query),
+        lambda: leaderboard.board(
+            site.store, query, site.now(), stale_after=site.stale_after, long_workloads=site.long_workloads
+        ),
     )
 
 

@@ -29,8 +29,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     """One endpoint, every workload (or the one chosen): figures per workload and its samples over time."""
     window = window_param(params)
     now = site.now()
-    every = [r for r in endpoint_rows(site.store, window, now, site.long_workloads) if r.model == model]
-    rows = [r for r in every if (r.provider, r.plan) == (provider, plan)]
+    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model, provider=provider, plan=plan)
     configured = [e for e in site.config.endpoints if (e.provider, e.plan, e.model) == (provider, plan, model)]
     if not rows and not configured:
         raise HTTPException(404, f"no endpoint {endpoint_name(provider, plan, model)} has samples or is configured")
@@ -78,7 +77,7 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
     """A model on every endpoint that serves it, one workload at a time."""
     window = window_param(params)
     now = site.now()
-    rows = [r for r in endpoint_rows(site.store, window, now, site.long_workloads) if r.model == model]
+    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model)
     if not rows and not any(e.model == model for e in site.config.endpoints):
         raise HTTPException(404, f"no endpoint serving model {model} has samples or is configured")
     workloads = sorted({r.workload for r in rows})

@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from tokenpace.aggregate import DEFAULT_WINDOW, QUANTILES, WINDOWS, EndpointRow, Figure, endpoint_rows
 from tokenpace.schedule import Status
 from tokenpace.store import Store
+from tokenpace.web.memo import Memo
 
 LABELS = ["provider", "plan", "model", "workload", "simulated"]
 _STATISTICS = ("mean", *(f"p{q}" for q in QUANTILES))
@@ -41,13 +42,15 @@ class LeaderboardCollector(Collector):
         now: Callable[[], datetime],
         status: Callable[[], Status] | None,
         long_workloads: Collection[str] = (),
+        memo: Memo | None = None,
     ) -> None:
         self._store, self._now, self._status, self._long = store, now, status, long_workloads
+        self._memo = memo or Memo(store)
 
     def collect(self) -> Iterator[Metric]:
         window = WINDOWS[DEFAULT_WINDOW]
         now = self._now()
-        rows = endpoint_rows(self._store, window, now, self._long)
+        rows = self._memo.get(("rows", window.name), lambda: endpoint_rows(self._store, window, now, self._long))
         where = f"over the default window ({window.label})"
         speed = GaugeMetricFamily(
             "tokenpace_output_speed_tokens_per_second", f"Output speed {where}", labels=[*LABELS, "statistic"]

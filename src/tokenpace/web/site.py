@@ -13,6 +13,7 @@ from tokenpace.config import Config
 from tokenpace.errors import ConfigError
 from tokenpace.schedule import Status
 from tokenpace.store import Store
+from tokenpace.web.memo import Memo
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Site:
     long_workloads: Collection[str]
     min_samples: int
     env: jinja2.Environment
+    memo: Memo
 
 
 def window_param(params: Mapping[str, str]) -> Window:

@@ -1,0 +1,43 @@
+"""Figures recomputed only when the store has taken something new, or a minute has passed.
+
+A 72 h leaderboard over a million samples takes seconds to compute (bench/aggregate.py), while the page, its
+JSON twin, its CSV and ``/metrics`` ask for the same few figures again and again between two samples. A minute
+at most, because a window's edge moves with the clock and another process may write to the same database.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from tokenpace.store import Store
+
+T = TypeVar("T")
+MAX_AGE_S = 60.0
+MAX_ITEMS = 256  # distinct queries kept; past that the memo starts over rather than track recency
+
+
+class Memo:
+    """``get(key, compute)``: the value computed for ``key`` since the store's last write, else a fresh one."""
+
+    def __init__(self, store: Store, max_age_s: float = MAX_AGE_S) -> None:
+        self._store = store
+        self._max_age_s = max_age_s
+        self._items: dict[Hashable, tuple[int, float, Any]] = {}
+        self._lock = threading.Lock()  # views run on Starlette's thread pool
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        writes = self._store.writes  # read before computing: a write during it makes the next get recompute
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is not None and hit[0] == writes and time.monotonic() - hit[1] < self._max_age_s:
+            value: T = hit[2]
+            return value
+        value = compute()
+        with self._lock:
+            if len(self._items) >= MAX_ITEMS:
+                self._items.clear()
+            self._items[key] = (writes, time.monotonic(), value)
+        return value
