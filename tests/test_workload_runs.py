@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
-from collections.abc import Callable
+import time
+import weakref
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from click.testing import CliRunner
 
-from tokenpace import sim
+from tokenpace import run, sim
 from tokenpace.cli import main
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
@@ -116,3 +121,65 @@ def test_prompts_are_kept_only_when_asked(tmp_path: Path) -> None:
     assert len(plain) == len(kept) == 2
     assert all(s.prompt_fingerprint and s.input_tokens for s in samples)
     assert all("Documents:" in (s.prompt_text or "") for s in kept)
+
+
+@pytest.fixture
+async def refusing_server() -> AsyncIterator[tuple[str, Counter[str]]]:
+    """A server that refuses ``stream_options`` with a 400, as some OpenAI-compatible ones do; counts requests."""
+    sent: Counter[str] = Counter()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if "stream_options" in await request.json():
+            sent["refused"] += 1
+            message = "Unrecognized request argument supplied: stream_options"
+            return web.json_response({"error": {"message": message}}, status=400)
+        sent["served"] += 1
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices":[{"index":0,"delta":{"content":" hi"},"finish_reason":"stop"}]}\n\n')
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1", sent
+    await runner.cleanup()
+
+
+async def test_a_refused_field_is_negotiated_once_per_endpoint(refusing_server: tuple[str, Counter[str]]) -> None:
+    """Under serve each run is a new measure(): only the first of an endpoint may send a refused request."""
+    url, sent = refusing_server
+    endpoint = Endpoint("strict", "m", url)
+    for _ in range(3):
+        (sample,) = (await measure([endpoint], BUILTIN["1k"], Plan(1, 1, FAST, warmup=False))).samples
+        assert sample.ok
+    assert sent == {"refused": 1, "served": 3}  # the budget's worst case allows one refusal per run
+
+
+def test_overlapping_runs_collect_garbage_at_bounded_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that overlap for good would hold collection off for good: one entering late collects first."""
+    monkeypatch.setattr(run, "QUIET_MAX_S", 0.3)
+
+    def cycle() -> weakref.ref[Node]:
+        node = Node()
+        node.me = node  # only the cyclic collector frees it
+        return weakref.ref(node)
+
+    with run._quiet_interpreter():
+        early = cycle()
+        with run._quiet_interpreter():  # entered at once: collection stays off
+            assert early() is not None and not gc.isenabled()
+        time.sleep(0.4)
+        with run._quiet_interpreter():  # past QUIET_MAX_S of quiet: collected on the way in
+            assert early() is None and not gc.isenabled()
+            late = cycle()
+            with run._quiet_interpreter():  # the timer restarted: no second collection yet
+                assert late() is not None
+    assert gc.isenabled()
+
+
+class Node:
+    me: object = None

@@ -18,6 +18,9 @@ from tokenpace.workload import Workload
 
 STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
+# Input tokens allowed per image, high on purpose: gpt-4o-mini bills a 1200x840 image as ~37k tokens and
+# Anthropic ~1.3k, and a worst case must hold for every provider.
+IMAGE_TOKEN_ALLOWANCE = 40_000
 Key = tuple[str, str, str, str]  # provider, plan, model, workload
 
 
@@ -66,9 +69,13 @@ class Job:
         return self.workload.concurrency or 1
 
     def worst_case(self) -> Usage:
-        """requests, requests x input_tokens x 1.05, requests x max_tokens: the most one run can use."""
+        """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens out."""
+        # The first run of an endpoint may send ``width`` requests that refuse an optional field (run.py
+        # resends each without it): they are billed as input perhaps, never as output.
         n, w = self.requests, self.workload
-        return Usage(n, math.ceil(n * w.input_tokens * INPUT_MARGIN), n * w.max_tokens)
+        sent = n + self.width
+        per_request = w.input_tokens * INPUT_MARGIN + (w.image is not None) * IMAGE_TOKEN_ALLOWANCE
+        return Usage(sent, math.ceil(sent * per_request), n * w.max_tokens)
 
 
 def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
@@ -87,8 +94,25 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             every = max(plan.every_s, cadence.every_s or 0.0)
             jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
             requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
-            out.append(Job(e, workload, every, jitter, requests, plan.budget, limit))
+            job = Job(e, workload, every, jitter, requests, plan.budget, limit)
+            _check_budget(config.source, job)
+            out.append(job)
     return out
+
+
+def _check_budget(source: str, job: Job) -> None:
+    """ConfigError when one run's worst case alone exceeds a cap of its plan: that job could never run."""
+    if job.budget is None:
+        return
+    e, need = job.endpoint, job.worst_case()
+    where = f"providers.{e.provider}" + ("" if e.plan == "default" else f".plans.{e.plan}")
+    for name in ("requests", "input_tokens", "output_tokens"):
+        cap, used = getattr(job.budget, name), getattr(need, name)
+        if cap is not None and used > cap:
+            raise ConfigError(
+                f"{source}: {where}: budget.{name} = {cap} is less than one run of workload "
+                f"{job.workload.name} needs ({used}): raise it or leave {job.workload.name} out of schedule.workloads"
+            )
 
 
 def _unit(*parts: object) -> float:

@@ -38,9 +38,11 @@ from tokenpace.workload import Prompt, Workload
 DECODER_SWITCH_INTERVAL_S = 0.0002
 
 
+QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see _quiet_interpreter)
 _quiet_lock = threading.Lock()
 _quiet_runs = 0  # runs overlap under `tokenpace serve`: the first one in quiets, the last one out restores
 _quiet_restore: tuple[bool, float] = (True, 0.005)
+_quiet_since = 0.0  # time.monotonic() of the last collection while quiet
 
 
 @contextlib.contextmanager
@@ -50,14 +52,21 @@ def _quiet_interpreter() -> Iterator[None]:
     A full garbage collection over tens of thousands of chunk records stalled the loop for ~100 ms at 256
     streams (bench/fidelity.py), so collection waits until the run ends; and a short GIL switch interval makes
     the decoder thread hand the GIL back within a fraction of a millisecond when bytes arrive (default 5 ms).
+    Under serve, overlapping runs could keep collection off for good: a run that enters after more than
+    QUIET_MAX_S without one collects first, one bounded pause every five minutes at worst rather than
+    unbounded memory.
     """
-    global _quiet_runs, _quiet_restore
+    global _quiet_runs, _quiet_restore, _quiet_since
     with _quiet_lock:
         if _quiet_runs == 0:
             gc.collect()
             _quiet_restore = (gc.isenabled(), sys.getswitchinterval())
             gc.disable()
             sys.setswitchinterval(DECODER_SWITCH_INTERVAL_S)
+            _quiet_since = time.monotonic()
+        elif _quiet_restore[0] and time.monotonic() - _quiet_since > QUIET_MAX_S:  # (only if it was on before)
+            gc.collect()
+            _quiet_since = time.monotonic()
         _quiet_runs += 1
     try:
         yield
@@ -74,6 +83,11 @@ def _yield_to_the_loop() -> None:
     """Lowest CPU priority for the decoder thread, so on a busy core the kernel runs the timing loop first."""
     with contextlib.suppress(AttributeError, OSError):  # not every platform lets a thread change its own
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
+# Optional request fields each endpoint refused, for the life of the process: under serve every run would
+# otherwise send a refused request first (billed perhaps, never a sample). Job.worst_case allows for it per run.
+_refused: dict[Endpoint, Failure] = {}
 
 
 class SampleSink(Protocol):
@@ -138,19 +152,17 @@ async def _measure_endpoint(
         if plan.warmup:
             await warm(session, proto.warm_url(endpoint), requests[0].headers, pool)
 
-        refused: list[Failure] = []  # optional request fields this endpoint turned down
-
         async def one(i: int, group: str | None = None) -> None:
             rec = Recording()
             request = requests[i]
-            if refused:  # built before the clock starts, like every request
-                request = proto.without_extras(request, refused[0]) or request
+            if (refused := _refused.get(endpoint)) is not None:  # built before the clock starts, like every request
+                request = proto.without_extras(request, refused) or request
             started = datetime.now(UTC)
             try:
                 await record(session, request, plan.timeouts, rec, proto.has_token)
                 if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
                     # A negotiation, not a measurement: ask again without the refused field, clock restarted.
-                    refused[:] = [rec.failure]
+                    _refused[endpoint] = rec.failure
                     rec, started = Recording(), datetime.now(UTC)
                     await record(session, plain, plan.timeouts, rec, proto.has_token)
             finally:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import math
 import time
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +23,7 @@ from tokenpace.cadence import Job, Key, Usage, jobs, next_due, stale_after
 from tokenpace.corpus import Corpus
 from tokenpace.errors import StoreError
 from tokenpace.run import Plan, measure
+from tokenpace.sample import Sample
 from tokenpace.settings import Budget
 from tokenpace.store import Store
 
@@ -44,7 +45,18 @@ def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
         (provider, plan, since),
     )
     count, input_tokens, output_tokens = rows[0]
-    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0))
+    # Samples whose write failed (a full disk) were spent all the same. Read after the query, which ran after
+    # every write queued before it, so a failure of those is in the list by now.
+    unsaved = [s for s in list(store.unsaved) if s.endpoint.provider == provider and s.endpoint.plan == plan]
+    lost = sum((_spent(s) for s in unsaved if s.started_at.timestamp() >= since), Usage())
+    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0)) + lost
+
+
+def _spent(s: Sample) -> Usage:
+    """One sample's use, counted as usage() counts a stored one."""
+    m = s.metrics
+    input_tokens = m.provider_input_tokens if m.provider_input_tokens is not None else s.input_tokens or 0
+    return Usage(1, input_tokens, max(m.output_tokens, m.provider_output_tokens or 0))
 
 
 def last_started(store: Store, job: Job) -> float | None:
@@ -85,8 +97,9 @@ class BudgetStatus:
     plan: str
     budget: Budget
     used: Usage  # over the 24 h before the last check
-    skipped: int  # runs skipped because they would not fit: above 0, the cap bit
+    skipped: int  # runs skipped because they would not fit, since the sampler started: above 0, the cap bit
     last_skip: datetime | None
+    recent_skips: int = 0  # of those, the ones in the last 24 h: above 0, the cap still bites
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +155,7 @@ class Sampler:
         self._used: dict[tuple[str, str], Usage] = {}
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._last_skip: dict[tuple[str, str], float] = {}
+        self._skips: dict[tuple[str, str], deque[float]] = defaultdict(deque)  # times, the last 24 h's only
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
 
@@ -220,6 +234,10 @@ class Sampler:
             return True
         self._skipped[plan] += 1
         self._last_skip[plan] = now
+        skips = self._skips[plan]
+        skips.append(now)
+        while skips[0] < now - DAY_S:  # only the last 24 h's are asked for
+            skips.popleft()
         log.info("skipped %s: the %s:%s budget has no room for it in this 24 h", job.name, *plan)
         return False
 
@@ -229,6 +247,10 @@ class Sampler:
                 await self.run_job(job)
             except Exception as exc:  # one broken endpoint or failed write must not stop the others
                 log.warning("scheduled run %s failed: %s", job.name, " ".join(str(exc).split()) or type(exc).__name__)
+            try:  # a failed write keeps its sample in store.unsaved, where usage() still counts it
+                await self._read(self.store.flush)
+            except StoreError as exc:
+                log.warning("after %s: %s", job.name, exc)
             before = self._last.get(job.key)
             try:
                 last = await self._read(partial(last_started, self.store, job))
@@ -270,15 +292,25 @@ class Sampler:
             self._wake.clear()
             await self._nap_until(left)
 
+    def _recent_skips(self, plan: tuple[str, str], now: float) -> int:
+        """Skips of the plan in the 24 h before ``now`` (reads a copy: the page may ask from another thread)."""
+        return sum(t >= now - DAY_S for t in tuple(self._skips.get(plan, ())))
+
     def status(self) -> Status:
         """Each job's next due time and last start, and each budget's use and skips (as of its last check)."""
         job_states = tuple(
             JobStatus(j, _utc(self._due.get(j.key)), j.key in self._running, _utc(self._last.get(j.key)))
             for j in self.jobs
         )
+        now = self.clock.now()
         budgets = tuple(
             BudgetStatus(
-                *plan, cap, self._used.get(plan, Usage()), self._skipped[plan], _utc(self._last_skip.get(plan))
+                *plan,
+                cap,
+                self._used.get(plan, Usage()),
+                self._skipped[plan],
+                _utc(self._last_skip.get(plan)),
+                self._recent_skips(plan, now),
             )
             for plan, cap in self._budgets.items()
         )
