@@ -10,18 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace.aggregate import (
-    WINDOWS,
-    EndpointRow,
-    endpoint_rows,
-    model_rows,
-    model_series,
-    series,
-)
+from tokenpace.aggregate import WINDOWS, EndpointRow, endpoint_rows, model_rows
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.metrics import percentile
 from tokenpace.sample import Sample, make_sample
+from tokenpace.series import model_series, series
 from tokenpace.store import Store, open_store
 from tokenpace.timing import Event, EventKind, Timeline
 

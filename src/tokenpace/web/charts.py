@@ -7,10 +7,11 @@ WebGL ones: they draw in any browser, including a headless one without a GPU.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tokenpace.aggregate import Point
+from tokenpace.series import Point
 
 # (element id, title): the page lays out one box per chart and the JSON block is keyed by the same ids.
 TITLES: tuple[tuple[str, str], ...] = (
@@ -44,7 +45,8 @@ def figures(groups: Mapping[str, Sequence[Point]]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, (attr, unit) in _METRICS.items():
         lines, boxes = [], []
-        for name, points in groups.items():
+        for group, points in groups.items():
+            name = html.escape(group)  # Plotly reads <b>, <br> and <a href> in trace names as markup
             shown = [(p.started_at.isoformat(), getattr(p, attr)) for p in points if p.ok]
             shown = [(t, v) for t, v in shown if v is not None]
             xs, ys = [t for t, _ in shown], [v for _, v in shown]

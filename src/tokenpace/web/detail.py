@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
-from tokenpace.aggregate import Point, endpoint_name, endpoint_rows, model_rows, model_series, series
+from tokenpace.aggregate import endpoint_name, endpoint_rows, model_rows
+from tokenpace.series import Point, model_series, series
 from tokenpace.web import charts
 from tokenpace.web.render import Page, endpoint_path, model_path
 from tokenpace.web.site import Site, window_menu, window_param
