@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from collections.abc import Iterator
@@ -14,15 +15,16 @@ import pytest
 from rich.console import Console
 
 from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put
-from tokenpace import sim
-from tokenpace.aggregate import EndpointRow
+from tokenpace import config, sim
+from tokenpace.aggregate import EndpointRow, Figure
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.errors import ConfigError
 from tokenpace.failures import ErrorKind
-from tokenpace.leaderboard import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table
+from tokenpace.leaderboard import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table, rules
 from tokenpace.report import print_board
 from tokenpace.run import Plan, measure
+from tokenpace.schedule import jobs
 from tokenpace.store import Store, open_store
 from tokenpace.workload import Workload
 
@@ -132,6 +134,9 @@ def test_csv_table_has_one_row_per_entry_under_its_header(filled: Store) -> None
     assert out.getvalue().count("\n") == 5
 
 
+_EMPTY = Figure(0, None, None, None, None, None, None)
+
+
 def test_query_from_params_and_back() -> None:
     q = Query.from_params({"sort": "ttft", "workload": "10k", "provider": "groq", "plan": "", "window": "24h"})
     assert q == Query(window="24h", workload="10k", provider="groq", sort="ttft")
@@ -143,6 +148,28 @@ def test_query_from_params_and_back() -> None:
     assert configured.min_samples == 5 and configured.params() == ""
     assert configured.params(min_samples=2) == "min_samples=2"
     assert Query.from_params({"min_samples": "0", "unknown": "x"}).min_samples == 0
+    elsewhere = Query.from_params({}, workload="short")  # a config that does not schedule 1k
+    assert elsewhere.workload == "short" and elsewhere.params() == ""
+    assert elsewhere.params(workload="1k") == "workload=1k"
+
+
+def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
+    path = tmp_path / "serve.toml"
+    path.write_text(
+        '[providers.demo]\nsimulate = { ttft_ms = 5 }\nevery = "1h"\n'
+        '[schedule]\nworkloads = ["10k", "100k"]\nmin_samples = 5\njitter = 0.1\n'
+        '[schedule.every]\n"10k" = "plan"\n'
+    )
+    cfg = config.load(path)
+    found = rules(cfg, jobs(cfg, cfg.endpoints))
+    assert (found.workload, found.long_workloads, found.min_samples) == ("10k", frozenset({"100k"}), 5)
+    row = EndpointRow(
+        "demo", "default", "sim", "10k", "openai-chat", True, samples=1, failures=0, success_rate=1.0,
+        output_speed=_EMPTY, ttft_ms=_EMPTY, e2e_ms=_EMPTY, first_at=None, last_at=None, window_s=0, errors=(),
+    )  # fmt: skip
+    assert found.stale_after(row) == pytest.approx(2 * 3600 * 1.1)
+    assert found.stale_after(dataclasses.replace(row, model="other")) is None
+    assert rules(config.Config(), []).workload == "1k"
 
 
 @pytest.mark.parametrize(
@@ -152,6 +179,7 @@ def test_query_from_params_and_back() -> None:
         ({"window": "1h"}, "window '1h': use one of 24h, 72h, 7d"),
         ({"order": "up"}, "order 'up': use one of asc, desc"),
         ({"min_samples": "-1"}, "min_samples '-1': use a whole number of samples, 0 or more"),
+        ({"min_samples": "²"}, "min_samples '²': use a whole number of samples, 0 or more"),
     ],
 )
 def test_bad_query_values_say_what_to_use(params: dict[str, str], message: str) -> None:

@@ -9,6 +9,7 @@ import html
 import io
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tokenpace import schedule
+from tokenpace.errors import StoreError
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.sample import make_sample
 from tokenpace.settings import Budget, PlanSettings
@@ -178,7 +180,7 @@ def test_names_with_script_are_escaped_everywhere(client: TestClient, filled: tu
         assert EVIL not in r.text and "<script>alert" not in r.text, url
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text, url
     names = {t["name"] for t in _chart_figures(client.get(model_path(evil.model)).text)["chart-speed"]["data"]}
-    assert names == {evil.name}  # escaped in the page's JSON block, intact once parsed
+    assert names == {html.escape(evil.name)}  # escaped for Plotly, which reads markup in trace names
     for url in ("/leaderboard.json", endpoint_path(evil.provider, evil.plan, evil.model) + ".json", "/health"):
         assert client.get(url).headers["content-type"] == "application/json"  # never sniffed as HTML
     for url in ("/leaderboard.csv", "/samples.csv"):
@@ -230,7 +232,8 @@ def test_health_and_metrics(client: TestClient, filled: tuple[Store, Fleet]) -> 
     health = client.get("/health").json()
     count = store.query("SELECT COUNT(*) FROM samples")[0][0]
     assert health["ok"] is True and health["store"] == {
-        "reachable": True, "samples": count, "last_sample_age_s": pytest.approx(health["store"]["last_sample_age_s"])
+        "reachable": True, "samples": count, "unsaved": 0,
+        "last_sample_age_s": pytest.approx(health["store"]["last_sample_age_s"]),
     }  # fmt: skip
     assert 0 <= health["store"]["last_sample_age_s"] < 600 and health["scheduler"]["running"] is False
     families = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
@@ -256,8 +259,11 @@ def test_plotly_and_our_static_files_are_served(client: TestClient) -> None:
 
 def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> None:
     store, fleet = filled
-    # A real sampler whose plan allows one request a day: the store already holds more, so it skips.
-    budgeted = dataclasses.replace(fleet.config, plans={("fastco", "default"): PlanSettings(budget=Budget(requests=1))})
+    # A real sampler whose plan allows two requests a day (one run's worst case: a request and a possible
+    # renegotiation): the store already holds more, so it skips.
+    only_1k = dataclasses.replace(fleet.config.schedule, workloads=("1k",))
+    plans = {("fastco", "default"): PlanSettings(budget=Budget(requests=2))}
+    budgeted = dataclasses.replace(fleet.config, plans=plans, schedule=only_1k)
     sampler = schedule.Sampler(schedule.jobs(budgeted, [fleet.fast]), store, clock=_Jumping(), inline_reads=True)
 
     async def until_skipped() -> None:
@@ -283,7 +289,7 @@ def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> Non
         metrics = {f.name: f for f in text_string_to_metric_families(c.get("/metrics").text)}
         assert metrics["tokenpace_budget_skipped_runs"].samples[0].value >= 1
         health = c.get("/health").json()
-        assert health["scheduler"]["running"] is True and health["scheduler"]["jobs"] == 5
+        assert health["scheduler"]["running"] is True and health["scheduler"]["jobs"] == 1
         due = c.get("/methodology.json").json()["jobs"]
         assert all(j["next_due"] is not None for j in due)
 
@@ -320,7 +326,9 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
         assert "No samples for workload 1k" in c.get("/").text
         assert "No samples of this endpoint" in c.get(endpoint_path("fastco", "default", "sim-fast")).text
         assert c.get("/methodology").status_code == 200 and c.get("/metrics").status_code == 200
-        assert c.get("/health").json()["store"] == {"reachable": True, "samples": 0, "last_sample_age_s": None}
+        assert c.get("/health").json()["store"] == {
+            "reachable": True, "samples": 0, "last_sample_age_s": None, "unsaved": 0
+        }  # fmt: skip
         store.close()
         r = c.get("/health")
         assert r.status_code == 503 and r.json()["ok"] is False and "closed" in r.json()["store"]["error"]
@@ -339,3 +347,18 @@ def test_pages_show_a_sample_as_soon_as_it_is_stored(filled: tuple[Store, Fleet]
         store.flush()
         (entry,) = c.get("/leaderboard.json").json()["entries"]
         assert (entry["samples"], entry["failures"]) == (1, 1)
+
+
+def test_health_is_not_ok_while_writes_fail(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
+    _, fleet = filled
+    with open_store(str(tmp_path / "full.db")) as store, TestClient(create_app(store, fleet.config)) as c:
+        with sqlite3.connect(tmp_path / "full.db") as other:  # another process takes the table away
+            other.execute("DROP TABLE samples")
+        failure = Failure(ErrorKind.HTTP_ERROR, "overloaded", 503)
+        timeline = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=1000, events=(), failure=failure)
+        store.add_sample(make_sample("run", fleet.slow, "1k", datetime.now(UTC), timeline))
+        with pytest.raises(StoreError):
+            store.flush()
+        r = c.get("/health")
+        assert r.status_code == 503 and r.json()["ok"] is False
+        store.unsaved.clear()  # so that closing the store does not write a rescue file here

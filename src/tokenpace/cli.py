@@ -401,8 +401,9 @@ def sim_command(
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option(
-    "--grace", default=30.0, show_default=True, type=click.FloatRange(min=0),
-    help="Seconds runs in flight may take to finish after SIGINT/SIGTERM before they are cancelled.",
+    "--grace", default=5.0, show_default=True, type=click.FloatRange(min=0),
+    help="Seconds runs in flight may take to finish after SIGINT/SIGTERM; then they are stored as cancelled "
+    "(keep it under your supervisor's stop timeout: docker's is 10 s).",
 )  # fmt: skip
 def serve_command(config_path: Path | None, host: str, port: int, db: str | None, grace: float) -> None:
     """Measure endpoints on a schedule and publish the leaderboard at http://HOST:PORT (Ctrl-C stops).
@@ -416,7 +417,11 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     cfg = config.load(config_path) if config_path is not None else None
     sock = service.listen(host, port)
     bound_port = sock.getsockname()[1]
-    store = open_store(db)
+    try:
+        store = open_store(db)
+    except TokenpaceError:
+        sock.close()
+        raise
 
     def ready(jobs: Sequence[Any]) -> None:
         shown = "localhost" if host in ("127.0.0.1", "::1") else host
@@ -438,46 +443,47 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
 
 
 @main.command("leaderboard")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="For cadences.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="As served.")
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option("--window", default="72h", show_default=True, help="72h (median), 24h (mean) or 7d (median).")
-@click.option("-w", "--workload", default="1k", show_default=True)
+@click.option("-w", "--workload", help="Default: 1k, or the config's first scheduled workload.")
 @click.option("--provider", help="Only this provider.")
 @click.option("--plan", help="Only this plan.")
 @click.option("--sort", default="speed", show_default=True, help="speed, ttft, e2e, success, samples or name.")
 @click.option("--order", type=click.Choice(["asc", "desc"]), help="Default: the column's natural order.")
-@click.option("--min-samples", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option("--min-samples", type=click.IntRange(min=0), help="Rank only with this many (default: the config's, 3).")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON (as /leaderboard.json).")
 def leaderboard_command(
     config_path: Path | None,
     db: str | None,
     window: str,
-    workload: str,
+    workload: str | None,
     provider: str | None,
     plan: str | None,
     sort: str,
     order: str | None,
-    min_samples: int,
+    min_samples: int | None,
     as_json: bool,
 ) -> None:
-    """Print the leaderboard from the store: the same table, sorting and filters as the web page."""
+    """Print the leaderboard from the store: the same table, sorting and filters as the web page.
+
+    With the config `tokenpace serve` runs, staleness, long windows and the ranking minimum are the page's.
+    """
     from datetime import UTC, datetime
 
     from tokenpace import leaderboard, schedule
 
-    params = {"window": window, "workload": workload, "sort": sort, "provider": provider, "plan": plan}
-    params |= {"order": order} if order else {}
-    query = leaderboard.Query.from_params({k: v for k, v in params.items() if v}, min_samples=min_samples)
     cfg = config.load(config_path) if config_path is not None else config.Config()
-    stale = {j.key: schedule.stale_after(j) for j in schedule.jobs(cfg, cfg.endpoints)}
+    rules = leaderboard.rules(cfg, schedule.jobs(cfg, cfg.endpoints))
+    given = {"window": window, "workload": workload, "sort": sort, "provider": provider, "plan": plan, "order": order}
+    given |= {"min_samples": str(min_samples)} if min_samples is not None else {}
+    query = leaderboard.Query.from_params(
+        {k: v for k, v in given.items() if v}, min_samples=rules.min_samples, workload=rules.workload
+    )
     store = open_store(db)
     try:
-        board = leaderboard.board(
-            store,
-            query,
-            datetime.now(UTC),
-            stale_after=lambda r: stale.get((r.provider, r.plan, r.model, r.workload)),
-        )
+        now = datetime.now(UTC)
+        board = leaderboard.board(store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads)
     finally:
         _close(store)
     if as_json:

@@ -75,6 +75,11 @@ Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "ant
 PROTOCOLS: tuple[str, ...] = typing.get_args(Protocol)
 
 
+def plan_name(provider: str, plan: str) -> str:
+    """``provider``, or ``provider:plan`` for any plan but the default: how plans and endpoints are named."""
+    return provider if plan == "default" else f"{provider}:{plan}"
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """Where and how to reach one model; holds the name of the key's variable, never the key."""
@@ -90,8 +95,7 @@ class Endpoint:
 
     @property
     def name(self) -> str:
-        plan = "" if self.plan == "default" else f":{self.plan}"
-        return f"{self.provider}{plan}/{self.model}"
+        return f"{plan_name(self.provider, self.plan)}/{self.model}"
 
     def api_key(self) -> str | None:
         """The key from the environment, or None when no variable is configured."""

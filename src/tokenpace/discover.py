@@ -24,6 +24,10 @@ import aiohttp
 from tokenpace.config import Endpoint
 from tokenpace.presets import PRESETS, Preset
 
+# What a discovered endpoint is measured on. Not vision: most presets' default models and llama-server without
+# a projector take no images. Not 100k: small local models lack the context, and a CPU server would spend
+# hours on the prefill. A config file schedules both where the models take them.
+WORKLOADS = ("1k", "10k", "parallel")
 PROBE_TIMEOUT_S = 1.0  # a local server answers its model list in milliseconds; nothing there refuses at once
 
 

@@ -26,8 +26,12 @@ from tokenpace.aggregate import (
     model_rows,
     present,
 )
+from tokenpace.cadence import Job, stale_after
+from tokenpace.config import Config
 from tokenpace.errors import ConfigError
 from tokenpace.store import Store
+
+LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
 
 Order = Literal["asc", "desc"]
 # Sort key -> its natural order: fastest, quickest, most reliable, most measured first; names A to Z.
@@ -39,8 +43,9 @@ SORTS: dict[str, Order] = {
     "samples": "desc",
     "name": "asc",
 }
-_METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
-# The columns every view shows, in this order: (key, label); sortable keys are those in SORTS.
+METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
+# The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
+# keys are those in SORTS.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("rank", "#"),
     ("name", "Endpoint"),
@@ -70,7 +75,9 @@ class Query:
     sort: str = "speed"
     order: Order | None = None  # None: the column's natural order (SORTS)
     min_samples: int = 3
-    default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)  # what params() omits
+    # What params() leaves out of links: the running config's own defaults.
+    default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)
+    default_workload: str = dataclasses.field(default="1k", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _one_of("window", self.window, WINDOWS)
@@ -81,21 +88,25 @@ class Query:
             raise ConfigError(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str], min_samples: int = 3) -> Query:
-        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one ConfigError line."""
+    def from_params(cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k") -> Query:
+        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one ConfigError line.
+
+        ``min_samples`` and ``workload`` are the defaults: the config's minimum and its first scheduled workload.
+        """
         get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
         raw_min = get.get("min_samples") or str(min_samples)
-        if not raw_min.isdigit():
+        if not (raw_min.isascii() and raw_min.isdigit()):  # isdigit alone takes "²", which int() refuses
             raise ConfigError(f"min_samples {raw_min!r}: use a whole number of samples, 0 or more")
         return cls(
             window=get.get("window") or DEFAULT_WINDOW,
-            workload=get.get("workload") or "1k",
+            workload=get.get("workload") or workload,
             provider=get.get("provider") or None,
             plan=get.get("plan") or None,
             sort=get.get("sort") or "speed",
             order=cast(Order | None, get.get("order") or None),  # checked by __post_init__
             min_samples=int(raw_min),
             default_min_samples=min_samples,
+            default_workload=workload,
         )
 
     @property
@@ -106,13 +117,38 @@ class Query:
     def params(self, **changes: Any) -> str:
         """URL query string (no leading "?") of this query with ``changes``, non-default values only."""
         q = dataclasses.replace(self, **changes)
-        base = Query(min_samples=self.default_min_samples)
+        base = Query(min_samples=self.default_min_samples, workload=self.default_workload)
         pairs = [
             (f.name, getattr(q, f.name))
             for f in dataclasses.fields(Query)
             if f.compare and getattr(q, f.name) != getattr(base, f.name)
         ]
         return urlencode([(k, str(v)) for k, v in pairs if v is not None])
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What a board takes from the running configuration; the page, the JSON and the terminal share it."""
+
+    min_samples: int
+    workload: str  # shown when none is asked for: 1k where it is scheduled, else the first scheduled
+    long_workloads: frozenset[str]
+    stale_s: Mapping[tuple[str, str, str, str], float]  # per job key: silence longer than this is stale
+
+    def stale_after(self, row: EndpointRow) -> float | None:
+        return self.stale_s.get((row.provider, row.plan, row.model, row.workload))
+
+
+def rules(config: Config, jobs: Collection[Job]) -> Rules:
+    """The board's rules for a config and the jobs sampling it (staleness: cadence.stale_after of each)."""
+    scheduled = config.schedule.workloads
+    long = {w for w in scheduled if config.workload(w).input_tokens >= LONG_CONTEXT_TOKENS}
+    return Rules(
+        min_samples=config.schedule.min_samples,
+        workload="1k" if "1k" in scheduled or not scheduled else scheduled[0],
+        long_workloads=frozenset(long),
+        stale_s={j.key: stale_after(j) for j in jobs},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +175,8 @@ class Board:
 
 def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
     """What a sort key reads from a row: a headline figure, success rate, sample count or name."""
-    if sort in _METRIC_OF:
-        return row.figure(_METRIC_OF[sort]).headline(statistic)
+    if sort in METRIC_OF:
+        return row.figure(METRIC_OF[sort]).headline(statistic)
     return {"success": row.success_rate, "samples": row.samples, "name": row.name}[sort]
 
 
@@ -185,6 +221,7 @@ def board(
         limit = stale_after(r)
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
         entries.append(Entry(r, rank if rankable else None, too_few, stale))
+    # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
     models = model_rows(rows, window.statistic, min_samples=query.min_samples)
     menus = present(store, window, now, long_workloads)
     return Board(

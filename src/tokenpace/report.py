@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tokenpace.leaderboard import COLUMNS, Board, Entry
+from tokenpace.leaderboard import COLUMNS, METRIC_OF, Board, Entry
 from tokenpace.run import RunResult
 from tokenpace.sample import Sample
 from tokenpace.summary import FIGURES, Summary, summarise
@@ -63,7 +63,7 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "name":
         return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "")
     if key in ("speed", "ttft", "e2e"):
-        figure = r.figure({"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}[key])
+        figure = r.figure(METRIC_OF[key])
         return f"{_fmt(figure.headline(statistic))} [dim](n={figure.n})[/]"
     if key == "success":
         return "-" if r.success_rate is None else f"{r.success_rate:.0%}"
@@ -80,7 +80,8 @@ def print_board(console: Console, board: Board) -> None:
     title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in COLUMNS:
-        table.add_column(label, justify="left" if key in ("name", "last") else "right")
+        # Names fold rather than truncate: a cut name could be another endpoint's.
+        table.add_column(label, justify="left" if key in ("name", "last") else "right", overflow="fold")
     for e in board.entries:
         table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
     console.print(table)

@@ -24,16 +24,14 @@ from pathlib import Path
 import uvicorn
 
 from tokenpace import config as config_file
-from tokenpace import discover, schedule, sim
-from tokenpace.aggregate import EndpointRow
+from tokenpace import discover, schedule, sim, tokens
 from tokenpace.clients import protocol_for
 from tokenpace.config import Config, Endpoint
 from tokenpace.corpus import load_corpus
-from tokenpace.errors import ConfigError
+from tokenpace.errors import ConfigError, TokenpaceError
+from tokenpace.settings import ScheduleSettings
 from tokenpace.store import Store
 from tokenpace.web.app import create_app
-
-LONG_CONTEXT_TOKENS = 100_000  # Artificial Analysis's long-context workloads get the 14-day window
 
 
 def default_config() -> Config:
@@ -50,7 +48,9 @@ async def resolve(
         return cfg, (f"measuring the {len(cfg.endpoints)} endpoints of {cfg.source}",)
     found = await discover.discover(env, skip_ports=skip_ports)
     if found.endpoints:
-        return dataclasses.replace(config_file.Config(), endpoints=found.endpoints, source="discovery"), found.notes
+        only = ScheduleSettings(workloads=discover.WORKLOADS)
+        discovered = config_file.Config(endpoints=found.endpoints, source="discovery", schedule=only)
+        return discovered, (*found.notes, f"workloads: {', '.join(discover.WORKLOADS)} (a config file can add more)")
     why = "no config, no provider key set and no local server answering: measuring simulated endpoints"
     return default_config(), (why,)
 
@@ -81,11 +81,6 @@ class _Server(uvicorn.Server):
         yield
 
 
-def long_workloads(cfg: Config, jobs: list[schedule.Job]) -> frozenset[str]:
-    """Workloads whose prompts reach the long-context size."""
-    return frozenset(j.workload.name for j in jobs if j.workload.input_tokens >= LONG_CONTEXT_TOKENS)
-
-
 async def _start_simulators(cfg: Config, stack: contextlib.AsyncExitStack) -> list[Endpoint]:
     """The config's endpoints, simulated ones pointed at a simulator started for their provider."""
     roots: dict[str, str] = {}
@@ -105,7 +100,7 @@ async def serve(
     store: Store,
     sock: socket.socket,
     *,
-    grace_s: float = 30.0,
+    grace_s: float = 5.0,
     ready: Callable[[list[schedule.Job]], None] | None = None,
 ) -> None:
     """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM."""
@@ -115,22 +110,17 @@ async def serve(
         for e in endpoints:
             e.api_key()  # a missing key variable is one line now, not a column of failed samples later
         jobs = schedule.jobs(cfg, endpoints)
+        await loop.run_in_executor(None, tokens.preload)  # loading the vocabulary takes a second: not on the loop
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
         sampler = schedule.Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
-        by_key = {j.key: schedule.stale_after(j) for j in jobs}
-
-        def stale_after(row: EndpointRow) -> float | None:
-            return by_key.get((row.provider, row.plan, row.model, row.workload))
-
-        app = create_app(
-            store, cfg, status=sampler.status, stale_after=stale_after, long_workloads=long_workloads(cfg, jobs)
-        )
+        app = create_app(store, cfg, status=sampler.status)
         server = _Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
 
         def stop() -> None:
             if server.should_exit:  # the second signal: no more waiting
                 server.force_exit = True
                 sampler.stop(grace_s=0)
+                return
             server.should_exit = True
             sampler.stop()
 
@@ -139,6 +129,9 @@ async def serve(
         stack.callback(lambda: [loop.remove_signal_handler(s) for s in (signal.SIGINT, signal.SIGTERM)])
         if ready is not None:
             ready(jobs)
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(server.serve(sockets=[sock]))
-            tg.create_task(sampler.run())
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(server.serve(sockets=[sock]))
+                tg.create_task(sampler.run())
+        except* TokenpaceError as group:  # one line for the user, as everywhere else, not an exception group
+            raise group.exceptions[0] from None

@@ -7,7 +7,7 @@ No compression middleware for the same reason (gzip would run on the loop); plot
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -21,7 +21,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tokenpace import schedule
+from tokenpace import leaderboard, schedule
 from tokenpace.aggregate import EndpointRow
 from tokenpace.config import Config
 from tokenpace.errors import ConfigError, StoreError
@@ -37,28 +37,6 @@ CACHE = {"Cache-Control": "public, max-age=86400"}  # plotly.min.js is 4.8 MB: f
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _stale_from_jobs(config: Config, status: Callable[[], Status] | None) -> Callable[[EndpointRow], float | None]:
-    """Staleness from the schedule: the sampler's own jobs when it runs, else the jobs the config describes.
-
-    A sampler's jobs are fixed for its life, so they are read once, on the first page that needs them.
-    """
-    by_key: dict[tuple[str, str, str, str], float] = {}
-    loaded = False
-
-    def stale_after(row: EndpointRow) -> float | None:
-        nonlocal loaded
-        if not loaded:
-            try:
-                jobs = [j.job for j in status().jobs] if status else schedule.jobs(config, config.endpoints)
-            except ConfigError:
-                jobs = []  # a config the sampler would refuse has no cadence to be late for
-            by_key.update((j.key, schedule.stale_after(j)) for j in jobs)
-            loaded = True
-        return by_key.get((row.provider, row.plan, row.model, row.workload))
-
-    return stale_after
 
 
 def _plotly_js() -> Path:
@@ -155,9 +133,17 @@ def create_app(
     status: Callable[[], Status] | None = None,
     now: Callable[[], datetime] = _utcnow,
     stale_after: Callable[[EndpointRow], float | None] | None = None,
-    long_workloads: Collection[str] = (),
 ) -> Starlette:
-    """The leaderboard app over a store; ``status`` is the running sampler's, when there is one."""
+    """The leaderboard app over a store; ``status`` is the running sampler's, when there is one.
+
+    Staleness follows the sampler's jobs, or without a sampler the jobs the config describes; ``stale_after``
+    replaces that rule.
+    """
+    try:
+        jobs = [j.job for j in status().jobs] if status else schedule.jobs(config, config.endpoints)
+    except ConfigError:
+        jobs = []  # a config the sampler would refuse has no cadence to be late for
+    rules = leaderboard.rules(config, jobs)
     board_page, board_json = _twin(board.leaderboard_page)
     method_page, method_json = _twin(methodology.methodology_page)
     plotly_js = _plotly_js()
@@ -182,12 +168,13 @@ def create_app(
         config=config,
         status=status,
         now=now,
-        stale_after=stale_after or _stale_from_jobs(config, status),
-        long_workloads=frozenset(long_workloads),
-        min_samples=board.min_samples(config),
+        stale_after=stale_after or rules.stale_after,
+        long_workloads=rules.long_workloads,
+        min_samples=rules.min_samples,
+        default_workload=rules.workload,
         env=render.environment(),
         memo=Memo(store),
     )
-    collector = prom.LeaderboardCollector(store, now, status, long_workloads, app.state.site.memo)
+    collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, app.state.site.memo)
     app.state.registry = prom.registry(collector)
     return app

@@ -9,7 +9,6 @@ from typing import Any
 
 from tokenpace import leaderboard
 from tokenpace.aggregate import WINDOWS
-from tokenpace.config import Config
 from tokenpace.schedule import BudgetStatus
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
@@ -30,10 +29,6 @@ COLUMNS = (
 _ARROWS = {"asc": "▲", "desc": "▼"}
 _SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time", "success": "success rate",
               "samples": "sample count", "name": "endpoint name"}  # fmt: skip
-
-
-def min_samples(config: Config) -> int:
-    return config.schedule.min_samples
 
 
 def _href(query: leaderboard.Query, **changes: Any) -> str:
@@ -59,12 +54,13 @@ def _headers(query: leaderboard.Query) -> list[dict[str, str]]:
 
 def _query(site: Site, params: Mapping[str, str]) -> leaderboard.Query:
     # An empty select ("all providers") arrives as provider=; it means no filter.
-    return leaderboard.Query.from_params({k: v for k, v in params.items() if v}, min_samples=site.min_samples)
+    given = {k: v for k, v in params.items() if v}
+    return leaderboard.Query.from_params(given, min_samples=site.min_samples, workload=site.default_workload)
 
 
 def _budgets(site: Site) -> list[BudgetStatus]:
-    """The plans whose budget cap made the sampler skip a run: shown so a gap in the data is explained."""
-    return [] if site.status is None else [b for b in site.status().budgets if b.skipped > 0]
+    """The plans whose budget cap made the sampler skip a run in the last 24 h: shown while the cap bites."""
+    return [] if site.status is None else [b for b in site.status().budgets if b.recent_skips > 0]
 
 
 def _menus(board: leaderboard.Board) -> list[dict[str, object]]:

@@ -14,6 +14,7 @@ from tokenpace import metrics, schedule
 from tokenpace.aggregate import WINDOWS
 from tokenpace.errors import ConfigError
 from tokenpace.tokens import ENCODING
+from tokenpace.web import render
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
@@ -44,7 +45,7 @@ NOT_MEASURED = (
 
 def human(seconds: float) -> str:
     """An interval in the largest whole unit: 600 -> "10 min", 14400 -> "4 h", 604800 -> "7 d"."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+    for unit, size in render.UNITS:
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds:.0f} s"

@@ -113,5 +113,7 @@ def health(store: Store, scheduler: Mapping[str, Any] | None, now: datetime) -> 
     else:
         age = None if last is None else round(epoch(now) - float(last), 3)
         facts["store"] = {"reachable": True, "samples": int(count), "last_sample_age_s": age}
-    ok = facts["store"]["reachable"] and (scheduler is None or bool(scheduler.get("running")))
+    # Samples whose write failed are held in memory, not lost, but a store that refuses writes is not well.
+    facts["store"]["unsaved"] = len(store.unsaved)
+    ok = facts["store"]["reachable"] and not store.unsaved and (scheduler is None or bool(scheduler.get("running")))
     return ok, {"ok": ok, **facts}

@@ -20,6 +20,7 @@ import jinja2
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from tokenpace import __version__
+from tokenpace.config import plan_name
 
 DASH = "—"
 
@@ -54,12 +55,10 @@ def fmt(value: float | None, kind: str = "num") -> str:
     """A figure for a table cell: tok/s with one decimal below 100, ms whole, ``s`` converts ms to seconds."""
     if value is None:
         return DASH
-    if kind == "ms":
+    if kind in ("ms", "int"):
         return f"{value:,.0f}"
     if kind == "s":
         return f"{value / 1000:,.2f}"
-    if kind == "int":
-        return f"{value:,.0f}"
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
 
 
@@ -71,10 +70,13 @@ def when(value: datetime | None) -> str:
     return DASH if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
+UNITS = (("d", 86400), ("h", 3600), ("min", 60))  # seconds in each unit shown, largest first
+
+
 def ago(now: datetime, then: datetime) -> str:
     """How long before ``now`` a time was, in the largest unit that keeps the number small."""
     s = max(0.0, (now - then).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+    for unit, size in UNITS:
         if s >= size * (2 if unit != "min" else 1):
             return f"{s / size:.0f} {unit} ago"
     return f"{s:.0f} s ago"
@@ -102,6 +104,7 @@ def environment() -> jinja2.Environment:
         version=__version__,
         endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model),
         model_url=model_path,
+        plan_name=plan_name,
     )
     return env
 

@@ -25,6 +25,7 @@ class Site:
     stale_after: Callable[[EndpointRow], float | None]
     long_workloads: Collection[str]
     min_samples: int
+    default_workload: str
     env: jinja2.Environment
     memo: Memo
 
