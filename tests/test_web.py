@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from tokenpace import schedule
+from tokenpace.config import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.sample import make_sample
@@ -362,3 +363,20 @@ def test_health_is_not_ok_while_writes_fail(filled: tuple[Store, Fleet], tmp_pat
         r = c.get("/health")
         assert r.status_code == 503 and r.json()["ok"] is False
         store.unsaved.clear()  # so that closing the store does not write a rescue file here
+
+
+def test_every_route_reads_postgresql_as_it_reads_sqlite(client: TestClient, pg_url: str) -> None:
+    pg, fleet = filled_store(pg_url)
+    with pg, TestClient(create_app(pg, fleet.config)) as c:
+        since = "?since=1970-01-01T00:00:00Z"
+        pages = ["/", "/?window=24h", "/?workload=tiny", "/leaderboard.csv", "/methodology", "/metrics", "/health"]
+        pages += [endpoint_path(*_key(fleet.slow)), model_path(fleet.evil.model) + ".json", "/samples.csv" + since]
+        for path in pages:
+            assert c.get(path).status_code == 200, path
+        assert [e["name"] for e in entries(c)] == [e["name"] for e in entries(client)]
+        lines = len(c.get("/samples.csv" + since).text.splitlines())
+        assert lines == len(client.get("/samples.csv" + since).text.splitlines()) > 1
+
+
+def _key(e: Endpoint) -> tuple[str, str, str]:
+    return e.provider, e.plan, e.model

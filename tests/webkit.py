@@ -73,7 +73,7 @@ async def _fill(store: Store) -> Fleet:
     return dataclasses.replace(fleet, config=config)
 
 
-def filled_store(path: Path) -> tuple[Store, Fleet]:
-    """A new SQLite store at ``path`` with 4 samples of each ranked endpoint (1k), 2 of ``few``, 3 of tiny."""
-    store = open_store(str(path))
+def filled_store(url: str | Path) -> tuple[Store, Fleet]:
+    """A new store (a SQLite path or a URL) with 4 samples of each ranked endpoint (1k), 2 of few, 3 of tiny."""
+    store = open_store(str(url))
     return store, asyncio.run(_fill(store))
