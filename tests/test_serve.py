@@ -22,6 +22,7 @@ from tokenpace.store import open_store
 
 from .conftest import free_port
 
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
 
 
@@ -141,3 +142,33 @@ def test_serve_names_a_missing_key_before_measuring(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "GROQ_API_KEY is not set" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_dir: str, tmp_path: Path) -> None:
+    if any(_port_taken(p) for p in (8080, 11434, 8000, 30000)):
+        pytest.skip("a usual LLM port is taken here: this test needs 8080 for llama-server and the others quiet")
+    pid = subprocess.run(
+        ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, "8080"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    served = Served(tmp_path, "--grace", "0.5")
+    try:
+        board = served.wait_for(
+            "/leaderboard.json?min_samples=1", lambda doc: any(e["rank"] for e in doc["entries"]), timeout_s=120
+        )
+        (entry,) = board["entries"]
+        assert (entry["name"], entry["simulated"], entry["protocol"]) == ("llama.cpp/tiny", False, "openai-chat")
+        assert entry["output_speed"]["headline"] > 0 and entry["success_rate"] == 1.0
+        assert served.stop() == 0
+        assert "llama.cpp: http://127.0.0.1:8080/v1 answered, measuring tiny" in served.log.read_text()
+    finally:
+        if served.proc.poll() is None:
+            served.proc.kill()
+        subprocess.run(["kill", pid], check=False)
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import sys
 import time
@@ -413,6 +414,12 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     built-in simulated endpoints, labelled as such everywhere.
     """
     from tokenpace import service  # the web stack loads only for the command that serves it
+
+    # One line per run and per skipped run, so a terminal shows the service at work.
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logging.getLogger("tokenpace").addHandler(handler)
+    logging.getLogger("tokenpace").setLevel(logging.INFO)
 
     cfg = config.load(config_path) if config_path is not None else None
     sock = service.listen(host, port)

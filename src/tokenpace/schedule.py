@@ -161,7 +161,11 @@ class Sampler:
 
     async def _measure(self, job: Job) -> None:
         plan = Plan(requests=job.requests, concurrency=1)  # the parallel workload sets its own concurrency
-        await measure([job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus)
+        done = await measure(
+            [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus
+        )
+        ok = sum(s.ok for s in done.samples)
+        log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)
 
     async def _read(self, fn: Callable[[], T]) -> T:
         # A read waits on the store's writer thread; on the loop it would delay the streams being timed.
