@@ -208,6 +208,35 @@ def test_failed_write_is_reported_at_flush_and_kept(url: str) -> None:
     store.close()
 
 
+def test_refused_writes_go_in_with_the_next_write_that_succeeds(url: str) -> None:
+    first, second, third = (ok_sample(f"run-{i}", T0 + timedelta(seconds=i)) for i in range(3))
+    with open_store(url) as store:
+        store.add_sample(first)
+        store.flush()
+        raw(url, "ALTER TABLE samples RENAME TO samples_away")  # the database refuses: no such table
+        store.add_sample(second)
+        with pytest.raises(StoreError):
+            store.flush()
+        assert store.unsaved == [second]
+        raw(url, "ALTER TABLE samples_away RENAME TO samples")
+        store.add_sample(third)
+        store.flush()
+        assert store.unsaved == []
+        assert [s.run_id for s in store.samples()] == ["run-0", "run-1", "run-2"]
+
+
+def test_a_lost_postgresql_connection_is_opened_again(pg_url: str) -> None:
+    with open_store(pg_url) as store:
+        store.add_sample(ok_sample("before"))
+        ((pid,),) = store.query("SELECT pg_backend_pid()")
+        raw(pg_url, "SELECT pg_terminate_backend(?)", (pid,))  # a server restart, as the store sees it
+        store.add_sample(ok_sample("after", T0 + timedelta(seconds=1)))
+        store.flush()
+        assert [s.run_id for s in store.samples()] == ["before", "after"] and store.unsaved == []
+        raw(pg_url, "SELECT pg_terminate_backend(?)", store.query("SELECT pg_backend_pid()")[0])
+        assert store.query("SELECT COUNT(*) FROM samples") == [(2,)]  # reads reconnect too
+
+
 def test_migrations_apply_once(url: str) -> None:
     open_store(url).close()
     first = raw(url, "SELECT version, applied_at FROM schema_migrations")

@@ -294,15 +294,23 @@ _SECRET_OPTIONS = ("--header", "--db")
 
 
 def _close(store: Store) -> None:
-    """Close the store; samples it could not write go to a file beside the user rather than nowhere."""
+    """Close the store; samples it could not write go to a file beside the user rather than nowhere.
+
+    Whether or not closing raises: under serve the sampler's own flushes have already reported (and cleared)
+    the write errors, so only ``Store.unsaved`` still tells of samples the database does not hold.
+    """
+    problem: StoreError | None = None
     try:
         store.close()
     except StoreError as exc:
-        if not store.unsaved:
-            raise
-        rescue = Path(f"tokenpace-unsaved-{int(time.time())}.jsonl")
+        problem = exc
+    if store.unsaved:
+        rescue = Path(f"tokenpace-unsaved-{int(time.time())}.jsonl").absolute()
         write_samples(rescue, store.unsaved)
-        raise StoreError(f"{exc}; {len(store.unsaved)} unsaved samples were written to {rescue}") from None
+        why = f"{problem}; " if problem else ""
+        raise StoreError(f"{why}{len(store.unsaved)} samples the store did not take were written to {rescue}")
+    if problem is not None:
+        raise problem
 
 
 @main.command("presets")

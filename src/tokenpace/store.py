@@ -10,7 +10,8 @@ only a power cut can take back the last few, the price of not syncing every comm
 
 Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
 holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or
-``Store.unsaved_runs`` and the next :meth:`Store.flush` raises.
+``Store.unsaved_runs``, the next :meth:`Store.flush` raises, and it goes in with the next write that succeeds.
+A PostgreSQL connection lost to a restart or a dropped link is opened again.
 """
 
 from __future__ import annotations
@@ -232,11 +233,25 @@ class Store:
                 raise
             return conn
 
+        self._connect = connect
         try:
             self._conn = self._call(connect)
         except BaseException:
             self._pool.shutdown()
             raise
+
+    def _on_connection(self, op: Callable[[], T]) -> T:
+        """``op`` on the connection; one lost to a server restart or a dropped link is opened again, once.
+
+        A long-running ``tokenpace serve`` outlives PostgreSQL restarts and proxies that close idle links.
+        """
+        try:
+            return op()
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            if not getattr(self._conn, "closed", False):  # the link is fine: the statement itself failed
+                raise
+            self._conn = self._connect()
+            return op()
 
     def _say(self, exc: BaseException) -> str:
         """One line naming the store, with every spelling of the password blanked out."""
@@ -255,16 +270,33 @@ class Store:
             raise StoreError(self._say(exc)) from None
 
     def _enqueue(self, sql: str, item: Any, row: Callable[[Any], tuple[Any, ...]], unsaved: list[Any]) -> None:
+        def insert(record: Any, sql: str, row: Callable[[Any], tuple[Any, ...]]) -> None:
+            self._conn.execute(sql, row(record))
+            self._conn.commit()
+            self.writes += 1
+
         def write() -> None:  # on the writer thread, so even the timeline's JSON costs the caller nothing
             try:
-                self._conn.execute(sql, row(item))
-                self._conn.commit()
-                self.writes += 1
+                self._on_connection(lambda: insert(item, sql, row))
             except Exception as exc:  # anything at all: keep the record, report it at flush
                 with contextlib.suppress(Exception):
                     self._conn.rollback()
                 unsaved.append(item)
                 self._errors.append(self._say(exc))
+                return
+            # The database takes writes again: what it refused before goes in now, oldest first.
+            for pending, pending_sql, pending_row in (
+                (self.unsaved, self._insert_sample, _sample_row),
+                (self.unsaved_runs, self._upsert_run, _run_row),
+            ):
+                while pending:
+                    try:
+                        insert(pending[0], pending_sql, pending_row)
+                    except Exception:  # still refused: kept for the next successful write
+                        with contextlib.suppress(Exception):
+                            self._conn.rollback()
+                        break
+                    pending.pop(0)
 
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
@@ -297,7 +329,7 @@ class Store:
             self._conn.rollback()  # end the read transaction PostgreSQL opened; a no-op on SQLite
             return rows
 
-        return self._call(read)
+        return self._call(lambda: self._on_connection(read))
 
     def samples(self, run_id: str | None = None, limit: int | None = None) -> list[Sample]:
         """Samples oldest first (of one run if given); ``limit`` keeps the first ``limit`` of them."""
