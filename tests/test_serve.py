@@ -172,3 +172,28 @@ def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_dir: 
 def _port_taken(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_ctrl_c_twice_at_once_is_one_stop_and_later_cancels(tmp_path: Path) -> None:
+    config = tmp_path / "slow.toml"
+    config.write_text(
+        '[providers.slow]\nsimulate = { ttft_ms = 10, tokens_per_s = 5, output_tokens = 200 }\n'
+        '[schedule]\nworkloads = ["short"]\n[workloads.short]\ninput_tokens = 300\nmax_tokens = 200\n'
+    )
+    served = Served(tmp_path, "--config", str(config), "--grace", "60")
+    try:
+        served.wait_for("/health", lambda doc: doc["scheduler"]["jobs_running"] == 1, timeout_s=60)
+        served.proc.send_signal(signal.SIGINT)
+        served.proc.send_signal(signal.SIGINT)  # what `uv run` and the terminal together deliver for one Ctrl-C
+        time.sleep(2)
+        assert served.proc.poll() is None, "the repeated signal cut the grace period"
+        served.proc.send_signal(signal.SIGINT)  # a second Ctrl-C, later: cancel now
+        assert served.proc.wait(30) == 0
+        log = served.log.read_text()
+        assert "stopping: runs in flight get up to 60 s" in log and "cancelling the runs in flight" in log
+        with open_store(str(served.db)) as store:
+            kinds = [s.error_kind for s in store.samples()]
+        assert kinds and kinds[-1] == "cancelled"
+    finally:
+        if served.proc.poll() is None:
+            served.proc.kill()

@@ -15,8 +15,10 @@ import asyncio
 import contextlib
 import dataclasses
 import ipaddress
+import logging
 import signal
 import socket
+import time
 from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -33,6 +35,9 @@ from tokenpace.settings import ScheduleSettings
 from tokenpace.store import Store
 from tokenpace.web.app import create_app
 
+log = logging.getLogger(__name__)
+REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in serve)
+
 
 def default_config() -> Config:
     """The embedded default: simulated endpoints only (see default.toml)."""
@@ -45,7 +50,8 @@ async def resolve(
 ) -> tuple[Config, tuple[str, ...]]:
     """The config to serve and why: the file's, else what discovery finds, else the embedded simulators."""
     if cfg is not None:
-        return cfg, (f"measuring the {len(cfg.endpoints)} endpoints of {cfg.source}",)
+        count = f"{len(cfg.endpoints)} endpoint{'s' * (len(cfg.endpoints) != 1)}"
+        return cfg, (f"measuring the {count} of {cfg.source}",)
     found = await discover.discover(env, skip_ports=skip_ports)
     if found.endpoints:
         only = ScheduleSettings(workloads=discover.WORKLOADS)
@@ -116,11 +122,18 @@ async def serve(
         app = create_app(store, cfg, status=sampler.status)
         server = _Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
 
+        first_signal: list[float] = []
+
         def stop() -> None:
-            if server.should_exit:  # the second signal: no more waiting
-                server.force_exit = True
-                sampler.stop(grace_s=0)
+            if first_signal:
+                # `uv run` passes the terminal's Ctrl-C on, so the child sees one keypress twice, at once.
+                if time.monotonic() - first_signal[0] > REPEAT_S:
+                    log.warning("cancelling the runs in flight: their samples are stored as cancelled")
+                    server.force_exit = True
+                    sampler.stop(grace_s=0)
                 return
+            first_signal.append(time.monotonic())
+            log.warning("stopping: runs in flight get up to %g s to finish (Ctrl-C again to cancel them)", grace_s)
             server.should_exit = True
             sampler.stop()
 
