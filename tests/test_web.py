@@ -10,6 +10,7 @@ import io
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,7 @@ from tokenpace.settings import Budget, PlanSettings
 from tokenpace.store import Store, open_store
 from tokenpace.timing import Timeline
 from tokenpace.web import create_app
+from tokenpace.web.memo import Memo
 from tokenpace.web.render import endpoint_path, model_path
 
 from .webkit import EVIL, SECRET, Fleet, filled_store
@@ -333,7 +335,7 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
         store.close()
         r = c.get("/health")
         assert r.status_code == 503 and r.json()["ok"] is False and "closed" in r.json()["store"]["error"]
-        r = c.get("/?sort=ttft")  # not computed before the store closed, so not in the memo
+        r = c.get("/?workload=10k")  # not computed before the store closed, so not in the memo
         assert r.status_code == 503 and "the store is closed" in r.text
 
 
@@ -380,3 +382,24 @@ def test_every_route_reads_postgresql_as_it_reads_sqlite(client: TestClient, pg_
 
 def _key(e: Endpoint) -> tuple[str, str, str]:
     return e.provider, e.plan, e.model
+
+
+def test_the_memo_recomputes_once_at_a_time(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "memo.db")) as store:
+        memo, calls, release = Memo(store), [], threading.Event()
+        assert memo.get("k", lambda: "first") == "first" and memo.get("k", lambda: "unused") == "first"
+        store.writes += 1  # as a committed sample does: the value is out of date
+
+        def slow() -> str:
+            calls.append("slow")
+            release.wait(10)
+            return "second"
+
+        worker = threading.Thread(target=lambda: calls.append(memo.get("k", slow)))
+        worker.start()
+        while not calls:
+            time.sleep(0.01)
+        assert memo.get("k", lambda: "never") == "first"  # recomputing elsewhere: the last answer meanwhile
+        release.set()
+        worker.join(10)
+        assert calls == ["slow", "second"] and memo.get("k", lambda: "never") == "second"

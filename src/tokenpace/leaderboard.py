@@ -196,21 +196,32 @@ def _ordered(rows: list[EndpointRow], query: Query, statistic: str) -> list[Endp
     return known + [r for r in rows if key(r) is None]
 
 
-def board(
-    store: Store,
-    query: Query,
-    now: datetime,
-    *,
-    stale_after: Callable[[EndpointRow], float | None] = never_stale,
-    long_workloads: Collection[str] = (),
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What the database holds for one window and workload: the rows, and what the filter menus can offer."""
+
+    window: Window
+    rows: tuple[EndpointRow, ...]
+    menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload) present in the window
+
+
+def measured(
+    store: Store, window: Window, workload: str, now: datetime, long_workloads: Collection[str] = ()
+) -> Measured:
+    """The SQL half of a board: everything but sorting, filtering and ranking, which are cheap."""
+    rows = endpoint_rows(store, window, now, long_workloads, workload=workload)
+    return Measured(window, tuple(rows), tuple(present(store, window, now, long_workloads)))
+
+
+def arrange(
+    m: Measured, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
 ) -> Board:
-    """The leaderboard for a query: rank = place among rows with enough samples and a figure to sort by.
+    """The board for a query: rank = place among rows with enough samples and a figure to sort by.
 
     An entry is stale when now - last sample > stale_after(row) seconds (None: never stale).
     """
-    window = WINDOWS[query.window]
-    rows = endpoint_rows(store, window, now, long_workloads, workload=query.workload)
-    shown = [r for r in rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
+    window = m.window
+    shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
     ordered = _ordered(shown, query, window.statistic)
     ranked = [r for r in ordered if r.ok >= query.min_samples] + [r for r in ordered if r.ok < query.min_samples]
     entries, rank = [], 0
@@ -222,14 +233,26 @@ def board(
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
         entries.append(Entry(r, rank if rankable else None, too_few, stale))
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
-    models = model_rows(rows, window.statistic, min_samples=query.min_samples)
-    menus = present(store, window, now, long_workloads)
+    models = model_rows(m.rows, window.statistic, min_samples=query.min_samples)
     return Board(
         query, window, now, tuple(entries), tuple(models),
-        workloads=tuple(sorted({m[2] for m in menus})),
-        providers=tuple(sorted({m[0] for m in menus})),
-        plans=tuple(sorted({m[1] for m in menus})),
+        workloads=tuple(sorted({x[2] for x in m.menus})),
+        providers=tuple(sorted({x[0] for x in m.menus})),
+        plans=tuple(sorted({x[1] for x in m.menus})),
     )  # fmt: skip
+
+
+def board(
+    store: Store,
+    query: Query,
+    now: datetime,
+    *,
+    stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    long_workloads: Collection[str] = (),
+) -> Board:
+    """The leaderboard for a query, read from the store now."""
+    m = measured(store, WINDOWS[query.window], query.workload, now, long_workloads)
+    return arrange(m, query, now, stale_after=stale_after)
 
 
 def _iso(t: datetime | None) -> str | None:

@@ -78,12 +78,13 @@ def _menus(board: leaderboard.Board) -> list[dict[str, object]]:
 
 def _board(site: Site, params: Mapping[str, str]) -> leaderboard.Board:
     query = _query(site, params)
-    return site.memo.get(
-        ("board", query),
-        lambda: leaderboard.board(
-            site.store, query, site.now(), stale_after=site.stale_after, long_workloads=site.long_workloads
-        ),
+    window, now = WINDOWS[query.window], site.now()
+    # Keyed by what the SQL reads, not the whole query: another sort or filter reuses the same rows.
+    m = site.memo.get(
+        ("rows", window.name, query.workload),
+        lambda: leaderboard.measured(site.store, window, query.workload, now, site.long_workloads),
     )
+    return leaderboard.arrange(m, query, now, stale_after=site.stale_after)
 
 
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:

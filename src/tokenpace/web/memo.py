@@ -3,6 +3,7 @@
 A 72 h leaderboard over a million samples takes seconds to compute (bench/aggregate.py), while the page, its
 JSON twin, its CSV and ``/metrics`` ask for the same few figures again and again between two samples. A minute
 at most, because a window's edge moves with the clock and another process may write to the same database.
+While one request recomputes a value, others get the previous one rather than queueing a second query.
 """
 
 from __future__ import annotations
@@ -26,16 +27,26 @@ class Memo:
         self._store = store
         self._max_age_s = max_age_s
         self._items: dict[Hashable, tuple[int, float, Any]] = {}
+        self._computing: set[Hashable] = set()
         self._lock = threading.Lock()  # views run on Starlette's thread pool
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         writes = self._store.writes  # read before computing: a write during it makes the next get recompute
         with self._lock:
             hit = self._items.get(key)
-        if hit is not None and hit[0] == writes and time.monotonic() - hit[1] < self._max_age_s:
-            value: T = hit[2]
-            return value
-        value = compute()
+            if hit is not None and hit[0] == writes and time.monotonic() - hit[1] < self._max_age_s:
+                fresh: T = hit[2]
+                return fresh
+            if hit is not None and key in self._computing:
+                # One recompute at a time: meanwhile the last answer, not a second query on the one connection.
+                last: T = hit[2]
+                return last
+            self._computing.add(key)
+        try:
+            value = compute()
+        finally:
+            with self._lock:
+                self._computing.discard(key)
         with self._lock:
             if len(self._items) >= MAX_ITEMS:
                 self._items.clear()

@@ -50,7 +50,7 @@ class LeaderboardCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         window = WINDOWS[DEFAULT_WINDOW]
         now = self._now()
-        rows = self._memo.get(("rows", window.name), lambda: endpoint_rows(self._store, window, now, self._long))
+        rows = self._memo.get(("rows", window.name, None), lambda: endpoint_rows(self._store, window, now, self._long))
         where = f"over the default window ({window.label})"
         speed = GaugeMetricFamily(
             "tokenpace_output_speed_tokens_per_second", f"Output speed {where}", labels=[*LABELS, "statistic"]
