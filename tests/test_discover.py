@@ -86,3 +86,10 @@ def test_real_llama_server_on_its_usual_port_is_discovered(llama_dir: str) -> No
         assert result.samples[0].ok and result.samples[0].metrics.output_tokens > 0
     finally:
         subprocess.run(["kill", pid], check=False)
+
+
+def test_embedding_models_are_not_measured() -> None:
+    tags = {"models": [{"name": "llama3.2:1b"}, {"name": "nomic-embed-text:latest"}, {"size": 1}]}
+    assert discover._model_names("ollama", tags) == ["llama3.2:1b"]
+    listing = {"data": [{"id": "tiny"}, {"id": "BAAI/bge-m3-Embedding"}]}
+    assert discover._model_names("openai-chat", listing) == ["tiny"]

@@ -59,7 +59,9 @@ def _model_names(protocol: str, doc: Any) -> list[str]:
         return []
     items = doc.get("models") if protocol == "ollama" else doc.get("data")
     key = "name" if protocol == "ollama" else "id"
-    return [str(m[key]) for m in items or () if isinstance(m, dict) and isinstance(m.get(key), str)]
+    names = [str(m[key]) for m in items or () if isinstance(m, dict) and isinstance(m.get(key), str)]
+    # Embedding models list beside chat models (Ollama's nomic-embed-text...) and can never stream a completion.
+    return [n for n in names if "embed" not in n.lower()]
 
 
 async def _listed(session: aiohttp.ClientSession, p: Preset, base_url: str) -> list[str]:

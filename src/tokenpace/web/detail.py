@@ -82,7 +82,8 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
     if not rows and not any(e.model == model for e in site.config.endpoints):
         raise HTTPException(404, f"no endpoint serving model {model} has samples or is configured")
     workloads = sorted({r.workload for r in rows})
-    workload = params.get("workload") or ("1k" if "1k" in workloads or not workloads else workloads[0])
+    usual = site.default_workload
+    workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]
     summary = model_rows(shown, window.statistic, min_samples=site.min_samples)
     since = now - timedelta(seconds=window.span(workload, site.long_workloads))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from tokenpace import metrics, schedule
@@ -94,7 +95,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         for w in WINDOWS.values()
     ]  # fmt: skip
     data = {
-        "source": cfg.source,
+        "source": Path(cfg.source).name,  # the file's name only: where it lies on the server is not the page's
         "tokenizer": ENCODING,
         "formulas": dict(FORMULAS),
         "windows": windows,
