@@ -13,14 +13,18 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tokenpace import run as run_module
 from tokenpace import sim
 from tokenpace.cadence import STAGGER_S, Key
 from tokenpace.config import Config, Endpoint, load
 from tokenpace.errors import ConfigError
+from tokenpace.failures import ErrorKind, Failure
 from tokenpace.sample import Sample, make_sample
 from tokenpace.schedule import Budget, Job, Sampler, Usage, jobs, last_started, next_due, stale_after, usage
 from tokenpace.store import Store, open_store
@@ -80,8 +84,11 @@ class Runs:
     """A run_job that takes ``duration`` seconds on the clock, storing ``job.requests`` samples as it starts
     (or, ``late``, as it ends, as a real run does: each sample when its request has finished)."""
 
-    def __init__(self, store: Store, clock: FakeClock, duration: float = 0.0, late: bool = False) -> None:
+    def __init__(
+        self, store: Store, clock: FakeClock, duration: float = 0.0, late: bool = False, output_tokens: int = 40
+    ) -> None:
         self.store, self.clock, self.duration, self.late = store, clock, duration, late
+        self.output_tokens = output_tokens
         self.started: dict[Key, list[float]] = defaultdict(list)
         self.in_flight: Counter[str] = Counter()
         self.most: Counter[str] = Counter()
@@ -100,7 +107,7 @@ class Runs:
             if self.late:
                 await self.clock.sleep(self.duration)
             for _ in range(job.requests):
-                self.store.add_sample(fake_sample(job, started))
+                self.store.add_sample(fake_sample(job, started, output_tokens=self.output_tokens))
             if not self.late:
                 await self.clock.sleep(self.duration)
         except asyncio.CancelledError:
@@ -376,10 +383,11 @@ def test_the_config_drives_the_jobs_of_a_simulated_provider(tmp_path: Path) -> N
 
 def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
     # Each run may first send `width` requests that refuse an optional field; an image may cost 40k tokens.
-    assert job("m", workload=SMALL).worst_case() == Usage(2, math.ceil(2 * 300 * 1.05), 50)
+    # Output: o200k's count, which usage() takes when larger, may run 1.5 x over the model's own max_tokens.
+    assert job("m", workload=SMALL).worst_case() == Usage(2, math.ceil(2 * 300 * 1.05), 75)
     vision = job("m", workload=BUILTIN["vision"]).worst_case()
-    assert vision == Usage(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 500)
-    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Usage(20, math.ceil(20 * 1000 * 1.05), 5000)
+    assert vision == Usage(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 750)
+    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Usage(20, math.ceil(20 * 1000 * 1.05), 7500)
 
 
 def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> None:
@@ -445,3 +453,93 @@ async def test_recent_skips_count_only_the_last_day(store: Store) -> None:
     sampler.stop()
     await clock.advance(done=task.done)
     await task
+
+
+async def test_an_o200k_count_above_the_models_own_stays_within_the_output_cap(store: Store) -> None:
+    clock = FakeClock()
+    tiny = Workload("tiny", 2, input_tokens=300)  # the model stops at its own 2 tokens; o200k counts 3 of them
+    capped = job("m", 600, workload=tiny, budget=Budget(output_tokens=11))
+    runs = Runs(store, clock, output_tokens=2)
+    await run_for(Sampler([capped], store, clock=clock, run_job=runs, inline_reads=True), clock, DAY)
+    assert usage(store, "p", "default", T0 - 1) == Usage(3, 900, 9)  # with 2 a run allowed, a fourth: 12
+
+
+async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock)
+    sampler = Sampler([job("m", 600, budget=Budget(requests=100))], store, clock=clock, run_job=runs, grace_s=0)
+    reads: Counter[object] = Counter()
+
+    async def read(fn: Callable[[], Any]) -> Any:
+        if isinstance(fn, partial):
+            reads[fn.func] += 1
+            if fn.func is usage and reads[usage] == 2:  # the first is at startup, the second the due job's check
+                sampler.stop()  # a signal handled while the read waited on the store's thread
+        return fn()
+
+    monkeypatch.setattr(sampler, "_read", read)
+    task = asyncio.ensure_future(sampler.run())
+    await clock.advance(done=task.done)
+    await task
+    assert reads[usage] == 2 and runs.started == {} and runs.cancelled == []
+
+
+async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries after a refused field are stored as no sample: the sampler counts them once they are known."""
+    clock = FakeClock()
+    plan = [job(m, 600, budget=Budget(requests=10, input_tokens=100_000)) for m in ("m", "n")]
+    runs = Runs(store, clock)
+    sent: list[tuple[float, Usage]] = []
+    refusal = Failure(ErrorKind.HTTP_ERROR, "unknown field stream_options", 400)
+
+    async def first_run_refuses(j: Job) -> None:
+        if j.endpoint not in run_module._refused:  # each worker's first request refuses a field, then is resent
+            monkeypatch.setitem(run_module._refused, j.endpoint, refusal)
+            sent.append((clock.now(), Usage(j.width, math.ceil(j.width * 300 * 1.05))))
+        await runs(j)
+
+    sampler = Sampler(plan, store, clock=clock, run_job=first_run_refuses, inline_reads=True)
+    task = asyncio.ensure_future(sampler.run())
+    await clock.advance(T0 + 700)  # each endpoint ran twice; the last check came before the last run stored
+    (status,) = sampler.status().budgets
+    stored = usage(store, "p", "default", T0 - 1)
+    assert stored.requests == 4 and status.used + Usage(1, 300, 40) == stored + Usage(2, 2 * 315)  # 2 refused
+    await clock.advance(T0 + 3 * DAY)
+    sampler.stop()
+    await clock.advance(done=task.done)
+    await task
+    sent += [(s.started_at.timestamp(), Usage(1, 300)) for s in store.samples()]
+    assert len(sent) > 2 + 10 and 9 <= _most_in_any_day(sent).requests <= 10  # to the cap less a refusal, not over
+
+
+async def test_a_run_that_fits_alone_waits_for_the_plans_runs_in_flight(store: Store) -> None:
+    """Only the room held back for a run in flight stops it: it starts when that run ends, no skip counted."""
+    clock = FakeClock()
+    a, b = (job(m, 600, budget=Budget(requests=3)) for m in ("a", "b"))  # a run's worst case: 2 requests
+    runs = Runs(store, clock, duration=120, late=True)
+    sampler = Sampler([a, b], store, clock=clock, run_job=runs, inline_reads=True)
+    task = asyncio.ensure_future(sampler.run())
+    await clock.advance(T0 + 300)
+    (first,), (second,) = sorted(runs.started.values())
+    assert second == first + 120  # on the first run's end, not an interval later
+    (status,) = sampler.status().budgets
+    assert status.skipped == 0 and status.last_skip is None
+    await clock.advance(T0 + 1800)  # 2 of 3 requests used: the next run could exceed the cap on its own
+    (status,) = sampler.status().budgets
+    assert status.skipped > 0 and sum(map(len, runs.started.values())) == 2
+    sampler.stop()
+    await clock.advance(done=task.done)
+    await task
+
+
+def test_last_started_leaves_out_samples_cancelled_at_shutdown(any_store: Store) -> None:
+    store, j = any_store, job("m", workload=BUILTIN["parallel"])
+    store.add_sample(fake_sample(j, T0))
+    failed = Failure(ErrorKind.HTTP_ERROR, "overloaded", 529)
+    cancelled = Failure(ErrorKind.CANCELLED, "cancelled at shutdown")
+    for at, failure in ((T0 + 10, failed), (T0 + DAY, cancelled)):
+        events = (Event(1_000_000, EventKind.CONTENT, " the"),)
+        timeline = Timeline(0, 500_000, 5_000_000, events, failure=failure)
+        store.add_sample(make_sample("run", j.endpoint, j.workload.name, datetime.fromtimestamp(at, UTC), timeline))
+    assert [s.error_kind for s in store.samples()].count(ErrorKind.CANCELLED) == 1
+    assert last_started(store, j) == pytest.approx(T0 + 10, abs=1e-3)  # a failure is a run; a shutdown's cut is not

@@ -18,6 +18,9 @@ from tokenpace.workload import Workload
 
 STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
+# Usage counts the larger of o200k's and the provider's output count, and max_tokens caps only the model's own:
+# o200k's count of the same text can run well above another tokenizer's.
+OUTPUT_MARGIN = 1.5
 # Input tokens allowed per image, high on purpose: gpt-4o-mini bills a 1200x840 image as ~37k tokens and
 # Anthropic ~1.3k, and a worst case must hold for every provider.
 IMAGE_TOKEN_ALLOWANCE = 40_000
@@ -69,13 +72,21 @@ class Job:
         return self.workload.concurrency or 1
 
     def worst_case(self) -> Usage:
-        """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens out."""
+        """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out."""
         # The first run of an endpoint may send ``width`` requests that refuse an optional field (run.py
         # resends each without it): they are billed as input perhaps, never as output.
-        n, w = self.requests, self.workload
+        n = self.requests
         sent = n + self.width
-        per_request = w.input_tokens * INPUT_MARGIN + (w.image is not None) * IMAGE_TOKEN_ALLOWANCE
-        return Usage(sent, math.ceil(sent * per_request), n * w.max_tokens)
+        output = math.ceil(n * self.workload.max_tokens * OUTPUT_MARGIN)
+        return Usage(sent, math.ceil(sent * self._input_per_request()), output)
+
+    def refusals(self) -> Usage:
+        """The ``width`` refused requests of an endpoint's first run, as worst_case() allows for them."""
+        return Usage(self.width, math.ceil(self.width * self._input_per_request()))
+
+    def _input_per_request(self) -> float:
+        w = self.workload
+        return w.input_tokens * INPUT_MARGIN + (w.image is not None) * IMAGE_TOKEN_ALLOWANCE
 
 
 def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:

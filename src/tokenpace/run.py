@@ -90,6 +90,11 @@ def _yield_to_the_loop() -> None:
 _refused: dict[Endpoint, Failure] = {}
 
 
+def refused(endpoint: Endpoint) -> bool:
+    """Whether the endpoint refused an optional field in this process (its later requests go without it)."""
+    return endpoint in _refused
+
+
 class SampleSink(Protocol):
     def add_sample(self, sample: Sample) -> None: ...
     def add_run(self, run: RunRecord) -> None: ...

@@ -1,9 +1,10 @@
 """The sampler: the one loop that measures every endpoint and workload on its cadence, within its limits.
 
 Jobs and their due times come from ``cadence``. When a job is due it runs if its provider has room for its
-requests (a parallel workload of 10 needs 10) and its plan's budget has room for its worst case; a run that
-would not fit the budget is skipped and counted. Due times come from the database, so a restart neither bursts
-nor samples twice. All times are UTC epoch seconds from an injectable :class:`Clock`.
+requests (a parallel workload of 10 needs 10) and its plan's budget has room for its worst case; one that fits
+only once the plan's runs in flight end waits for them, one that does not fit even then is skipped and counted.
+Due times come from the database, so a restart neither bursts nor samples twice. All times are UTC epoch
+seconds from an injectable :class:`Clock`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from tokenpace.cadence import Job, Key, Usage, jobs, next_due, stale_after
 from tokenpace.corpus import Corpus
 from tokenpace.errors import StoreError
-from tokenpace.run import Plan, measure
+from tokenpace.failures import ErrorKind
+from tokenpace.run import Plan, measure, refused
 from tokenpace.sample import Sample
 from tokenpace.settings import Budget
 from tokenpace.store import Store
@@ -60,12 +62,13 @@ def _spent(s: Sample) -> Usage:
 
 
 def last_started(store: Store, job: Job) -> float | None:
-    """When the job's latest sample started, or None if it has none."""
+    """When the job's latest sample started, or None if it has none; one cancelled at shutdown is left out,
+    so that a run cut short is retried soon rather than an interval later."""
     provider, plan, model, workload = job.key
     rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
         "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
-        " ORDER BY started_at DESC LIMIT 1",
-        (provider, model, workload, plan),
+        " AND (error_kind IS NULL OR error_kind <> ?) ORDER BY started_at DESC LIMIT 1",
+        (provider, model, workload, plan, ErrorKind.CANCELLED.value),
     )
     return float(rows[0][0]) if rows else None
 
@@ -114,6 +117,7 @@ def _utc(t: float | None) -> datetime | None:
 
 
 RunJob = Callable[[Job], Awaitable[object]]
+Fit = Literal["run", "wait", "later"]  # later: an interval later (a skip, or a budget that cannot be read)
 
 
 class Sampler:
@@ -156,6 +160,8 @@ class Sampler:
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._last_skip: dict[tuple[str, str], float] = {}
         self._skips: dict[tuple[str, str], deque[float]] = defaultdict(deque)  # times, the last 24 h's only
+        # Refused requests, stored as no sample, by the time they became known: the last 24 h's only.
+        self._refusals: dict[tuple[str, str], deque[tuple[float, Usage]]] = defaultdict(deque)
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
 
@@ -195,47 +201,60 @@ class Sampler:
         try:
             while self._deadline is None:
                 self._wake.clear()
-                blocked = await self._launch_due()
-                await self._nap(blocked)
+                await self._nap(*await self._launch_due())
             await self._drain()
         finally:  # run() itself cancelled: nothing may outlive it
             for task in self._running.values():
                 task.cancel()
             await asyncio.gather(*self._running.values(), return_exceptions=True)
 
-    async def _launch_due(self) -> set[str]:
-        """Start every due job that fits, earliest first; returns the providers that had no room."""
+    async def _launch_due(self) -> tuple[set[str], set[tuple[str, str]]]:
+        """Start every due job that fits, earliest first; returns the providers that had no room and the plans
+        waiting for their runs in flight to end."""
         now = self.clock.now()
         blocked: set[str] = set()
+        waiting: set[tuple[str, str]] = set()
         due = sorted((t, job.name, job) for job in self.jobs if (t := self._due.get(job.key)) is not None)
         for t, _, job in due:
-            provider = job.endpoint.provider
-            if t > now or self._deadline is not None or provider in blocked:
+            provider, plan = job.key[:2]
+            if t > now or provider in blocked or (provider, plan) in waiting:
                 continue
             if self._in_flight[provider] + job.width > self._limit[provider]:
                 blocked.add(provider)  # later jobs of this provider wait too, so a wide job is not starved
                 continue
-            if job.budget is not None and not await self._fits(job, job.budget, now):
+            fit = "run" if job.budget is None else await self._fits(job, job.budget, now)
+            if self._deadline is not None:  # stop() came during the read: nothing may start after it
+                break
+            if fit == "wait":
+                waiting.add((provider, plan))  # later jobs of the plan wait too, as for a provider's room
+                continue
+            if fit == "later":
                 self._due[job.key] = next_due(job, now, now)  # as if it had run: try again an interval later
                 continue
             del self._due[job.key]
             self._in_flight[provider] += job.width
             self._running[job.key] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
-        return blocked
+        return blocked, waiting
 
-    async def _fits(self, job: Job, budget: Budget, now: float) -> bool:
-        """used in the last 24 h + worst case of the plan's runs in flight + this run's worst case <= caps."""
+    async def _fits(self, job: Job, budget: Budget, now: float) -> Fit:
+        """run: used in the last 24 h + worst case of the plan's runs in flight + this run's worst case <= caps;
+        wait: it fits once those runs end; later: it fits in no case (counted as a skip) or the use is unknown."""
         plan = job.key[:2]
         try:
             used = await self._read(partial(usage, self.store, *plan, now - DAY_S))
         except StoreError as exc:  # unknown use may not be spent: wait an interval, as for a skip
             log.warning("not starting %s: its budget cannot be checked: %s", job.name, exc)
-            return False
-        self._used[plan] = used
+            return "later"
+        refusals = self._refusals[plan]
+        while refusals and refusals[0][0] < now - DAY_S:
+            refusals.popleft()
+        self._used[plan] = used = sum((u for _, u in refusals), used)
         # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
         reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Usage())
         if (used + reserved + job.worst_case()).fits(budget):
-            return True
+            return "run"
+        if (used + job.worst_case()).fits(budget):  # only room held for runs in flight: free when they end
+            return "wait"
         self._skipped[plan] += 1
         self._last_skip[plan] = now
         skips = self._skips[plan]
@@ -243,14 +262,19 @@ class Sampler:
         while skips[0] < now - DAY_S:  # only the last 24 h's are asked for
             skips.popleft()
         log.info("skipped %s: the %s:%s budget has no room for it in this 24 h", job.name, *plan)
-        return False
+        return "later"
 
     async def _run_one(self, job: Job, started: float) -> None:
         try:
+            known = refused(job.endpoint)
             try:
                 await self.run_job(job)
             except Exception as exc:  # one broken endpoint or failed write must not stop the others
                 log.warning("scheduled run %s failed: %s", job.name, " ".join(str(exc).split()) or type(exc).__name__)
+            if not known and refused(job.endpoint):
+                # Its refused requests are stored as no sample, so usage() never sees them: count them here, from
+                # now, no earlier than they were sent, so they leave the 24 h no sooner than the real ones do.
+                self._refusals[job.key[:2]].append((self.clock.now(), job.refusals()))
             try:  # a failed write keeps its sample in store.unsaved, where usage() still counts it
                 await self._read(self.store.flush)
             except StoreError as exc:
@@ -272,9 +296,9 @@ class Sampler:
             del self._running[job.key]
             self._wake.set()
 
-    async def _nap(self, blocked: set[str]) -> None:
-        """Sleep until the next due time of a provider with room, a run's end or stop(), whichever is first."""
-        waits = [t for key, t in self._due.items() if key[0] not in blocked]
+    async def _nap(self, blocked: set[str], waiting: set[tuple[str, str]]) -> None:
+        """Sleep until the next due time of a provider with room and a plan not waiting, a run's end or stop()."""
+        waits = [t for key, t in self._due.items() if key[0] not in blocked and key[:2] not in waiting]
         delay = min([MAX_NAP_S, *(t - self.clock.now() for t in waits)])
         if delay <= 0:
             return
