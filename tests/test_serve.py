@@ -177,7 +177,7 @@ def _port_taken(port: int) -> bool:
 def test_ctrl_c_twice_at_once_is_one_stop_and_later_cancels(tmp_path: Path) -> None:
     config = tmp_path / "slow.toml"
     config.write_text(
-        '[providers.slow]\nsimulate = { ttft_ms = 10, tokens_per_s = 5, output_tokens = 200 }\n'
+        "[providers.slow]\nsimulate = { ttft_ms = 10, tokens_per_s = 5, output_tokens = 200 }\n"
         '[schedule]\nworkloads = ["short"]\n[workloads.short]\ninput_tokens = 300\nmax_tokens = 200\n'
     )
     served = Served(tmp_path, "--config", str(config), "--grace", "60")
