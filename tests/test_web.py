@@ -403,3 +403,10 @@ def test_the_memo_recomputes_once_at_a_time(tmp_path: Path) -> None:
         release.set()
         worker.join(10)
         assert calls == ["slow", "second"] and memo.get("k", lambda: "never") == "second"
+
+
+def test_the_filter_form_keeps_the_sort_and_ranking_minimum(client: TestClient) -> None:
+    page = client.get("/?sort=ttft&min_samples=1").text
+    assert '<input type="hidden" name="sort" value="ttft">' in page
+    assert '<input type="hidden" name="min_samples" value="1">' in page
+    assert 'name="min_samples"' not in client.get("/").text  # the default is left out of the form

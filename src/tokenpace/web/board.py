@@ -91,7 +91,10 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     board = _board(site, params)
     q = board.query
     budgets = _budgets(site)
-    hidden = [(k, v) for k, v in (("sort", q.sort if q.sort != "speed" else ""), ("order", q.order or "")) if v]
+    # What the filter form does not show but must keep: the sort, and a ranking minimum other than the default.
+    kept = {"sort": q.sort if q.sort != "speed" else "", "order": q.order or ""}
+    kept["min_samples"] = str(q.min_samples) if q.min_samples != q.default_min_samples else ""
+    hidden = [(k, v) for k, v in kept.items() if v]
     qs = q.params()
     context = {
         "board": board,
