@@ -18,12 +18,12 @@ import math
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind
-from tokenpace.store import Store
+from tokenpace.store import Store, epoch, utc
 
 HOUR, DAY = 3600, 86400
 METRICS = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures, columns of ``samples``
@@ -205,20 +205,11 @@ def _where(window: Window, now: float, long_workloads: Collection[str]) -> tuple
     return where, params
 
 
-def epoch(t: datetime) -> float:
-    """UTC epoch seconds; a naive datetime means UTC, as everywhere in tokenpace."""
-    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
-
-
 def present(store: Store, window: Window, now: datetime, long_workloads: Collection[str] = ()) -> list[tuple[str, ...]]:
     """The distinct (provider, plan, workload) with a sample in the window: what filter menus offer."""
     where, params = _where(window, epoch(now), long_workloads)
     sql = f"SELECT DISTINCT provider, plan, workload FROM samples WHERE {where} ORDER BY provider, plan, workload"  # noqa: S608
     return [tuple(r) for r in store.query(sql, params)]
-
-
-def _utc(t: float | None) -> datetime | None:
-    return None if t is None else datetime.fromtimestamp(t, UTC)
 
 
 def endpoint_rows(
@@ -255,7 +246,7 @@ def endpoint_rows(
                 samples=int(samples), failures=int(samples - ok),
                 success_rate=ok / judged if judged else None,
                 output_speed=part.figure(0), ttft_ms=part.figure(1), e2e_ms=part.figure(2),
-                first_at=_utc(first), last_at=_utc(last),
+                first_at=utc(first), last_at=utc(last),
                 window_s=window.span(workload, long_workloads),
                 errors=tuple(kinds), cancelled=cancelled,
             )

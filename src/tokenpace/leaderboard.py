@@ -22,14 +22,13 @@ from tokenpace.aggregate import (
     ModelRow,
     Window,
     endpoint_rows,
-    epoch,
     model_rows,
     present,
 )
 from tokenpace.cadence import Job, stale_after
 from tokenpace.config import Config
 from tokenpace.errors import ConfigError
-from tokenpace.store import Store
+from tokenpace.store import Store, epoch
 
 LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
 

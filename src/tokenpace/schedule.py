@@ -27,7 +27,7 @@ from tokenpace.failures import ErrorKind
 from tokenpace.run import Plan, measure, refused
 from tokenpace.sample import Sample
 from tokenpace.settings import Budget
-from tokenpace.store import Store
+from tokenpace.store import Store, utc
 
 __all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
 __all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
@@ -110,10 +110,6 @@ class Status:
     started_at: datetime
     jobs: tuple[JobStatus, ...]
     budgets: tuple[BudgetStatus, ...]
-
-
-def _utc(t: float | None) -> datetime | None:
-    return None if t is None else datetime.fromtimestamp(t, UTC)
 
 
 RunJob = Callable[[Job], Awaitable[object]]
@@ -327,7 +323,7 @@ class Sampler:
     def status(self) -> Status:
         """Each job's next due time and last start, and each budget's use and skips (as of its last check)."""
         job_states = tuple(
-            JobStatus(j, _utc(self._due.get(j.key)), j.key in self._running, _utc(self._last.get(j.key)))
+            JobStatus(j, utc(self._due.get(j.key)), j.key in self._running, utc(self._last.get(j.key)))
             for j in self.jobs
         )
         now = self.clock.now()
@@ -337,7 +333,7 @@ class Sampler:
                 cap,
                 self._used.get(plan, Usage()),
                 self._skipped[plan],
-                _utc(self._last_skip.get(plan)),
+                utc(self._last_skip.get(plan)),
                 self._recent_skips(plan, now),
             )
             for plan, cap in self._budgets.items()

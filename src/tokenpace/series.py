@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tokenpace.aggregate import METRICS, endpoint_name, epoch
-from tokenpace.store import Store
+from tokenpace.aggregate import METRICS, endpoint_name
+from tokenpace.store import Store, epoch
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,12 +143,18 @@ def _insert(table: str, columns: Sequence[str], ph: str, upsert: bool = False) -
     return sql
 
 
-def _epoch(t: datetime) -> float:
-    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()  # naive means UTC, as Sample documents
+def epoch(t: datetime) -> float:
+    """A time as the database holds it: UTC epoch seconds; a naive datetime means UTC, as Sample documents."""
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+
+
+def utc(seconds: float | None) -> datetime | None:
+    """A time the database held, back as a UTC datetime; None stays None."""
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 def _to_db(value: Any) -> Any:
-    return _epoch(value) if isinstance(value, datetime) else int(value) if isinstance(value, bool) else value
+    return epoch(value) if isinstance(value, datetime) else int(value) if isinstance(value, bool) else value
 
 
 def _sample_row(s: Sample) -> tuple[Any, ...]:
