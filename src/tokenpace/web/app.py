@@ -39,6 +39,17 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[schedule.Job], str | None]:
+    """The sampler's jobs (fixed for its life), else the ones the config describes; none, and why, for a config
+    the sampler would refuse: it has no cadence to be late for."""
+    if status is not None:
+        return [j.job for j in status().jobs], None
+    try:
+        return schedule.jobs(config, config.endpoints), None
+    except ConfigError as exc:
+        return [], str(exc)
+
+
 def _plotly_js() -> Path:
     """The plotly.js bundle inside the installed plotly package: served by us, never by a CDN."""
     with resources.as_file(resources.files("plotly") / "package_data" / "plotly.min.js") as path:
@@ -139,10 +150,7 @@ def create_app(
     Staleness follows the sampler's jobs, or without a sampler the jobs the config describes; ``stale_after``
     replaces that rule.
     """
-    try:
-        jobs = [j.job for j in status().jobs] if status else schedule.jobs(config, config.endpoints)
-    except ConfigError:
-        jobs = []  # a config the sampler would refuse has no cadence to be late for
+    jobs, jobs_problem = _jobs(config, status)
     rules = leaderboard.rules(config, jobs)
     board_page, board_json = _twin(board.leaderboard_page)
     method_page, method_json = _twin(methodology.methodology_page)
@@ -172,6 +180,8 @@ def create_app(
         long_workloads=rules.long_workloads,
         min_samples=rules.min_samples,
         default_workload=rules.workload,
+        jobs=tuple(jobs),
+        jobs_problem=jobs_problem,
         env=render.environment(),
         memo=Memo(store),
     )

@@ -7,13 +7,11 @@ own jobs, windows are aggregate.WINDOWS: change the code and this page changes w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tokenpace import metrics, schedule
+from tokenpace import metrics
 from tokenpace.aggregate import WINDOWS
-from tokenpace.errors import ConfigError
 from tokenpace.tokens import ENCODING
 from tokenpace.web import render
 from tokenpace.web.render import Page
@@ -54,24 +52,17 @@ def human(seconds: float) -> str:
 
 def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     """The scheduler's jobs (with next due times when it runs), else the ones the config describes."""
-    statuses: list[tuple[schedule.Job, datetime | None]]
-    if site.status is not None:
-        statuses = [(j.job, j.next_due) for j in site.status().jobs]
-    else:
-        try:
-            statuses = [(j, None) for j in schedule.jobs(site.config, site.config.endpoints)]
-        except ConfigError as exc:
-            return [], str(exc)
+    due = {j.job.key: j.next_due for j in site.status().jobs} if site.status is not None else {}
     rows = []
-    for job, due in statuses:
+    for job in site.jobs:
         e = job.endpoint
         plan = site.config.plan_of(e)
         rows.append(
             {"endpoint": e.name, "provider": e.provider, "plan": e.plan, "model": e.model, "simulated": e.simulated,
              "workload": job.workload.name, "every_s": job.every_s, "every": human(job.every_s),
-             "jitter": job.jitter, "requests": job.requests, "billing": plan.billing, "next_due": due}
+             "jitter": job.jitter, "requests": job.requests, "billing": plan.billing, "next_due": due.get(job.key)}
         )  # fmt: skip
-    return rows, None
+    return rows, site.jobs_problem
 
 
 def methodology_page(site: Site, params: Mapping[str, str]) -> Page:

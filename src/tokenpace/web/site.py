@@ -11,7 +11,7 @@ import jinja2
 from tokenpace.aggregate import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.config import Config
 from tokenpace.errors import ConfigError
-from tokenpace.schedule import Status
+from tokenpace.schedule import Job, Status
 from tokenpace.store import Store
 from tokenpace.web.memo import Memo
 
@@ -26,6 +26,8 @@ class Site:
     long_workloads: Collection[str]
     min_samples: int
     default_workload: str
+    jobs: tuple[Job, ...]  # what is (or, without a sampler, would be) sampled
+    jobs_problem: str | None  # why there are none: the config's schedule is refused
     env: jinja2.Environment
     memo: Memo
 
