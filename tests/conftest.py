@@ -70,10 +70,14 @@ def _serve_llama(command: list[str], port: int) -> Iterator[str]:
         proc.wait(10)
 
 
-@pytest.fixture(scope="session")
-def llama_server(llama_dir: str) -> Iterator[str]:
-    """llama-server as ../shared starts it: 4 slots of 4,096 tokens; yields its /v1 base URL."""
-    port = free_port()
+def port_taken(port: int) -> bool:
+    """Whether something on this machine listens on the loopback port."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start_llama(llama_dir: str, port: int) -> Iterator[str]:
+    """llama-server as ../shared starts it: 4 slots of 4,096 tokens; yields its /v1 base URL, then stops it."""
     start = subprocess.run(
         ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, str(port)],
         capture_output=True,
@@ -87,6 +91,20 @@ def llama_server(llama_dir: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         os.kill(pid, signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def llama_server(llama_dir: str) -> Iterator[str]:
+    """llama-server on a free port."""
+    yield from _start_llama(llama_dir, free_port())
+
+
+@pytest.fixture
+def llama_server_8080(llama_dir: str) -> Iterator[str]:
+    """llama-server on its usual port, where discovery looks; skipped where 8080 is taken."""
+    if port_taken(8080):
+        pytest.skip("port 8080 is taken here: llama-server cannot run on its usual port")
+    yield from _start_llama(llama_dir, 8080)
 
 
 @pytest.fixture(scope="session")

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
-import urllib.request
-from pathlib import Path
-
-import pytest
 
 from tokenpace import discover, sim
 from tokenpace.presets import PRESETS
 from tokenpace.run import Plan, measure
 from tokenpace.workload import BUILTIN
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def test_keyed_presets_are_the_ones_whose_key_is_set() -> None:
@@ -58,34 +51,13 @@ async def test_discovery_finds_nothing_where_nothing_answers() -> None:
     assert found.endpoints == () and found.notes == ()
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def test_real_llama_server_on_its_usual_port_is_discovered(llama_dir: str) -> None:
-    if not _port_free(8080):
-        pytest.skip("port 8080 is taken here: llama-server cannot run on its usual port")
-    pid = subprocess.run(
-        ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, "8080"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[-1]
-    try:
-        urllib.request.urlopen("http://127.0.0.1:8080/health", timeout=5)
-        found = asyncio.run(discover.discover({}))  # the real default ports, nothing overridden
-        llama = [e for e in found.endpoints if e.provider == "llama.cpp"]
-        assert [(e.base_url, e.model) for e in llama] == [("http://127.0.0.1:8080/v1", "tiny")]
-        assert any("llama.cpp: http://127.0.0.1:8080/v1 answered" in note for note in found.notes)
-        result = asyncio.run(measure(llama, BUILTIN["1k"], Plan(requests=1)))
-        assert result.samples[0].ok and result.samples[0].metrics.output_tokens > 0
-    finally:
-        subprocess.run(["kill", pid], check=False)
+def test_real_llama_server_on_its_usual_port_is_discovered(llama_server_8080: str) -> None:
+    found = asyncio.run(discover.discover({}))  # the real default ports, nothing overridden
+    llama = [e for e in found.endpoints if e.provider == "llama.cpp"]
+    assert [(e.base_url, e.model) for e in llama] == [(llama_server_8080, "tiny")]
+    assert any(f"llama.cpp: {llama_server_8080} answered" in note for note in found.notes)
+    result = asyncio.run(measure(llama, BUILTIN["1k"], Plan(requests=1)))
+    assert result.samples[0].ok and result.samples[0].metrics.output_tokens > 0
 
 
 def test_embedding_models_are_not_measured() -> None:

@@ -20,9 +20,8 @@ import pytest
 from tokenpace import discover
 from tokenpace.store import open_store
 
-from .conftest import free_port
+from .conftest import free_port, port_taken
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
 
 
@@ -115,44 +114,28 @@ def test_serve_refuses_a_port_in_use_in_one_line(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "tokenpace", "serve", "--port", str(port), "--db", str(tmp_path / "x.db")],
-            capture_output=True,
-            text=True,
-            env=NO_KEYS,
-            timeout=60,
-            check=False,
-        )
-    assert done.returncode == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
-    assert "Traceback" not in done.stderr
+        message = _refused("--port", str(port), "--db", str(tmp_path / "x.db"))
+    assert f"cannot listen on 127.0.0.1:{port}" in message and "--port" in message
 
 
 def test_serve_names_a_missing_key_before_measuring(tmp_path: Path) -> None:
     config = tmp_path / "keyed.toml"
     config.write_text('[providers.groq]\nmodels = ["llama-3.1-8b-instant"]\n')
-    args = ["--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db")]
-    done = subprocess.run(
-        [sys.executable, "-m", "tokenpace", "serve", *args],
-        capture_output=True,
-        text=True,
-        env=NO_KEYS,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert "GROQ_API_KEY is not set" in done.stderr and "Traceback" not in done.stderr
+    message = _refused("--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
+    assert "GROQ_API_KEY is not set" in message
 
 
-def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_dir: str, tmp_path: Path) -> None:
-    if any(_port_taken(p) for p in (8080, 11434, 8000, 30000)):
-        pytest.skip("a usual LLM port is taken here: this test needs 8080 for llama-server and the others quiet")
-    pid = subprocess.run(
-        ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, "8080"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[-1]
+def _refused(*args: str) -> str:
+    """What `tokenpace serve ARGS` says when it refuses to start: exit 1, one message, no traceback."""
+    command = [sys.executable, "-m", "tokenpace", "serve", *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=NO_KEYS, timeout=60, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    return done.stderr
+
+
+def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_server_8080: str, tmp_path: Path) -> None:
+    if any(port_taken(p) for p in (11434, 8000, 30000)):
+        pytest.skip("another usual LLM port is taken here: serve would measure that server too")
     served = Served(tmp_path, "--grace", "0.5")
     try:
         board = served.wait_for(
@@ -166,12 +149,6 @@ def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_dir: 
     finally:
         if served.proc.poll() is None:
             served.proc.kill()
-        subprocess.run(["kill", pid], check=False)
-
-
-def _port_taken(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_ctrl_c_twice_at_once_is_one_stop_and_later_cancels(tmp_path: Path) -> None:
