@@ -12,7 +12,8 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -187,3 +188,35 @@ def quiet_server(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     yield
     noisy = [r for r in caplog.get_records("call") if r.levelno >= logging.WARNING]
     assert not noisy, [r.getMessage() for r in noisy]
+
+
+@pytest.fixture
+async def refusing_server() -> AsyncIterator[tuple[str, Counter[str]]]:
+    """An OpenAI-compatible server that refuses ``stream_options`` with a 400, as some do; counts requests.
+
+    Yields its /v1 base URL and the counts of "refused" and "served" requests; it streams four words.
+    """
+    from aiohttp import web
+
+    sent: Counter[str] = Counter()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if "stream_options" in await request.json():
+            sent["refused"] += 1
+            message = "Unrecognized request argument supplied: stream_options"
+            return web.json_response({"error": {"message": message}}, status=400)
+        sent["served"] += 1
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for text in (" the", " speed", " of", " light"):
+            await resp.write(f'data: {{"choices":[{{"index":0,"delta":{{"content":"{text}"}}}}]}}\n\n'.encode())
+        await resp.write(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1", sent
+    await runner.cleanup()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import statistics
+from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
@@ -331,34 +332,8 @@ async def test_key_echoed_inside_the_stream_is_scrubbed(
     assert "Bearer ***" in s.timeline.to_json()  # the error event keeps the whole message, key blanked
 
 
-@pytest.fixture
-async def no_stream_options_server() -> AsyncIterator[str]:
-    """An OpenAI-compatible server of the kind that refuses ``stream_options`` with a 400."""
-    from aiohttp import web
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        if "stream_options" in body:
-            message = "Unrecognized request argument supplied: stream_options"
-            return web.json_response({"error": {"message": message}}, status=400)
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        for text in (" the", " speed", " of", " light"):
-            await resp.write(f'data: {{"choices":[{{"index":0,"delta":{{"content":"{text}"}}}}]}}\n\n'.encode())
-        await resp.write(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
-        return resp
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    await runner.cleanup()
-
-
-async def test_stream_options_are_dropped_where_refused(no_stream_options_server: str) -> None:
-    endpoint = Endpoint("strict", "m", no_stream_options_server)
+async def test_stream_options_are_dropped_where_refused(refusing_server: tuple[str, Counter[str]]) -> None:
+    endpoint = Endpoint("strict", "m", refusing_server[0])
     samples = (await measure([endpoint], DEFAULT, Plan(3, 1, FAST, warmup=False))).samples
     # The refusal is a negotiation, not a measurement: each request goes without the option and succeeds.
     assert [s.ok for s in samples] == [True, True, True]

@@ -8,11 +8,10 @@ import statistics
 import time
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from click.testing import CliRunner
 
 from tokenpace import run, sim
@@ -121,32 +120,6 @@ def test_prompts_are_kept_only_when_asked(tmp_path: Path) -> None:
     assert len(plain) == len(kept) == 2
     assert all(s.prompt_fingerprint and s.input_tokens for s in samples)
     assert all("Documents:" in (s.prompt_text or "") for s in kept)
-
-
-@pytest.fixture
-async def refusing_server() -> AsyncIterator[tuple[str, Counter[str]]]:
-    """A server that refuses ``stream_options`` with a 400, as some OpenAI-compatible ones do; counts requests."""
-    sent: Counter[str] = Counter()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        if "stream_options" in await request.json():
-            sent["refused"] += 1
-            message = "Unrecognized request argument supplied: stream_options"
-            return web.json_response({"error": {"message": message}}, status=400)
-        sent["served"] += 1
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(b'data: {"choices":[{"index":0,"delta":{"content":" hi"},"finish_reason":"stop"}]}\n\n')
-        await resp.write(b"data: [DONE]\n\n")
-        return resp
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1", sent
-    await runner.cleanup()
 
 
 async def test_a_refused_field_is_negotiated_once_per_endpoint(refusing_server: tuple[str, Counter[str]]) -> None:
