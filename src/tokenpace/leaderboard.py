@@ -63,6 +63,11 @@ def _one_of(what: str, value: str, known: Collection[str]) -> str:
     return value
 
 
+def window(name: str) -> Window:
+    """The window called ``name``; one ConfigError line naming the ones there are otherwise."""
+    return WINDOWS[_one_of("window", name, WINDOWS)]
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
     """What a reader asked for: window, workload, filters, sort and the minimum sample count to rank."""
@@ -79,7 +84,7 @@ class Query:
     default_workload: str = dataclasses.field(default="1k", repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _one_of("window", self.window, WINDOWS)
+        window(self.window)
         _one_of("sort", self.sort, SORTS)
         if self.order is not None:
             _one_of("order", self.order, ("asc", "desc"))

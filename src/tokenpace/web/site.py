@@ -8,9 +8,9 @@ from datetime import datetime
 
 import jinja2
 
+from tokenpace import leaderboard
 from tokenpace.aggregate import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.config import Config
-from tokenpace.errors import ConfigError
 from tokenpace.schedule import Job, Status
 from tokenpace.store import Store
 from tokenpace.web.memo import Memo
@@ -34,10 +34,7 @@ class Site:
 
 def window_param(params: Mapping[str, str]) -> Window:
     """The ``window`` query parameter as a Window; ConfigError (a 400) for an unknown one."""
-    name = params.get("window") or DEFAULT_WINDOW
-    if name not in WINDOWS:
-        raise ConfigError(f"window {name!r}: use one of {', '.join(WINDOWS)}")
-    return WINDOWS[name]
+    return leaderboard.window(params.get("window") or DEFAULT_WINDOW)
 
 
 def window_menu(selected: Window) -> dict[str, object]:
