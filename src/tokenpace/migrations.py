@@ -96,4 +96,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX samples_time ON samples (started_at)",
         ),
     ),
+    (
+        4,
+        (
+            # Where a sample came from: "scheduled" (serve) or "one-shot" (run); only published ones are ranked.
+            # Samples taken before this migration by a one-shot run are recognised by their run's command.
+            "ALTER TABLE samples ADD COLUMN source TEXT NOT NULL DEFAULT 'scheduled'",
+            "ALTER TABLE samples ADD COLUMN published INTEGER NOT NULL DEFAULT 1",
+            "UPDATE samples SET source = 'one-shot', published = 0 WHERE run_id IN "
+            "(SELECT id FROM runs WHERE command NOT LIKE 'tokenpace serve%')",
+            # The client's own loop lagged while this request was timed: its figures are not the endpoint's.
+            "ALTER TABLE samples ADD COLUMN client_bound INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )

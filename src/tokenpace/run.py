@@ -30,7 +30,7 @@ from tokenpace.config import Endpoint
 from tokenpace.corpus import Corpus
 from tokenpace.failures import Failure
 from tokenpace.lag import LoopLag
-from tokenpace.sample import RunRecord, Sample, make_sample
+from tokenpace.sample import RunRecord, Sample, Source, make_sample
 from tokenpace.timing import Recording
 from tokenpace.tokens import preload as preload_tokenizer
 from tokenpace.workload import Prompt, Workload
@@ -116,6 +116,8 @@ class Plan:
     warmup: bool = True
     seed: int | None = None  # None: fresh prompts every run
     keep_prompts: bool = False  # store each prompt's text with its sample (the fingerprint is always kept)
+    source: Source = "one-shot"  # the service's sampler says "scheduled"
+    publish: bool = False  # rank these samples on the board (always, for scheduled ones)
 
 
 async def _measure_endpoint(
@@ -127,6 +129,7 @@ async def _measure_endpoint(
     keep: Callable[[Sample], None],
     decoder: ThreadPoolExecutor,
     corpus: Corpus | None,
+    lag: LoopLag,
 ) -> None:
     """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
@@ -147,7 +150,12 @@ async def _measure_endpoint(
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
         timeline = proto.decode(rec)
-        return make_sample(run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts)
+        bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        published = plan.publish or plan.source == "scheduled"
+        return make_sample(
+            run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts,
+            source=plan.source, published=published, client_bound=bound,
+        )  # fmt: skip
 
     def decoded(future: asyncio.Future[Sample]) -> None:
         if not future.cancelled() and future.exception() is None:
@@ -229,7 +237,7 @@ async def measure(
         with _quiet_interpreter():
             for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
                 first = seed + k * plan.requests
-                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus)
+                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus, lag)
     finally:
         await lag.stop()
         decoder.shutdown()

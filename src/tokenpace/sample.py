@@ -6,7 +6,7 @@ import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from tokenpace import __version__
 from tokenpace.config import Endpoint
@@ -14,6 +14,9 @@ from tokenpace.failures import ErrorKind
 from tokenpace.metrics import Metrics, compute
 from tokenpace.timing import Timeline
 from tokenpace.workload import Prompt
+
+Source = Literal["scheduled", "one-shot"]
+SOURCES: tuple[Source, ...] = ("scheduled", "one-shot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,9 @@ class Sample:
     group_id: str | None = None  # requests released together (the parallel workload) share one
     prompt_text: str | None = None  # the prompt itself, only when asked to keep it (images never)
     tool_version: str = __version__
+    source: Source = "scheduled"  # who took it: the service's schedule, or a one-shot `tokenpace run`
+    published: bool = True  # ranked on the board; a one-shot run's samples only with `run --publish`
+    client_bound: bool = False  # the client's own loop lagged while this request was timed
 
     @property
     def ok(self) -> bool:
@@ -61,6 +67,10 @@ def make_sample(
     prompt: Prompt | None = None,
     group_id: str | None = None,
     keep_prompt: bool = False,
+    *,
+    source: Source = "scheduled",
+    published: bool = True,
+    client_bound: bool = False,
 ) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline."""
     return Sample(
@@ -77,6 +87,9 @@ def make_sample(
         image_pixels=0 if prompt is None else prompt.image_pixels,
         group_id=group_id,
         prompt_text="\n\n".join(m.text for m in prompt.messages) if prompt is not None and keep_prompt else None,
+        source=source,
+        published=published,
+        client_bound=client_bound,
     )
 
 
@@ -129,4 +142,7 @@ def sample_row(sample: Sample) -> dict[str, Any]:
         "http_status": sample.http_status,
         **dataclasses.asdict(sample.metrics),
         "tool_version": sample.tool_version,
+        "source": sample.source,
+        "published": sample.published,
+        "client_bound": sample.client_bound,
     }

@@ -162,7 +162,8 @@ class Sampler:
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
 
     async def _measure(self, job: Job) -> None:
-        plan = Plan(requests=job.requests, concurrency=1)  # the parallel workload sets its own concurrency
+        # The parallel workload sets its own concurrency.
+        plan = Plan(requests=job.requests, concurrency=1, source="scheduled", publish=True)
         done = await measure(
             [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus
         )

@@ -46,9 +46,11 @@ _FOREIGN = (sqlite3.Error, psycopg.Error, OSError)
 _METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
 _ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
 _PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
+_ORIGIN = ("source", "published", "client_bound")
 _SAMPLE_COLUMNS = (
     *("id", "run_id", *_ENDPOINT, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *_METRICS, "timeline", "tool_version", *_PROMPT),
+    *_ORIGIN,
 )
 _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
 
@@ -162,7 +164,8 @@ def _sample_row(s: Sample) -> tuple[Any, ...]:
     head = (s.id, s.run_id, *(getattr(s.endpoint, f) for f in _ENDPOINT), s.workload, s.started_at, s.ok)
     tail = (kind, s.error_message, s.http_status, *dataclasses.astuple(s.metrics), s.timeline.to_json())
     prompt = (getattr(s, f) for f in _PROMPT)
-    return tuple(_to_db(v) for v in (*head, *tail, s.tool_version, *prompt))
+    origin = (getattr(s, f) for f in _ORIGIN)
+    return tuple(_to_db(v) for v in (*head, *tail, s.tool_version, *prompt, *origin))
 
 
 def _run_row(r: RunRecord) -> tuple[Any, ...]:
@@ -183,6 +186,9 @@ def _sample(row: dict[str, Any]) -> Sample:
         timeline=Timeline.from_json(row["timeline"], failure),
         tool_version=row["tool_version"],
         **{f: row[f] for f in _PROMPT},
+        source=row["source"],
+        published=bool(row["published"]),
+        client_bound=bool(row["client_bound"]),
     )
 
 

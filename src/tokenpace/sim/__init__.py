@@ -35,6 +35,17 @@ equals the output tokens the simulator reports.
 """
 
 from tokenpace.sim.scenario import ERRORS, NON_ASCII_WORDS, WORDS, Scenario, Truth
-from tokenpace.sim.server import WIRES, Simulator, serve, serve_forever
+from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever
 
-__all__ = ["ERRORS", "NON_ASCII_WORDS", "WIRES", "WORDS", "Scenario", "Simulator", "Truth", "serve", "serve_forever"]
+__all__ = [
+    "ERRORS",
+    "NON_ASCII_WORDS",
+    "SIMULATOR_HEADER",
+    "WIRES",
+    "WORDS",
+    "Scenario",
+    "Simulator",
+    "Truth",
+    "serve",
+    "serve_forever",
+]

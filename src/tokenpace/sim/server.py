@@ -29,6 +29,7 @@ from tokenpace.sim.wire import Reply, Wire, dumps
 from tokenpace.tokens import count_tokens
 
 WIRES: tuple[type[Wire], ...] = (Chat, Completions, Responses, Anthropic, Ollama, Gemini)
+SIMULATOR_HEADER = "X-Tokenpace-Simulator"
 _DEFAULT = Scenario()  # frozen: one instance serves as every Simulator's default
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -88,7 +89,9 @@ class Simulator:
             wire = which(request)
             if (refused := self._refusal(wire, request)) is not None:
                 return refused
-            return web.json_response(wire.models_doc(list(dict.fromkeys([DEFAULT_MODEL, *self.models]))))
+            doc = wire.models_doc(list(dict.fromkeys([DEFAULT_MODEL, *self.models])))
+            # Says what it is, so that discovery never ranks a simulator as a real server (whatever its port).
+            return web.json_response(doc, headers={SIMULATOR_HEADER: "1"})
 
         return models
 
