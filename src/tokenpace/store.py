@@ -30,7 +30,6 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import platformdirs
-import psycopg
 
 from tokenpace.config import Endpoint
 from tokenpace.errors import StoreError
@@ -42,7 +41,7 @@ from tokenpace.timing import Timeline
 
 T = TypeVar("T")
 ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
-_FOREIGN = (sqlite3.Error, psycopg.Error, OSError)
+_FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: _Dialect.errors
 _METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
 _ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
 _PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
@@ -76,6 +75,8 @@ class _Dialect:
     connect: Callable[[], _Connection]
     placeholder: str  # SQL here is written with "?"; PostgreSQL wants "%s"
     lock_migrations: str  # opens the migration transaction, so that two processes cannot both migrate
+    errors: tuple[type[Exception], ...] = ()  # the driver's own errors, foreign like sqlite3's
+    lost: tuple[type[Exception], ...] = ()  # the driver's errors for a lost connection, which is reopened
 
 
 def _sqlite(path: Path) -> _Dialect:
@@ -101,7 +102,15 @@ def _sqlite(path: Path) -> _Dialect:
 def _postgres(url: str) -> _Dialect:
     # An advisory lock, because PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent one.
     lock = "SELECT pg_advisory_xact_lock(7031990417)"  # any fixed number: tokenpace's migration lock
-    return _Dialect("postgresql", lambda: psycopg.connect(url, autocommit=False), "%s", lock)
+    try:
+        import psycopg  # imported here: the driver is the optional extra tokenpace[postgresql]
+    except ImportError:
+        raise StoreError(
+            "a postgresql:// store needs the PostgreSQL driver: run with `uv run --extra postgresql ...` "
+            "or `pip install 'tokenpace[postgresql]'`"
+        ) from None
+    lost = (psycopg.OperationalError, psycopg.InterfaceError)
+    return _Dialect("postgresql", lambda: psycopg.connect(url, autocommit=False), "%s", lock, (psycopg.Error,), lost)
 
 
 def _hide(url: str) -> tuple[str, list[str]]:
@@ -225,6 +234,8 @@ class Store:
         self.unsaved: list[Sample] = []
         self.unsaved_runs: list[RunRecord] = []
         self._secrets = secrets
+        self._foreign = (*_FOREIGN, *dialect.errors)
+        self._lost = dialect.lost
         self._errors: list[str] = []  # touched only by the writer thread
         self._closed = False
         self._ph = dialect.placeholder
@@ -240,7 +251,7 @@ class Store:
             try:
                 _migrate(conn, dialect, url)
             except BaseException:
-                with contextlib.suppress(*_FOREIGN):
+                with contextlib.suppress(*self._foreign):
                     conn.close()
                 raise
             return conn
@@ -259,7 +270,7 @@ class Store:
         """
         try:
             return op()
-        except (psycopg.OperationalError, psycopg.InterfaceError):
+        except self._lost:
             if not getattr(self._conn, "closed", False):  # the link is fine: the statement itself failed
                 raise
             self._conn = self._connect()
@@ -278,7 +289,7 @@ class Store:
             raise StoreError(f"{self.url}: the store is closed")
         try:
             return self._pool.submit(fn).result()
-        except _FOREIGN as exc:
+        except self._foreign as exc:
             raise StoreError(self._say(exc)) from None
 
     def _enqueue(self, sql: str, item: Any, row: Callable[[Any], tuple[Any, ...]], unsaved: list[Any]) -> None:
