@@ -133,10 +133,10 @@ def test_api_key_never_leaks(
     wrong = sim_thread(api_key="sk-something-else")
     db, out = tmp_path / "t.db", tmp_path / "s.jsonl"
     outputs = []
-    for s in (good, wrong):
+    for s, code in ((good, 0), (wrong, 1)):  # 1: no request succeeded
         result = invoke("run", "--base-url", s.url, "--model", "m", "-n", "2", "--api-key-env", "CANARY_API_KEY",
                         "--db", str(db), "--output", str(out))  # fmt: skip
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == code, result.output
         outputs.append(result.output + out.read_text())
     with open_store(str(db)) as store:
         samples = store.samples()

@@ -7,7 +7,9 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -30,11 +32,13 @@ from tokenpace.export import SAMPLE_FORMATS, write_samples
 from tokenpace.presets import PRESETS
 from tokenpace.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sample import Sample
+from tokenpace.settings import SIM_BASE_URL
 from tokenpace.store import Store, open_store
 from tokenpace.workload import BUILTIN, Workload
 from tokenpace.workload import DEFAULT as DEFAULT_WORKLOAD
 
 T = TypeVar("T")
+SEED_MAX = 2**31 - 1  # runs.seed is an INTEGER column: 32 bits on PostgreSQL
 err = Console(stderr=True)
 
 
@@ -43,12 +47,30 @@ def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return runner.run(main())
 
 
+class _Mistake(click.ClickException):
+    exit_code = ConfigError.exit_code  # 2, as click's own usage errors: fix the command or the file
+
+
+class _Stopped(click.ClickException):
+    exit_code = TokenpaceError.exit_code  # 3: tokenpace could not work (database, vocabulary)
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except TokenpaceError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise (_Mistake if isinstance(exc, ConfigError) else _Stopped)(str(exc)) from None
+
+
+class _Finite(click.FloatRange):
+    """A FloatRange that also refuses nan and inf (each passes a plain range check, then breaks a timer)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 @click.group(cls=_Group)
@@ -68,7 +90,12 @@ def _cli_endpoint(
 ) -> Endpoint:
     if not model:
         raise ConfigError("--base-url needs --model (the model name the endpoint expects)")
-    if urlsplit(base_url).scheme not in ("http", "https"):
+    try:
+        parts = urlsplit(base_url)
+        host, _ = parts.hostname, parts.port  # each raises ValueError on a broken address
+    except ValueError as exc:
+        raise ConfigError(f"--base-url {base_url!r}: {exc}; give a URL such as http://127.0.0.1:8080/v1") from None
+    if parts.scheme not in ("http", "https") or not host:
         raise ConfigError(f"--base-url {base_url!r}: give a full URL such as http://127.0.0.1:8080/v1")
     pairs = []
     for h in headers:
@@ -81,7 +108,7 @@ def _cli_endpoint(
             raise ConfigError(f"--header: {exc}") from None
         pairs.append((name.strip(), value.strip()))
     return Endpoint(
-        provider=provider or urlsplit(base_url).hostname or "custom",
+        provider=provider or host,
         model=model,
         base_url=base_url.rstrip("/"),
         plan=plan,
@@ -115,8 +142,10 @@ def _cli_endpoint(
 @click.option(
     "--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process (any --protocol)."
 )
-@click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1))
-@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Requests per endpoint (each one a sample).")  # fmt: skip
+@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Requests in flight at once, per endpoint.")  # fmt: skip
 @click.option(
     "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD.name, show_default=True,
     help="Built-in (1k, 10k, 100k, vision, parallel) or declared in --config; see `tokenpace workloads`.",
@@ -126,21 +155,33 @@ def _cli_endpoint(
     "--corpus", type=click.Path(file_okay=False, path_type=Path),
     help="Folder of .txt/.md/.html files to build prompts from (default: built in).",
 )  # fmt: skip
-@click.option("--seed", type=int, help="Reproduce the prompts of an earlier run (default: fresh prompts).")
-@click.option("--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
-@click.option("--first-token-timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option(
+    "--seed", type=click.IntRange(0, SEED_MAX),
+    help="Reproduce the prompts of an earlier run (default: fresh prompts); 0 to 2**31-1, as stored.",
+)  # fmt: skip
+@click.option("--connect-timeout", default=10.0, show_default=True, type=_Finite(min=0, min_open=True),
+              help="Seconds to open a connection.")  # fmt: skip
+@click.option("--first-token-timeout", default=60.0, show_default=True, type=_Finite(min=0, min_open=True),
+              help="Seconds from sending the request to the first generated text.")  # fmt: skip
 @click.option(
     "--idle-timeout",
     default=60.0,
     show_default=True,
-    type=click.FloatRange(min=0, min_open=True),
+    type=_Finite(min=0, min_open=True),
     help="Longest silence, before the first token too: keep it >= --first-token-timeout.",
 )
-@click.option("--total-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option("--total-timeout", default=300.0, show_default=True, type=_Finite(min=0, min_open=True),
+              help="Seconds a whole request may take.")  # fmt: skip
 @click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
 @click.option("--keep-prompts", is_flag=True, help="Store each prompt's text with its sample.")
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "-q", "--quiet", "--no-progress", "quiet", is_flag=True, help="No progress bar or notes; the summary stays."
+)
+@click.option(
+    "--publish", is_flag=True, help="Rank these samples on the leaderboard (one-shot runs are not, by default)."
+)
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -171,15 +212,30 @@ def run(
     keep_prompts: bool,
     db: str | None,
     as_json: bool,
+    quiet: bool,
+    publish: bool,
     output: Path | None,
 ) -> None:
     """Stream completions from endpoints and summarise how fast they were.
 
-    ENDPOINTS are names from --config (provider/model, provider:plan/model or provider), or PRESET/MODEL for a
-    well-known provider (groq/llama-3.1-8b-instant); `tokenpace presets` lists them.
+    ENDPOINTS are names from --config (provider/model, provider:plan/model or provider; none: every endpoint
+    the file declares), or PRESET/MODEL for a well-known provider (groq/llama-3.1-8b-instant); `tokenpace
+    presets` lists them.
+
+    \b
+    Exit codes:
+      0    every endpoint measured had at least one successful sample
+      1    an endpoint had no successful sample (the summary says why)
+      2    a mistake in the command or config file: nothing was sent
+      3    tokenpace could not work (database, vocabulary): the message says what
+      130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was measured is stored and summarised.
     """
     cfg = config.load(config_path) if config_path is not None else config.Config()
     chosen = [e for ref in endpoints for e in cfg.find(ref)]
+    if config_path is not None and not endpoints and not base_url and not use_sim:
+        chosen = list(cfg.endpoints)
+        if not chosen:
+            raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
     if base_url:
         chosen.append(_cli_endpoint(base_url, model, protocol, api_key_env, plan, provider, headers))
     if not chosen and not use_sim:
@@ -195,7 +251,7 @@ def run(
         workload = dataclasses.replace(workload, max_tokens=max_tokens)
     corpus_dir = corpus or cfg.corpus
     texts = load_corpus(corpus_dir) if corpus_dir is not None else None
-    if idle_timeout < first_token_timeout:
+    if idle_timeout < first_token_timeout and not quiet:
         err.print(
             f"[yellow]note:[/] --idle-timeout {idle_timeout:g} s is shorter than --first-token-timeout "
             f"{first_token_timeout:g} s: a slow first token will fail as idle_timeout"
@@ -207,10 +263,17 @@ def run(
         warmup=not no_warmup,
         seed=seed,
         keep_prompts=keep_prompts,
+        publish=publish,
     )
+    # Simulated endpoints (--sim, and a config's simulate tables) each get a simulator started for the run.
+    scenarios = {e.provider: sim.Scenario(**cfg.simulators[e.provider]) for e in chosen if e.simulated}
+    if use_sim:
+        scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120)
+        chosen.insert(0, Endpoint("sim", "sim", SIM_BASE_URL.format(provider="sim"), protocol=protocol, simulated=True))
+    truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
     store = open_store(db)
     command = _safe_command(sys.argv[1:], store.url)
-    total = requests * (len(chosen) + use_sim)
+    total = requests * len(chosen)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -218,34 +281,49 @@ def run(
         TimeElapsedColumn(),
         console=err,
         transient=True,
-        disable=as_json,
+        disable=as_json or quiet,
     )
 
     kept: list[Sample] = []  # also what survives a Ctrl-C
+    terminated: list[bool] = []  # SIGTERM arrived: stop as Ctrl-C does
 
     async def go() -> RunResult:
         task = progress.add_task("measuring", total=total)
+        loop, main_task = asyncio.get_running_loop(), asyncio.current_task()
+        assert main_task is not None  # the runner's main task
+
+        def on_sigterm() -> None:
+            terminated.append(True)
+            main_task.cancel()  # as asyncio.Runner does on SIGINT: measure's cleanup stores what was taken
+
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
 
         def keep(sample: Sample) -> None:
             kept.append(sample)
             progress.advance(task)
 
-        if not use_sim:
-            return await measure(chosen, workload, run_plan, store, keep, command, texts)
-        async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=150, tokens_per_s=120))) as url:
-            base = url.removesuffix("/v1") + protocol_for(protocol).default_base
-            simulated = Endpoint("sim", "sim", base, protocol=protocol, simulated=True)
-            return await measure([simulated, *chosen], workload, run_plan, store, keep, command, texts)
+        async with contextlib.AsyncExitStack() as stack:
+            roots = {p: await stack.enter_async_context(sim.serve(sim.Simulator(sc))) for p, sc in scenarios.items()}
+            targets = [
+                dataclasses.replace(
+                    e, base_url=roots[e.provider].removesuffix("/v1") + protocol_for(e.protocol).default_base
+                )
+                if e.simulated
+                else e
+                for e in chosen
+            ]
+            return await measure(targets, workload, run_plan, store, keep, command, texts)
 
     result: RunResult | None = None
     try:
         with progress:
             result = _run_async(go)
-    except KeyboardInterrupt:
-        err.print(f"interrupted: the {len(kept)} samples taken so far (cancelled ones included) are kept")
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        how = "stopped (SIGTERM)" if terminated else "interrupted"
+        err.print(f"{how}: the {len(kept)} samples taken so far (cancelled ones included) are kept")
     finally:
         _close(store)
-    summaries = report.summaries(kept)
+    summaries = report.summaries(kept, truth)
     if as_json:
         doc = {
             "run_id": None if result is None else result.run.id,
@@ -267,7 +345,18 @@ def run(
             raise StoreError(f"--output {output}: {exc.strerror or exc}; the samples are in {store.url}") from None
         err.print(f"wrote {output}")
     if result is None:
-        sys.exit(130)
+        sys.exit(143 if terminated else 130)
+    if failed := [s.endpoint for s in summaries if s.ok == 0]:
+        err.print(f"[bold red]no request succeeded[/] on {', '.join(failed)}: see the errors above", soft_wrap=True)
+        sys.exit(1)
+
+
+def _truth(scenario: sim.Scenario) -> dict[str, float]:
+    """What a simulator was set to, by figure: its output speed, and its TTFT unless that grows with prompts."""
+    truth = {"output_speed": scenario.tokens_per_s}
+    if scenario.prefill_tokens_per_s is None:
+        truth["ttft_ms"] = scenario.ttft_ms
+    return truth
 
 
 def _safe_command(args: Sequence[str], store_url: str) -> str:
@@ -342,16 +431,16 @@ def workloads_command(config_path: Path | None) -> None:
 
 @main.command("sim")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--ttft-ms", default=200.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--ttft-ms", default=200.0, show_default=True, type=_Finite(min=0))
 @click.option(
     "--prefill-tokens-per-s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=_Finite(min=0, min_open=True),
     help="Also delay the first token by prompt tokens / this rate, so TTFT grows with the prompt.",
 )
-@click.option("--tokens-per-s", default=50.0, show_default=True, type=click.FloatRange(min=0, min_open=True))
+@click.option("--tokens-per-s", default=50.0, show_default=True, type=_Finite(min=0, min_open=True))
 @click.option("--tokens-per-chunk", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--jitter-ms", default=0.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--jitter-ms", default=0.0, show_default=True, type=_Finite(min=0))
 @click.option("--output-tokens", default=100, show_default=True, type=click.IntRange(min=1))
 @click.option("--reasoning-tokens", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--usage", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
@@ -360,7 +449,7 @@ def workloads_command(config_path: Path | None) -> None:
     type=click.Choice(["429", "500", "malformed", "cut", "endless", "midstream"]),
     help="Inject this failure.",
 )
-@click.option("--error-rate", default=1.0, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--error-rate", default=1.0, show_default=True, type=_Finite(0, 1))
 @click.option("--api-key-env", help="Require the key held in this environment variable.")
 @click.option("--seed", default=0, show_default=True, type=int)
 def sim_command(
@@ -410,7 +499,7 @@ def sim_command(
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option(
-    "--grace", default=5.0, show_default=True, type=click.FloatRange(min=0),
+    "--grace", default=5.0, show_default=True, type=_Finite(min=0),
     help="Seconds runs in flight may take to finish after SIGINT/SIGTERM; then they are stored as cancelled "
     "(keep it under your supervisor's stop timeout: docker's is 10 s).",
 )  # fmt: skip

@@ -3,7 +3,7 @@ service, the leaderboard with the web page's columns."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,27 +22,44 @@ def _fmt(v: float | None) -> str:
 
 
 def print_summary(console: Console, s: Summary) -> None:
+    """The endpoint's figures (beside the simulator's true values under --sim), then its commonest errors."""
     rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
     errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
-    table = Table(title=f"{s.endpoint}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}", title_justify="left")
-    for col in ("figure", "unit", "n", "P5", "P50", "P95", "mean"):
-        table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
-    rows = [(label, unit, s.figures[name]) for name, label, unit in FIGURES]
-    if s.groups is not None:
-        rows += [
-            (f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
-            ("Group TTFT spread", "ms", s.groups.ttft_spread),
-        ]
-    for label, unit, st in rows:
-        table.add_row(label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean))
-    console.print(table)
+    title = f"{escape(s.endpoint)}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}"
+    if s.ok == 0:
+        console.print(title + "  ·  [bold red]no request succeeded[/]: no figures", soft_wrap=True)
+    else:
+        table = Table(title=title, title_justify="left")
+        columns = ("figure", "unit", "n", "P5", "P50", "P95", "mean") + (("set",) if s.truth is not None else ())
+        for col in columns:
+            table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
+        rows = [(name, label, unit, s.figures[name]) for name, label, unit in FIGURES]
+        if s.groups is not None:
+            rows += [
+                ("", f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
+                ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
+            ]
+        for name, label, unit, st in rows:
+            cells = [label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean)]
+            if s.truth is not None:
+                cells.append(_fmt(s.truth.get(name)) if name in s.truth else "")
+            table.add_row(*cells)
+        console.print(table)
+        if s.truth is not None:
+            console.print("set: what the simulator was told to do (its true TTFT and output speed)")
+    for kind, found in s.error_messages.items():
+        for m in found:
+            console.print(f"  {kind} ({m.count}): {escape(m.message)}", soft_wrap=True, highlight=False)
+            if m.hint:
+                console.print(f"    hint: {m.hint}", soft_wrap=True, style="yellow", highlight=False)
 
 
-def summaries(samples: Sequence[Sample]) -> list[Summary]:
+def summaries(samples: Sequence[Sample], truth: Mapping[str, dict[str, float]] | None = None) -> list[Summary]:
+    """One summary per endpoint, in the order they were measured; ``truth``: a simulator's settings by name."""
     by_endpoint: dict[str, list[Sample]] = {}
     for s in samples:
         by_endpoint.setdefault(s.endpoint.name, []).append(s)
-    return [summarise(name, samples) for name, samples in by_endpoint.items()]
+    return [summarise(name, samples, (truth or {}).get(name)) for name, samples in by_endpoint.items()]
 
 
 def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:
@@ -53,7 +70,9 @@ def print_run(out: Console, err: Console, result: RunResult, where: str) -> None
             f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
             "Lower --concurrency or run on a less busy machine."
         )
-    out.print(f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})")
+    # soft_wrap: one line however narrow the terminal or pipe, so the run id and the seed stay whole.
+    line = f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})"
+    out.print(line, soft_wrap=True, highlight=False)
 
 
 def _cell(board: Board, e: Entry, key: str) -> str:

@@ -1,16 +1,21 @@
-"""Summaries of a set of samples: P5 / P50 / P95 / mean per figure, success rate, errors by kind."""
+"""Summaries of a set of samples: P5 / P50 / P95 / mean per figure, success rate, errors by kind and their
+commonest messages, each with a hint where the message suggests a usual mistake."""
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.clients import protocol_for
 from tokenpace.failures import ErrorKind
 from tokenpace.metrics import percentile
 from tokenpace.sample import Sample
+
+TOP_MESSAGES = 3  # per error kind
+MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
 
 # (field of Metrics, label, unit) in the order they are shown.
 FIGURES: tuple[tuple[str, str, str], ...] = (
@@ -90,6 +95,52 @@ def groups(samples: Sequence[Sample]) -> Groups | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Message:
+    """One error message and how many samples of its kind carried it, with a hint when one applies."""
+
+    message: str
+    count: int
+    hint: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "count": self.count, "hint": self.hint}
+
+
+def hint(kind: str, status: int | None, protocol: str = "openai-chat") -> str | None:
+    """What a failure of this kind and HTTP status usually means, as a question to check; None if nothing."""
+    if status == 404:
+        base = protocol_for(protocol).default_base
+        where = f"end in {base}?" if base else "the server's root, without /v1?"
+        return f"does the base URL {where} is the model name one the server lists?"
+    if status in (401, 403):
+        return "is the API key variable right, and is the key valid for this endpoint?"
+    return {
+        ErrorKind.CONNECT_ERROR.value: "is the server running, and are host and port of the base URL right?",
+        ErrorKind.CONNECT_TIMEOUT.value: "is the host reachable from here (firewall, VPN)?",
+        ErrorKind.RATE_LIMITED.value: "lower --concurrency or --requests, or wait for the quota to refill",
+    }.get(kind)
+
+
+def _printable(text: str) -> str:
+    """The message on one line, without control characters (a server's bytes must not steer a terminal)."""
+    clean = "".join(c if c.isprintable() else " " for c in text)
+    return clean if len(clean) <= MESSAGE_CHARS else clean[: MESSAGE_CHARS - 1] + "…"
+
+
+def messages(samples: Sequence[Sample]) -> dict[str, list[Message]]:
+    """Per error kind, its TOP_MESSAGES commonest messages, commonest first (cancelled ones say nothing new)."""
+    counts: dict[str, Counter[tuple[str, int | None, str]]] = {}
+    for s in samples:
+        if not s.ok and s.error_kind != ErrorKind.CANCELLED:
+            key = (_printable(s.error_message or ""), s.http_status, s.endpoint.protocol)
+            counts.setdefault(str(s.error_kind), Counter())[key] += 1
+    return {
+        kind: [Message(text, n, hint(kind, status, proto)) for (text, status, proto), n in c.most_common(TOP_MESSAGES)]
+        for kind, c in sorted(counts.items())
+    }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     endpoint: str
     samples: int
@@ -97,6 +148,8 @@ class Summary:
     errors: dict[str, int]
     figures: dict[str, Stat]
     groups: Groups | None = None
+    error_messages: dict[str, list[Message]] = field(default_factory=dict)
+    truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
 
     @property
     def success_rate(self) -> float | None:
@@ -113,10 +166,12 @@ class Summary:
             "errors": self.errors,
             "figures": {name: _stat_dict(s) for name, s in self.figures.items()},
             "groups": None if self.groups is None else self.groups.as_dict(),
+            "error_messages": {k: [m.as_dict() for m in ms] for k, ms in self.error_messages.items()},
+            "truth": self.truth,
         }
 
 
-def summarise(endpoint: str, samples: Sequence[Sample]) -> Summary:
+def summarise(endpoint: str, samples: Sequence[Sample], truth: dict[str, float] | None = None) -> Summary:
     """Figures over successful samples only; failures count towards the success rate (cancelled ones apart)."""
     ok = [s for s in samples if s.ok]
     figures = {}
@@ -124,4 +179,13 @@ def summarise(endpoint: str, samples: Sequence[Sample]) -> Summary:
         values = [v for s in ok if (v := getattr(s.metrics, name)) is not None]
         figures[name] = stat(values)
     errors = Counter(str(s.error_kind) for s in samples if not s.ok)
-    return Summary(endpoint, len(samples), len(ok), dict(sorted(errors.items())), figures, groups(samples))
+    return Summary(
+        endpoint,
+        len(samples),
+        len(ok),
+        dict(sorted(errors.items())),
+        figures,
+        groups(samples),
+        messages(samples),
+        truth,
+    )

@@ -1,0 +1,106 @@
+"""What `tokenpace run` tells the shell and the reader when requests fail, and when it is stopped (issue 9 item 6)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from tokenpace import sim
+from tokenpace.cli import main
+from tokenpace.store import open_store
+
+from .conftest import SimThread
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_nothing_succeeded_exits_1_with_the_commonest_message_and_a_hint(
+    tmp_path: Path, sim_thread: Callable[..., SimThread]
+) -> None:
+    s = sim_thread()
+    root = s.url.removesuffix("/v1")  # the usual mistake: a base URL without /v1
+    db = str(tmp_path / "t.db")
+    result = invoke("run", "--base-url", root, "--model", "m", "-n", "3", "--db", db)
+    assert result.exit_code == 1, result.output
+    assert "HTTP 404" in result.stdout and "does the base URL end in /v1?" in result.stdout
+    assert "http_error (3): HTTP 404" in result.stdout
+    doc = json.loads(invoke("run", "--base-url", root, "--model", "m", "-n", "2", "--db", db, "--json").stdout)
+    (summary,) = doc["endpoints"]
+    (top,) = summary["error_messages"]["http_error"]
+    assert top["count"] == 2 and top["message"].startswith("HTTP 404") and "/v1" in top["hint"]
+    with open_store(db) as store:
+        assert len(store.samples()) == 5  # the failures are stored all the same
+
+
+def test_exit_code_is_1_when_any_endpoint_had_no_success(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    good = sim_thread(sim.Scenario(ttft_ms=5, tokens_per_s=500, output_tokens=5))
+    bad = sim_thread(sim.Scenario(error="500", ttft_ms=5, tokens_per_s=500, output_tokens=5))
+    config = tmp_path / "c.toml"
+    config.write_text(f'[providers.good]\nbase_url = "{good.url}"\nmodels = ["m"]\n'
+                      f'[providers.bad]\nbase_url = "{bad.url}"\nmodels = ["m"]\n')  # fmt: skip
+    db = str(tmp_path / "t.db")
+    assert invoke("run", "--config", str(config), "good", "-n", "2", "--db", db).exit_code == 0
+    mixed = invoke("run", "--config", str(config), "good", "bad", "-n", "2", "--db", db)
+    assert mixed.exit_code == 1, mixed.output
+    assert "bad/m" in mixed.output and "no request succeeded" in mixed.output
+
+
+def test_some_failures_still_exit_0(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    s = sim_thread(sim.Scenario(error="429", error_rate=0.5, ttft_ms=5, tokens_per_s=500, output_tokens=5, seed=3))
+    result = invoke("run", "--base-url", s.url, "--model", "m", "-n", "8", "--db", str(tmp_path / "t.db"), "--json")
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.stdout)["endpoints"]
+    assert 0 < summary["ok"] < 8
+    (top,) = summary["error_messages"]["rate_limited"]
+    assert top["count"] == 8 - summary["ok"] and "429" in top["message"]
+
+
+def test_help_documents_the_exit_codes() -> None:
+    text = invoke("run", "--help").output
+    for code in ("0", "1", "2", "130", "143"):
+        assert f"{code} " in text or f"{code}:" in text or f"{code} =" in text
+    assert "Exit codes" in " ".join(text.split())
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    s = sim_thread(sim.Scenario(ttft_ms=5, tokens_per_s=20, output_tokens=1000))
+    db = tmp_path / "t.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokenpace", "run", "--base-url", s.url, "--model", "m", "-n", "4", "-c", "2",
+         "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    for _ in range(300):  # until both streams are sending tokens, however slowly the command started
+        truths = list(s.simulator.truth.values())
+        if len(truths) == 2 and all(t.completion_tokens >= 3 for t in truths):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, errors = proc.communicate(timeout=30)
+    assert proc.returncode == 143, errors
+    assert "stopped (SIGTERM): the 2 samples taken so far" in errors
+    assert "cancelled 2" in out and "TTFT" not in out  # the summary, of samples that have no figures
+    with open_store(str(db)) as store:
+        samples = store.samples()
+        (run,) = store.runs()
+    assert [x.error_kind for x in samples] == ["cancelled", "cancelled"]
+    assert all(x.metrics.output_tokens > 0 for x in samples) and run.completed == 2
+
+
+def test_publish_flag(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    assert invoke("run", "--sim", "-n", "1", "--db", db).exit_code == 0
+    assert invoke("run", "--sim", "-n", "1", "--db", db, "--publish").exit_code == 0
+    with open_store(db) as store:
+        samples = sorted(store.samples(), key=lambda s: s.started_at)
+    assert [(s.source, s.published) for s in samples] == [("one-shot", False), ("one-shot", True)]
+    assert "--publish" in invoke("run", "--help").output
