@@ -1,4 +1,4 @@
-"""Shared fixtures: an offline tokenizer and real servers on free ports, stopped afterwards."""
+"""Shared fixtures: real servers on free ports, stopped afterwards."""
 
 from __future__ import annotations
 
@@ -22,10 +22,6 @@ import pytest
 from tokenpace import sim
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-
-if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken").is_dir():
-    # Tests never download: use the vocabulary shipped beside the checkout.
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken")
 
 
 def free_port() -> int:

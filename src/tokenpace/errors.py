@@ -32,7 +32,7 @@ class StoreError(TokenpaceError):
 
 
 class TokenizerError(TokenpaceError):
-    """The o200k_base vocabulary cannot be loaded (no cached copy and no network)."""
+    """The o200k_base vocabulary shipped in the package cannot be read, or is not tiktoken's published file."""
 
 
 class SimulatorError(TokenpaceError):
