@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol, TypeVar
 
-from tokenpace.cadence import Job, Key, Usage, jobs, next_due, stale_after
+from tokenpace.cadence import MAX_TOKENS_PER_REQUEST, Job, Key, Usage, believable, jobs, next_due, stale_after
 from tokenpace.corpus import Corpus
-from tokenpace.errors import StoreError
 from tokenpace.failures import ErrorKind
 from tokenpace.run import Plan, measure, refused
 from tokenpace.sample import Sample
@@ -38,27 +37,44 @@ DAY_S = 86_400.0
 MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
 
 
+def _believed(column: str) -> str:
+    """SQL for the column's value where believable (see cadence.believable), NULL elsewhere."""
+    return f"CASE WHEN {column} BETWEEN 0 AND {MAX_TOKENS_PER_REQUEST} THEN {column} END"
+
+
+_SPENT_IN = f"COALESCE({_believed('provider_input_tokens')}, {_believed('input_tokens')}, 0)"
+_OWN_OUT = f"COALESCE({_believed('output_tokens')}, 0)"
+_SPENT_OUT = (
+    f"CASE WHEN {_believed('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
+)
+
+
 def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
-    """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger)."""
+    """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
+
+    Only believable counts are summed (finite, 0 to MAX_TOKENS_PER_REQUEST): a provider's impossible count
+    gives way to tokenpace's own, so a stored Inf cannot stop the sampler and a negative one cannot refund.
+    """
     rows = store.query(
-        "SELECT COUNT(*), SUM(COALESCE(provider_input_tokens, input_tokens, 0)), SUM(CASE"
-        " WHEN provider_output_tokens > output_tokens THEN provider_output_tokens ELSE output_tokens END)"
+        f"SELECT COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT})"  # noqa: S608 (no values: constants only)
         " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ?",
         (provider, plan, since),
     )
     count, input_tokens, output_tokens = rows[0]
-    # Samples whose write failed (a full disk) were spent all the same. Read after the query, which ran after
-    # every write queued before it, so a failure of those is in the list by now.
-    unsaved = [s for s in list(store.unsaved) if s.endpoint.provider == provider and s.endpoint.plan == plan]
-    lost = sum((_spent(s) for s in unsaved if s.started_at.timestamp() >= since), Usage())
-    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0)) + lost
+    # Samples whose write failed (a full disk) or that the database refused (rescued to a file) were spent all
+    # the same. Read after the query, which ran after every write queued before it, so those are known by now.
+    lost = [*store.unsaved, *store.rescued]
+    mine = [s for s in lost if s.endpoint.provider == provider and s.endpoint.plan == plan]
+    spent = sum((_spent(s) for s in mine if s.started_at.timestamp() >= since), Usage())
+    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0)) + spent
 
 
 def _spent(s: Sample) -> Usage:
     """One sample's use, counted as usage() counts a stored one."""
     m = s.metrics
-    input_tokens = m.provider_input_tokens if m.provider_input_tokens is not None else s.input_tokens or 0
-    return Usage(1, input_tokens, max(m.output_tokens, m.provider_output_tokens or 0))
+    provider_in, own_in = believable(m.provider_input_tokens), believable(s.input_tokens)
+    input_tokens = provider_in if provider_in is not None else own_in or 0
+    return Usage(1, input_tokens, max(believable(m.output_tokens) or 0, believable(m.provider_output_tokens) or 0))
 
 
 def last_started(store: Store, job: Job) -> float | None:
@@ -110,6 +126,7 @@ class Status:
     started_at: datetime
     jobs: tuple[JobStatus, ...]
     budgets: tuple[BudgetStatus, ...]
+    failures: int = 0  # exceptions the sampler caught (a run, a read, a bug), logged and survived
 
 
 RunJob = Callable[[Job], Awaitable[object]]
@@ -160,6 +177,7 @@ class Sampler:
         self._refusals: dict[tuple[str, str], deque[tuple[float, Usage]]] = defaultdict(deque)
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
+        self._failures = 0
 
     async def _measure(self, job: Job) -> None:
         # The parallel workload sets its own concurrency.
@@ -189,16 +207,27 @@ class Sampler:
         """Sample until :meth:`stop`; cancelled runs record their requests as ``cancelled`` samples."""
         self._started = now = self.clock.now()
         for job in self.jobs:
-            last = await self._read(partial(last_started, self.store, job))
+            last = None
+            try:
+                last = await self._read(partial(last_started, self.store, job))
+            except Exception as exc:  # unknown: it starts soon, as a job never sampled does
+                self._failed(f"cannot read when {job.name} last ran", exc)
             if last is not None:
                 self._last[job.key] = last
             self._due[job.key] = next_due(job, last, now)
         for provider, plan in self._budgets:
-            self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
+            try:
+                self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
+            except Exception as exc:  # checked again before each run, which starts only if the check succeeds
+                self._failed(f"cannot read the {provider}:{plan} budget's use", exc)
         try:
             while self._deadline is None:
                 self._wake.clear()
-                await self._nap(*await self._launch_due())
+                try:
+                    await self._nap(*await self._launch_due())
+                except Exception as exc:  # a bug must not stop the sampler, and the web server beside it
+                    self._failed("the sampler's loop", exc)
+                    await self._nap_until(MAX_NAP_S)
             await self._drain()
         finally:  # run() itself cancelled: nothing may outlive it
             for task in self._running.values():
@@ -239,8 +268,8 @@ class Sampler:
         plan = job.key[:2]
         try:
             used = await self._read(partial(usage, self.store, *plan, now - DAY_S))
-        except StoreError as exc:  # unknown use may not be spent: wait an interval, as for a skip
-            log.warning("not starting %s: its budget cannot be checked: %s", job.name, exc)
+        except Exception as exc:  # unknown use may not be spent: wait an interval, as for a skip
+            self._failed(f"not starting {job.name}: its budget cannot be checked", exc)
             return "later"
         refusals = self._refusals[plan]
         while refusals and refusals[0][0] < now - DAY_S:
@@ -267,21 +296,21 @@ class Sampler:
             try:
                 await self.run_job(job)
             except Exception as exc:  # one broken endpoint or failed write must not stop the others
-                log.warning("scheduled run %s failed: %s", job.name, " ".join(str(exc).split()) or type(exc).__name__)
+                self._failed(f"scheduled run {job.name} failed", exc)
             if not known and refused(job.endpoint):
                 # Its refused requests are stored as no sample, so usage() never sees them: count them here, from
                 # now, no earlier than they were sent, so they leave the 24 h no sooner than the real ones do.
                 self._refusals[job.key[:2]].append((self.clock.now(), job.refusals()))
-            try:  # a failed write keeps its sample in store.unsaved, where usage() still counts it
+            try:  # a failed write keeps its sample in store.unsaved (or rescued), where usage() still counts it
                 await self._read(self.store.flush)
-            except StoreError as exc:
-                log.warning("after %s: %s", job.name, exc)
+            except Exception as exc:
+                self._failed(f"after {job.name}", exc)
             before = self._last.get(job.key)
             try:
                 last = await self._read(partial(last_started, self.store, job))
-            except StoreError as exc:
+            except Exception as exc:
                 last = None
-                log.warning("after %s: cannot read when it last ran, taking its start: %s", job.name, exc)
+                self._failed(f"after {job.name}: cannot read when it last ran, taking its start", exc)
             # The database's time, as a restart will read it; a run that stored nothing still counts as having
             # run (at its launch), so a failing job is not retried at once.
             if last is None or (before is not None and last <= before):
@@ -289,9 +318,16 @@ class Sampler:
             self._last[job.key] = last
             self._due[job.key] = next_due(job, last, self.clock.now())
         finally:
+            if job.key not in self._due:  # whatever went wrong above, the job stays on the schedule
+                self._due[job.key] = next_due(job, started, self.clock.now())
             self._in_flight[job.endpoint.provider] -= job.width
             del self._running[job.key]
             self._wake.set()
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        """Log an exception the sampler survives, in one line, and count it."""
+        self._failures += 1
+        log.warning("%s: %s", what, " ".join(str(exc).split()) or type(exc).__name__)
 
     async def _nap(self, blocked: set[str], waiting: set[tuple[str, str]]) -> None:
         """Sleep until the next due time of a provider with room and a plan not waiting, a run's end or stop()."""
@@ -339,4 +375,4 @@ class Sampler:
             )
             for plan, cap in self._budgets.items()
         )
-        return Status(datetime.fromtimestamp(self._started, UTC), job_states, budgets)
+        return Status(datetime.fromtimestamp(self._started, UTC), job_states, budgets, self._failures)

@@ -11,37 +11,43 @@ only a power cut can take back the last few, the price of not syncing every comm
 Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
 holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or
 ``Store.unsaved_runs``, the next :meth:`Store.flush` raises, and it goes in with the next write that succeeds.
-A PostgreSQL connection lost to a restart or a dropped link is opened again.
+A PostgreSQL connection lost to a restart or a dropped link is opened again. Values are made storable first
+(``refusals``); a record refused all the same for its data, which no retry could fix, goes to the rescue file
+(``Store.rescue_path``) instead, with the reason logged and raised by the next flush.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
-import re
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from typing import Any, TypeVar
 
 import platformdirs
 
 from tokenpace.config import Endpoint
+from tokenpace.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
 from tokenpace.errors import StoreError
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.metrics import Metrics
 from tokenpace.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.refusals import default_rescue_path, is_data_error, rescue, storable
 from tokenpace.sample import RunRecord, Sample
 from tokenpace.timing import Timeline
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+RESCUED_KEPT = 10_000  # rescued samples remembered (lightly) so that budgets still count them
 ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
-_FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: _Dialect.errors
+_FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: Dialect.errors
 _METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
 _ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
 _PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
@@ -60,73 +66,6 @@ def default_db_path() -> Path:
     return Path(override) if override else Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db"
 
 
-class _Connection(Protocol):
-    """What both sqlite3 and psycopg connections offer, all the store needs."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
-    def commit(self) -> None: ...
-    def rollback(self) -> None: ...
-    def close(self) -> None: ...
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Dialect:
-    name: str  # "sqlite" or "postgresql": for the rare SQL the two spell differently
-    connect: Callable[[], _Connection]
-    placeholder: str  # SQL here is written with "?"; PostgreSQL wants "%s"
-    lock_migrations: str  # opens the migration transaction, so that two processes cannot both migrate
-    errors: tuple[type[Exception], ...] = ()  # the driver's own errors, foreign like sqlite3's
-    lost: tuple[type[Exception], ...] = ()  # the driver's errors for a lost connection, which is reopened
-
-
-def _sqlite(path: Path) -> _Dialect:
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(path, isolation_level=None)  # autocommit: transactions are ours to open
-        conn.execute("PRAGMA busy_timeout = 5000")
-        # Switching a new file to WAL while another process does the same answers "locked" at once, without
-        # waiting for the busy timeout (seen with six processes opening one new file), so wait here instead.
-        for attempt in range(100):
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == 99:
-                    raise
-                time.sleep(0.05)
-        conn.execute("PRAGMA synchronous = NORMAL")
-        return conn
-
-    return _Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE")
-
-
-def _postgres(url: str) -> _Dialect:
-    # An advisory lock, because PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent one.
-    lock = "SELECT pg_advisory_xact_lock(7031990417)"  # any fixed number: tokenpace's migration lock
-    try:
-        import psycopg  # imported here: the driver is the optional extra tokenpace[postgresql]
-    except ImportError:
-        raise StoreError(
-            "a postgresql:// store needs the PostgreSQL driver: run with `uv run --extra postgresql ...` "
-            "or `pip install 'tokenpace[postgresql]'`"
-        ) from None
-    lost = (psycopg.OperationalError, psycopg.InterfaceError)
-    return _Dialect("postgresql", lambda: psycopg.connect(url, autocommit=False), "%s", lock, (psycopg.Error,), lost)
-
-
-def _hide(url: str) -> tuple[str, list[str]]:
-    """The URL with its password masked, and every spelling of that password (userinfo or ``?password=``)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # unparseable: show nothing after the scheme
-        return url.partition("://")[0] + "://***", [url]
-    found = [parts.password or ""] + [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
-    secrets = sorted({s for raw in found if raw for s in (raw, unquote(raw))}, key=len, reverse=True)
-    user, _, host = parts.netloc.rpartition("@")
-    netloc = f"{user.partition(':')[0]}:***@{host}" if parts.password is not None else parts.netloc
-    query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)
-    return urlunsplit(parts._replace(netloc=netloc, query=query)), secrets
-
-
 def open_store(url: str | None = None) -> Store:
     """Open (creating and migrating as needed) the store a URL names; None means the default SQLite file."""
     if url is None:
@@ -135,15 +74,15 @@ def open_store(url: str | None = None) -> Store:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from None
-        return Store(f"sqlite://{path.absolute()}", _sqlite(path))
+        return Store(f"sqlite://{path.absolute()}", sqlite_dialect(path))
     scheme, sep, rest = url.partition("://")
     if url.strip() and not sep:
-        return Store(f"sqlite://{Path(url).absolute()}", _sqlite(Path(url)))
+        return Store(f"sqlite://{Path(url).absolute()}", sqlite_dialect(Path(url)))
     if scheme == "sqlite" and rest.startswith("/"):
-        return Store(url, _sqlite(Path(rest)))
-    shown, secrets = _hide(url)
+        return Store(url, sqlite_dialect(Path(rest)))
+    shown, secrets = hide_password(url)
     if scheme in ("postgresql", "postgres"):
-        return Store(shown, _postgres(url), secrets)
+        return Store(shown, postgres_dialect(url), secrets)
     raise StoreError(f"unsupported store {shown!r}: give {ACCEPTED}")
 
 
@@ -206,7 +145,7 @@ def _run(row: dict[str, Any]) -> RunRecord:
     return RunRecord(**row | when | {"client_bound": bool(row["client_bound"])})
 
 
-def _migrate(conn: _Connection, dialect: _Dialect, url: str) -> None:
+def _migrate(conn: Connection, dialect: Dialect, url: str) -> None:
     """Apply the missing migrations in one transaction, under a lock so two processes cannot both do it."""
     conn.execute(dialect.lock_migrations)
     conn.execute(BOOTSTRAP)
@@ -226,27 +165,48 @@ def _migrate(conn: _Connection, dialect: _Dialect, url: str) -> None:
     conn.commit()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Table:
+    kind: str  # what one record is called in messages
+    sql: str
+    columns: tuple[str, ...]
+    row: Callable[[Any], tuple[Any, ...]]
+    unsaved: list[Any]  # the Store's own list, shared
+
+
+_EMPTY = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=0, events=())
+
+
 class Store:
     """Samples and runs in one database; writes are queued to a single writer thread and never block."""
 
-    def __init__(self, url: str, dialect: _Dialect, secrets: Sequence[str] = ()) -> None:
+    def __init__(
+        self, url: str, dialect: Dialect, secrets: Sequence[str] = (), rescue_path: Path | None = None
+    ) -> None:
         self.url = url  # for display: the password, if any, is masked
         self.unsaved: list[Sample] = []
         self.unsaved_runs: list[RunRecord] = []
+        self.rescue_path = rescue_path or default_rescue_path(dialect.file)
+        # Samples refused for their data, lightened (no timeline): in no database, spent all the same.
+        self.rescued: deque[Sample] = deque(maxlen=RESCUED_KEPT)
         self._secrets = secrets
         self._foreign = (*_FOREIGN, *dialect.errors)
         self._lost = dialect.lost
+        self._data_errors = dialect.refused
         self._errors: list[str] = []  # touched only by the writer thread
         self._closed = False
         self._ph = dialect.placeholder
         self.dialect = dialect.name
         self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
-        self._insert_sample = _insert("samples", _SAMPLE_COLUMNS, self._ph)
+        insert = _insert("samples", _SAMPLE_COLUMNS, self._ph)
+        self._samples = _Table("sample", insert, _SAMPLE_COLUMNS, _sample_row, self.unsaved)
         # A run may be written when it starts and again when it ends: the last write wins.
-        self._upsert_run = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
+        upsert = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
+        self._runs = _Table("run", upsert, _RUN_COLUMNS, _run_row, self.unsaved_runs)
+        self._tables = (self._samples, self._runs)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenpace-store")
 
-        def connect() -> _Connection:
+        def connect() -> Connection:
             conn = dialect.connect()
             try:
                 _migrate(conn, dialect, url)
@@ -292,34 +252,52 @@ class Store:
         except self._foreign as exc:
             raise StoreError(self._say(exc)) from None
 
-    def _enqueue(self, sql: str, item: Any, row: Callable[[Any], tuple[Any, ...]], unsaved: list[Any]) -> None:
-        def insert(record: Any, sql: str, row: Callable[[Any], tuple[Any, ...]]) -> None:
-            self._conn.execute(sql, row(record))
-            self._conn.commit()
-            self.writes += 1
+    def _write(self, table: _Table, record: Any) -> None:
+        """Insert one record and commit, its values made storable first (and the change said once)."""
+        values, changed = storable(table.columns, table.row(record))
+        self._conn.execute(table.sql, values)
+        self._conn.commit()
+        self.writes += 1
+        if changed:
+            why = "NUL, a lone surrogate, or a number the column cannot hold: the timeline keeps what was sent"
+            log.warning("%s %s: %s stored sanitised (%s)", table.kind, record.id, ", ".join(changed), why)
 
+    def _refusal(self, table: _Table, record: Any, exc: Exception) -> bool:
+        """After a failed write: a record refused for its own data goes to the rescue file (True); else False."""
+        with contextlib.suppress(Exception):
+            self._conn.rollback()
+        if not is_data_error(exc, self._data_errors):
+            return False
+        why = self._say(exc)
+        try:
+            rescue(self.rescue_path, record, why)
+        except Exception as failed:  # the rescue file cannot be written either: the record is kept in memory
+            self._errors.append(f"{why}; and the rescue file failed: {self._say(failed)}")
+            return False
+        log.warning("%s %s refused (%s): written to %s", table.kind, record.id, why, self.rescue_path)
+        self._errors.append(f"{why}; the {table.kind} was written to {self.rescue_path}")
+        if isinstance(record, Sample):  # spent all the same: budgets count it
+            self.rescued.append(dataclasses.replace(record, timeline=_EMPTY, prompt_text=None))
+        return True
+
+    def _enqueue(self, table: _Table, item: Any) -> None:
         def write() -> None:  # on the writer thread, so even the timeline's JSON costs the caller nothing
             try:
-                self._on_connection(lambda: insert(item, sql, row))
-            except Exception as exc:  # anything at all: keep the record, report it at flush
-                with contextlib.suppress(Exception):
-                    self._conn.rollback()
-                unsaved.append(item)
-                self._errors.append(self._say(exc))
+                self._on_connection(lambda: self._write(table, item))
+            except Exception as exc:  # anything at all: rescue a data refusal, keep the record otherwise
+                if not self._refusal(table, item, exc):
+                    table.unsaved.append(item)
+                    self._errors.append(f"{self._say(exc)}; the records are kept in Store.unsaved")
                 return
             # The database takes writes again: what it refused before goes in now, oldest first.
-            for pending, pending_sql, pending_row in (
-                (self.unsaved, self._insert_sample, _sample_row),
-                (self.unsaved_runs, self._upsert_run, _run_row),
-            ):
-                while pending:
+            for pending in self._tables:
+                while pending.unsaved:
                     try:
-                        insert(pending[0], pending_sql, pending_row)
-                    except Exception:  # still refused: kept for the next successful write
-                        with contextlib.suppress(Exception):
-                            self._conn.rollback()
-                        break
-                    pending.pop(0)
+                        self._write(pending, pending.unsaved[0])
+                    except Exception as exc:  # still refused: kept for the next successful write, or rescued
+                        if not self._refusal(pending, pending.unsaved[0], exc):
+                            break
+                    pending.unsaved.pop(0)
 
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
@@ -327,11 +305,11 @@ class Store:
 
     def add_sample(self, sample: Sample) -> None:
         """Queue a sample for writing and return at once; :meth:`flush` reports a failed write."""
-        self._enqueue(self._insert_sample, sample, _sample_row, self.unsaved)
+        self._enqueue(self._samples, sample)
 
     def add_run(self, run: RunRecord) -> None:
         """Queue a run for writing (replacing any earlier record of the same id) and return at once."""
-        self._enqueue(self._upsert_run, run, _run_row, self.unsaved_runs)
+        self._enqueue(self._runs, run)
 
     def _take_errors(self) -> list[str]:
         errors, self._errors = self._errors, []
@@ -342,7 +320,7 @@ class Store:
         errors = self._call(self._take_errors)
         if errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise StoreError(f"write failed: {errors[0]}{more}; the records are kept in Store.unsaved")
+            raise StoreError(f"write failed: {errors[0]}{more}")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of a read written with ``?`` placeholders; it runs after every write queued before it."""

@@ -1,0 +1,90 @@
+"""Which databases the store speaks: how to connect to each, and the driver errors that mean what.
+
+SQLite comes with Python; PostgreSQL's driver is the optional extra ``tokenpace[postgresql]``, imported only
+when a ``postgresql://`` store is opened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+from tokenpace.errors import StoreError
+
+
+class Connection(Protocol):
+    """What both sqlite3 and psycopg connections offer, all the store needs."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dialect:
+    name: str  # "sqlite" or "postgresql": for the rare SQL the two spell differently
+    connect: Callable[[], Connection]
+    placeholder: str  # SQL here is written with "?"; PostgreSQL wants "%s"
+    lock_migrations: str  # opens the migration transaction, so that two processes cannot both migrate
+    errors: tuple[type[Exception], ...] = ()  # the driver's own errors, foreign like sqlite3's
+    lost: tuple[type[Exception], ...] = ()  # the driver's errors for a lost connection, which is reopened
+    refused: tuple[type[Exception], ...] = ()  # the driver's errors for a record's own data: retrying cannot help
+    file: Path | None = None  # the SQLite file; the rescue file goes beside it
+
+
+def sqlite_dialect(path: Path) -> Dialect:
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None)  # autocommit: transactions are ours to open
+        conn.execute("PRAGMA busy_timeout = 5000")
+        # Switching a new file to WAL while another process does the same answers "locked" at once, without
+        # waiting for the busy timeout (seen with six processes opening one new file), so wait here instead.
+        for attempt in range(100):
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    return Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE", file=path)
+
+
+def postgres_dialect(url: str) -> Dialect:
+    # An advisory lock, because PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent one.
+    lock = "SELECT pg_advisory_xact_lock(7031990417)"  # any fixed number: tokenpace's migration lock
+    try:
+        import psycopg  # imported here: the driver is the optional extra tokenpace[postgresql]
+    except ImportError:
+        raise StoreError(
+            "a postgresql:// store needs the PostgreSQL driver: run with `uv run --extra postgresql ...` "
+            "or `pip install 'tokenpace[postgresql]'`"
+        ) from None
+    lost = (psycopg.OperationalError, psycopg.InterfaceError)
+    refused = (psycopg.DataError, psycopg.IntegrityError)
+    connect = partial(psycopg.connect, url, autocommit=False)
+    return Dialect("postgresql", connect, "%s", lock, (psycopg.Error,), lost, refused)
+
+
+def hide_password(url: str) -> tuple[str, list[str]]:
+    """The URL with its password masked, and every spelling of that password (userinfo or ``?password=``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # unparseable: show nothing after the scheme
+        return url.partition("://")[0] + "://***", [url]
+    found = [parts.password or ""] + [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
+    secrets = sorted({s for raw in found if raw for s in (raw, unquote(raw))}, key=len, reverse=True)
+    user, _, host = parts.netloc.rpartition("@")
+    netloc = f"{user.partition(':')[0]}:***@{host}" if parts.password is not None else parts.netloc
+    query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)
+    return urlunsplit(parts._replace(netloc=netloc, query=query)), secrets
