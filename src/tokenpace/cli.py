@@ -430,28 +430,36 @@ def workloads_command(config_path: Path | None) -> None:
 
 
 @main.command("sim")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--ttft-ms", default=200.0, show_default=True, type=_Finite(min=0))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--ttft-ms", default=200.0, show_default=True, type=_Finite(min=0),
+              help="Time to first token, from the request's arrival.")  # fmt: skip
 @click.option(
     "--prefill-tokens-per-s",
     type=_Finite(min=0, min_open=True),
     help="Also delay the first token by prompt tokens / this rate, so TTFT grows with the prompt.",
 )
-@click.option("--tokens-per-s", default=50.0, show_default=True, type=_Finite(min=0, min_open=True))
-@click.option("--tokens-per-chunk", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--jitter-ms", default=0.0, show_default=True, type=_Finite(min=0))
-@click.option("--output-tokens", default=100, show_default=True, type=click.IntRange(min=1))
-@click.option("--reasoning-tokens", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--usage", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option("--tokens-per-s", default=50.0, show_default=True, type=_Finite(min=0, min_open=True),
+              help="Output speed after the first token.")  # fmt: skip
+@click.option("--tokens-per-chunk", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Tokens per streamed event.")  # fmt: skip
+@click.option("--jitter-ms", default=0.0, show_default=True, type=_Finite(min=0),
+              help="Uniform +- jitter on each event's time after the first.")  # fmt: skip
+@click.option("--output-tokens", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Content tokens per answer (capped by the request's max tokens).")  # fmt: skip
+@click.option("--reasoning-tokens", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Reasoning tokens sent before the content.")  # fmt: skip
+@click.option("--usage", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Report token usage: as the request asks (auto), always or never.")  # fmt: skip
 @click.option(
     "--error",
     type=click.Choice(["429", "500", "malformed", "cut", "endless", "midstream"]),
     help="Inject this failure.",
 )
-@click.option("--error-rate", default=1.0, show_default=True, type=_Finite(0, 1))
+@click.option("--error-rate", default=1.0, show_default=True, type=_Finite(0, 1),
+              help="Share of requests that get --error.")  # fmt: skip
 @click.option("--api-key-env", help="Require the key held in this environment variable.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seeds the text, jitter and error draws.")
 def sim_command(
     host: str,
     port: int,
@@ -496,7 +504,8 @@ def sim_command(
     help="TOML file declaring providers, plans, budgets and cadences (default: discover, else simulate).",
 )  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the web server listens on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port the web server listens on (0: any free one).")  # fmt: skip
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
 @click.option(
     "--grace", default=5.0, show_default=True, type=_Finite(min=0),
@@ -549,11 +558,13 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
 @main.command("leaderboard")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="As served.")
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
-@click.option("--window", default="72h", show_default=True, help="72h (median), 24h (mean) or 7d (median).")
+@click.option("--window", default="72h", show_default=True, type=click.Choice(["72h", "24h", "7d"]),
+              help="72h (median), 24h (mean) or 7d (median).")  # fmt: skip
 @click.option("-w", "--workload", help="Default: 1k, or the config's first scheduled workload.")
 @click.option("--provider", help="Only this provider.")
 @click.option("--plan", help="Only this plan.")
-@click.option("--sort", default="speed", show_default=True, help="speed, ttft, e2e, success, samples or name.")
+@click.option("--sort", default="speed", show_default=True, help="The column to sort by.",
+              type=click.Choice(["speed", "ttft", "e2e", "success", "samples", "name"]))  # fmt: skip
 @click.option("--order", type=click.Choice(["asc", "desc"]), help="Default: the column's natural order.")
 @click.option("--min-samples", type=click.IntRange(min=0), help="Rank only with this many (default: the config's, 3).")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON (as /leaderboard.json).")

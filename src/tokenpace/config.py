@@ -56,9 +56,12 @@ from typing import Any, Literal
 import pydantic
 
 from tokenpace.errors import ConfigError
+from tokenpace.plain import first_problem
 from tokenpace.presets import PRESETS, preset
 from tokenpace.settings import (
     DEFAULT_CONCURRENCY,
+    MIN_EVERY_S,
+    MIN_SIMULATED_EVERY_S,
     SIM_BASE_URL,
     PlanKeys,
     PlanSettings,
@@ -203,8 +206,20 @@ class Config:
 def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, PlanSettings]]:
     """The provider's endpoints, each with its plan's schedule settings."""
     plans = dict(p.plans)
+    if p.models and p.plan in plans:
+        raise ConfigError(
+            f"{source}: providers.{name}: the {p.plan} plan is declared twice, by 'models' and by "
+            f"[providers.{name}.plans.{p.plan}]; keep one"
+        )
     if p.models or (p.simulate is not None and not plans):
         plans[p.plan] = _Plan(models=p.models or [DEFAULT_MODEL])
+    for plan_name, plan in plans.items():
+        table = f"providers.{name}" + ("" if plan_name == p.plan and p.models else f".plans.{plan_name}")
+        seen: set[str] = set()
+        for model in plan.models:
+            if model in seen:
+                raise ConfigError(f'{source}: {table}.models: "{model}" is listed twice')
+            seen.add(model)
     if not plans:
         raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
     base: str | None
@@ -227,6 +242,13 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
     for plan_name, plan in plans.items():
         key_env = plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None)
         settings = plan_settings(p, plan, keyed=key_env is not None)
+        floor = MIN_SIMULATED_EVERY_S if p.simulate is not None else MIN_EVERY_S
+        if settings.every_s < floor:
+            table = f"providers.{name}" + (f".plans.{plan_name}" if plan.every else "")
+            raise ConfigError(
+                f"{source}: {table}.every: {settings.every_s:g} s is more often than the minimum of {floor:g} s "
+                f"between runs of a{' simulated' if p.simulate is not None else 'n'} endpoint"
+            )
         for model in plan.models:
             endpoint = Endpoint(
                 provider=name,
@@ -240,13 +262,6 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
             )
             out.append((endpoint, settings))
     return out
-
-
-def _first_error(source: str, err: pydantic.ValidationError) -> str:
-    first = err.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{source}: {where}: {first['msg']}{more}"
 
 
 def load(path: str | Path) -> Config:
@@ -265,7 +280,7 @@ def load(path: str | Path) -> Config:
     try:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:
-        raise ConfigError(_first_error(str(path), exc)) from None
+        raise ConfigError(f"{path}: {first_problem(exc, _File)}") from None
     found = [pair for name, p in parsed.providers.items() for pair in _endpoints(str(path), name, p)]
     try:
         workloads = {name: workload_from_config(name, table) for name, table in parsed.workloads.items()}

@@ -19,12 +19,17 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from tokenpace.errors import SimulatorError
+from tokenpace.plain import first_problem
 from tokenpace.sim.scenario import Scenario
 
 Billing = Literal["uncapped", "capped", "per-token"]
 BILLING_EVERY_S: Mapping[str, float] = MappingProxyType({"uncapped": 600.0, "capped": 3600.0, "per-token": 14400.0})
 DEFAULT_CONCURRENCY = 10
 DEFAULT_WORKLOADS = ("1k", "10k", "100k", "vision", "parallel")
+# The shortest cadences: a real endpoint's runs cost the provider (and often the user) money; a simulated one's
+# only fill the store, so demos and tests may sample it every second, no faster.
+MIN_EVERY_S = 10.0
+MIN_SIMULATED_EVERY_S = 1.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
 
@@ -96,18 +101,26 @@ class ScheduleSettings:
 Duration = Annotated[float, pydantic.PlainValidator(parse_duration)]
 
 
+def _workload_every(text: str) -> float:
+    """A workload's own cadence in seconds, no shorter than any endpoint's (ValueError otherwise)."""
+    seconds = parse_duration(text)
+    if seconds < MIN_SIMULATED_EVERY_S:
+        raise ValueError(f"{text!r} is more often than the minimum of {MIN_SIMULATED_EVERY_S:g} s between runs")
+    return seconds
+
+
 def _cadence(value: Any) -> Cadence:
     """``"plan"``, a duration, or ``{ every = "1d", jitter = 0.5 }``."""
     if value == "plan":
         return Cadence()
     if isinstance(value, str):
-        return Cadence(parse_duration(value))
+        return Cadence(_workload_every(value))
     if isinstance(value, dict) and set(value) <= {"every", "jitter"}:
         every = value.get("every", "plan")
         jitter = value.get("jitter")
         if jitter is not None and not (isinstance(jitter, int | float) and 0 <= jitter < 1):
             raise ValueError(f"jitter must be a number from 0 to below 1, got {jitter!r}")
-        return Cadence(None if every == "plan" else parse_duration(every), jitter)
+        return Cadence(None if every == "plan" else _workload_every(every), jitter)
     raise ValueError('give "plan", a duration like "3h", or { every = "1d", jitter = 0.5 }')
 
 
@@ -170,8 +183,7 @@ def scenario_fields(table: Mapping[str, Any]) -> dict[str, Any]:
         fields: dict[str, Any] = _SCENARIO.model_validate(table).model_dump(exclude_unset=True)
         Scenario(**fields)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise ValueError(first_problem(exc, _SCENARIO)) from None
     except SimulatorError as exc:
         raise ValueError(str(exc).removeprefix("scenario: ")) from None
     return fields
