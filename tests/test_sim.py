@@ -457,3 +457,19 @@ async def test_prefill_rate_makes_ttft_grow_with_the_prompt() -> None:
     assert small_ms >= 20 + 10 / 20
     assert big_ms >= 20 + 4000 / 20  # 200 ms of prefill
     assert big_ms - small_ms == pytest.approx((4000 - 10) / 20, abs=40)
+
+
+async def test_a_long_running_simulator_keeps_only_its_latest_truths() -> None:
+    """Under serve a simulator runs for weeks: it keeps its last N truths, not 100k requests of 16 kB each."""
+    assert Simulator().truth_kept == 1_000  # what serve's in-process simulators and `tokenpace sim` keep
+    sim = Simulator(FAST, truth_kept=5)
+    async with serve(sim) as url:
+        ids = [(await raw_chat(url)).headers["x-request-id"] for _ in range(12)]
+        async with aiohttp.ClientSession() as session:
+            root = url.removesuffix("/v1")
+            statuses = [(await session.get(f"{root}/sim/truth/{i}")).status for i in (ids[0], ids[-1])]
+    assert list(sim.truth) == ids[-5:] and statuses == [404, 200]  # the oldest are forgotten
+    one = len(json.dumps(sim.truth[ids[-1]].to_dict()))
+    assert sum(len(json.dumps(t.to_dict())) for t in sim.truth.values()) <= 5 * one * 1.1  # size: N of them
+    with pytest.raises(SimulatorError, match="truth_kept"):
+        Simulator(truth_kept=0)

@@ -14,7 +14,7 @@ from typing import Any
 from tokenpace.errors import SimulatorError
 
 DEFAULT_MODEL = "sim"
-TRUTH_KEPT = 100_000
+TRUTH_KEPT = 1_000  # truths a simulator keeps by default: its latest requests (see Simulator)
 ERRORS = frozenset({"429", "500", "malformed", "cut", "endless", "midstream"})
 NS_PER_MS = 1_000_000
 

@@ -44,18 +44,26 @@ def _lister(request: web.Request) -> type[Wire]:
 
 
 class Simulator:
-    """Serves scenarios by model name and keeps the :class:`Truth` of every request served, by response id."""
+    """Serves scenarios by model name and keeps the :class:`Truth` of its latest requests, by response id.
+
+    A truth takes about 16 kB for 100 tokens and ``tokenpace serve`` runs its simulators for weeks, so only the
+    last ``truth_kept`` are kept (the oldest forgotten first): enough for any run to compare with its own.
+    """
 
     def __init__(
         self,
         default: Scenario = _DEFAULT,
         models: Mapping[str, Scenario] | None = None,
         api_key: str | None = None,
+        truth_kept: int = TRUTH_KEPT,
     ) -> None:
+        if truth_kept < 1:
+            raise SimulatorError(f"truth_kept must be >= 1, not {truth_kept}")
         self.default = default
         self.models: dict[str, Scenario] = dict(models or {})
         self.api_key = api_key
-        self.truth: dict[str, Truth] = {}
+        self.truth_kept = truth_kept
+        self.truth: dict[str, Truth] = {}  # insertion order: oldest first
         self._served = 0
 
     def app(self) -> web.Application:
@@ -127,7 +135,7 @@ class Simulator:
         error = s.error if s.error is not None and rng.random() < s.error_rate else None
         rid = f"{wire.id_prefix}{uuid.uuid4().hex}"
         truth = self.truth[rid] = Truth(rid, t_received, prompt_tokens=count_tokens(ask.prompt))
-        if len(self.truth) > TRUTH_KEPT:  # a long-running simulator forgets its oldest requests
+        while len(self.truth) > self.truth_kept:  # a long-running simulator forgets its oldest requests
             del self.truth[next(iter(self.truth))]
         if error in ("429", "500"):
             status, headers = int(error), {"Retry-After": "1"} if error == "429" else {}
