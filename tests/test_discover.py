@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from urllib.parse import urlsplit
 
 from tokenpace import discover, sim
 from tokenpace.presets import PRESETS
@@ -65,3 +66,21 @@ def test_embedding_models_are_not_measured() -> None:
     assert discover._model_names("ollama", tags) == ["llama3.2:1b"]
     listing = {"data": [{"id": "tiny"}, {"id": "BAAI/bge-m3-Embedding"}]}
     assert discover._model_names("openai-chat", listing) == ["tiny"]
+
+
+async def test_tokenpace_simulator_is_discovered_as_simulated_whatever_its_port() -> None:
+    """Issue 9 item 1: a simulator answering on a probed port is labelled simulated, never ranked as a server."""
+    async with sim.serve(sim.Simulator()) as url:
+        root = url.removesuffix("/v1")
+        found = await discover.local([(PRESETS["llama.cpp"], url), (PRESETS["ollama"], root)])
+        assert found and all(e.simulated for e in found)
+        notes = (await discover.discover({}, servers=[(PRESETS["llama.cpp"], url)])).notes
+        assert any("tokenpace simulator" in n and "simulated" in n for n in notes), notes
+
+
+def test_the_simulator_command_listens_off_every_port_discovery_probes() -> None:
+    from tokenpace.cli import sim_command
+
+    port = next(p for p in sim_command.params if p.name == "port").default
+    probed = {urlsplit(p.base_url).port for p in discover.local_presets()}
+    assert probed == {11434, 8080, 8000, 30000} and port not in probed

@@ -7,6 +7,10 @@ Three sources, in order:
    their model list: every model listed there.
 3. Nothing found: the built-in simulator endpoints of the embedded default config, labelled simulated.
 
+A local server that is tokenpace's own simulator (``tokenpace sim``: its model list carries the header
+``X-Tokenpace-Simulator: 1``) is measured labelled simulated, whatever port it answers on: a simulator's figures
+must never rank as a real server's.
+
 Only the *name* of a key variable is ever kept; the key stays in the environment.
 """
 
@@ -23,6 +27,7 @@ import aiohttp
 
 from tokenpace.config import Endpoint
 from tokenpace.presets import PRESETS, Preset
+from tokenpace.sim import SIMULATOR_HEADER
 
 # What a discovered endpoint is measured on. Not vision: most presets' default models and llama-server without
 # a projector take no images. Not 100k: small local models lack the context, and a CPU server would spend
@@ -64,13 +69,20 @@ def _model_names(protocol: str, doc: Any) -> list[str]:
     return [n for n in names if "embed" not in n.lower()]
 
 
-async def _listed(session: aiohttp.ClientSession, p: Preset, base_url: str) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    models: list[str]
+    simulated: bool  # the server said it is tokenpace's simulator
+
+
+async def _listed(session: aiohttp.ClientSession, p: Preset, base_url: str) -> _Listing:
     url = base_url + ("/api/tags" if p.protocol == "ollama" else "/models")
     with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
         async with session.get(url) as response:
             if response.status == 200:
-                return _model_names(p.protocol, await response.json(content_type=None))
-    return []
+                simulated = response.headers.get(SIMULATOR_HEADER, "").strip() == "1"
+                return _Listing(_model_names(p.protocol, await response.json(content_type=None)), simulated)
+    return _Listing([], simulated=False)
 
 
 async def local(
@@ -83,9 +95,9 @@ async def local(
     async with aiohttp.ClientSession(timeout=timeout) as session:
         lists = await asyncio.gather(*(_listed(session, p, url) for p, url in servers))
     return [
-        Endpoint(p.name, model, url, protocol=p.protocol)
-        for (p, url), models in zip(servers, lists, strict=True)
-        for model in models
+        Endpoint(p.name, model, url, protocol=p.protocol, simulated=listing.simulated)
+        for (p, url), listing in zip(servers, lists, strict=True)
+        for model in listing.models
     ]
 
 
@@ -98,5 +110,9 @@ async def discover(
     cloud = keyed(env)
     nearby = await local(servers, skip_ports)
     notes = [f"{e.provider}: {e.api_key_env} is set, measuring {e.model}" for e in cloud]
-    notes += [f"{e.provider}: {e.base_url} answered, measuring {e.model}" for e in nearby]
+    notes += [
+        f"{e.provider}: {e.base_url} answered, measuring {e.model}"
+        + (" (a tokenpace simulator: labelled simulated, its figures are no server's)" if e.simulated else "")
+        for e in nearby
+    ]
     return Found((*cloud, *nearby), tuple(notes))
