@@ -126,10 +126,10 @@ def test_serve_names_a_missing_key_before_measuring(tmp_path: Path) -> None:
 
 
 def _refused(*args: str) -> str:
-    """What `tokenpace serve ARGS` says when it refuses to start: exit 1, one message, no traceback."""
+    """What `tokenpace serve ARGS` says when it refuses to start: exit 2 (fix the command), one line, no traceback."""
     command = [sys.executable, "-m", "tokenpace", "serve", *args]
     done = subprocess.run(command, capture_output=True, text=True, env=NO_KEYS, timeout=60, check=False)
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     return done.stderr
 
 

@@ -11,7 +11,6 @@ import math
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -383,21 +382,21 @@ _SECRET_OPTIONS = ("--header", "--db")
 
 
 def _close(store: Store) -> None:
-    """Close the store; samples it could not write go to a file beside the user rather than nowhere.
+    """Close the store; records it could not write go to its rescue file (Store.rescue_path), not nowhere.
 
     Whether or not closing raises: under serve the sampler's own flushes have already reported (and cleared)
-    the write errors, so only ``Store.unsaved`` still tells of samples the database does not hold.
+    the write errors, so only ``Store.unsaved`` and ``Store.unsaved_runs`` still tell of records the database
+    does not hold.
     """
     problem: StoreError | None = None
     try:
         store.close()
     except StoreError as exc:
         problem = exc
-    if store.unsaved:
-        rescue = Path(f"tokenpace-unsaved-{int(time.time())}.jsonl").absolute()
-        write_samples(rescue, store.unsaved)
+    if store.unsaved or store.unsaved_runs:
+        count = store.rescue_unsaved(str(problem) if problem else "the store had not taken it when tokenpace stopped")
         why = f"{problem}; " if problem else ""
-        raise StoreError(f"{why}{len(store.unsaved)} samples the store did not take were written to {rescue}")
+        raise StoreError(f"{why}{count} records the store did not take were written to {store.rescue_path}")
     if problem is not None:
         raise problem
 
@@ -528,8 +527,10 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     logging.getLogger("tokenpace").setLevel(logging.INFO)
 
     cfg = config.load(config_path) if config_path is not None else None
+    if cfg is not None and not cfg.endpoints:
+        raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
     sock = service.listen(host, port)
-    bound_port = sock.getsockname()[1]
+    bound_host, bound_port = sock.getsockname()[:2]
     try:
         store = open_store(db)
     except TokenpaceError:
@@ -537,7 +538,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         raise
 
     def ready(jobs: Sequence[Any]) -> None:
-        shown = "localhost" if host in ("127.0.0.1", "::1") else host
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
         line = f"tokenpace serve: http://{shown}:{bound_port} ({len(jobs)} scheduled jobs; store {store.url})"
         err.print(line, soft_wrap=True)
 

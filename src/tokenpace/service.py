@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import ipaddress
 import logging
 import signal
@@ -73,7 +74,10 @@ def listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port") from None
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):  # taken, or below 1024 without the right
+            raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another --port") from None
+        # Anything else is about the address (not this machine's, a name that does not resolve): say so.
+        raise ConfigError(f"cannot listen on {host} ({exc.strerror or exc}): pass another --host") from None
     sock.listen(128)
     sock.setblocking(False)
     return sock

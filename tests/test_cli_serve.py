@@ -1,0 +1,59 @@
+"""`tokenpace serve` says where it listens, and refuses what it cannot serve in one line (issue 9 items 15, 16)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import free_port
+from .test_serve import NO_KEYS, _refused
+
+SIM = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n'
+
+
+def test_a_config_without_endpoints_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.toml"
+    empty.write_text("# nothing yet\n")
+    message = _refused("--config", str(empty), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
+    assert f"{empty} declares no endpoints" in message
+
+
+@pytest.mark.parametrize("host", ["203.0.113.7", "no-such-host.invalid"])
+def test_a_host_it_cannot_listen_on_is_named(tmp_path: Path, host: str) -> None:
+    config = tmp_path / "sim.toml"
+    config.write_text(SIM)
+    message = _refused(
+        "--config", str(config), "--host", host, "--port", str(free_port()), "--db", str(tmp_path / "x.db")
+    )
+    assert f"cannot listen on {host}" in message and "--host" in message and "--port" not in message
+
+
+@pytest.mark.parametrize(("host", "shown"), [("localhost", "127.0.0.1"), ("::1", "[::1]")])
+def test_the_startup_line_names_the_address_bound(tmp_path: Path, host: str, shown: str) -> None:
+    config = tmp_path / "sim.toml"
+    config.write_text(SIM)
+    log = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "tokenpace", "serve", "--config", str(config), "--host", host, "--port", "0",
+               "--db", str(tmp_path / "x.db"), "--grace", "0"]  # fmt: skip
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=out, env=NO_KEYS)
+    try:
+        found = None
+        for _ in range(300):
+            found = re.search(r"tokenpace serve: (http://\S+:(\d+))", log.read_text())
+            if found or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert found, log.read_text()
+        assert found[1] == f"http://{shown}:{found[2]}" and int(found[2]) > 0
+        with urllib.request.urlopen(found[1] + "/health", timeout=10) as answer:
+            assert answer.status in (200, 503)
+    finally:
+        proc.terminate()
+        proc.wait(30)
