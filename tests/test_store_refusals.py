@@ -14,8 +14,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tokenpace.cadence import Usage
+from tokenpace.cli import main
 from tokenpace.errors import StoreError
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.refusals import INT_MAX, INT_MIN, column_types
@@ -183,3 +185,17 @@ def test_the_sanitiser_knows_every_numeric_column(url: str) -> None:
         declared = {r[1]: r[2] for t in ("samples", "runs") for r in raw(url, f"PRAGMA table_info({t})")}
     numeric = {c: t for c, t in declared.items() if t != "TEXT"}
     assert numeric == column_types()
+
+
+def test_records_a_run_could_not_store_go_to_the_rescue_file(tmp_path: Path) -> None:
+    """`run` against a database that refuses every write (its samples table gone) keeps the samples in a file."""
+    db = tmp_path / "broken.db"
+    open_store(str(db)).close()
+    raw(str(db), "ALTER TABLE samples RENAME TO gone")
+    result = CliRunner().invoke(main, ["run", "--sim", "-n", "2", "--db", str(db), "--json"])
+    rescue = tmp_path / "broken-rescued.jsonl"
+    assert result.exit_code == StoreError.exit_code, result.output
+    assert f"2 records the store did not take were written to {rescue}" in result.output
+    docs = [json.loads(line) for line in rescue.read_text().splitlines()]
+    assert sorted(d["sample"]["ok"] for d in docs) == [True, True]
+    assert all("no such table: samples" in d["refused"] for d in docs)

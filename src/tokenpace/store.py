@@ -322,6 +322,20 @@ class Store:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise StoreError(f"write failed: {errors[0]}{more}")
 
+    def rescue_unsaved(self, why: str) -> int:
+        """Append every record still unsaved to the rescue file (for a closed store); returns how many went."""
+        count = 0
+        for unsaved in (self.unsaved, self.unsaved_runs):
+            while unsaved:
+                try:
+                    rescue(self.rescue_path, unsaved[0], why)
+                except OSError as exc:
+                    where = f"cannot write the rescue file {self.rescue_path}"
+                    raise StoreError(f"{where}: {exc.strerror or exc}") from None
+                unsaved.pop(0)
+                count += 1
+        return count
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of a read written with ``?`` placeholders; it runs after every write queued before it."""
 
