@@ -10,6 +10,10 @@ idle_timeout           the stream went quiet for longer than the idle timeout be
 total_timeout          the whole request took longer than the total timeout
 rate_limited           HTTP 429: the provider refused for rate or quota reasons
 http_error             any other non-2xx HTTP status; the provider's message is kept
+redirect               a redirect to another origin (scheme, host, port), not followed: the key would go there
+bad_response           the server answered with something that is not valid HTTP (a header over 8 KiB,
+                       broken chunked framing)
+response_too_large     the response passed its byte cap (whole response, or one line), so reading stopped
 malformed_stream       an event could not be parsed (bad JSON, not SSE)
 incomplete_stream      the stream ended without its terminator (``[DONE]`` or a finish reason)
 stream_error           the provider sent an error inside the stream
@@ -32,6 +36,9 @@ class ErrorKind(enum.StrEnum):
     TOTAL_TIMEOUT = "total_timeout"
     RATE_LIMITED = "rate_limited"
     HTTP_ERROR = "http_error"
+    REDIRECT = "redirect"
+    BAD_RESPONSE = "bad_response"
+    RESPONSE_TOO_LARGE = "response_too_large"
     MALFORMED_STREAM = "malformed_stream"
     INCOMPLETE_STREAM = "incomplete_stream"
     STREAM_ERROR = "stream_error"

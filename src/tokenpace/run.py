@@ -25,7 +25,7 @@ from typing import Protocol
 
 from tokenpace.clients import protocol_for
 from tokenpace.clients.base import HttpRequest
-from tokenpace.clients.transport import Timeouts, new_session, record, warm
+from tokenpace.clients.transport import Limits, Timeouts, new_session, record, warm
 from tokenpace.config import Endpoint
 from tokenpace.corpus import Corpus
 from tokenpace.failures import Failure
@@ -118,6 +118,7 @@ class Plan:
     keep_prompts: bool = False  # store each prompt's text with its sample (the fingerprint is always kept)
     source: Source = "one-shot"  # the service's sampler says "scheduled"
     publish: bool = False  # rank these samples on the board (always, for scheduled ones)
+    limits: Limits = field(default_factory=Limits)  # bytes a response may bring
 
 
 async def _measure_endpoint(
@@ -163,7 +164,7 @@ async def _measure_endpoint(
 
     async with new_session(pool, plan.timeouts) as session:
         if plan.warmup:
-            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool)
+            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, plan.timeouts)
 
         async def one(i: int, group: str | None = None) -> None:
             rec = Recording()
@@ -172,12 +173,12 @@ async def _measure_endpoint(
                 request = proto.without_extras(request, refused) or request
             started = datetime.now(UTC)
             try:
-                await record(session, request, plan.timeouts, rec, proto.has_token)
+                await record(session, request, plan.timeouts, rec, proto.has_token, plan.limits)
                 if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
                     # A negotiation, not a measurement: ask again without the refused field, clock restarted.
                     _refused[endpoint] = rec.failure
                     rec, started = Recording(), datetime.now(UTC)
-                    await record(session, plain, plan.timeouts, rec, proto.has_token)
+                    await record(session, plain, plan.timeouts, rec, proto.has_token, plan.limits)
             finally:
                 # Runs on cancellation too: a cancelled request is still a sample.
                 future = loop.run_in_executor(decoder, decode, rec, started, i, group)

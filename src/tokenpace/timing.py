@@ -46,9 +46,21 @@ class Event:
         return bool(self.text) and self.kind.carries_tokens
 
 
+MAX_TOKEN_COUNT = 10**9  # more than any context window by far; fits every database's BIGINT and sums of them
+
+
+def token_count(value: object) -> int | None:
+    """``value`` if it is a sane token count: an integer (an integral float too) with 0 <= n <= 10**9, else None."""
+    if isinstance(value, bool):  # JSON true is no count, though Python's bool is an int
+        return None
+    if isinstance(value, float) and value.is_integer():  # inf and nan are not
+        value = int(value)
+    return value if isinstance(value, int) and 0 <= value <= MAX_TOKEN_COUNT else None
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts as the provider reported them (its own tokenizer)."""
+    """Token counts as the provider reported them (its own tokenizer), each checked with :func:`token_count`."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -74,7 +86,7 @@ class Recording:
     request_id: str | None = None  # the server's x-request-id header, for streams that carry no id
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
     failure: Failure | None = None
-    secret: str | None = field(default=None, repr=False)  # the request's key, to scrub from what is decoded
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # the request's key and header values, to scrub
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +103,7 @@ class Timeline:
     response_id: str | None = None
     server_timings: dict[str, Any] | None = None
     failure: Failure | None = None
+    usage_raw: dict[str, str] | None = None  # usage fields that were not sane counts, as the JSON they came as
 
     @property
     def token_events(self) -> list[Event]:
@@ -121,6 +134,8 @@ class Timeline:
             doc["id"] = self.response_id
         if self.server_timings:
             doc["server_timings"] = self.server_timings
+        if self.usage_raw:
+            doc["usage_raw"] = self.usage_raw
         return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -131,7 +146,7 @@ class Timeline:
         def ns(us: int | None) -> int | None:
             return None if us is None else us * 1000
 
-        usage = Usage(*doc["usage"]) if "usage" in doc else None
+        usage = Usage(*(token_count(n) for n in doc["usage"])) if "usage" in doc else None  # rows stored unchecked
         return cls(
             t_sent_ns=0,
             t_headers_ns=ns(doc["headers_us"]),
@@ -143,4 +158,5 @@ class Timeline:
             response_id=doc.get("id"),
             server_timings=doc.get("server_timings"),
             failure=failure,
+            usage_raw=doc.get("usage_raw"),
         )

@@ -76,7 +76,7 @@ class Anthropic(WireProtocol):
                 elif kind == "message_start":
                     message = doc.get("message") or {}
                     d.response_id = d.response_id or message.get("id")
-                    input_tokens = (message.get("usage") or {}).get("input_tokens")
+                    input_tokens = d.count("input_tokens", (message.get("usage") or {}).get("input_tokens"))
                     d.add(ev.t_ns, EventKind.OTHER)
                 elif kind == "message_delta":
                     stop = (doc.get("delta") or {}).get("stop_reason")
@@ -84,8 +84,11 @@ class Anthropic(WireProtocol):
                         d.add(ev.t_ns, EventKind.FINISH, str(stop))
                     usage = doc.get("usage")
                     if isinstance(usage, dict):  # output so far; newer servers repeat the input count here
-                        given = usage.get("input_tokens")
-                        d.usage = Usage(input_tokens if given is None else given, usage.get("output_tokens"))
+                        given = d.count("input_tokens", usage.get("input_tokens"))
+                        d.usage = Usage(
+                            input_tokens if given is None else given,
+                            d.count("output_tokens", usage.get("output_tokens")),
+                        )
                         d.add(ev.t_ns, EventKind.USAGE)
                 elif kind == "message_stop":
                     d.add(ev.t_ns, EventKind.DONE)

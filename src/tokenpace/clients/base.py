@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -15,10 +16,12 @@ from typing import Any
 
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
-from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage
+from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage, token_count
 from tokenpace.workload import Prompt
 
 MAX_MESSAGE = 300
+MIN_SECRET = 8  # shorter header values ("speed", "1") are words a model may write: scrubbing them would change text
+MAX_RAW = 100  # characters of an invalid usage value kept for the record
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +29,7 @@ class HttpRequest:
     url: str
     headers: Mapping[str, str] = field(repr=False)  # they hold the key
     body: bytes = field(repr=False)
-    secret: str | None = field(default=None, repr=False)  # only to scrub it from error messages
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # the key and header values, to scrub wherever echoed
 
 
 def timeline(
@@ -36,9 +39,17 @@ def timeline(
     response_id: str | None = None,
     server_timings: dict[str, Any] | None = None,
     problem: Failure | None = None,
+    usage_raw: dict[str, str] | None = None,
 ) -> Timeline:
-    """Assemble a decoded stream; the failure is the transport's, else the stream's, else how it ended."""
+    """Assemble a decoded stream; the failure is the transport's, else the stream's, else how it ended.
+
+    This is the one way out of every decoder, so it is where secrets a server echoed are scrubbed (text,
+    ids, server timings, messages) and where events after the end marker stop counting.
+    """
     sent = rec.t_sent_ns if rec.t_sent_ns is not None else rec.t_start_ns
+    events, late = _until_end(events)
+    failure = rec.failure or problem or late or _ending_failure(events)
+    secrets = rec.secrets
     connect = None
     if rec.t_connect_start_ns is not None and rec.t_connected_ns is not None:
         connect = rec.t_connected_ns - rec.t_connect_start_ns
@@ -46,14 +57,43 @@ def timeline(
         t_sent_ns=sent,
         t_headers_ns=rec.t_headers_ns,
         t_end_ns=rec.t_end_ns if rec.t_end_ns is not None else sent,
-        events=tuple(events),
+        events=tuple(_scrubbed_event(e, secrets) for e in events),
         connect_ns=connect,
         queued_ns=sent - rec.t_start_ns,
         usage=usage,
-        response_id=response_id or rec.request_id,
-        server_timings=server_timings,
-        failure=rec.failure or problem or _ending_failure(events),
+        response_id=scrub(response_id or rec.request_id, secrets),
+        server_timings=scrub(server_timings, secrets),
+        failure=None if failure is None else dataclasses.replace(failure, message=scrub(failure.message, secrets)),
+        usage_raw=scrub(usage_raw, secrets) or None,
     )
+
+
+def _until_end(events: list[Event]) -> tuple[list[Event], Failure | None]:
+    """Text after the protocol's end marker is kept in the timeline as OTHER (never counted) and fails the sample."""
+    end = next((i for i, e in enumerate(events) if e.kind is EventKind.DONE), len(events))
+    if not any(e.is_token for e in events[end + 1 :]):
+        return events, None
+    late = [Event(e.t_ns, EventKind.OTHER, e.text) if e.is_token else e for e in events[end + 1 :]]
+    return events[: end + 1] + late, Failure(ErrorKind.MALFORMED_STREAM, "generated text after the end marker")
+
+
+def _scrubbed_event(event: Event, secrets: tuple[str, ...]) -> Event:
+    if not event.text or not any(s in event.text for s in secrets):
+        return event
+    return Event(event.t_ns, event.kind, redact(event.text, secrets))
+
+
+def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` (JSON-shaped: strings, lists, objects) with every secret in every string replaced by ``***``."""
+    if not secrets or value is None:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    return value
 
 
 def _ending_failure(events: list[Event]) -> Failure | None:
@@ -112,7 +152,8 @@ def json_request(
     headers = _merged({"Content-Type": "application/json", "Accept": accept, **(extra or {})}, endpoint.headers)
     if key:
         headers = _merged(headers, [(auth, f"Bearer {key}" if auth == "Authorization" else key)])
-    return HttpRequest(url, headers, json.dumps(body).encode(), key)
+    secrets = ((key,) if key else ()) + tuple(v for _, v in endpoint.headers if len(v) >= MIN_SECRET)
+    return HttpRequest(url, headers, json.dumps(body).encode(), secrets)
 
 
 def _merged(headers: Mapping[str, str], overrides: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -133,6 +174,7 @@ class Decoded:
     response_id: str | None = None
     server_timings: dict[str, Any] | None = None
     problem: Failure | None = None
+    usage_raw: dict[str, str] = field(default_factory=dict)
 
     def add(self, t_ns: int, kind: EventKind, text: str = "") -> None:
         self.events.append(Event(t_ns, kind, text))
@@ -141,20 +183,27 @@ class Decoded:
         """``data`` as a JSON object; None (the stream noted as malformed) when it is not one."""
         try:
             doc = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
             doc = None
         if isinstance(doc, dict):
             return doc
-        bad = one_line(f"bad event: {redact(data, self.recording.secret)}", 120)
+        bad = one_line(f"bad event: {redact(data[:1000], self.recording.secrets)}", 120)
         self.problem = self.problem or Failure(ErrorKind.MALFORMED_STREAM, bad)
         return None
 
     def error(self, t_ns: int, error: Any) -> None:
         """An error the provider sent inside the stream: an ERROR event, and the sample fails as stream_error."""
         message = str(error.get("message", error)) if isinstance(error, dict) else str(error)
-        message = redact(message, self.recording.secret)  # before any cut, so no part of the key survives
+        message = redact(message, self.recording.secrets)  # before any cut, so no part of the key survives
         self.add(t_ns, EventKind.ERROR, message)
         self.problem = self.problem or Failure(ErrorKind.STREAM_ERROR, one_line(f"stream error: {message}"))
+
+    def count(self, name: str, value: Any) -> int | None:
+        """A usage field as a sane token count, or None; an unusable value is kept (as JSON) for the record."""
+        n = token_count(value)
+        if n is None and value is not None:
+            self.usage_raw[name] = json.dumps(value, ensure_ascii=False)[:MAX_RAW]
+        return n
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -162,16 +211,20 @@ class Decoded:
         as a malformed stream, keeping what was decoded, instead of losing the sample to an exception."""
         try:
             yield
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
             message = one_line(f"undecodable stream: {type(exc).__name__}: {exc}", 120)
             self.problem = self.problem or Failure(ErrorKind.MALFORMED_STREAM, message)
 
     def timeline(self) -> Timeline:
-        return timeline(self.recording, self.events, self.usage, self.response_id, self.server_timings, self.problem)
+        d = self
+        return timeline(d.recording, d.events, d.usage, d.response_id, d.server_timings, d.problem, d.usage_raw)
 
 
-def redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with each secret replaced by ``***``, longest first (so no longer one survives in part)."""
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:

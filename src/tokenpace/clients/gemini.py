@@ -27,10 +27,11 @@ def _content(m: Message) -> dict[str, Any]:
     return {"role": "model" if m.role == "assistant" else "user", "parts": parts}
 
 
-def _usage(meta: dict[str, Any]) -> Usage:
-    candidates, thoughts = meta.get("candidatesTokenCount"), meta.get("thoughtsTokenCount")
+def _usage(d: Decoded, meta: dict[str, Any]) -> Usage:
+    candidates = d.count("candidatesTokenCount", meta.get("candidatesTokenCount"))
+    thoughts = d.count("thoughtsTokenCount", meta.get("thoughtsTokenCount"))
     output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
-    return Usage(meta.get("promptTokenCount"), output, thoughts)
+    return Usage(d.count("promptTokenCount", meta.get("promptTokenCount")), output, thoughts)
 
 
 def _parts(d: Decoded, t_ns: int, candidate: dict[str, Any]) -> None:
@@ -80,7 +81,7 @@ class Gemini(WireProtocol):
                 if blocked:  # the prompt was refused: no candidates, and nothing more will come
                     d.add(ev.t_ns, EventKind.FINISH, str(blocked))
                 if isinstance(doc.get("usageMetadata"), dict):
-                    d.usage = _usage(doc["usageMetadata"])  # every event repeats it; the last one is final
+                    d.usage = _usage(d, doc["usageMetadata"])  # every event repeats it; the last one is final
                     if any(e.kind is EventKind.FINISH for e in d.events[before:]):
                         d.add(ev.t_ns, EventKind.USAGE)
                 if len(d.events) == before:

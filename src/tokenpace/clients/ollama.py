@@ -85,7 +85,10 @@ class Ollama(WireProtocol):
                 found = isinstance(message, dict) and _message_events(d, line.t_ns, message)
                 if doc.get("done") is True:
                     d.add(line.t_ns, EventKind.FINISH, str(doc.get("done_reason") or ""))
-                    d.usage = Usage(doc.get("prompt_eval_count"), doc.get("eval_count"))
+                    d.usage = Usage(
+                        d.count("prompt_eval_count", doc.get("prompt_eval_count")),
+                        d.count("eval_count", doc.get("eval_count")),
+                    )
                     d.add(line.t_ns, EventKind.USAGE)
                     d.server_timings = {k: doc[k] for k in SERVER_TIMINGS if k in doc} or None
                     d.add(line.t_ns, EventKind.DONE)

@@ -21,9 +21,13 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 ChoiceEvents = Callable[[int, dict[str, Any]], list[Event]]
 
 
-def _usage(doc: dict[str, Any]) -> Usage:
+def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
     details = doc.get("completion_tokens_details") or {}
-    return Usage(doc.get("prompt_tokens"), doc.get("completion_tokens"), details.get("reasoning_tokens"))
+    return Usage(
+        d.count("prompt_tokens", doc.get("prompt_tokens")),
+        d.count("completion_tokens", doc.get("completion_tokens")),
+        d.count("reasoning_tokens", details.get("reasoning_tokens")),
+    )
 
 
 def _choice_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
@@ -64,7 +68,7 @@ def decode_openai(recording: Recording, choice_events: ChoiceEvents) -> Timeline
                 continue
             d.response_id = d.response_id or doc.get("id")
             if doc.get("usage"):
-                d.usage = _usage(doc["usage"])
+                d.usage = _usage(d, doc["usage"])
                 d.add(ev.t_ns, EventKind.USAGE)
             if isinstance(doc.get("timings"), dict):  # llama.cpp's own per-request timings
                 d.server_timings = doc["timings"]

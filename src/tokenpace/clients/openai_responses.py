@@ -26,9 +26,13 @@ _TEXT = {
 _ENDINGS = ("response.completed", "response.incomplete")
 
 
-def _usage(doc: dict[str, Any]) -> Usage:
+def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
     details = doc.get("output_tokens_details") or {}
-    return Usage(doc.get("input_tokens"), doc.get("output_tokens"), details.get("reasoning_tokens"))
+    return Usage(
+        d.count("input_tokens", doc.get("input_tokens")),
+        d.count("output_tokens", doc.get("output_tokens")),
+        d.count("reasoning_tokens", details.get("reasoning_tokens")),
+    )
 
 
 class OpenAIResponses(WireProtocol):
@@ -71,7 +75,7 @@ class OpenAIResponses(WireProtocol):
                     d.add(ev.t_ns, _TEXT[kind], delta)
                 elif kind in _ENDINGS:
                     if isinstance(response.get("usage"), dict):
-                        d.usage = _usage(response["usage"])
+                        d.usage = _usage(d, response["usage"])
                         d.add(ev.t_ns, EventKind.USAGE)
                     incomplete = response.get("incomplete_details") or {}
                     reason = "completed" if kind == "response.completed" else incomplete.get("reason") or "incomplete"
