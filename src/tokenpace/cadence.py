@@ -25,17 +25,6 @@ OUTPUT_MARGIN = 1.5
 # Anthropic ~1.3k, and a worst case must hold for every provider.
 IMAGE_TOKEN_ALLOWANCE = 40_000
 Key = tuple[str, str, str, str]  # provider, plan, model, workload
-# Tokens one request can use, far above any context window: a provider's count beyond it, negative or not a
-# finite number is not believed (tokenpace's own count stands in), so one hostile reply cannot spend or refund
-# a budget.
-MAX_TOKENS_PER_REQUEST = 100_000_000
-
-
-def believable(count: object) -> int | None:
-    """count as an int when it is a number in [0, MAX_TOKENS_PER_REQUEST] (NaN and infinities are not); else None."""
-    if isinstance(count, bool) or not isinstance(count, int | float):
-        return None
-    return int(count) if 0 <= count <= MAX_TOKENS_PER_REQUEST else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,14 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol, TypeVar
 
-from tokenpace.cadence import MAX_TOKENS_PER_REQUEST, Job, Key, Usage, believable, jobs, next_due, stale_after
+from tokenpace.cadence import Job, Key, Usage, jobs, next_due, stale_after
 from tokenpace.corpus import Corpus
 from tokenpace.failures import ErrorKind
 from tokenpace.run import Plan, measure, refused
 from tokenpace.sample import Sample
 from tokenpace.settings import Budget
 from tokenpace.store import Store, utc
+from tokenpace.timing import MAX_TOKEN_COUNT, token_count
 
 __all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
 __all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
@@ -37,22 +38,20 @@ DAY_S = 86_400.0
 MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
 
 
-def _believed(column: str) -> str:
-    """SQL for the column's value where believable (see cadence.believable), NULL elsewhere."""
-    return f"CASE WHEN {column} BETWEEN 0 AND {MAX_TOKENS_PER_REQUEST} THEN {column} END"
+def _sane(column: str) -> str:
+    """SQL for the column's value where it is a sane count (as timing.token_count says), NULL elsewhere."""
+    return f"CASE WHEN {column} BETWEEN 0 AND {MAX_TOKEN_COUNT} THEN {column} END"
 
 
-_SPENT_IN = f"COALESCE({_believed('provider_input_tokens')}, {_believed('input_tokens')}, 0)"
-_OWN_OUT = f"COALESCE({_believed('output_tokens')}, 0)"
-_SPENT_OUT = (
-    f"CASE WHEN {_believed('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
-)
+_SPENT_IN = f"COALESCE({_sane('provider_input_tokens')}, {_sane('input_tokens')}, 0)"
+_OWN_OUT = f"COALESCE({_sane('output_tokens')}, 0)"
+_SPENT_OUT = f"CASE WHEN {_sane('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
 
 
 def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
     """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
 
-    Only believable counts are summed (finite, 0 to MAX_TOKENS_PER_REQUEST): a provider's impossible count
+    Only sane counts are summed (finite, 0 to MAX_TOKEN_COUNT): a provider's impossible count
     gives way to tokenpace's own, so a stored Inf cannot stop the sampler and a negative one cannot refund.
     """
     rows = store.query(
@@ -72,9 +71,9 @@ def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
 def _spent(s: Sample) -> Usage:
     """One sample's use, counted as usage() counts a stored one."""
     m = s.metrics
-    provider_in, own_in = believable(m.provider_input_tokens), believable(s.input_tokens)
+    provider_in, own_in = token_count(m.provider_input_tokens), token_count(s.input_tokens)
     input_tokens = provider_in if provider_in is not None else own_in or 0
-    return Usage(1, input_tokens, max(believable(m.output_tokens) or 0, believable(m.provider_output_tokens) or 0))
+    return Usage(1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0))
 
 
 def last_started(store: Store, job: Job) -> float | None:
