@@ -199,3 +199,21 @@ def test_records_a_run_could_not_store_go_to_the_rescue_file(tmp_path: Path) -> 
     docs = [json.loads(line) for line in rescue.read_text().splitlines()]
     assert sorted(d["sample"]["ok"] for d in docs) == [True, True]
     assert all("no such table: samples" in d["refused"] for d in docs)
+
+
+def test_counts_stored_before_the_sanitiser_are_cleaned_once(url: str) -> None:
+    """An older tokenpace stored Inf (SQLite takes it in an INTEGER column); migration 5 makes those NULL."""
+    poisoned = ("9e999", "-9e999", str(2**62), "'many'") if not url.startswith("postgresql") else ("-7",)
+    with open_store(url) as store:
+        for i, _ in enumerate(poisoned):
+            store.add_sample(ok_sample(f"run-{i}", T0 + timedelta(seconds=i)))
+        store.flush()
+    counts = ("provider_input_tokens", "provider_output_tokens", "token_diff", "input_tokens", "http_status")
+    for i, value in enumerate(poisoned):
+        raw(url, f"UPDATE samples SET {', '.join(f'{c} = {value}' for c in counts)} WHERE run_id = 'run-{i}'")  # noqa: S608
+    raw(url, "DELETE FROM schema_migrations WHERE version = 5")  # as a database an older tokenpace wrote
+    with open_store(url) as store:
+        backs = store.samples()
+    cleaned = [[getattr(s.metrics, c) for c in counts[:3]] + [s.input_tokens] for s in backs]
+    expected = [[None] * 4] * len(poisoned) if not url.startswith("postgresql") else [[-7] * 4]  # in range: kept
+    assert cleaned == expected

@@ -109,4 +109,19 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN client_bound INTEGER NOT NULL DEFAULT 0",
         ),
     ),
+    (
+        5,
+        (
+            # Counts a server sent that no INTEGER can hold (Inf, beyond 32 bits, text): SQLite stored them as
+            # given before the store sanitised them (refusals.py), and every SUM over them failed. The timeline
+            # keeps the provider's usage; these become NULL, as new writes do. On PostgreSQL nothing matches.
+            "UPDATE samples SET provider_input_tokens = NULL"
+            " WHERE NOT (provider_input_tokens BETWEEN -2147483648 AND 2147483647)",
+            "UPDATE samples SET provider_output_tokens = NULL"
+            " WHERE NOT (provider_output_tokens BETWEEN -2147483648 AND 2147483647)",
+            "UPDATE samples SET token_diff = NULL WHERE NOT (token_diff BETWEEN -2147483648 AND 2147483647)",
+            "UPDATE samples SET input_tokens = NULL WHERE NOT (input_tokens BETWEEN -2147483648 AND 2147483647)",
+            "UPDATE samples SET http_status = NULL WHERE NOT (http_status BETWEEN -2147483648 AND 2147483647)",
+        ),
+    ),
 )
