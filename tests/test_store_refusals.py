@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from tokenpace.cadence import Usage
 from tokenpace.cli import main
 from tokenpace.errors import StoreError
+from tokenpace.export import write_samples
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.refusals import INT_MAX, INT_MIN, column_types
 from tokenpace.sample import make_sample
@@ -217,3 +218,13 @@ def test_counts_stored_before_the_sanitiser_are_cleaned_once(url: str) -> None:
     cleaned = [[getattr(s.metrics, c) for c in counts[:3]] + [s.input_tokens] for s in backs]
     expected = [[None] * 4] * len(poisoned) if not url.startswith("postgresql") else [[-7] * 4]  # in range: kept
     assert cleaned == expected
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_output_files_take_any_text_a_server_sent(tmp_path: Path, suffix: str) -> None:
+    """A lone surrogate (JSON lets a server send one) cannot be UTF-8: --output writes "?" rather than failing."""
+    failure = Failure(ErrorKind.HTTP_ERROR, "HTTP 500: bad \ud800 news", 500)
+    sample = make_sample("run-1", ENDPOINT, "short", T0, Timeline(0, 100 * MS, 400 * MS, (), failure=failure))
+    path = tmp_path / f"out{suffix}"
+    write_samples(path, [sample])
+    assert "bad ? news" in path.read_text(encoding="utf-8")
