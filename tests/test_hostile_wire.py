@@ -13,10 +13,14 @@ import json
 import threading
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from aiohttp import web
+from click.testing import CliRunner
 
+from tokenpace import sim
+from tokenpace.cli import main
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Limits, Timeouts, new_session, record
 from tokenpace.config import Endpoint
@@ -25,6 +29,8 @@ from tokenpace.run import Plan, measure
 from tokenpace.sample import Sample, sample_row
 from tokenpace.timing import Recording
 from tokenpace.workload import DEFAULT, Workload
+
+from .conftest import SimThread
 
 GUARD_S = 30  # far above every bound under test: reaching it means a bound failed
 FAST = Timeouts(connect=2, first_token=10, idle=10, total=20)
@@ -137,6 +143,14 @@ async def test_endless_stream_stops_at_the_response_cap() -> None:
     assert s.error_kind is ErrorKind.RESPONSE_TOO_LARGE, s.error_message
     assert s.error_message and "1 MiB" in s.error_message
     assert s.metrics.output_tokens > 0  # what arrived before the cap is kept and measured
+
+
+def test_run_option_sets_the_response_cap(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    s = sim_thread(sim.Scenario(error="endless", ttft_ms=5, tokens_per_s=20_000))
+    args = ["run", "--base-url", s.url, "--model", "m", "-n", "1", "--max-response-bytes", "65536", "--json"]
+    result = CliRunner().invoke(main, [*args, "--total-timeout", "20", "--db", str(tmp_path / "t.db")])
+    (summary,) = json.loads(result.stdout)["endpoints"]
+    assert summary["errors"] == {"response_too_large": 1}
 
 
 async def test_endless_line_stops_at_the_line_cap() -> None:

@@ -752,3 +752,44 @@ def test_reasoning_sent_under_both_names_counts_once() -> None:
 
     events = _choice_events(5, {"delta": {"reasoning_content": " think", "reasoning": " think"}})
     assert [(e.kind, e.text) for e in events] == [(EventKind.REASONING, " think")]
+
+
+_INPUT_COUNT = {
+    "openai-completions": "prompt_tokens",
+    "openai-responses": "input_tokens",
+    "anthropic": "input_tokens",
+    "ollama": "prompt_eval_count",
+    "gemini": "promptTokenCount",
+}
+
+
+@pytest.mark.parametrize("name", STREAMS)
+@pytest.mark.parametrize(
+    ("bad", "raw"),
+    [
+        ("1e999", "Infinity"),  # JSON that Python reads as inf
+        ("-1e12", "-1000000000000.0"),
+        ("1099511627776", "1099511627776"),  # 2**40: past any context window, and PostgreSQL's INTEGER
+        ('"12"', '"12"'),
+        ("true", "true"),
+        ('{"n": 1}', '{"n": 1}'),
+    ],
+)
+def test_impossible_usage_counts_are_dropped_and_kept_raw(name: str, bad: str, raw: str) -> None:
+    field = _INPUT_COUNT[name]
+    hostile = re.sub(rf'("{field}"\s*:\s*)\d+'.encode(), lambda m: m[1] + bad.encode(), STREAMS[name])
+    assert hostile != STREAMS[name]
+    t = decode(name, hostile)
+    assert t.failure is None and t.usage is not None
+    assert t.usage.input_tokens is None and t.usage.output_tokens is not None  # the sane count is kept
+    stored = json.loads(t.to_json())
+    assert stored["usage_raw"] == {field: raw}
+    assert Timeline.from_json(t.to_json()).usage == t.usage
+    assert compute(t).provider_input_tokens is None
+
+
+def test_stored_usage_is_checked_again_when_read_back() -> None:
+    t = decode("openai-completions", STREAMS["openai-completions"])
+    doc = json.loads(t.to_json())
+    doc["usage"] = [float("inf"), -5, 7]  # a row written before usage was checked at the boundary
+    assert Timeline.from_json(json.dumps(doc)).usage == Usage(None, None, 7)

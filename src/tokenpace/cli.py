@@ -23,7 +23,7 @@ from rich.table import Table
 
 from tokenpace import __version__, config, report, sim
 from tokenpace.clients import protocol_for
-from tokenpace.clients.transport import Timeouts
+from tokenpace.clients.transport import Limits, Timeouts
 from tokenpace.config import Endpoint
 from tokenpace.corpus import load_corpus
 from tokenpace.errors import ConfigError, StoreError, TokenpaceError
@@ -171,6 +171,8 @@ def _cli_endpoint(
 )
 @click.option("--total-timeout", default=300.0, show_default=True, type=_Finite(min=0, min_open=True),
               help="Seconds a whole request may take.")  # fmt: skip
+@click.option("--max-response-bytes", default=32 * 2**20, show_default=True, type=click.IntRange(min=1024),
+              help="Bytes a response may bring (decompressed); more fails it as response_too_large.")  # fmt: skip
 @click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
 @click.option("--keep-prompts", is_flag=True, help="Store each prompt's text with its sample.")
 @click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
@@ -207,6 +209,7 @@ def run(
     first_token_timeout: float,
     idle_timeout: float,
     total_timeout: float,
+    max_response_bytes: int,
     no_warmup: bool,
     keep_prompts: bool,
     db: str | None,
@@ -263,6 +266,7 @@ def run(
         seed=seed,
         keep_prompts=keep_prompts,
         publish=publish,
+        limits=Limits(response_bytes=max_response_bytes),
     )
     # Simulated endpoints (--sim, and a config's simulate tables) each get a simulator started for the run.
     scenarios = {e.provider: sim.Scenario(**cfg.simulators[e.provider]) for e in chosen if e.simulated}
