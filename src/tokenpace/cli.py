@@ -1,9 +1,11 @@
-"""The ``tokenpace`` command: parse, call, print. Every TokenpaceError becomes one line here."""
+"""The ``tokenpace`` command: parse, call, print. Every TokenpaceError becomes one line here.
+
+Each command imports what it needs when it runs: `tokenpace --help` must not pay for aiohttp, tiktoken, the
+database drivers, pydantic or rich (tests/test_cli_imports.py checks which modules the help path loads).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import json
 import logging
@@ -13,35 +15,56 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from tokenpace import __version__, config, report, sim
-from tokenpace.clients import protocol_for
-from tokenpace.clients.transport import Limits, Timeouts
-from tokenpace.config import Endpoint
-from tokenpace.corpus import load_corpus
+from tokenpace import __version__
 from tokenpace.errors import ConfigError, StoreError, TokenpaceError
-from tokenpace.export import SAMPLE_FORMATS, write_samples
-from tokenpace.presets import PRESETS
-from tokenpace.run import Plan, RunResult, event_loop_factory, measure
-from tokenpace.sample import Sample
-from tokenpace.settings import SIM_BASE_URL
-from tokenpace.store import Store, open_store
-from tokenpace.workload import BUILTIN, Workload
-from tokenpace.workload import DEFAULT as DEFAULT_WORKLOAD
+from tokenpace.presets import PROTOCOLS
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tokenpace import sim
+    from tokenpace.config import Endpoint
+    from tokenpace.run import RunResult
+    from tokenpace.sample import Sample
+    from tokenpace.store import Store
 
 T = TypeVar("T")
 SEED_MAX = 2**31 - 1  # runs.seed is an INTEGER column: 32 bits on PostgreSQL
-err = Console(stderr=True)
+DEFAULT_WORKLOAD = "1k"  # workload.DEFAULT's name, without loading the prompt builder for --help
+
+
+_stderr: list[Console] = []
+
+
+def stderr() -> Console:
+    """rich's Console on stderr, made on first use (importing rich costs more than all of `--help`)."""
+    if not _stderr:
+        from rich.console import Console
+
+        _stderr.append(Console(stderr=True))
+    return _stderr[0]
+
+
+class _Stderr:
+    """``err.print(...)`` anywhere in this module, with the Console made only when something is printed."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(stderr(), name)
+
+
+err = cast("Console", _Stderr())  # where a real Console must be passed (a context manager), use stderr()
 
 
 def _run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    import asyncio
+
+    from tokenpace.run import event_loop_factory
+
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         return runner.run(main())
 
@@ -87,6 +110,9 @@ def _cli_endpoint(
     provider: str | None,
     headers: Sequence[str],
 ) -> Endpoint:
+    from tokenpace import config
+    from tokenpace.config import Endpoint
+
     if not model:
         raise ConfigError("--base-url needs --model (the model name the endpoint expects)")
     try:
@@ -129,7 +155,7 @@ def _cli_endpoint(
 @click.option("--model", help="Model name to request (with --base-url).")
 @click.option(
     "--protocol",
-    type=click.Choice(config.PROTOCOLS),
+    type=click.Choice(PROTOCOLS),
     default="openai-chat",
     show_default=True,
     help="Wire protocol (with --base-url or --sim).",
@@ -146,7 +172,7 @@ def _cli_endpoint(
 @click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1),
               help="Requests in flight at once, per endpoint.")  # fmt: skip
 @click.option(
-    "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD.name, show_default=True,
+    "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD, show_default=True,
     help="Built-in (1k, 10k, 100k, vision, parallel) or declared in --config; see `tokenpace workloads`.",
 )  # fmt: skip
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Override the workload's output cap.")
@@ -232,6 +258,22 @@ def run(
       3    tokenpace could not work (database, vocabulary): the message says what
       130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was measured is stored and summarised.
     """
+    import asyncio
+    import contextlib
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tokenpace import config, report, sim
+    from tokenpace.clients import protocol_for
+    from tokenpace.clients.transport import Limits, Timeouts
+    from tokenpace.config import Endpoint
+    from tokenpace.corpus import load_corpus
+    from tokenpace.export import SAMPLE_FORMATS, write_samples
+    from tokenpace.run import Plan, measure
+    from tokenpace.settings import SIM_BASE_URL
+    from tokenpace.store import open_store
+
     cfg = config.load(config_path) if config_path is not None else config.Config()
     chosen = [e for ref in endpoints for e in cfg.find(ref)]
     if config_path is not None and not endpoints and not base_url and not use_sim:
@@ -282,7 +324,7 @@ def run(
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
+        console=stderr(),
         transient=True,
         disable=as_json or quiet,
     )
@@ -408,6 +450,11 @@ def _close(store: Store) -> None:
 @main.command("presets")
 def presets_command() -> None:
     """List the well-known providers that endpoint names and config tables can refer to."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tokenpace.presets import PRESETS
+
     table = Table()
     for col in ("preset", "protocol", "base URL", "key variable", "note"):
         table.add_column(col, no_wrap=col != "note")
@@ -420,6 +467,12 @@ def presets_command() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Also list these.")
 def workloads_command(config_path: Path | None) -> None:
     """List the workloads: built-in ones and those declared in --config."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from tokenpace import config
+    from tokenpace.workload import BUILTIN, Workload
+
     cfg = config.load(config_path) if config_path is not None else config.Config()
     table = Table()
     for col in ("workload", "input tokens", "max tokens", "tasks", "concurrency", "image"):
@@ -480,6 +533,10 @@ def sim_command(
     seed: int,
 ) -> None:
     """Serve a ground-truth OpenAI-compatible streaming simulator (Ctrl-C stops it)."""
+    import contextlib
+
+    from tokenpace import sim
+
     scenario = sim.Scenario(
         ttft_ms=ttft_ms,
         prefill_tokens_per_s=prefill_tokens_per_s,
@@ -522,7 +579,8 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     their usual ports (Ollama 11434, llama.cpp 8080, vLLM 8000, SGLang 30000), and, where it finds nothing,
     built-in simulated endpoints, labelled as such everywhere.
     """
-    from tokenpace import service  # the web stack loads only for the command that serves it
+    from tokenpace import config, service  # the web stack loads only for the command that serves it
+    from tokenpace.store import open_store
 
     # One line per run and per skipped run, so a terminal shows the service at work.
     handler = logging.StreamHandler()
@@ -591,7 +649,10 @@ def leaderboard_command(
     """
     from datetime import UTC, datetime
 
-    from tokenpace import leaderboard, schedule
+    from rich.console import Console
+
+    from tokenpace import config, leaderboard, report, schedule
+    from tokenpace.store import open_store
 
     cfg = config.load(config_path) if config_path is not None else config.Config()
     rules = leaderboard.rules(cfg, schedule.jobs(cfg, cfg.endpoints))

@@ -47,17 +47,17 @@ from __future__ import annotations
 
 import os
 import tomllib
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pydantic
 
 from tokenpace.errors import ConfigError
 from tokenpace.plain import first_problem
-from tokenpace.presets import PRESETS, preset
+from tokenpace.presets import PRESETS, Protocol, preset
+from tokenpace.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
 from tokenpace.settings import (
     DEFAULT_CONCURRENCY,
     MIN_EVERY_S,
@@ -73,9 +73,6 @@ from tokenpace.settings import (
 )
 from tokenpace.sim.scenario import DEFAULT_MODEL
 from tokenpace.workload import BUILTIN, Workload, workload_from_config
-
-Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
-PROTOCOLS: tuple[str, ...] = typing.get_args(Protocol)
 
 
 def plan_name(provider: str, plan: str) -> str:

@@ -7,14 +7,16 @@ bases; the note says what is worth knowing when measuring there.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Literal
 
 from tokenpace.errors import ConfigError
 
-if TYPE_CHECKING:  # config reads the presets, so only the type comes from there
-    from tokenpace.config import Protocol
+# The wire protocols' names, here rather than in config so the command line's choices cost no import.
+Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
+PROTOCOLS: tuple[str, ...] = typing.get_args(Protocol)
 
 
 @dataclass(frozen=True, slots=True)
