@@ -7,10 +7,11 @@ import statistics
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tokenpace.aggregate import WINDOWS, EndpointRow, endpoint_rows, model_rows
+from tokenpace.aggregate import WINDOWS, EndpointRow, endpoint_rows, model_rows, present
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.metrics import percentile
@@ -149,9 +150,14 @@ def test_filters_select_the_same_rows_as_filtering_everything(store: Store) -> N
     for endpoint, workload in ((GROQ, "1k"), (GROQ, "10k"), (CEREBRAS, "1k"), (DEMO, "1k")):
         put(store, endpoint, NOW - timedelta(hours=1), workload=workload)
     everything = list(rows(store).values())
-    for filters in ({"model": "llama"}, {"provider": "groq", "plan": "free"}, {"workload": "1k", "model": "sim"}):
+    choices: tuple[dict[str, str], ...] = (
+        {"model": "llama"},
+        {"provider": "groq", "plan": "free"},
+        {"workload": "1k", "model": "sim"},
+    )
+    for filters in choices:
         expected = [r for r in everything if all(getattr(r, k) == v for k, v in filters.items())]
-        assert endpoint_rows(store, H72, NOW, **filters) == expected and expected
+        assert endpoint_rows(store, H72, NOW, **filters) == expected and expected  # type: ignore[arg-type]
 
 
 def test_model_rows_are_medians_across_endpoints(store: Store) -> None:
@@ -191,3 +197,49 @@ def test_series_are_oldest_first_and_filtered(store: Store) -> None:
     both = model_series(store, model="llama", workload="1k", since=since)
     assert [name for name, _ in both] == ["groq:free/llama", "groq:free/llama", "cerebras/llama"]
     assert model_series(store, model="nope", workload=None, since=since) == []
+
+
+def put_as(store: Store, endpoint: Endpoint, at: datetime, ttft_ms: float = 100, **origin: Any) -> Sample:
+    """One successful sample with its origin set (source, published, client_bound) and an optional failure."""
+    failure = origin.pop("failure", None)
+    sample = make_sample("run", endpoint, "1k", at, stream(ttft_ms, 10, failure=failure), **origin)
+    store.add_sample(sample)
+    return sample
+
+
+def test_unpublished_samples_stay_off_and_published_one_shot_ones_are_counted(store: Store) -> None:
+    """Issue 9 item 2: the board reads published samples only, and says how many of a row's were one-shot."""
+    at = NOW - timedelta(hours=1)
+    for _ in range(3):
+        put_as(store, GROQ, at)
+        put_as(store, CEREBRAS, at, source="one-shot", published=False)
+    put_as(store, DEMO, at)
+    put_as(store, DEMO, at, source="one-shot", published=True)
+    put_as(store, DEMO, at, source="one-shot", published=True, failure=Failure(ErrorKind.HTTP_ERROR, "x", 500))
+    found = rows(store)
+    assert set(found) == {"groq:free/llama 1k", "demo/sim 1k"}  # cerebras ran one-shot, unpublished
+    assert found["groq:free/llama 1k"].one_shot == 0
+    assert (found["demo/sim 1k"].one_shot, found["demo/sim 1k"].samples) == (2, 3)
+    assert ("cerebras", "default", "1k") not in present(store, H72, NOW)
+    charted = model_series(store, model="llama", workload="1k", since=NOW - timedelta(days=1))
+    assert [name for name, _ in charted] == ["groq:free/llama"] * 3  # the model page: published samples only
+    everything = series(store, provider="cerebras", plan="default", model="llama", workload=None, since=at)
+    assert len(everything) == 3 and all(p.source == "one-shot" and not p.published for p in everything)
+
+
+def test_client_bound_samples_are_counted_apart_and_left_out_of_figures(store: Store) -> None:
+    """Issue 9 item 3: figures and the ranking count leave client-bound samples out; their count is shown."""
+    at = NOW - timedelta(hours=1)
+    for _ in range(3):
+        put_as(store, GROQ, at, ttft_ms=100)
+    for _ in range(2):
+        put_as(store, GROQ, at, ttft_ms=900, client_bound=True)
+    put_as(store, GROQ, at, client_bound=True, failure=Failure(ErrorKind.FIRST_TOKEN_TIMEOUT, "late", None))
+    row = rows(store)["groq:free/llama 1k"]
+    assert (row.samples, row.failures, row.ok, row.client_bound, row.usable) == (6, 1, 5, 3, 3)
+    assert row.success_rate == pytest.approx(5 / 6)  # the endpoint answered them: their outcome counts
+    assert row.ttft_ms.n == 3 and row.ttft_ms.p95 == pytest.approx(100) and row.ttft_ms.mean == pytest.approx(100)
+    (included,) = endpoint_rows(store, H72, NOW, include_client_bound=True)
+    assert (included.usable, included.client_bound, included.ttft_ms.n) == (5, 3, 5)
+    assert included.ttft_ms.p95 == pytest.approx(900) and included.ttft_ms.p50 == pytest.approx(100)
+    assert model_rows([row], "median", min_samples=4) == []  # 3 usable samples: too few to speak for the model

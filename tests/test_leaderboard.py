@@ -14,7 +14,8 @@ from urllib.parse import parse_qsl
 import pytest
 from rich.console import Console
 
-from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put
+from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
+from tests.webkit import Steady
 from tokenpace import config, sim
 from tokenpace.aggregate import EndpointRow, Figure
 from tokenpace.clients.transport import Timeouts
@@ -24,6 +25,7 @@ from tokenpace.failures import ErrorKind
 from tokenpace.leaderboard import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table, rules
 from tokenpace.report import print_board
 from tokenpace.run import Plan, measure
+from tokenpace.sample import make_sample
 from tokenpace.schedule import jobs
 from tokenpace.store import Store, open_store
 from tokenpace.workload import Workload
@@ -178,8 +180,13 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
         ({"sort": "fast"}, "sort 'fast': use one of speed, ttft, e2e, success, samples, name"),
         ({"window": "1h"}, "window '1h': use one of 24h, 72h, 7d"),
         ({"order": "up"}, "order 'up': use one of asc, desc"),
-        ({"min_samples": "-1"}, "min_samples '-1': use a whole number of samples, 0 or more"),
-        ({"min_samples": "²"}, "min_samples '²': use a whole number of samples, 0 or more"),
+        ({"min_samples": "-1"}, "min_samples '-1': use a whole number of samples, 0 to 999999999"),
+        ({"min_samples": "²"}, "min_samples '²': use a whole number of samples, 0 to 999999999"),
+        (
+            {"min_samples": "9" * 5000},
+            "min_samples '99999999999999999999...': use a whole number of samples, 0 to 999999999",
+        ),
+        ({"client_bound": "yes"}, "client_bound 'yes': use one of exclude, include"),
     ],
 )
 def test_bad_query_values_say_what_to_use(params: dict[str, str], message: str) -> None:
@@ -207,17 +214,65 @@ def test_terminal_table_has_the_page_columns(filled: Store) -> None:
 async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
     """End to end: two simulators of known speeds, measured for real, land on the board in speed order."""
     workload = Workload("tiny", 8, input_tokens=300)
-    plan = Plan(requests=3, warmup=False, timeouts=Timeouts(connect=2, first_token=10, idle=10, total=30))
+    timeouts = Timeouts(connect=2, first_token=10, idle=10, total=30)
+    plan = Plan(requests=3, warmup=False, timeouts=timeouts, source="scheduled")
     with open_store(str(tmp_path / "t.db")) as store:
         async with (
             sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as fast_url,
             sim.serve(sim.Simulator(sim.Scenario(ttft_ms=60, tokens_per_s=200, output_tokens=12))) as slow_url,
         ):
             endpoints = [Endpoint("slow", "m", slow_url, simulated=True), Endpoint("fast", "m", fast_url)]
-            await measure(endpoints, workload, plan, store)
+            await measure(endpoints, workload, plan, Steady(store))
         store.flush()
         now = datetime.now(UTC)
         b = board(store, Query(workload="tiny"), now)
         assert names(b) == ["fast/m", "slow/m"] and [e.rank for e in b.entries] == [1, 2]
         assert names(board(store, Query(workload="tiny", sort="ttft"), now)) == ["fast/m", "slow/m"]
         assert b.entries[1].row.simulated and b.models[0].providers == 2 and b.models[0].simulated
+
+
+async def test_a_one_shot_run_reaches_the_board_only_when_published_and_labelled(tmp_path: Path) -> None:
+    """Issue 9 item 2: `run` samples stay off the board unless published, and then say they were one-shot."""
+    workload = Workload("tiny", 8, input_tokens=300)
+    timeouts = Timeouts(connect=2, first_token=10, idle=10, total=30)
+    with open_store(str(tmp_path / "t.db")) as store:
+        async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as url:
+            quiet, loud = Endpoint("quiet", "m", url, simulated=True), Endpoint("loud", "m", url, simulated=True)
+            await measure(
+                [quiet], workload, Plan(requests=5, warmup=False, timeouts=timeouts, source="one-shot"), store
+            )
+            plan = Plan(requests=5, warmup=False, timeouts=timeouts, source="one-shot", publish=True)
+            await measure([loud], workload, plan, Steady(store))
+        store.flush()
+        b = board(store, Query(workload="tiny"), datetime.now(UTC))
+        assert names(b) == ["loud/m"] and b.entries[0].rank == 1 and b.entries[0].row.one_shot == 5
+        assert as_dict(b)["entries"][0]["one_shot"] == 5
+        header, table = csv_table(b)
+        assert table[0][header.index("one_shot")] == 5
+        console = Console(record=True, width=200)
+        print_board(console, b)
+        assert "one-shot 5" in console.export_text()
+
+
+def test_client_bound_rows_show_their_count_and_rank_on_the_rest(tmp_path: Path) -> None:
+    """Issue 9 item 3: the terminal, JSON and CSV name the client-bound samples left out of a row's figures."""
+    with open_store(str(tmp_path / "t.db")) as store:
+        for i in range(4):
+            put(store, GROQ, NOW - timedelta(hours=i + 1), ttft_ms=100)
+        for i in range(2):
+            bound = make_sample("r", CEREBRAS, "1k", NOW - timedelta(hours=i + 1), stream(5, 1), client_bound=True)
+            store.add_sample(bound)  # would be the fastest, but the client was the bottleneck
+        store.flush()
+        b = board(store, Query(min_samples=1), NOW)
+        assert names(b) == ["groq:free/llama", "cerebras/llama"] and b.entries[1].rank is None
+        assert b.entries[1].too_few and b.entries[1].row.client_bound == 2
+        entry = as_dict(b)["entries"][1]
+        assert (entry["client_bound"], entry["counted"], entry["ok"]) == (2, 0, 2)
+        header, table = csv_table(b)
+        assert table[1][header.index("client_bound")] == 2
+        console = Console(record=True, width=200)
+        print_board(console, b)
+        assert "2 client-bound" in console.export_text()
+        included = board(store, Query(min_samples=1, client_bound="include"), NOW)
+        assert names(included)[0] == "cerebras/llama" and included.entries[0].rank == 1
+        assert Query.from_params({"client_bound": "include"}).params() == "client_bound=include"

@@ -1,8 +1,12 @@
 """Rolling windows per endpoint x workload, computed in SQL that SQLite and PostgreSQL both run unchanged.
 
 A window is the span (now - seconds, now]; long-context workloads may use a longer span (Artificial Analysis
-measures its 100k workload over 14 days instead of 72 hours). Figures come from successful samples only; the
-success rate is ok / (samples - cancelled), because a sample cancelled at shutdown says nothing of the endpoint.
+measures its 100k workload over 14 days instead of 72 hours). Only published samples are read: what the
+service's schedule took, and one-shot runs published on purpose (``run --publish``), counted apart per row.
+Figures come from successful samples that were not client-bound (the client's own loop lagged while timing
+them, so their figures are the client's, not the endpoint's), unless asked to include those; the success rate
+is ok / (samples - cancelled), client-bound samples included by their outcome (the endpoint did answer them),
+because a sample cancelled at shutdown says nothing of the endpoint.
 
 Percentiles use linear interpolation between closest ranks, exactly :func:`tokenpace.metrics.percentile`:
 with n values sorted ascending and pos = (n - 1) * q / 100, P_q = v[floor(pos)] + (v[ceil(pos)] - v[floor(pos)])
@@ -100,6 +104,9 @@ class EndpointRow:
     window_s: int  # the span actually used (14 d for a long workload in the 72 h window)
     errors: tuple[tuple[str, int], ...]  # error kind -> count, most frequent first
     cancelled: int = 0  # failures of kind "cancelled", left out of the success rate
+    client_bound: int = 0  # samples timed while the client's own loop lagged, whatever their outcome
+    one_shot: int = 0  # samples from one-shot runs published with `run --publish`
+    usable: int | None = None  # successful samples whose figures count (client-bound ones out); None: every ok
 
     @property
     def name(self) -> str:
@@ -107,8 +114,13 @@ class EndpointRow:
 
     @property
     def ok(self) -> int:
-        """Successful samples: what min_samples counts."""
+        """Successful samples: what the success rate counts."""
         return self.samples - self.failures
+
+    @property
+    def counted(self) -> int:
+        """Successful samples the figures come from: what min_samples counts."""
+        return self.ok if self.usable is None else self.usable
 
     def figure(self, metric: str) -> Figure:
         """The Figure of a metric by column name (one of METRICS)."""
@@ -116,7 +128,14 @@ class EndpointRow:
         return figure
 
 
-def _ranked_sql() -> str:
+TOTALS = (
+    "COUNT(*)", "SUM(ok)", "MIN(started_at)", "MAX(started_at)", "MAX(protocol)", "MAX(simulated)",
+    "SUM(client_bound)", "SUM(one_shot)", "SUM(used)",
+)  # fmt: skip
+USED = {False: "ok = 1 AND client_bound = 0", True: "ok = 1"}  # whose figures count, by include_client_bound
+
+
+def _ranked_sql(used: str) -> str:
     """One pass over the window's rows: every metric ranked, every per-endpoint total, needed rows only.
 
     Figures are masked to NULL on failed samples, so failures count in the totals but not in the figures.
@@ -125,16 +144,20 @@ def _ranked_sql() -> str:
     may lack FLOOR/CEIL) and each endpoint's rank-0 row (which carries its totals) leave the database:
     no GROUP BY, whose sort would cost as much as a rank's.
     """
-    masked = ", ".join(f"CASE WHEN ok = 1 THEN {m} END AS {m}" for m in METRICS)
-    inner = f"SELECT {_KEY}, started_at, ok, protocol, simulated, {masked} FROM samples WHERE {{where}}"  # noqa: S608
+    masked = ", ".join(f"CASE WHEN {used} THEN {m} END AS {m}" for m in METRICS)
+    origin = f"CASE WHEN source = 'one-shot' THEN 1 ELSE 0 END AS one_shot, CASE WHEN {used} THEN 1 ELSE 0 END AS used"
+    inner = (
+        f"SELECT {_KEY}, started_at, ok, protocol, simulated, client_bound, {origin}, {masked} "  # noqa: S608
+        "FROM samples WHERE {where}"
+    )
     per_metric = [
         f"{m}, ROW_NUMBER() OVER (p ORDER BY {m} NULLS LAST) - 1 AS {m}_r, COUNT({m}) OVER p AS {m}_n, "
         f"AVG({m}) OVER p AS {m}_mean"
         for m in METRICS
     ]
-    totals = "COUNT(*) OVER p, SUM(ok) OVER p, MIN(started_at) OVER p, MAX(started_at) OVER p, MAX(protocol) OVER p"
+    totals = ", ".join(f"{t} OVER p" for t in TOTALS)
     ranked = (
-        f"SELECT {_KEY}, {totals}, MAX(simulated) OVER p AS simulated, {', '.join(per_metric)} "  # noqa: S608
+        f"SELECT {_KEY}, {totals}, {', '.join(per_metric)} "  # noqa: S608
         f"FROM ({inner}) masked WINDOW p AS (PARTITION BY {_KEY})"
     )
     wanted = [f"{METRICS[0]}_r = 0"]
@@ -144,7 +167,7 @@ def _ranked_sql() -> str:
     return f"SELECT * FROM ({ranked}) ranked WHERE {' OR '.join(wanted)}"  # noqa: S608
 
 
-_RANKED_SQL = _ranked_sql()
+_RANKED_SQL = {include: _ranked_sql(used) for include, used in USED.items()}
 _ERRORS_SQL = (
     f"SELECT {_KEY}, error_kind, COUNT(*) FROM samples WHERE ok = 0 AND {{where}} "  # noqa: S608
     f"GROUP BY {_KEY}, error_kind"
@@ -180,7 +203,7 @@ class _Partial:
 def _gather(rows: Iterable[Sequence[Any]]) -> dict[tuple[str, ...], _Partial]:
     found: dict[tuple[str, ...], _Partial] = {}
     for r in rows:
-        key, totals, per_metric = tuple(r[:4]), tuple(r[4:10]), r[10:]
+        key, totals, per_metric = tuple(r[:4]), tuple(r[4 : 4 + len(TOTALS)]), r[4 + len(TOTALS) :]
         part = found.get(key)
         if part is None:
             counts = [int(per_metric[4 * i + 2]) for i in range(len(METRICS))]
@@ -194,10 +217,10 @@ def _gather(rows: Iterable[Sequence[Any]]) -> dict[tuple[str, ...], _Partial]:
 
 
 def _where(window: Window, now: float, long_workloads: Collection[str]) -> tuple[str, list[Any]]:
-    """(now - span, now] per workload; started_at's index narrows to the longest span first."""
+    """Published samples in (now - span, now] per workload; started_at's index narrows to the longest span first."""
     longs = sorted(long_workloads) if window.long_seconds else []
     longest = max(window.seconds, window.long_seconds or 0) if longs else window.seconds
-    where = "started_at > ? AND started_at <= ?"
+    where = "started_at > ? AND started_at <= ? AND published = 1"
     params: list[Any] = [now - longest, now]
     if longs and longest > window.seconds:
         where += f" AND (started_at > ? OR workload IN ({', '.join('?' * len(longs))}))"
@@ -222,20 +245,24 @@ def endpoint_rows(
     model: str | None = None,
     provider: str | None = None,
     plan: str | None = None,
+    include_client_bound: bool = False,
 ) -> list[EndpointRow]:
-    """Every endpoint x workload with a sample in the window (only those matching the filters), sorted by key."""
+    """Every endpoint x workload with a sample in the window (only those matching the filters), sorted by key.
+
+    ``include_client_bound``: figures also from successful samples timed while the client lagged.
+    """
     where, params = _where(window, epoch(now), long_workloads)
     # A page shows one workload, model or endpoint: ranking only its rows saves the sorts of all the others.
     for column, value in (("workload", workload), ("model", model), ("provider", provider), ("plan", plan)):
         if value is not None:
             where, params = f"{where} AND {column} = ?", [*params, value]
-    found = _gather(store.query(_RANKED_SQL.format(where=where), params))
+    found = _gather(store.query(_RANKED_SQL[include_client_bound].format(where=where), params))
     errors: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     for r in store.query(_ERRORS_SQL.format(where=where), params):
         errors.setdefault(tuple(r[:4]), []).append((r[4] or "unknown", int(r[5])))
     rows = []
     for key, part in sorted(found.items()):
-        samples, ok, first, last, protocol, simulated = part.totals
+        samples, ok, first, last, protocol, simulated, bound, one_shot, usable = part.totals
         kinds = sorted(errors.get(key, ()), key=lambda e: (-e[1], e[0]))
         cancelled = dict(kinds).get(ErrorKind.CANCELLED.value, 0)
         judged = samples - cancelled
@@ -249,6 +276,7 @@ def endpoint_rows(
                 first_at=utc(first), last_at=utc(last),
                 window_s=window.span(workload, long_workloads),
                 errors=tuple(kinds), cancelled=cancelled,
+                client_bound=int(bound), one_shot=int(one_shot), usable=int(usable),
             )
         )  # fmt: skip
     return rows
@@ -277,11 +305,11 @@ def _median(values: Iterable[float | None]) -> float | None:
 def model_rows(rows: Sequence[EndpointRow], statistic: str, *, min_samples: int = 1) -> list[ModelRow]:
     """Per (model, workload): median across endpoints of their headline figures, sorted by model, workload.
 
-    Endpoints with fewer than ``min_samples`` successful samples are left out: too few to speak for a model.
+    Endpoints with fewer than ``min_samples`` counted samples are left out: too few to speak for a model.
     """
     by_model: dict[tuple[str, str], list[EndpointRow]] = {}
     for r in rows:
-        if r.ok >= min_samples:
+        if r.counted >= min_samples:
             by_model.setdefault((r.model, r.workload), []).append(r)
     return [_model_row(model, workload, group, statistic) for (model, workload), group in sorted(by_model.items())]
 

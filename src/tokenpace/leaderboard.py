@@ -2,6 +2,9 @@
 
 A board is every endpoint's row for one workload over one window, filtered, sorted and ranked. Rows with fewer
 successful samples than ``min_samples`` are shown but not ranked: a median of two samples is an anecdote.
+Client-bound samples (timed while this client's own loop lagged) count neither in figures nor towards
+``min_samples`` unless the query says ``client_bound=include``; each row shows how many there were, and how
+many of its samples came from one-shot runs published with ``run --publish``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from tokenpace.store import Store, epoch
 LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
 
 Order = Literal["asc", "desc"]
+ClientBound = Literal["exclude", "include"]
+MAX_MIN_SAMPLES_DIGITS = 9  # int() of thousands of digits is slow, then refused: say so before trying
 # Sort key -> its natural order: fastest, quickest, most reliable, most measured first; names A to Z.
 SORTS: dict[str, Order] = {
     "speed": "desc",
@@ -79,6 +84,7 @@ class Query:
     sort: str = "speed"
     order: Order | None = None  # None: the column's natural order (SORTS)
     min_samples: int = 3
+    client_bound: ClientBound = "exclude"  # "include": figures also from samples timed while the client lagged
     # What params() leaves out of links: the running config's own defaults.
     default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)
     default_workload: str = dataclasses.field(default="1k", repr=False, compare=False)
@@ -88,6 +94,7 @@ class Query:
         _one_of("sort", self.sort, SORTS)
         if self.order is not None:
             _one_of("order", self.order, ("asc", "desc"))
+        _one_of("client_bound", self.client_bound, ("exclude", "include"))
         if self.min_samples < 0:
             raise ConfigError(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
 
@@ -99,8 +106,10 @@ class Query:
         """
         get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
         raw_min = get.get("min_samples") or str(min_samples)
-        if not (raw_min.isascii() and raw_min.isdigit()):  # isdigit alone takes "²", which int() refuses
-            raise ConfigError(f"min_samples {raw_min!r}: use a whole number of samples, 0 or more")
+        if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > MAX_MIN_SAMPLES_DIGITS:
+            # isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line
+            shown = raw_min if len(raw_min) <= 20 else raw_min[:20] + "..."
+            raise ConfigError(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
         return cls(
             window=get.get("window") or DEFAULT_WINDOW,
             workload=get.get("workload") or workload,
@@ -109,9 +118,14 @@ class Query:
             sort=get.get("sort") or "speed",
             order=cast(Order | None, get.get("order") or None),  # checked by __post_init__
             min_samples=int(raw_min),
+            client_bound=cast(ClientBound, get.get("client_bound") or "exclude"),  # checked by __post_init__
             default_min_samples=min_samples,
             default_workload=workload,
         )
+
+    @property
+    def include_client_bound(self) -> bool:
+        return self.client_bound == "include"
 
     @property
     def direction(self) -> Order:
@@ -210,10 +224,18 @@ class Measured:
 
 
 def measured(
-    store: Store, window: Window, workload: str, now: datetime, long_workloads: Collection[str] = ()
+    store: Store,
+    window: Window,
+    workload: str,
+    now: datetime,
+    long_workloads: Collection[str] = (),
+    *,
+    include_client_bound: bool = False,
 ) -> Measured:
     """The SQL half of a board: everything but sorting, filtering and ranking, which are cheap."""
-    rows = endpoint_rows(store, window, now, long_workloads, workload=workload)
+    rows = endpoint_rows(
+        store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
+    )
     return Measured(window, tuple(rows), tuple(present(store, window, now, long_workloads)))
 
 
@@ -227,10 +249,11 @@ def arrange(
     window = m.window
     shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
     ordered = _ordered(shown, query, window.statistic)
-    ranked = [r for r in ordered if r.ok >= query.min_samples] + [r for r in ordered if r.ok < query.min_samples]
+    enough = [r for r in ordered if r.counted >= query.min_samples]
+    ranked = enough + [r for r in ordered if r.counted < query.min_samples]
     entries, rank = [], 0
     for r in ranked:
-        too_few = r.ok < query.min_samples
+        too_few = r.counted < query.min_samples
         rankable = not too_few and sort_value(r, query.sort, window.statistic) is not None
         rank += rankable
         limit = stale_after(r)
@@ -255,7 +278,10 @@ def board(
     long_workloads: Collection[str] = (),
 ) -> Board:
     """The leaderboard for a query, read from the store now."""
-    m = measured(store, WINDOWS[query.window], query.workload, now, long_workloads)
+    m = measured(
+        store, WINDOWS[query.window], query.workload, now, long_workloads,
+        include_client_bound=query.include_client_bound,
+    )  # fmt: skip
     return arrange(m, query, now, stale_after=stale_after)
 
 
@@ -272,6 +298,7 @@ def _row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
         "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
         "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
         "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
+        "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
         **{m: _figure_dict(r.figure(m), statistic) for m in METRICS},
         "first_at": _iso(r.first_at), "last_at": _iso(r.last_at), "window_s": r.window_s,
         "errors": dict(r.errors),
@@ -299,7 +326,7 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     header = [
         "rank", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
-        *(f"{m}_{s}" for m in METRICS for s in stats),
+        "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats),
     ]  # fmt: skip
     table = []
     for e in b.entries:
@@ -308,6 +335,6 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         table.append([
             e.rank, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol, r.simulated,
             b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
-            _iso(r.first_at), _iso(r.last_at), *figures,
+            _iso(r.first_at), _iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
         ])  # fmt: skip
     return header, table

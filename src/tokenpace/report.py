@@ -3,6 +3,7 @@ service, the leaderboard with the web page's columns."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 from rich.console import Console
@@ -10,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tokenpace.leaderboard import COLUMNS, METRIC_OF, Board, Entry
+from tokenpace.presets import Preset
 from tokenpace.run import RunResult
 from tokenpace.sample import Sample
 from tokenpace.summary import FIGURES, Summary, summarise
@@ -78,16 +80,20 @@ def print_run(out: Console, err: Console, result: RunResult, where: str) -> None
 def _cell(board: Board, e: Entry, key: str) -> str:
     r, statistic = e.row, board.window.statistic
     if key == "rank":
-        return f"too few ({r.ok}/{board.query.min_samples})" if e.too_few else "-" if e.rank is None else str(e.rank)
+        if e.too_few:
+            return f"too few ({r.counted}/{board.query.min_samples})"
+        return "-" if e.rank is None else str(e.rank)
     if key == "name":
-        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "")
+        one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
+        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{_fmt(figure.headline(statistic))} [dim](n={figure.n})[/]"
     if key == "success":
         return "-" if r.success_rate is None else f"{r.success_rate:.0%}"
     if key == "samples":
-        return str(r.samples)
+        # Client-bound samples are left out of the figures (unless included): say how many.
+        return str(r.samples) + (f" [yellow]({r.client_bound} client-bound)[/]" if r.client_bound else "")
     last = "-" if r.last_at is None else f"{r.last_at:%Y-%m-%d %H:%M} UTC"
     return last + (" [yellow](stale)[/]" if e.stale else "")
 
@@ -107,3 +113,26 @@ def print_board(console: Console, board: Board) -> None:
     if not board.entries:
         console.print(f"no samples of the {q.workload} workload in this window (workloads: "
                       f"{', '.join(board.workloads) or 'none yet'})")  # fmt: skip
+
+
+def print_presets(console: Console, presets: Sequence[Preset]) -> None:
+    """The presets as a table where one fits the terminal; else (narrow, or piped) one record per preset:
+    name, protocol and key variable on a line, then the base URL and the note below, nothing cut short."""
+    header = ("preset", "protocol", "base URL", "key variable", "note")
+    rows = [(p.name, p.protocol, p.base_url, p.api_key_env or "-", p.note) for p in presets]
+    # Whole cells in the first four columns, 30 characters for the note, 3 per column of borders and padding.
+    needed = sum(max(len(r[i]) for r in [header, *rows]) for i in range(4)) + 30 + 3 * len(header) + 1
+    if console.is_terminal and needed <= console.width:
+        table = Table()
+        for col in header:
+            table.add_column(col, no_wrap=col != "note")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    indent = " " * 14
+    for p in presets:
+        console.print(f"{p.name:<13} {p.protocol:<17} {p.api_key_env or '(no key: a local server)'}", highlight=False)
+        console.print(indent + p.base_url, soft_wrap=True, highlight=False)
+        for line in textwrap.wrap(p.note, max(console.width - len(indent), 30)):
+            console.print(indent + line, style="dim", highlight=False)

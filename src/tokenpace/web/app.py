@@ -1,13 +1,16 @@
 """The leaderboard's web app: routes, error pages and the app factory; the views live beside it.
 
-Every handler is a plain function, which Starlette runs in its thread pool: a view waits on the store's
-writer thread, and in ``tokenpace serve`` the event loop it would otherwise block is the one timing streams.
+Views run on a small pool of threads (limits.py): a view waits on the store's writer thread, and in
+``tokenpace serve`` the event loop it would otherwise block is the one timing streams. A rendered page, JSON
+or CSV is kept until the store takes a new sample (memo.py), so a warm page is a dict lookup on the loop.
 No compression middleware for the same reason (gzip would run on the loop); plotly.min.js is cached instead.
+Query parameters and path parts holding a NUL are refused with one line: PostgreSQL refuses NUL in text, and
+the failure would otherwise read as a store outage (503) or cut a CSV short.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -16,6 +19,7 @@ from urllib.parse import unquote
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -28,11 +32,14 @@ from tokenpace.errors import ConfigError, StoreError
 from tokenpace.schedule import Status
 from tokenpace.store import Store
 from tokenpace.web import board, detail, methodology, ops, prom, render
+from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import Memo
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
 CACHE = {"Cache-Control": "public, max-age=86400"}  # plotly.min.js is 4.8 MB: fetch it once a day at most
+# What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
+READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound")
 
 
 def _utcnow() -> datetime:
@@ -56,6 +63,19 @@ def _plotly_js() -> Path:
         return Path(path)
 
 
+def _no_nul(what: str, value: str) -> str:
+    if "\x00" in value:
+        raise ConfigError(f"{what}: a NUL character (%00) is not allowed; remove it")
+    return value
+
+
+def _params(request: Request) -> Mapping[str, str]:
+    """The query parameters, each checked for NUL."""
+    for key, value in request.query_params.multi_items():
+        _no_nul(f"parameter {key.replace(chr(0), '')!r}", value + key)
+    return request.query_params
+
+
 def _endpoint_parts(request: Request) -> tuple[str, str, str]:
     """provider, plan and model from the raw path, so a %2F inside a provider or plan name stays in it."""
     raw = request.scope.get("raw_path") or request.url.path.encode()
@@ -63,7 +83,7 @@ def _endpoint_parts(request: Request) -> tuple[str, str, str]:
     provider, plan, model = ([*rest.split("/", 2), "", ""])[:3]
     if not (provider and plan and model):
         raise HTTPException(404, "an endpoint page is /endpoint/PROVIDER/PLAN/MODEL")
-    return unquote(provider), unquote(plan), unquote(model)
+    return tuple(_no_nul("the endpoint's path", unquote(part)) for part in (provider, plan, model))  # type: ignore[return-value]
 
 
 def _error(request: Request, exc: Exception) -> Response:
@@ -81,44 +101,61 @@ def _error(request: Request, exc: Exception) -> Response:
     return render.html(site.env, Page("error.html", {"status_code": code, "message": message}, {}), site.now(), code)
 
 
-def _twin(view: Callable[[Site, Mapping[str, str]], Page]) -> tuple[Callable[[Request], Response], ...]:
-    def page(request: Request) -> Response:
-        site = request.app.state.site
-        return render.html(site.env, view(site, request.query_params), site.now())
-
-    def data(request: Request) -> Response:
-        return render.json(view(request.app.state.site, request.query_params))
-
-    return page, data
+Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _endpoint(request: Request) -> Response:
-    site: Site = request.app.state.site
+def _cached(view: Callable[[Site, Request], Response]) -> Handler:
+    """A route whose response is kept per path and parameters read until the store changes (memo.py).
+
+    A warm one is answered on the loop; a cold one is computed on the view pool, once at a time per key.
+    """
+
+    async def handle(request: Request) -> Response:
+        site: Site = request.app.state.site
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        key = (raw, tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k in READ and v)))
+        response: Response | None = site.pages.peek(key)
+        if response is None:
+            response = await site.pool.run(lambda: site.pages.get(key, lambda: view(site, request)))
+        return response
+
+    return handle
+
+
+def _twin(view: Callable[[Site, Mapping[str, str]], Page]) -> tuple[Handler, Handler]:
+    def page(site: Site, request: Request) -> Response:
+        return render.html(site.env, view(site, _params(request)), site.now())
+
+    def data(site: Site, request: Request) -> Response:
+        return render.json(view(site, _params(request)))
+
+    return _cached(page), _cached(data)
+
+
+def _endpoint(site: Site, request: Request) -> Response:
     provider, plan, model = _endpoint_parts(request)
+    params = _params(request)
     if model.endswith(".json"):
-        return render.json(
-            detail.endpoint_page(site, provider, plan, model.removesuffix(".json"), request.query_params)
-        )
-    return render.html(site.env, detail.endpoint_page(site, provider, plan, model, request.query_params), site.now())
+        return render.json(detail.endpoint_page(site, provider, plan, model.removesuffix(".json"), params))
+    return render.html(site.env, detail.endpoint_page(site, provider, plan, model, params), site.now())
 
 
-def _model(request: Request) -> Response:
-    site: Site = request.app.state.site
-    model = request.path_params["model"]
+def _model(site: Site, request: Request) -> Response:
+    model = _no_nul("the model's path", request.path_params["model"])
+    params = _params(request)
     if model.endswith(".json"):
-        return render.json(detail.model_page(site, model.removesuffix(".json"), request.query_params))
-    return render.html(site.env, detail.model_page(site, model, request.query_params), site.now())
+        return render.json(detail.model_page(site, model.removesuffix(".json"), params))
+    return render.html(site.env, detail.model_page(site, model, params), site.now())
 
 
-def _leaderboard_csv(request: Request) -> Response:
-    site: Site = request.app.state.site
-    text = board.csv_text(site, request.query_params)
+def _leaderboard_csv(site: Site, request: Request) -> Response:
+    text = board.csv_text(site, _params(request))
     return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": "inline"})
 
 
 def _samples_csv(request: Request) -> Response:
     site: Site = request.app.state.site
-    lines = ops.samples_csv(site.store, site.config, request.query_params)
+    lines = ops.samples_csv(site.store, site.config, _params(request))
     return StreamingResponse(lines, media_type="text/csv; charset=utf-8")
 
 
@@ -133,8 +170,10 @@ def _health(request: Request) -> Response:
     return JSONResponse(facts, 200 if ok else 503)
 
 
-def _metrics(request: Request) -> Response:
-    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
+async def _metrics(request: Request) -> Response:
+    site: Site = request.app.state.site
+    text = await site.pool.run(lambda: generate_latest(request.app.state.registry))
+    return Response(text, media_type=CONTENT_TYPE_LATEST)
 
 
 def create_app(
@@ -158,9 +197,9 @@ def create_app(
     routes = [
         Route("/", board_page),
         Route("/leaderboard.json", board_json),
-        Route("/leaderboard.csv", _leaderboard_csv),
-        Route("/endpoint/{rest:path}", _endpoint),
-        Route("/model/{model:path}", _model),
+        Route("/leaderboard.csv", _cached(_leaderboard_csv)),
+        Route("/endpoint/{rest:path}", _cached(_endpoint)),
+        Route("/model/{model:path}", _cached(_model)),
         Route("/methodology", method_page),
         Route("/methodology.json", method_json),
         Route("/samples.csv", _samples_csv),
@@ -170,7 +209,7 @@ def create_app(
         Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
     ]
     handlers = {exc: _error for exc in (ConfigError, StoreError, HTTPException)}
-    app = Starlette(routes=routes, exception_handlers=handlers)
+    app = Starlette(routes=routes, exception_handlers=handlers, middleware=[Middleware(InFlightLimit)])
     app.state.site = Site(
         store=store,
         config=config,
@@ -184,6 +223,9 @@ def create_app(
         jobs_problem=jobs_problem,
         env=render.environment(),
         memo=Memo(store),
+        pages=Memo(store),  # apart from memo: many pages come and go, the rows they share stay
+        pool=ViewPool(),
+        secrets=tuple(ops.secrets(config)),
     )
     collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, app.state.site.memo)
     app.state.registry = prom.registry(collector)

@@ -80,9 +80,12 @@ def _board(site: Site, params: Mapping[str, str]) -> leaderboard.Board:
     query = _query(site, params)
     window, now = WINDOWS[query.window], site.now()
     # Keyed by what the SQL reads, not the whole query: another sort or filter reuses the same rows.
+    include = query.include_client_bound
     m = site.memo.get(
-        ("rows", window.name, query.workload),
-        lambda: leaderboard.measured(site.store, window, query.workload, now, site.long_workloads),
+        ("rows", window.name, query.workload, include),
+        lambda: leaderboard.measured(
+            site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
+        ),
     )
     return leaderboard.arrange(m, query, now, stale_after=site.stale_after)
 
@@ -94,6 +97,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     # What the filter form does not show but must keep: the sort, and a ranking minimum other than the default.
     kept = {"sort": q.sort if q.sort != "speed" else "", "order": q.order or ""}
     kept["min_samples"] = str(q.min_samples) if q.min_samples != q.default_min_samples else ""
+    kept["client_bound"] = "include" if q.include_client_bound else ""
     hidden = [(k, v) for k, v in kept.items() if v]
     qs = q.params()
     context = {
@@ -108,6 +112,9 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "menus": _menus(board),
         "hidden": hidden,
         "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),
+        # The other view of client-bound samples: what the board would say with them counted, or without.
+        "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
+        "client_bound_total": sum(e.row.client_bound for e in board.entries),
     }
     data = {**leaderboard.as_dict(board), "budgets_hit": budgets}
     return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))

@@ -1,7 +1,14 @@
-"""The endpoint page and the model page: charts over a window, percentiles and recent samples."""
+"""The endpoint page and the model page: charts over a window, percentiles and recent samples.
+
+Charts and percentiles read what the board reads: published samples, client-bound ones only when asked
+(``client_bound=include``). The list of recent samples shows more, each labelled: an endpoint's unpublished
+one-shot samples, client-bound ones, and every failure's kind, HTTP status and the provider's message (scrubbed
+of known secrets; the template escapes it).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from urllib.parse import urlencode
@@ -12,7 +19,7 @@ from tokenpace.aggregate import endpoint_name, endpoint_rows, model_rows
 from tokenpace.series import Point, model_series, series
 from tokenpace.web import charts
 from tokenpace.web.render import Page, endpoint_path, model_path
-from tokenpace.web.site import Site, window_menu, window_param
+from tokenpace.web.site import Site, client_bound_param, window_menu, window_param
 
 RECENT = 20  # samples listed under the charts: enough to see a pattern, short enough to scan
 
@@ -26,25 +33,34 @@ def _recent(points: Sequence[tuple[str, Point]]) -> list[tuple[str, Point]]:
     return list(reversed(points[-RECENT:]))
 
 
+def _scrubbed(site: Site, points: Sequence[Point]) -> list[Point]:
+    return [dataclasses.replace(p, error_message=site.scrub(p.error_message)) if p.error_message else p for p in points]
+
+
 def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
     """One endpoint, every workload (or the one chosen): figures per workload and its samples over time."""
-    window = window_param(params)
+    window, include = window_param(params), client_bound_param(params)
     now = site.now()
-    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model, provider=provider, plan=plan)
+    rows = endpoint_rows(
+        site.store, window, now, site.long_workloads, model=model, provider=provider, plan=plan,
+        include_client_bound=include,
+    )  # fmt: skip
     configured = [e for e in site.config.endpoints if (e.provider, e.plan, e.model) == (provider, plan, model)]
-    if not rows and not configured:
-        raise HTTPException(404, f"no endpoint {endpoint_name(provider, plan, model)} has samples or is configured")
     workload = params.get("workload") or None
     shown = [r for r in rows if workload in (None, r.workload)]
     span = max((window.span(r.workload, site.long_workloads) for r in shown), default=window.seconds)
     points = series(
         site.store, provider=provider, plan=plan, model=model, workload=workload, since=now - timedelta(seconds=span)
     )
+    if not rows and not configured and not points:
+        raise HTTPException(404, f"no endpoint {endpoint_name(provider, plan, model)} has samples or is configured")
     # With every workload shown, the since above is the longest span; trim each workload to its own.
     points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
+    points = _scrubbed(site, points)
     groups: dict[str, list[Point]] = {}
     for p in points:
-        groups.setdefault(p.workload, []).append(p)
+        if p.charted(include):
+            groups.setdefault(p.workload, []).append(p)
     simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
     protocol = rows[0].protocol if rows else configured[0].protocol
     name = endpoint_name(provider, plan, model)
@@ -68,17 +84,19 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "figures": charts.figures(groups),
         "recent": _recent([(p.workload, p) for p in points]),
         "recent_label": "Workload",
-        "open_recent": False,
+        "open_recent": not shown,  # nothing published to chart: the recent samples are all there is
+        "include_client_bound": include,
     }
-    data = {"endpoint": facts, "window": window, "rows": shown, "series": groups}
+    recent = [p for _, p in _recent([(p.workload, p) for p in points])]
+    data = {"endpoint": facts, "window": window, "rows": shown, "series": groups, "recent": recent}
     return Page("endpoint.html", context, data, json_url=f"{path}.json" + (f"?{query}" if query else ""))
 
 
 def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
     """A model on every endpoint that serves it, one workload at a time."""
-    window = window_param(params)
+    window, include = window_param(params), client_bound_param(params)
     now = site.now()
-    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model)
+    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model, include_client_bound=include)
     if not rows and not any(e.model == model for e in site.config.endpoints):
         raise HTTPException(404, f"no endpoint serving model {model} has samples or is configured")
     workloads = sorted({r.workload for r in rows})
@@ -87,10 +105,12 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
     shown = [r for r in rows if r.workload == workload]
     summary = model_rows(shown, window.statistic, min_samples=site.min_samples)
     since = now - timedelta(seconds=window.span(workload, site.long_workloads))
-    points = model_series(site.store, model=model, workload=workload, since=since)
+    named = model_series(site.store, model=model, workload=workload, since=since)
+    points = list(zip([name for name, _ in named], _scrubbed(site, [p for _, p in named]), strict=True))
     groups: dict[str, list[Point]] = {}
     for name, p in points:
-        groups.setdefault(name, []).append(p)
+        if p.charted(include):
+            groups.setdefault(name, []).append(p)
     path = model_path(model)
     context = {
         "model": model,
@@ -104,9 +124,10 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
         "recent": _recent(points),
         "recent_label": "Endpoint",
         "open_recent": False,
+        "include_client_bound": include,
     }
     data = {"model": model, "workload": workload, "window": window, "summary": summary[0] if summary else None,
-            "endpoints": shown, "series": groups}  # fmt: skip
+            "endpoints": shown, "series": groups, "recent": _recent(points)}  # fmt: skip
     return Page(
         "model.html", context, data, json_url=f"{path}.json?" + urlencode({"window": window.name, "workload": workload})
     )

@@ -4,6 +4,8 @@ A 72 h leaderboard over a million samples takes seconds to compute (bench/aggreg
 JSON twin, its CSV and ``/metrics`` ask for the same few figures again and again between two samples. A minute
 at most, because a window's edge moves with the clock and another process may write to the same database.
 While one request recomputes a value, others get the previous one rather than queueing a second query.
+The same memo holds whole rendered pages (app.py): :meth:`Memo.peek` answers a warm page on the event loop
+with a dict lookup, no thread and no template.
 """
 
 from __future__ import annotations
@@ -29,6 +31,17 @@ class Memo:
         self._items: dict[Hashable, tuple[int, float, Any]] = {}
         self._computing: set[Hashable] = set()
         self._lock = threading.Lock()  # views run on Starlette's thread pool
+
+    def peek(self, key: Hashable) -> Any | None:
+        """The value for ``key`` if it is fresh, or the last one while another caller recomputes it; else None."""
+        writes = self._store.writes
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            if (hit[0] == writes and time.monotonic() - hit[1] < self._max_age_s) or key in self._computing:
+                return hit[2]
+        return None
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         writes = self._store.writes  # read before computing: a write during it makes the next get recompute

@@ -13,6 +13,7 @@ from tokenpace.aggregate import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.config import Config
 from tokenpace.schedule import Job, Status
 from tokenpace.store import Store
+from tokenpace.web.limits import ViewPool
 from tokenpace.web.memo import Memo
 
 
@@ -29,12 +30,26 @@ class Site:
     jobs: tuple[Job, ...]  # what is (or, without a sampler, would be) sampled
     jobs_problem: str | None  # why there are none: the config's schedule is refused
     env: jinja2.Environment
-    memo: Memo
+    memo: Memo  # rows computed by SQL, shared by pages
+    pages: Memo  # rendered responses, per path and parameters
+    pool: ViewPool
+    secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
+
+    def scrub(self, text: str | None) -> str | None:
+        """``text`` with every known secret replaced by ***."""
+        for secret in self.secrets:
+            text = None if text is None else text.replace(secret, "***")
+        return text
 
 
 def window_param(params: Mapping[str, str]) -> Window:
     """The ``window`` query parameter as a Window; ConfigError (a 400) for an unknown one."""
     return leaderboard.window(params.get("window") or DEFAULT_WINDOW)
+
+
+def client_bound_param(params: Mapping[str, str]) -> bool:
+    """``client_bound=include``: figures also from client-bound samples; ConfigError (a 400) for another value."""
+    return leaderboard.Query(client_bound=params.get("client_bound") or "exclude").include_client_bound  # type: ignore[arg-type]
 
 
 def window_menu(selected: Window) -> dict[str, object]:
