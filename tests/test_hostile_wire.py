@@ -27,7 +27,7 @@ from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind
 from tokenpace.run import Plan, measure
 from tokenpace.sample import Sample, sample_row
-from tokenpace.timing import Recording
+from tokenpace.timing import Recording, Timeline
 from tokenpace.workload import DEFAULT, Workload
 
 from .conftest import SimThread
@@ -231,6 +231,17 @@ async def test_hostile_streams_end_as_one_classified_sample(body: bytes, kind: E
         s = await one_sample(Endpoint("p", "m", f"{root}/v1"), Plan(1, 1, FAST, warmup=False))
     assert s.error_kind is kind, s.error_message
     assert s.metrics.output_tokens == counted  # text after the end marker is kept in the timeline, never counted
+
+
+async def test_a_decoder_that_fails_still_leaves_one_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(rec: Recording) -> Timeline:
+        raise RuntimeError("a bug in a decoder")
+
+    monkeypatch.setattr(protocol_for("openai-chat"), "decode", broken)  # a fault no real stream triggers today
+    async with app_server([web.post("/v1/chat/completions", sse)]) as root:
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), Plan(1, 1, FAST, warmup=False))
+    assert s.error_kind is ErrorKind.MALFORMED_STREAM and s.error_message == "undecodable stream: RuntimeError"
+    assert s.metrics.ttfb_ms is not None  # the transport's timing is kept
 
 
 async def test_usage_sent_as_strings_is_a_sample_with_the_raw_value_kept() -> None:

@@ -793,3 +793,13 @@ def test_stored_usage_is_checked_again_when_read_back() -> None:
     doc = json.loads(t.to_json())
     doc["usage"] = [float("inf"), -5, 7]  # a row written before usage was checked at the boundary
     assert Timeline.from_json(json.dumps(doc)).usage == Usage(None, None, 7)
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_has_token_looks_past_a_long_prefix_without_text(name: str) -> None:
+    # 100 kB of keep-alive comments (NDJSON: blank lines) before the first text: past the prefix looked at first.
+    filler = b"\n" * 100_000 if name == "ollama" else b": keep-alive\n\n" * 7000
+    raw = filler + STREAMS[name]
+    proto = protocol_for(name)
+    assert proto.has_token(recording(raw, *range(1000, len(raw), 1000)))
+    assert not proto.has_token(recording(filler, *range(1000, len(filler), 1000)))

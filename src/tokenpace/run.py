@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from tokenpace.clients import protocol_for
-from tokenpace.clients.base import HttpRequest
+from tokenpace.clients.base import HttpRequest, undecodable
 from tokenpace.clients.transport import Limits, Timeouts, new_session, record, warm
 from tokenpace.config import Endpoint
 from tokenpace.corpus import Corpus
@@ -150,7 +150,10 @@ async def _measure_endpoint(
     pool = workload.concurrency or plan.concurrency
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
-        timeline = proto.decode(rec)
+        try:
+            timeline = proto.decode(rec)
+        except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
+            timeline = undecodable(rec, exc)
         bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
         published = plan.publish or plan.source == "scheduled"
         return make_sample(

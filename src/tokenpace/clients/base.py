@@ -22,6 +22,7 @@ from tokenpace.workload import Prompt
 MAX_MESSAGE = 300
 MIN_SECRET = 8  # shorter header values ("speed", "1") are words a model may write: scrubbing them would change text
 MAX_RAW = 100  # characters of an invalid usage value kept for the record
+HAS_TOKEN_PREFIX = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,11 @@ def timeline(
         failure=None if failure is None else dataclasses.replace(failure, message=scrub(failure.message, secrets)),
         usage_raw=scrub(usage_raw, secrets) or None,
     )
+
+
+def undecodable(rec: Recording, exc: Exception) -> Timeline:
+    """The timeline of a recording its decoder failed on: no events, a malformed stream (or the transport's failure)."""
+    return timeline(rec, [], problem=Failure(ErrorKind.MALFORMED_STREAM, f"undecodable stream: {type(exc).__name__}"))
 
 
 def _until_end(events: list[Event]) -> tuple[list[Event], Failure | None]:
@@ -126,7 +132,18 @@ class WireProtocol(abc.ABC):
         return f"{endpoint.base_url}/models"
 
     def has_token(self, recording: Recording) -> bool:
-        """Whether generated text has arrived yet (used only when the first-token deadline passes)."""
+        """Whether generated text has arrived yet (used only when the first-token deadline passes, off the loop).
+
+        Text usually comes early, so the first HAS_TOKEN_PREFIX bytes are decoded first, the rest only if needed.
+        """
+        chunks, seen = recording.chunks, 0
+        for n, (_, data) in enumerate(chunks):
+            seen += len(data)
+            if seen >= HAS_TOKEN_PREFIX and n + 1 < len(chunks):
+                prefix = dataclasses.replace(recording, chunks=chunks[: n + 1], failure=None)
+                if any(e.is_token for e in self.decode(prefix).events):
+                    return True
+                break
         return any(e.is_token for e in self.decode(recording).events)
 
     def without_extras(self, request: HttpRequest, failure: Failure) -> HttpRequest | None:
