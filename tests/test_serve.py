@@ -174,3 +174,22 @@ def test_ctrl_c_twice_at_once_is_one_stop_and_later_cancels(tmp_path: Path) -> N
     finally:
         if served.proc.poll() is None:
             served.proc.kill()
+
+
+def test_serve_on_a_public_address_warns_that_the_board_is_unauthenticated(tmp_path: Path) -> None:
+    """Issue 9 item 14: any address but loopback says so when serve starts; loopback stays quiet."""
+    from tokenpace import service
+
+    for host, public in (("127.0.0.1", False), ("0.0.0.0", True)):  # noqa: S104 (the point of the test)
+        sock = service.listen(host, 0)
+        with sock:
+            assert service.public(sock) is public
+    s = Served(tmp_path, "--host", "0.0.0.0", "--grace", "0.5")  # noqa: S104
+    try:
+        s.wait_for("/leaderboard.json", lambda doc: True, 60)
+        assert "public and unauthenticated" in s.log.read_text()
+        assert s.stop() == 0
+    finally:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()

@@ -83,6 +83,12 @@ def test_unpublished_one_shot_samples_stay_off_the_board_and_published_ones_are_
     assert {r["name"]: r["one_shot"] for r in table} == {"steady/m": "0", "busy/m": "0", "once/m": "4"}
     metrics = client.get("/metrics").text
     assert 'provider="once"' in metrics and 'provider="private"' not in metrics
+    counts = {
+        (line.split('provider="')[1].split('"')[0], line.split('outcome="')[1].split('"')[0]): line.rsplit(" ", 1)[1]
+        for line in metrics.splitlines()
+        if line.startswith("tokenpace_samples{")
+    }
+    assert counts["once", "one_shot"] == "4.0" and counts["busy", "client_bound"] == "3.0"
     assert sorted(e["provider"] for e in client.get(model_path("m") + ".json").json()["endpoints"]) == [
         "busy",
         "once",

@@ -4,6 +4,10 @@ With a config file it measures what the file declares. Without one it measures w
 (discover.py) and, where that is nothing, the simulated endpoints of the embedded default config. Simulated
 providers get an in-process simulator each, started here and stopped on the way out.
 
+The web server runs with limits (web/limits.py: a view pool, requests in flight, connections, a request-head
+deadline) so readers cannot starve the timing loop; on any address other than loopback it warns that the board
+is public and unauthenticated.
+
 SIGINT or SIGTERM stops both halves: the web server closes and the sampler starts nothing new, lets runs in
 flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples. A second
 signal cuts the grace period short; the samples are recorded all the same.
@@ -35,6 +39,7 @@ from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.settings import ScheduleSettings
 from tokenpace.store import Store
 from tokenpace.web.app import create_app
+from tokenpace.web.limits import BACKLOG, server_options
 
 log = logging.getLogger(__name__)
 REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in serve)
@@ -78,9 +83,23 @@ def listen(host: str, port: int) -> socket.socket:
             raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another --port") from None
         # Anything else is about the address (not this machine's, a name that does not resolve): say so.
         raise ConfigError(f"cannot listen on {host} ({exc.strerror or exc}): pass another --host") from None
-    sock.listen(128)
+    sock.listen(BACKLOG)
     sock.setblocking(False)
     return sock
+
+
+def public(sock: socket.socket) -> bool:
+    """Whether a listening socket is reachable from other machines: bound to anything but loopback."""
+    host = sock.getsockname()[0]
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # pragma: no cover - getsockname gives addresses, not names
+        return True
+
+
+def server_config(app: object) -> uvicorn.Config:
+    """uvicorn's configuration for the board: every limit of web/limits.py, uvicorn's own logging quiet."""
+    return uvicorn.Config(app, **server_options())  # type: ignore[arg-type]
 
 
 class _Server(uvicorn.Server):
@@ -124,7 +143,14 @@ async def serve(
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
         sampler = schedule.Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
         app = create_app(store, cfg, status=sampler.status)
-        server = _Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+        server = _Server(server_config(app))
+        if public(sock):
+            host, port = sock.getsockname()[:2]
+            log.warning(
+                "warning: the leaderboard on %s:%d is public and unauthenticated: anyone who can reach this "
+                "address can read it (bind 127.0.0.1 and put a proxy with authentication in front to restrict it)",
+                host, port,
+            )  # fmt: skip
 
         first_signal: list[float] = []
 

@@ -1,7 +1,8 @@
 """``/metrics``: the leaderboard's figures as Prometheus gauges, computed when scraped, never cached.
 
 A custom collector rather than gauges kept up to date: the store is the one source of truth, so a scrape runs
-the same windowed query as the page (the default window) and reports what it finds. Times are in seconds, as
+the same windowed query as the page (the default window: published samples, client-bound ones left out of the
+figures and counted as their own outcome) and reports what it finds. Times are in seconds, as
 Prometheus's conventions ask. Each app has its own registry, so two apps in one process never collide.
 """
 
@@ -70,6 +71,8 @@ class LeaderboardCollector(Collector):
                 success.add_metric(_labels(row), row.success_rate)
             samples.add_metric([*_labels(row), "ok"], row.ok)
             samples.add_metric([*_labels(row), "failed"], row.failures)
+            samples.add_metric([*_labels(row), "client_bound"], row.client_bound)  # of ok and failed, counted apart
+            samples.add_metric([*_labels(row), "one_shot"], row.one_shot)
             if row.last_at is not None:
                 age.add_metric(_labels(row), (now - row.last_at).total_seconds())
         yield from (speed, ttft, e2e, success, samples, age)
