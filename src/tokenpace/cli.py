@@ -451,16 +451,11 @@ def _close(store: Store) -> None:
 def presets_command() -> None:
     """List the well-known providers that endpoint names and config tables can refer to."""
     from rich.console import Console
-    from rich.table import Table
 
+    from tokenpace import report
     from tokenpace.presets import PRESETS
 
-    table = Table()
-    for col in ("preset", "protocol", "base URL", "key variable", "note"):
-        table.add_column(col, no_wrap=col != "note")
-    for p in PRESETS.values():
-        table.add_row(p.name, p.protocol, p.base_url, p.api_key_env or "-", p.note)
-    Console().print(table)
+    report.print_presets(Console(), list(PRESETS.values()))
 
 
 @main.command("workloads")
@@ -670,4 +665,4 @@ def leaderboard_command(
     if as_json:
         click.echo(json.dumps(leaderboard.as_dict(board), indent=2))
     else:
-        report.print_board(Console(), board)
+        report.print_leaderboard(Console(), board)

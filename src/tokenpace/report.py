@@ -3,9 +3,11 @@ service, the leaderboard with the web page's columns."""
 
 from __future__ import annotations
 
+import io
 import textwrap
 from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -136,3 +138,32 @@ def print_presets(console: Console, presets: Sequence[Preset]) -> None:
         console.print(indent + p.base_url, soft_wrap=True, highlight=False)
         for line in textwrap.wrap(p.note, max(console.width - len(indent), 30)):
             console.print(indent + line, style="dim", highlight=False)
+
+
+_UNITS = {"speed": "tok/s", "ttft": "ms TTFT", "e2e": "ms end-to-end"}
+
+
+def print_leaderboard(console: Console, board: Board) -> None:
+    """The board as print_board's table where it fits the console whole; else (narrow, or piped at 80
+    columns) three lines per endpoint: rank and name, its figures, its success and samples, nothing folded."""
+    drawn = io.StringIO()
+    print_board(Console(width=1000, file=drawn, color_system=None), board)
+    if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
+        print_board(console, board)
+        return
+    q = board.query
+    title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    console.print(title, soft_wrap=True)
+    statistic = board.window.statistic
+    for e in board.entries:
+        style = "dim" if e.too_few else None
+        console.print(f"{_cell(board, e, 'rank'):>3}  {_cell(board, e, 'name')}", style=style, soft_wrap=True)
+        figures = []
+        for key, unit in _UNITS.items():
+            figure = e.row.figure(METRIC_OF[key])
+            figures.append(f"{_fmt(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
+        console.print("     " + "  ·  ".join(figures), style=style, soft_wrap=True, highlight=False)
+        rest = f"success {_cell(board, e, 'success')}  ·  samples {_cell(board, e, 'samples')}"
+        console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
+    if not board.entries:
+        print_board(console, board)  # its own line for an empty board
