@@ -319,6 +319,25 @@ async def test_echoed_key_and_header_values_are_scrubbed_everywhere(keyed: str) 
     assert KEY not in stored and HEADER_VALUE not in stored
 
 
+async def test_a_key_written_piece_by_piece_is_masked(keyed: str) -> None:
+    pieces = [KEY[:5], KEY[5:17], KEY[17:]]
+    body = (
+        b"".join(
+            f'data: {{"choices":[{{"index":0,"delta":{{"content":"{p}"}}}}]}}\n\n'.encode() for p in ["key: ", *pieces]
+        )
+        + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await sse(request, body)
+
+    async with app_server([web.post("/v1/chat/completions", handler)]) as root:
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1", api_key_env=keyed), Plan(1, 1, FAST, warmup=False))
+    assert s.ok, s.error_message
+    assert s.timeline.text() == "key: " + "*" * len(KEY)
+    assert [e.text for e in s.timeline.token_events] == ["key: ", "*" * 5, "*" * 12, "*" * (len(KEY) - 17)]
+
+
 async def test_echoed_key_in_an_http_error_is_scrubbed(keyed: str) -> None:
     async def handler(request: web.Request) -> web.Response:
         message = f"bad key {request.headers.get('x-api-key')} for {request.headers.get('X-Team')}"

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.clients.scrub import redact, scrub, scrub_events
 from tokenpace.config import Endpoint
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.timing import Event, EventKind, Recording, Timeline, Usage, token_count
@@ -58,7 +59,7 @@ def timeline(
         t_sent_ns=sent,
         t_headers_ns=rec.t_headers_ns,
         t_end_ns=rec.t_end_ns if rec.t_end_ns is not None else sent,
-        events=tuple(_scrubbed_event(e, secrets) for e in events),
+        events=tuple(scrub_events(events, secrets)),
         connect_ns=connect,
         queued_ns=sent - rec.t_start_ns,
         usage=usage,
@@ -81,25 +82,6 @@ def _until_end(events: list[Event]) -> tuple[list[Event], Failure | None]:
         return events, None
     late = [Event(e.t_ns, EventKind.OTHER, e.text) if e.is_token else e for e in events[end + 1 :]]
     return events[: end + 1] + late, Failure(ErrorKind.MALFORMED_STREAM, "generated text after the end marker")
-
-
-def _scrubbed_event(event: Event, secrets: tuple[str, ...]) -> Event:
-    if not event.text or not any(s in event.text for s in secrets):
-        return event
-    return Event(event.t_ns, event.kind, redact(event.text, secrets))
-
-
-def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` (JSON-shaped: strings, lists, objects) with every secret in every string replaced by ``***``."""
-    if not secrets or value is None:
-        return value
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, dict):
-        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
-    return value
 
 
 def _ending_failure(events: list[Event]) -> Failure | None:
@@ -235,13 +217,6 @@ class Decoded:
     def timeline(self) -> Timeline:
         d = self
         return timeline(d.recording, d.events, d.usage, d.response_id, d.server_timings, d.problem, d.usage_raw)
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with each secret replaced by ``***``, longest first (so no longer one survives in part)."""
-    for secret in sorted(filter(None, secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:

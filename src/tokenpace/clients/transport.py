@@ -21,9 +21,10 @@ from types import SimpleNamespace
 import aiohttp
 from yarl import URL
 
-from tokenpace.clients.base import HttpRequest, one_line, redact
+from tokenpace.clients.base import HttpRequest, one_line
 from tokenpace.clients.body import BadFraming, read_body
 from tokenpace.clients.body import Limits as Limits  # beside Timeouts, where callers look for it
+from tokenpace.clients.scrub import redact
 from tokenpace.failures import ErrorKind, Failure
 from tokenpace.timing import Recording
 
