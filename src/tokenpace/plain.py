@@ -19,7 +19,8 @@ def where(loc: tuple[int | str, ...]) -> str:
     """``providers.a.models[0]``: a TOML key path as a person would write it."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+        name = str(part) if len(str(part)) <= 60 else str(part)[:59] + "…"  # a key is the file's: bounded too
+        out += f"[{part}]" if isinstance(part, int) else f".{name}" if out else name
     return out or "(top level)"
 
 
