@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from tokenpace import sim
@@ -71,12 +72,13 @@ def test_help_documents_the_exit_codes() -> None:
     assert "Exit codes" in " ".join(text.split())
 
 
-def test_sigterm_stops_like_ctrl_c(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+@pytest.mark.parametrize("as_json", [False, True])
+def test_sigterm_stops_like_ctrl_c(tmp_path: Path, sim_thread: Callable[..., SimThread], as_json: bool) -> None:
     s = sim_thread(sim.Scenario(ttft_ms=5, tokens_per_s=20, output_tokens=1000))
     db = tmp_path / "t.db"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokenpace", "run", "--base-url", s.url, "--model", "m", "-n", "4", "-c", "2",
-         "--db", str(db)],
+         "--db", str(db), *(["--json"] if as_json else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     for _ in range(300):  # until both streams are sending tokens, however slowly the command started
@@ -88,12 +90,16 @@ def test_sigterm_stops_like_ctrl_c(tmp_path: Path, sim_thread: Callable[..., Sim
     out, errors = proc.communicate(timeout=30)
     assert proc.returncode == 143, errors
     assert "stopped (SIGTERM): the 2 samples taken so far" in errors
-    assert "cancelled 2" in out and "TTFT" not in out  # the summary, of samples that have no figures
     with open_store(str(db)) as store:
         samples = store.samples()
         (run,) = store.runs()
     assert [x.error_kind for x in samples] == ["cancelled", "cancelled"]
     assert all(x.metrics.output_tokens > 0 for x in samples) and run.completed == 2
+    if as_json:
+        doc = json.loads(out)
+        assert doc["run_id"] == run.id and doc["endpoints"][0]["errors"] == {"cancelled": 2}
+    else:
+        assert "cancelled 2" in out and "TTFT" not in out  # the summary, of samples that have no figures
 
 
 def test_publish_flag(tmp_path: Path) -> None:

@@ -182,7 +182,8 @@ def run(
       1    an endpoint had no successful sample (the summary says why)
       2    a mistake in the command or config file: nothing was sent
       3    tokenpace could not work (database, vocabulary): the message says what
-      130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was measured is stored and summarised.
+      130  interrupted by Ctrl-C (SIGINT): what was measured is stored and summarised
+      143  stopped by SIGTERM: the same
     """
     import asyncio
     import contextlib
@@ -296,8 +297,8 @@ def run(
         close_store(store)
     summaries = report.summaries(kept, truth)
     if as_json:
-        doc = {
-            "run_id": None if result is None else result.run.id,
+        doc = {  # an interrupted run's id is on its samples (measure stored the run record all the same)
+            "run_id": result.run.id if result is not None else kept[0].run_id if kept else None,
             "client_bound": None if result is None else result.run.client_bound,
             "seed": None if result is None else result.run.seed,
             "endpoints": [s.as_dict() for s in summaries],
