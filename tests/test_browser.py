@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tokenpace.config import Endpoint
+from tokenpace.sample import make_sample
+from tokenpace.store import open_store
+from tokenpace.timing import Event, EventKind, Timeline
 
 from .conftest import free_port
 
@@ -49,6 +57,25 @@ workloads = ["short"]
 min_samples = 2
 jitter = 0
 """
+# One endpoint whose every request fails with the provider's message, beside one with client-bound samples.
+TROUBLED = """
+[providers.quick]
+simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
+every = "2s"
+
+[providers.broken]
+simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24, error = "500" }
+every = "2s"
+
+[workloads.short]
+input_tokens = 300
+max_tokens = 24
+
+[schedule]
+workloads = ["short"]
+min_samples = 2
+jitter = 0
+"""
 
 
 def _chromium() -> None:
@@ -60,18 +87,21 @@ def _chromium() -> None:
     pytest.skip(why)
 
 
-def _get_json(url: str) -> dict[str, object]:
+def _get_json(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url, timeout=5) as r:
-        doc: dict[str, object] = json.load(r)
+        doc: dict[str, Any] = json.load(r)
         return doc
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """`tokenpace serve` on a free port, returned once every endpoint has enough samples to be ranked."""
+def _ranked(count: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda board: len([e for e in board["entries"] if e["rank"] is not None]) == count
+
+
+def _serve(tmp_path: Path, text: str, ready: Callable[[dict[str, Any]], bool]) -> Iterator[str]:
+    """`tokenpace serve` on a free port with this config, returned once its board is ``ready``."""
     _chromium()  # before starting anything: a skip should cost nothing
     config = tmp_path / "browser.toml"
-    config.write_text(CONFIG)
+    config.write_text(text)
     port = free_port()
     command = [sys.executable, "-m", "tokenpace", "serve", "--config", str(config), "--port", str(port)]
     log = (tmp_path / "serve.log").open("w")
@@ -83,14 +113,12 @@ def served(tmp_path: Path) -> Iterator[str]:
             if proc.poll() is not None:
                 pytest.fail(f"tokenpace serve exited: {(tmp_path / 'serve.log').read_text()[-3000:]}")
             try:
-                board = _get_json(f"{url}/leaderboard.json?workload=short")
-                ranked = [e for e in board["entries"] if e["rank"] is not None]  # type: ignore[attr-defined]
-                if len(ranked) == 3:
+                if ready(_get_json(f"{url}/leaderboard.json?workload=short")):
                     break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"no ranked leaderboard within 90 s: {(tmp_path / 'serve.log').read_text()[-3000:]}")
+                pytest.fail(f"no ready leaderboard within 90 s: {(tmp_path / 'serve.log').read_text()[-3000:]}")
             time.sleep(0.5)
         yield url
     finally:
@@ -100,6 +128,35 @@ def served(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """Three simulated endpoints of known speeds, returned once all three are ranked."""
+    yield from _serve(tmp_path, CONFIG, _ranked(3))
+
+
+def _client_bound_samples(db: Path, count: int) -> None:
+    """Samples of quick/sim that a lagging client timed, written before serve starts on the same database."""
+    endpoint = Endpoint("quick", "sim", "http://127.0.0.1:9/v1", simulated=True)
+    events = tuple(Event(i * 1_000_000, EventKind.CONTENT, " word") for i in range(5, 10))
+    timeline = Timeline(0, 1_000_000, 11_000_000, (*events, Event(11_000_000, EventKind.DONE)))
+    with open_store(str(db)) as store:
+        for _ in range(count):
+            store.add_sample(make_sample("pre", endpoint, "short", datetime.now(UTC), timeline, client_bound=True))
+
+
+@pytest.fixture
+def troubled(tmp_path: Path) -> Iterator[str]:
+    """quick (2 client-bound samples already stored) and broken (HTTP 500 every time), once both have run."""
+    _chromium()
+    _client_bound_samples(tmp_path / "serve.db", 2)
+
+    def ready(board: dict[str, Any]) -> bool:
+        rows = {e["name"]: e for e in board["entries"]}
+        return "broken/sim" in rows and rows.get("quick/sim", {}).get("rank") == 1
+
+    yield from _serve(tmp_path, TROUBLED, ready)
 
 
 def test_sort_by_ttft_then_open_an_endpoint_chart(served: str) -> None:
@@ -128,5 +185,37 @@ def test_sort_by_ttft_then_open_an_endpoint_chart(served: str) -> None:
             assert page.locator("#chart-ttft svg.main-svg").count() > 0
             assert page.locator(".chart .fallback").count() == 0  # JavaScript replaced the no-JS notes
             page.screenshot(path=str(ARTIFACTS / "endpoint.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> None:
+    """Issue 9 items 3 and 7, as a reader sees them: the board counts client-bound samples apart, and an
+    endpoint's recent samples say why each failure failed."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{troubled}/?workload=short")
+            quick = page.locator('#leaderboard tr[data-endpoint="quick/sim"]')
+            mark = quick.locator(".client-bound")
+            # 2 written before serve started; a busy test machine may add its own
+            found = re.fullmatch(r"(\d+) client-bound", mark.inner_text().strip())
+            assert mark.is_visible() and found and int(found.group(1)) >= 2
+            assert "left out of figures" in page.locator("p.lead").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "client-bound.png"), full_page=True)
+
+            page.click('#leaderboard tr[data-endpoint="broken/sim"] td a[href^="/endpoint/"]')
+            page.wait_for_url("**/endpoint/broken/default/sim**")
+            page.click("details summary")  # the recent samples fold out
+            failure = page.locator("table.recent tbody tr").first
+            assert failure.locator(".error-kind").inner_text() == "http_error"
+            assert failure.locator(".http-status").inner_text() == "HTTP 500"
+            message = failure.locator(".message")
+            assert message.is_visible() and "The server had an error" in message.inner_text()
+            page.screenshot(path=str(ARTIFACTS / "failure-message.png"), full_page=True)
         finally:
             browser.close()

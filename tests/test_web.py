@@ -340,8 +340,10 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
 
 
 def test_pages_show_a_sample_as_soon_as_it_is_stored(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
+    """With no refresh floor (serve's pages stand 5 s, so that a flood of readers costs one render a page)."""
     _, fleet = filled
-    with open_store(str(tmp_path / "memo.db")) as store, TestClient(create_app(store, fleet.config)) as c:
+    app = create_app(store := open_store(str(tmp_path / "memo.db")), fleet.config, page_refresh_s=0)
+    with store, TestClient(app) as c:
         assert c.get("/leaderboard.json").json()["entries"] == []
         assert c.get("/leaderboard.json").json()["entries"] == []  # the memo's answer, still right
         failure = Failure(ErrorKind.HTTP_ERROR, "overloaded", 503)

@@ -10,7 +10,8 @@ the failure would otherwise read as a store outage (503) or cut a CSV short.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -33,7 +34,7 @@ from tokenpace.schedule import Status
 from tokenpace.store import Store
 from tokenpace.web import board, detail, methodology, ops, prom, render
 from tokenpace.web.limits import InFlightLimit, ViewPool
-from tokenpace.web.memo import Memo
+from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
@@ -107,17 +108,26 @@ Handler = Callable[[Request], Awaitable[Response]]
 def _cached(view: Callable[[Site, Request], Response]) -> Handler:
     """A route whose response is kept per path and parameters read until the store changes (memo.py).
 
-    A warm one is answered on the loop; a cold one is computed on the view pool, once at a time per key.
+    A warm one is answered on the loop. A cold one is computed on the view pool once per key: requests that
+    arrive meanwhile get the previous response if there is one, else wait for the same computation (so a
+    flood queues no second copy of it behind the first).
     """
+    pending: dict[Hashable, asyncio.Future[Response]] = {}
 
     async def handle(request: Request) -> Response:
         site: Site = request.app.state.site
         raw = request.scope.get("raw_path") or request.url.path.encode()
         key = (raw, tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k in READ and v)))
-        response: Response | None = site.pages.peek(key)
-        if response is None:
-            response = await site.pool.run(lambda: site.pages.get(key, lambda: view(site, request)))
-        return response
+        computing = pending.get(key)
+        response: Response | None = site.pages.peek(key, stale=computing is not None)
+        if response is not None:
+            return response
+        if computing is None:
+            computing = pending[key] = asyncio.ensure_future(
+                site.pool.run(lambda: site.pages.get(key, lambda: view(site, request)))
+            )
+            computing.add_done_callback(lambda _: pending.pop(key, None))
+        return await asyncio.shield(computing)
 
     return handle
 
@@ -170,10 +180,8 @@ def _health(request: Request) -> Response:
     return JSONResponse(facts, 200 if ok else 503)
 
 
-async def _metrics(request: Request) -> Response:
-    site: Site = request.app.state.site
-    text = await site.pool.run(lambda: generate_latest(request.app.state.registry))
-    return Response(text, media_type=CONTENT_TYPE_LATEST)
+def _metrics(site: Site, request: Request) -> Response:
+    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
 
 
 def create_app(
@@ -183,11 +191,13 @@ def create_app(
     status: Callable[[], Status] | None = None,
     now: Callable[[], datetime] = _utcnow,
     stale_after: Callable[[EndpointRow], float | None] | None = None,
+    page_refresh_s: float = PAGE_REFRESH_S,
 ) -> Starlette:
     """The leaderboard app over a store; ``status`` is the running sampler's, when there is one.
 
     Staleness follows the sampler's jobs, or without a sampler the jobs the config describes; ``stale_after``
-    replaces that rule.
+    replaces that rule. A rendered page stands for ``page_refresh_s`` whatever is stored meanwhile, then
+    until the next sample is stored (a minute at most).
     """
     jobs, jobs_problem = _jobs(config, status)
     rules = leaderboard.rules(config, jobs)
@@ -204,7 +214,7 @@ def create_app(
         Route("/methodology.json", method_json),
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),
-        Route("/metrics", _metrics),
+        Route("/metrics", _cached(_metrics)),
         Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
         Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
     ]
@@ -223,7 +233,7 @@ def create_app(
         jobs_problem=jobs_problem,
         env=render.environment(),
         memo=Memo(store),
-        pages=Memo(store),  # apart from memo: many pages come and go, the rows they share stay
+        pages=Memo(store, min_age_s=page_refresh_s),  # apart from memo: pages come and go, the rows they share stay
         pool=ViewPool(),
         secrets=tuple(ops.secrets(config)),
     )

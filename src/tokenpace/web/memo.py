@@ -19,35 +19,41 @@ from tokenpace.store import Store
 
 T = TypeVar("T")
 MAX_AGE_S = 60.0
+PAGE_REFRESH_S = 5.0  # a rendered page outlives new samples this long: a flood then costs one render per page
 MAX_ITEMS = 256  # distinct queries kept; past that the memo starts over rather than track recency
 
 
 class Memo:
     """``get(key, compute)``: the value computed for ``key`` since the store's last write, else a fresh one."""
 
-    def __init__(self, store: Store, max_age_s: float = MAX_AGE_S) -> None:
+    def __init__(self, store: Store, max_age_s: float = MAX_AGE_S, min_age_s: float = 0.0) -> None:
         self._store = store
         self._max_age_s = max_age_s
+        self._min_age_s = min_age_s  # younger than this, a value stands even if the store has changed
         self._items: dict[Hashable, tuple[int, float, Any]] = {}
         self._computing: set[Hashable] = set()
         self._lock = threading.Lock()  # views run on Starlette's thread pool
 
-    def peek(self, key: Hashable) -> Any | None:
-        """The value for ``key`` if it is fresh, or the last one while another caller recomputes it; else None."""
+    def peek(self, key: Hashable, stale: bool = False) -> Any | None:
+        """The value for ``key`` if it is fresh, or the last one while it is recomputed (or ``stale``); else None."""
         writes = self._store.writes
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
                 return None
-            if (hit[0] == writes and time.monotonic() - hit[1] < self._max_age_s) or key in self._computing:
+            if self._fresh(hit, writes) or stale or key in self._computing:
                 return hit[2]
         return None
+
+    def _fresh(self, hit: tuple[int, float, Any], writes: int) -> bool:
+        age = time.monotonic() - hit[1]
+        return age < self._min_age_s or (hit[0] == writes and age < self._max_age_s)
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         writes = self._store.writes  # read before computing: a write during it makes the next get recompute
         with self._lock:
             hit = self._items.get(key)
-            if hit is not None and hit[0] == writes and time.monotonic() - hit[1] < self._max_age_s:
+            if hit is not None and self._fresh(hit, writes):
                 fresh: T = hit[2]
                 return fresh
             if hit is not None and key in self._computing:

@@ -1,0 +1,163 @@
+"""Readers against the sampler: a flood of page requests while a truth endpoint is sampled in the same process.
+
+The set-up of issue 9's finding (200 page requests/s against 150k samples served 22.6 req/s, p99 61 s, and a
+truth endpoint read TTFT 379 ms against a true 150): a SQLite store with ``--samples`` synthetic samples
+(bench/aggregate.py's), the board's web server with the service's limits on one event loop with a sampler
+that measures a simulator (its own process: TTFT 150 ms, 50 tok/s) every ``--every`` seconds, and a flood
+client in another process sending ``--rate`` requests/s for ``--seconds`` over the board's pages:
+
+    uv run python bench/flood.py [--samples 150000] [--rate 200] [--seconds 20]
+
+It prints what the flood got (served req/s, latency percentiles, 503s, errors), what a warm ``/`` costs, and
+what the sampler measured meanwhile against the simulator's truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from aggregate import fill_sqlite
+from tokenpace import service
+from tokenpace.config import Config, Endpoint
+from tokenpace.metrics import percentile
+from tokenpace.run import Plan, measure
+from tokenpace.store import Store, open_store
+from tokenpace.web import create_app
+from tokenpace.workload import BUILTIN
+
+PAGES = ("/", "/leaderboard.json", "/?sort=ttft", "/?window=24h", "/leaderboard.csv", "/model/model03",
+         "/endpoint/provider01/default/model01", "/metrics")  # fmt: skip
+TRUE_TTFT_MS, TRUE_SPEED = 150.0, 50.0
+
+
+async def flood(url: str, rate: float, seconds: float) -> dict[str, Any]:
+    """Open loop: a request every 1/rate s whatever the answers, each with a 60 s limit."""
+    latencies: list[float] = []
+    statuses: Counter[str] = Counter()
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
+        warm = []
+        for _ in range(50):  # one reader: what a warm page costs
+            t = time.perf_counter()
+            async with session.get(url + "/") as r:
+                await r.read()
+            warm.append((time.perf_counter() - t) * 1000)
+
+        async def one(path: str) -> None:
+            t = time.perf_counter()
+            try:
+                async with session.get(url + path) as r:
+                    await r.read()
+                    statuses[str(r.status)] += 1
+                    latencies.append(time.perf_counter() - t)
+            except TimeoutError:
+                statuses["timeout"] += 1
+            except aiohttp.ClientError as exc:
+                statuses[type(exc).__name__] += 1
+
+        start, tasks, i = time.perf_counter(), [], 0
+        while (now := time.perf_counter() - start) < seconds:
+            if i < now * rate:
+                tasks.append(asyncio.create_task(one(PAGES[i % len(PAGES)])))
+                i += 1
+            else:
+                await asyncio.sleep(1 / rate / 2)
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - start
+    ms = sorted(x * 1000 for x in latencies)
+    return {
+        "sent": i, "statuses": dict(statuses), "served_per_s": statuses["200"] / elapsed,
+        "latency_p50_ms": percentile(ms, 50), "latency_p99_ms": percentile(ms, 99),
+        "warm_root_ms_p50": statistics.median(warm),
+    }  # fmt: skip
+
+
+async def sample(endpoint: Endpoint, store: Store, every: float, stop: asyncio.Event) -> None:
+    workload = BUILTIN["1k"]
+    plan = Plan(requests=1, warmup=False, source="scheduled")
+    while not stop.is_set():
+        await measure([endpoint], workload, plan, store, command="bench flood")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+
+
+async def main_async(args: argparse.Namespace, db: Path, port: int) -> None:
+    store = open_store(str(db))
+    sock = service.listen("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = service._Server(service.server_config(create_app(store, Config())))
+    stop = asyncio.Event()
+    endpoint = Endpoint("truth", "sim", f"http://127.0.0.1:{port}/v1", simulated=True)
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    await asyncio.sleep(2)  # the simulator starts
+    sampler = asyncio.create_task(sample(endpoint, store, args.every, stop))
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--client", url, "--rate", str(args.rate), "--seconds", str(args.seconds),
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await client.communicate()
+    stop.set()
+    await sampler
+    server.should_exit = True
+    await serving
+    store.flush()
+    rows = store.query("SELECT ttft_ms, output_speed, client_bound FROM samples WHERE provider = 'truth' AND ok = 1")
+    store.close()
+    ttfts = sorted(r[0] for r in rows)
+    speeds = sorted(r[1] for r in rows if r[1] is not None)
+    truth = {
+        "samples": len(rows), "client_bound": sum(r[2] for r in rows),
+        "ttft_ms_p50": percentile(ttfts, 50) if ttfts else None, "ttft_ms_max": ttfts[-1] if ttfts else None,
+        "speed_p50": percentile(speeds, 50) if speeds else None, "speed_min": speeds[0] if speeds else None,
+        "true_ttft_ms": TRUE_TTFT_MS, "true_speed": TRUE_SPEED,
+    }  # fmt: skip
+    print(json.dumps({"flood": json.loads(out), "truth": truth}, indent=2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=150_000)
+    parser.add_argument("--rate", type=float, default=200.0, help="page requests per second")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--every", type=float, default=0.5, help="seconds between truth samples")
+    parser.add_argument("--client", help=argparse.SUPPRESS)  # the flood itself, in its own process
+    args = parser.parse_args()
+    if args.client:
+        print(json.dumps(asyncio.run(flood(args.client, args.rate, args.seconds))))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "flood.db"
+        started = time.perf_counter()
+        fill_sqlite(db, args.samples, datetime.now(UTC).timestamp())
+        print(f"{args.samples:,} samples written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        probe = service.listen("127.0.0.1", 0)
+        port = probe.getsockname()[1]
+        probe.close()
+        simulator = subprocess.Popen(
+            [sys.executable, "-m", "tokenpace", "sim", "--port", str(port), "--ttft-ms", str(TRUE_TTFT_MS),
+             "--tokens-per-s", str(TRUE_SPEED), "--output-tokens", "30"],
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            asyncio.run(main_async(args, db, port))
+        finally:
+            simulator.terminate()
+            simulator.wait()
+
+
+if __name__ == "__main__":
+    main()
