@@ -303,6 +303,14 @@ DEMO = "[providers.demo]\n"
         ("[schedule]\njitter = 1\n", r"schedule\.jitter: must be below 1, not 1$"),
         ("[schedule]\nmin_samples = 0\n", r"schedule\.min_samples: "),
         ("[schedule]\nworkloads = []\n", r"schedule\.workloads: "),
+        (
+            '[workloads.x]\ninput_tokens = "a"\nmax_tokens = 5\n',
+            r'workloads\.x\.input_tokens: expected a whole number, not "a"',
+        ),
+        (
+            "[workloads.x]\ninput_tokenz = 5\n",
+            r'workloads\.x\.input_tokenz: unknown key; did you mean "input_tokens"\?',
+        ),
     ],
 )
 def test_schedule_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:

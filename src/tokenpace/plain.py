@@ -101,7 +101,10 @@ def problem(error: Any, model: type[pydantic.BaseModel]) -> str:
         limit = int(limit) if isinstance(limit, float) and limit.is_integer() else limit
         return f"{where(loc)}: must be {bound} {limit}, not {_shown(value)}"
     if kind == "too_short":
-        return f"{where(loc)}: must not be empty"
+        least = ctx.get("min_length", 1)
+        return f"{where(loc)}: must not be empty" if least == 1 else f"{where(loc)}: give {least} items"
+    if kind == "too_long":
+        return f"{where(loc)}: give at most {ctx.get('max_length')} items"
     if kind.startswith("url_"):
         return f'{where(loc)}: {_shown(value)} is not a URL; give one such as "https://api.example.com/v1"'
     if kind == "value_error":

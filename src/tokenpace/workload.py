@@ -26,6 +26,7 @@ import pydantic
 from tokenpace.corpus import Corpus, Document, default_corpus, head, token_length
 from tokenpace.errors import ConfigError
 from tokenpace.image import bar_chart
+from tokenpace.plain import first_problem
 from tokenpace.tokens import count_tokens
 
 TEXT_TASKS = ("summarize", "questions", "compare", "translate", "visual")
@@ -234,9 +235,7 @@ def workload_from_config(name: str, table: Mapping[str, Any]) -> Workload:
     try:
         t = _Table.model_validate(table)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"workloads.{name}.{where}: {first['msg']}") from None
+        raise ConfigError(f"workloads.{name}.{first_problem(exc, _Table)}") from None
     image = None if t.image is None else (t.image[0], t.image[1])
     tasks = tuple(t.tasks) if t.tasks is not None else (IMAGE_TASK,) if image else TEXT_TASKS
     try:
