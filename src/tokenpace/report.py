@@ -105,6 +105,7 @@ def print_board(console: Console, board: Board) -> None:
     q = board.query
     where = ", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v)
     title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    title += "  ·  client-bound samples included" if q.include_client_bound else ""
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in COLUMNS:
         # Names fold rather than truncate: a cut name could be another endpoint's.
