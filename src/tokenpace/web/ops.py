@@ -24,6 +24,7 @@ COLUMNS = (
     *("ok", "error_kind", "error_message", "http_status", "ttft_ms", "ttfb_ms", "output_speed", "e2e_ms"),
     *("t100_ms", "output_tokens", "reasoning_tokens", "input_tokens", "provider_input_tokens"),
     *("provider_output_tokens", "prompt_fingerprint", "group_id", "tool_version"),
+    *("source", "published", "client_bound"),  # raw means every sample: these say which the board counts
 )
 FILTERS = ("provider", "plan", "model", "workload")
 BATCH = 5000  # rows per query: memory stays flat however many samples there are
