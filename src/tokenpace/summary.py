@@ -123,7 +123,7 @@ def hint(kind: str, status: int | None, protocol: str = "openai-chat") -> str | 
 
 def _printable(text: str) -> str:
     """The message on one line, without control characters (a server's bytes must not steer a terminal)."""
-    clean = "".join(c if c.isprintable() else " " for c in text)
+    clean = "".join(c if c.isprintable() else " " for c in text[: MESSAGE_CHARS + 1])
     return clean if len(clean) <= MESSAGE_CHARS else clean[: MESSAGE_CHARS - 1] + "…"
 
 
