@@ -78,7 +78,8 @@ def _ranked_simulated(doc: dict[str, Any]) -> bool:
 
 
 def test_serve_without_config_ranks_simulated_endpoints_and_stops_cleanly(served: Served) -> None:
-    board = served.wait_for("/leaderboard.json", _ranked_simulated, timeout_s=60)
+    # Client-bound samples included: on a busy test machine most runs are, and they are left out by default.
+    board = served.wait_for("/leaderboard.json?client_bound=include", _ranked_simulated, timeout_s=60)
     assert {e["provider"] for e in board["entries"]} <= {"sim-fast", "sim-steady", "sim-flaky"}
     assert all(e["simulated"] for e in board["entries"])
     ranked = [e for e in board["entries"] if e["rank"] is not None]
