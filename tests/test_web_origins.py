@@ -122,7 +122,9 @@ def test_client_bound_samples_are_counted_apart_unless_included(client: TestClie
     table = list(csv.DictReader(io.StringIO(client.get("/leaderboard.csv").text)))
     assert {r["name"]: r["client_bound"] for r in table}["busy/m"] == "3"
     detail = client.get(endpoint_path("busy", "default", "m")).text
-    assert "client-bound" in detail
+    assert "client-bound" in detail and 'name="client_bound"' not in detail
+    kept = client.get(endpoint_path("busy", "default", "m") + "?client_bound=include").text
+    assert '<input type="hidden" name="client_bound" value="include">' in kept  # the filter form keeps it
 
 
 def test_recent_failures_show_status_and_message_escaped_and_scrubbed(client: TestClient) -> None:
