@@ -140,7 +140,9 @@ def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_serve
     served = Served(tmp_path, "--grace", "0.5")
     try:
         board = served.wait_for(
-            "/leaderboard.json?min_samples=1", lambda doc: any(e["rank"] for e in doc["entries"]), timeout_s=120
+            "/leaderboard.json?min_samples=1&client_bound=include",
+            lambda doc: any(e["rank"] for e in doc["entries"]),
+            timeout_s=120,
         )
         (entry,) = board["entries"]
         assert (entry["name"], entry["simulated"], entry["protocol"]) == ("llama.cpp/tiny", False, "openai-chat")
