@@ -377,3 +377,38 @@ async def test_first_token_check_runs_off_the_loop() -> None:
             await record(session, request, Timeouts(2, 0.3, 10, 20), rec, has_token)
     assert rec.failure is not None and rec.failure.kind is ErrorKind.FIRST_TOKEN_TIMEOUT
     assert threads and threading.current_thread() not in threads
+
+
+async def test_discovery_reads_a_strangers_model_list_within_bounds() -> None:
+    """Whatever answers on a probed port: an endless, deeply nested or enormous list finds nothing or a few."""
+    from tokenpace import discover
+    from tokenpace.presets import PRESETS
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await response.write(b'{"data": [' * 1000)
+        return response
+
+    def answer(body: bytes) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(_: web.Request) -> web.Response:
+            return web.Response(body=body)
+
+        return handler
+
+    many = {"data": [{"id": "x" * 10_000}, {"id": "bad\x1b[2J"}] + [{"id": f"m{i}"} for i in range(5000)]}
+    routes = [
+        web.get("/endless/v1/models", endless),
+        web.get("/deep/v1/models", answer(b"[" * 100_000 + b"]" * 100_000)),
+        web.get("/many/v1/models", answer(json.dumps(many).encode())),
+        web.get("/bytes/v1/models", answer(b"\xff\xfe not json")),
+    ]
+    llama = PRESETS["llama.cpp"]
+    async with app_server(routes) as root:
+        found = await asyncio.wait_for(
+            discover.local([(llama, f"{root}/{name}/v1") for name in ("endless", "deep", "bytes", "many")]),
+            GUARD_S,
+        )
+    assert [e.model for e in found] == [f"m{i}" for i in range(discover.MAX_MODELS)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,10 @@ from tokenpace.sim import SIMULATOR_HEADER
 # hours on the prefill. A config file schedules both where the models take them.
 WORKLOADS = ("1k", "10k", "parallel")
 PROBE_TIMEOUT_S = 1.0  # a local server answers its model list in milliseconds; nothing there refuses at once
+# Whatever answers on a well-known port is a stranger: its list is read within these bounds, or not at all.
+LIST_BYTES = 1 << 20  # an Ollama with a hundred models pulled lists ~100 kB
+MAX_MODELS = 32  # per server: each is scheduled on every workload, so a list of thousands would be a flood
+MAX_NAME_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +69,12 @@ def _model_names(protocol: str, doc: Any) -> list[str]:
         return []
     items = doc.get("models") if protocol == "ollama" else doc.get("data")
     key = "name" if protocol == "ollama" else "id"
-    names = [str(m[key]) for m in items or () if isinstance(m, dict) and isinstance(m.get(key), str)]
+    if not isinstance(items, list):
+        return []
+    names = [m[key] for m in items if isinstance(m, dict) and isinstance(m.get(key), str)]
     # Embedding models list beside chat models (Ollama's nomic-embed-text...) and can never stream a completion.
-    return [n for n in names if "embed" not in n.lower()]
+    names = [n for n in names if "embed" not in n.lower() and 0 < len(n) <= MAX_NAME_CHARS and n.isprintable()]
+    return list(dict.fromkeys(names))[:MAX_MODELS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +85,13 @@ class _Listing:
 
 async def _listed(session: aiohttp.ClientSession, p: Preset, base_url: str) -> _Listing:
     url = base_url + ("/api/tags" if p.protocol == "ollama" else "/models")
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+    # RecursionError: a list nested thousands deep; ValueError: not JSON, or not UTF-8.
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, RecursionError):
         async with session.get(url) as response:
-            if response.status == 200:
+            body = await response.content.read(LIST_BYTES + 1)
+            if response.status == 200 and len(body) <= LIST_BYTES:
                 simulated = response.headers.get(SIMULATOR_HEADER, "").strip() == "1"
-                return _Listing(_model_names(p.protocol, await response.json(content_type=None)), simulated)
+                return _Listing(_model_names(p.protocol, json.loads(body)), simulated)
     return _Listing([], simulated=False)
 
 
