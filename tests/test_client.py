@@ -292,9 +292,11 @@ async def test_ttft_agrees_with_the_official_openai_client() -> None:
         ours = [s.metrics.ttft_ms for s in (await measure([endpoint], DEFAULT, Plan(5, 1, FAST))).samples]
     assert all(t is not None for t in ours)
     gap = statistics.median(theirs) - statistics.median(t for t in ours if t is not None)
-    # The SDK's clock also holds its own request building and its per-chunk model parsing (about 3 ms here),
-    # so it reads a little higher, never lower.
-    assert -2 < gap < 10, (theirs, ours)
+    # The SDK's clock also holds its own request building and its per-chunk model parsing (about 3 ms on an
+    # idle machine, more on a busy one), so it reads higher, never lower; that ours is not early is checked
+    # against the simulator's schedule: no first token before the 120 ms it waits.
+    assert gap > -2, (theirs, ours)
+    assert all(t is not None and 120 <= t < 120 + 40 for t in ours), ours
 
 
 @pytest.fixture
