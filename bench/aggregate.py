@@ -2,7 +2,7 @@
 
 Builds a temporary SQLite file (and, with ``--pg URL``, a fresh PostgreSQL schema) holding ``--samples``
 synthetic samples spread evenly over 200 endpoints x 3 workloads and the last 14 days, 3 % of them failed,
-then times :func:`tokenpace.aggregate.endpoint_rows` for each window (the 100k workload long, as in serve):
+then times :func:`tokenpace.store.windows.endpoint_rows` for each window (the 100k workload long, as in serve):
 
     uv run python bench/aggregate.py [--samples 1000000] [--repeat 3] [--pg postgresql://USER@HOST/DB]
 
@@ -26,9 +26,9 @@ from urllib.parse import quote
 
 import psycopg
 
-from tokenpace.aggregate import WINDOWS, endpoint_rows, model_rows
-from tokenpace.leaderboard import Query, board
-from tokenpace.store import Store, open_store
+from tokenpace.board.ranking import Query, board
+from tokenpace.store.database import Store, open_store
+from tokenpace.store.windows import WINDOWS, endpoint_rows, model_rows
 
 DAY = 86400
 WORKLOADS = ("1k", "10k", "100k")

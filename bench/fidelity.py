@@ -27,12 +27,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import Endpoint
-from tokenpace.metrics import percentile
-from tokenpace.run import Plan, RunResult, event_loop_factory, measure
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import Workload
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.metrics import percentile
+from tokenpace.measure.run import Plan, RunResult, event_loop_factory, measure
 from tokenpace.sim import Truth
-from tokenpace.workload import Workload
 
 MS = 1_000_000
 
@@ -135,7 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[0]})  # the client gets one core, the simulator another
-    from tokenpace.tokens import preload
+    from tokenpace.measure.tokens import preload
 
     preload()
     port = 18000 + os.getpid() % 1000

@@ -31,13 +31,13 @@ from typing import Any
 import aiohttp
 
 from aggregate import fill_sqlite
-from tokenpace import service
-from tokenpace.config import Config, Endpoint
-from tokenpace.metrics import percentile
-from tokenpace.run import Plan, measure
-from tokenpace.store import Store, open_store
+from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.workloads import BUILTIN
+from tokenpace.measure.metrics import percentile
+from tokenpace.measure.run import Plan, measure
+from tokenpace.serve import service
+from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
-from tokenpace.workload import BUILTIN
 
 PAGES = ("/", "/leaderboard.json", "/?sort=ttft", "/?window=24h", "/leaderboard.csv", "/model/model03",
          "/endpoint/provider01/default/model01", "/metrics")  # fmt: skip

@@ -11,18 +11,13 @@ later prompts (new seeds: other documents, other order).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
-from pathlib import Path
 
-SHARED_TIKTOKEN = Path(__file__).resolve().parents[2] / "shared" / "tiktoken"
-if "TIKTOKEN_CACHE_DIR" not in os.environ and SHARED_TIKTOKEN.is_dir():
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED_TIKTOKEN)  # never download: use the copy beside the checkout
-
-from tokenpace.corpus import default_corpus, token_length  # noqa: E402
-from tokenpace.tokens import preload  # noqa: E402
-from tokenpace.workload import BUILTIN  # noqa: E402
+from tokenpace.config.workloads import BUILTIN
+from tokenpace.measure.corpus import default_corpus, token_length
+from tokenpace.measure.prompts import build_prompt
+from tokenpace.measure.tokens import preload
 
 
 def ms(seconds: float) -> str:
@@ -49,12 +44,12 @@ def main() -> None:
     print(f"{head[0]:<10} " + " ".join(f"{h:>9}" for h in head[1:]))
     for name, workload in BUILTIN.items():
         t0 = time.perf_counter()
-        prompt = workload.prompt(0)
+        prompt = build_prompt(workload, 0)
         first = time.perf_counter() - t0
         times = []
         for seed in range(1, args.repeat + 1):
             t0 = time.perf_counter()
-            workload.prompt(seed)
+            build_prompt(workload, seed)
             times.append(time.perf_counter() - t0)
         kb = f"{prompt.image_bytes / 1024:.1f}" if prompt.image_bytes else "-"
         cells = (ms(first), ms(statistics.median(times)), ms(max(times)), f"{prompt.input_tokens:,}")

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from tokenpace.aggregate import WINDOWS, EndpointRow, endpoint_rows, model_rows, present
-from tokenpace.config import Endpoint
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.metrics import percentile
-from tokenpace.sample import Sample, make_sample
-from tokenpace.series import model_series, series
-from tokenpace.store import Store, open_store
-from tokenpace.timing import Event, EventKind, Timeline
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.metrics import percentile
+from tokenpace.measure.sample import Sample, make_sample
+from tokenpace.measure.timing import Event, EventKind, Timeline
+from tokenpace.store.database import Store, open_store
+from tokenpace.store.series import model_series, series
+from tokenpace.store.windows import WINDOWS, EndpointRow, endpoint_rows, model_rows, present
 
 MS = 1_000_000
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from tokenpace.config import Endpoint
-from tokenpace.sample import make_sample
-from tokenpace.store import open_store
-from tokenpace.timing import Event, EventKind, Timeline
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure.sample import make_sample
+from tokenpace.measure.timing import Event, EventKind, Timeline
+from tokenpace.store.database import open_store
 
 from .conftest import free_port
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from tokenpace import sim
 from tokenpace.cli import main
-from tokenpace.store import open_store
+from tokenpace.store.database import open_store
 
 from .conftest import SimThread, free_port
 
@@ -214,7 +214,7 @@ def test_sim_in_any_protocol(tmp_path: Path, protocol: str) -> None:
 
 
 def test_stored_command_line_masks_header_values_and_db_password() -> None:
-    from tokenpace.oneshot import _safe_command
+    from tokenpace.cli.oneshot import _safe_command
 
     args = ["run", "--header", "Authorization: Bearer sk-1", "--db", "postgresql://u:pw@h/db", "--header=X-Key: k2"]
     shown = _safe_command(args, "postgresql://u:***@h/db")

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tokenpace.cli import main
-from tokenpace.store import open_store
+from tokenpace.store.database import open_store
 
 from .conftest import SimThread
 
@@ -146,8 +146,8 @@ def test_every_option_has_help() -> None:
 
 
 def test_leaderboard_choices() -> None:
-    from tokenpace.aggregate import WINDOWS
-    from tokenpace.leaderboard import SORTS
+    from tokenpace.board.ranking import SORTS
+    from tokenpace.store.windows import WINDOWS
 
     board = main.commands["leaderboard"]
     types = {p.name: p.type for p in board.params}

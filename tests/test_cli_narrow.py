@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenpace.presets import PRESETS
+from tokenpace.config.presets import PRESETS
 
 
 def tokenpace(*args: str, columns: int = 80) -> str:

@@ -16,15 +16,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tokenpace import sim
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import Endpoint
-from tokenpace.failures import ErrorKind
-from tokenpace.metrics import percentile
-from tokenpace.run import Plan, measure
-from tokenpace.sample import Sample
-from tokenpace.timing import EventKind
-from tokenpace.tokens import count_tokens
-from tokenpace.workload import DEFAULT
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import DEFAULT
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.metrics import percentile
+from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.sample import Sample
+from tokenpace.measure.timing import EventKind
+from tokenpace.measure.tokens import count_tokens
 
 MS = 1_000_000
 FAST = Timeouts(connect=2, first_token=5, idle=5, total=10)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace.config import load
+from tokenpace.config.endpoints import load
 from tokenpace.errors import ConfigError
 
 GOOD = """
@@ -146,7 +146,7 @@ def test_presets_fill_in_what_a_provider_table_leaves_out(tmp_path: Path) -> Non
 
 
 def test_preset_names_work_without_a_config_file() -> None:
-    from tokenpace.config import Config
+    from tokenpace.config.endpoints import Config
 
     (e,) = Config().find("cerebras/llama3.1-8b")
     assert (e.name, e.base_url, e.protocol, e.api_key_env) == (
@@ -217,7 +217,7 @@ jitter = 0.2
 
 
 def test_schedule_settings_per_plan_and_provider(tmp_path: Path) -> None:
-    from tokenpace.settings import Budget, Cadence
+    from tokenpace.config.settings import Budget, Cadence
 
     cfg = load(write(tmp_path, SCHEDULED))
     free, dev = cfg.plans["groq", "free"], cfg.plans["groq", "dev"]
@@ -245,7 +245,7 @@ def test_simulated_provider_needs_no_address_and_is_labelled(tmp_path: Path) -> 
 
 
 def test_plans_the_file_does_not_declare_get_defaults() -> None:
-    from tokenpace.config import Config, Endpoint
+    from tokenpace.config.endpoints import Config, Endpoint
 
     keyed = Endpoint("cerebras", "m", "https://api.cerebras.ai/v1", api_key_env="CEREBRAS_API_KEY")
     local = Endpoint("ollama", "m", "http://127.0.0.1:11434")
@@ -258,7 +258,7 @@ def test_plans_the_file_does_not_declare_get_defaults() -> None:
     ("text", "seconds"), [("90s", 90), ("10m", 600), ("3h", 10800), ("1d", 86400), ("1.5h", 5400), (" 2 m ", 120)]
 )
 def test_durations(text: str, seconds: float) -> None:
-    from tokenpace.settings import parse_duration
+    from tokenpace.config.settings import parse_duration
 
     assert parse_duration(text) == seconds
 
@@ -288,13 +288,6 @@ DEMO = "[providers.demo]\n"
         (A + "concurrency = 0\n", r"providers\.a\.concurrency: "),
         (A + "budget = { tokens = 5 }\n", r'providers\.a\.budget\.tokens: unknown key; did you mean "input_tokens"\?'),
         (A + '[providers.a.plans.p]\nmodels = ["m"]\nrequests = 0\n', r"providers\.a\.plans\.p\.requests: "),
-        (DEMO + "simulate = { ttft = 5 }\n", r'providers\.demo\.simulate\.ttft: unknown key; did you mean "ttft_ms"\?'),
-        (
-            DEMO + 'simulate = { ttft_ms = "fast" }\n',
-            r'providers\.demo\.simulate\.ttft_ms: expected a number, not "fast"',
-        ),
-        (DEMO + "simulate = { tokens_per_s = 0 }\n", r"providers\.demo\.simulate\.tokens_per_s must be > 0"),
-        (DEMO + 'simulate = { error = "teapot" }\n', r"providers\.demo\.simulate\.error must be None or one of"),
         (DEMO + 'base_url = "http://x"\nsimulate = {}\n', r"providers\.demo: a simulated provider takes no base_url"),
         ('[schedule]\nworkloads = ["1k", "2k"]\n', r"schedule\.workloads: unknown workload '2k' \(known: 1k, 10k"),
         ('[schedule.every]\n"2k" = "1h"\n', r"schedule\.every: unknown workload '2k'"),
@@ -317,13 +310,35 @@ def test_schedule_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, text
     assert_one_line_error(tmp_path, text, message)
 
 
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("{ ttft = 5 }", r'providers\.demo\.simulate\.ttft: unknown key; did you mean "ttft_ms"\?'),
+        ('{ ttft_ms = "fast" }', r'providers\.demo\.simulate\.ttft_ms: expected a number, not "fast"'),
+        ("{ tokens_per_s = 0 }", r"providers\.demo\.simulate\.tokens_per_s must be > 0"),
+        ('{ error = "teapot" }', r"providers\.demo\.simulate\.error must be None or one of"),
+    ],
+)
+def test_a_simulate_table_is_checked_by_the_simulator_in_the_files_words(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    """The config keeps the table as written (config knows nothing of sim); sim.scenarios checks it."""
+    from tokenpace import sim
+
+    path = write(tmp_path, f"{DEMO}simulate = {table}\n")
+    cfg = load(path)
+    with pytest.raises(ConfigError, match=message) as info:
+        sim.scenarios(cfg)
+    assert str(path) in str(info.value) and "\n" not in str(info.value) and "Input should" not in str(info.value)
+
+
 def test_a_simulated_provider_alone_is_a_whole_config(tmp_path: Path) -> None:
     cfg = load(write(tmp_path, SIM))
     assert [e.name for e in cfg.endpoints] == ["demo/sim"] and cfg.simulators == {"demo": {}}
 
 
 def test_a_workload_wider_than_its_provider_allows_is_refused(tmp_path: Path) -> None:
-    from tokenpace.schedule import jobs
+    from tokenpace.schedule.sampler import jobs
 
     cfg = load(write(tmp_path, A + "concurrency = 4\n"))
     with pytest.raises(ConfigError, match=r"parallel sends 10 requests at once but providers\.a\.concurrency is 4"):

@@ -6,10 +6,11 @@ import asyncio
 import socket
 from urllib.parse import urlsplit
 
-from tokenpace import discover, sim
-from tokenpace.presets import PRESETS
-from tokenpace.run import Plan, measure
-from tokenpace.workload import BUILTIN
+from tokenpace import sim
+from tokenpace.config.presets import PRESETS
+from tokenpace.config.workloads import BUILTIN
+from tokenpace.measure.run import Plan, measure
+from tokenpace.serve import discover
 
 
 def test_keyed_presets_are_the_ones_whose_key_is_set() -> None:

@@ -21,14 +21,15 @@ from click.testing import CliRunner
 
 from tokenpace import sim
 from tokenpace.cli import main
-from tokenpace.clients import protocol_for
-from tokenpace.clients.transport import Limits, Timeouts, new_session, record
-from tokenpace.config import Endpoint
-from tokenpace.failures import ErrorKind
-from tokenpace.run import Plan, measure
-from tokenpace.sample import Sample, sample_row
-from tokenpace.timing import Recording, Timeline
-from tokenpace.workload import DEFAULT, Workload
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import DEFAULT, Workload
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.prompts import build_prompt
+from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.sample import Sample, sample_row
+from tokenpace.measure.timing import Recording, Timeline
 
 from .conftest import SimThread
 
@@ -371,7 +372,7 @@ async def test_first_token_check_runs_off_the_loop() -> None:
         return resp
 
     async with app_server([web.post("/v1/chat/completions", slow)]) as root:
-        request = proto.request(Endpoint("p", "m", f"{root}/v1"), DEFAULT.prompt(1))
+        request = proto.request(Endpoint("p", "m", f"{root}/v1"), build_prompt(DEFAULT, 1))
         rec = Recording()
         async with new_session(1, FAST) as session, asyncio.timeout(GUARD_S - 5):
             await record(session, request, Timeouts(2, 0.3, 10, 20), rec, has_token)
@@ -381,8 +382,8 @@ async def test_first_token_check_runs_off_the_loop() -> None:
 
 async def test_discovery_reads_a_strangers_model_list_within_bounds() -> None:
     """Whatever answers on a probed port: an endless, deeply nested or enormous list finds nothing or a few."""
-    from tokenpace import discover
-    from tokenpace.presets import PRESETS
+    from tokenpace.config.presets import PRESETS
+    from tokenpace.serve import discover
 
     async def endless(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tokenpace.lag import CLIENT_BOUND_P99_MS, LoopLag
+from tokenpace.measure.lag import CLIENT_BOUND_P99_MS, LoopLag
 
 
 async def test_a_blocked_loop_is_flagged_client_bound() -> None:

@@ -16,19 +16,20 @@ from rich.console import Console
 
 from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
 from tests.webkit import Steady
-from tokenpace import config, sim
-from tokenpace.aggregate import EndpointRow, Figure
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import Endpoint
+from tokenpace import sim
+from tokenpace.board.ranking import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table, rules
+from tokenpace.board.terminal import print_board
+from tokenpace.config import endpoints
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
-from tokenpace.failures import ErrorKind
-from tokenpace.leaderboard import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table, rules
-from tokenpace.report import print_board
-from tokenpace.run import Plan, measure
-from tokenpace.sample import make_sample
-from tokenpace.schedule import jobs
-from tokenpace.store import Store, open_store
-from tokenpace.workload import Workload
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.sample import make_sample
+from tokenpace.schedule.sampler import jobs
+from tokenpace.store.database import Store, open_store
+from tokenpace.store.windows import EndpointRow, Figure
 
 SLOW = Endpoint("slowco", "big", "http://slow.invalid/v1")
 FEW = Endpoint("[bold]fewco", "tiny", "http://few.invalid/v1")  # rich markup in a name must print as it is
@@ -162,7 +163,7 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
         '[schedule]\nworkloads = ["10k", "100k"]\nmin_samples = 5\njitter = 0.1\n'
         '[schedule.every]\n"10k" = "plan"\n'
     )
-    cfg = config.load(path)
+    cfg = endpoints.load(path)
     found = rules(cfg, jobs(cfg, cfg.endpoints))
     assert (found.workload, found.long_workloads, found.min_samples) == ("10k", frozenset({"100k"}), 5)
     row = EndpointRow(
@@ -171,7 +172,7 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert found.stale_after(row) == pytest.approx(2 * 3600 * 1.1)
     assert found.stale_after(dataclasses.replace(row, model="other")) is None
-    assert rules(config.Config(), []).workload == "1k"
+    assert rules(endpoints.Config(), []).workload == "1k"
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ import pytest
 import uvicorn
 
 from tests.test_web_origins import BUSY, ONCE, PRIVATE, STEADY, _write
-from tokenpace import service
-from tokenpace.config import Config
-from tokenpace.store import open_store
+from tokenpace.config.endpoints import Config
+from tokenpace.serve import service
+from tokenpace.store.database import open_store
 from tokenpace.web import create_app
 from tokenpace.web.limits import (
     BACKLOG,

@@ -11,12 +11,12 @@ import statistics
 
 import pytest
 
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import Endpoint
-from tokenpace.failures import ErrorKind
-from tokenpace.run import Plan, measure
-from tokenpace.sample import Sample
-from tokenpace.workload import BUILTIN, Workload
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import BUILTIN, Workload
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.sample import Sample
 
 MAX_TOKENS = 128
 

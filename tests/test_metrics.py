@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tokenpace.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
-from tokenpace.sample import Sample
-from tokenpace.timing import Event, EventKind, Timeline, Usage
-from tokenpace.tokens import count_tokens
+from tokenpace.measure.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
+from tokenpace.measure.sample import Sample
+from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
+from tokenpace.measure.tokens import count_tokens
 
 MS = 1_000_000
 
@@ -130,10 +130,10 @@ def test_events_read_together_are_one_chunk() -> None:
 def test_success_rate_leaves_out_what_the_client_cancelled() -> None:
     from datetime import UTC, datetime
 
-    from tokenpace.config import Endpoint
-    from tokenpace.failures import ErrorKind, Failure
-    from tokenpace.sample import make_sample
-    from tokenpace.summary import summarise
+    from tokenpace.board.summary import summarise
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.measure.failures import ErrorKind, Failure
+    from tokenpace.measure.sample import make_sample
 
     def sample(kind: ErrorKind | None) -> Sample:
         failure = None if kind is None else Failure(kind, "x")

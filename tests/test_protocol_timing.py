@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tokenpace import sim
-from tokenpace.clients import protocol_for
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import PROTOCOLS, Endpoint
+from tokenpace.config.endpoints import PROTOCOLS, Endpoint
+from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import ConfigError
-from tokenpace.failures import ErrorKind
-from tokenpace.run import Plan, measure
-from tokenpace.sample import Sample
-from tokenpace.timing import EventKind
-from tokenpace.workload import BUILTIN
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.sample import Sample
+from tokenpace.measure.timing import EventKind
 
 MS = 1_000_000
 FAST = Timeouts(connect=2, first_token=5, idle=5, total=10)

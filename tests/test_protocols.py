@@ -18,16 +18,15 @@ from typing import Any
 
 import pytest
 
-from tokenpace import ndjson
-from tokenpace.clients import protocol_for
-from tokenpace.clients.base import HttpRequest
-from tokenpace.config import PROTOCOLS, Endpoint
+from tokenpace.config.endpoints import PROTOCOLS, Endpoint
+from tokenpace.config.presets import PRESETS, preset
 from tokenpace.errors import ConfigError
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.metrics import compute
-from tokenpace.presets import PRESETS, preset
-from tokenpace.timing import EventKind, Recording, Timeline, Usage
-from tokenpace.workload import Message, Prompt
+from tokenpace.measure.clients import ndjson, protocol_for
+from tokenpace.measure.clients.base import HttpRequest
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.metrics import compute
+from tokenpace.measure.prompts import Message, Prompt
+from tokenpace.measure.timing import EventKind, Recording, Timeline, Usage
 
 MS = 1_000_000
 
@@ -748,7 +747,7 @@ def test_readme_lists_every_preset_as_the_table_holds_it() -> None:
 
 
 def test_reasoning_sent_under_both_names_counts_once() -> None:
-    from tokenpace.clients.openai_chat import _choice_events
+    from tokenpace.measure.clients.openai_chat import _choice_events
 
     events = _choice_events(5, {"delta": {"reasoning_content": " think", "reasoning": " think"}})
     assert [(e.kind, e.text) for e in events] == [(EventKind.REASONING, " think")]

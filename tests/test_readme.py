@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace import config, schedule
+from tokenpace.config import endpoints
+from tokenpace.schedule import sampler
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```toml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
@@ -23,5 +24,5 @@ def test_each_config_example_loads_and_schedules(block: str, tmp_path: Path) -> 
     (tmp_path / "texts" / "notes.md").write_text("# Notes\n\n" + "A sentence of plain text. " * 400)
     path = tmp_path / "tokenpace.toml"
     path.write_text(block)
-    cfg = config.load(path)
-    assert schedule.jobs(cfg, cfg.endpoints) or not cfg.endpoints
+    cfg = endpoints.load(path)
+    assert sampler.jobs(cfg, cfg.endpoints) or not cfg.endpoints

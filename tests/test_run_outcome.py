@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from tokenpace import sim
 from tokenpace.cli import main
-from tokenpace.store import open_store
+from tokenpace.store.database import open_store
 
 from .conftest import SimThread
 
@@ -118,19 +118,19 @@ def test_a_servers_message_cannot_steer_the_terminal() -> None:
 
     from rich.console import Console
 
-    from tokenpace import report
-    from tokenpace.config import Endpoint
-    from tokenpace.failures import ErrorKind, Failure
-    from tokenpace.sample import make_sample
-    from tokenpace.timing import Timeline
+    from tokenpace.board import terminal
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.measure.failures import ErrorKind, Failure
+    from tokenpace.measure.sample import make_sample
+    from tokenpace.measure.timing import Timeline
 
     hostile = "\x1b[2J\x1b]0;owned\x07[bold red]fake[/] " + "x" * 5000
     timeline = Timeline(t_sent_ns=0, t_headers_ns=1, t_end_ns=2, events=(),
                         failure=Failure(ErrorKind.HTTP_ERROR, hostile, 500))  # fmt: skip
     sample = make_sample("r", Endpoint("p", "m", "http://x/v1"), "1k", datetime.now(UTC), timeline)
-    (summary,) = report.summaries([sample, sample])
+    (summary,) = terminal.summaries([sample, sample])
     (top,) = summary.error_messages["http_error"]
     assert top.count == 2 and "\x1b" not in top.message and "\x07" not in top.message and len(top.message) <= 200
     shown = io.StringIO()
-    report.print_summary(Console(file=shown, width=100, color_system=None), summary)
+    terminal.print_summary(Console(file=shown, width=100, color_system=None), summary)
     assert "[bold red]fake[/]" in shown.getvalue() and "\x1b" not in shown.getvalue()

@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
-from tokenpace import run as run_module
 from tokenpace import sim
-from tokenpace.cadence import STAGGER_S, Key
-from tokenpace.config import Config, Endpoint, load
+from tokenpace.config.endpoints import Config, Endpoint, load
+from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.errors import ConfigError
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.sample import Sample, make_sample
-from tokenpace.schedule import Budget, Job, Sampler, Usage, jobs, last_started, next_due, stale_after, usage
-from tokenpace.store import Store, open_store
-from tokenpace.timing import Event, EventKind, Timeline
-from tokenpace.timing import Usage as Reported
-from tokenpace.workload import BUILTIN, Workload
+from tokenpace.measure import run
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.sample import Sample, make_sample
+from tokenpace.measure.timing import Event, EventKind, Timeline
+from tokenpace.measure.timing import Usage as Reported
+from tokenpace.schedule.cadence import STAGGER_S, Key
+from tokenpace.schedule.sampler import Budget, Job, Sampler, Usage, jobs, last_started, next_due, stale_after, usage
+from tokenpace.store.database import Store, open_store
 
 T0 = 1_750_000_000.0
 DAY = 86_400.0
@@ -291,9 +291,9 @@ async def test_a_failing_run_is_logged_in_one_line_and_the_loop_goes_on(
     runs = Runs(store, clock)
     bad, good = job("bad", 600), job("good", 600)
     runs.fail.add(bad.key)
-    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(Sampler([bad, good], store, clock=clock, run_job=runs, inline_reads=True), clock, 3600)
-    assert [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule.sampler"] == [
         "scheduled run p/bad small failed: the endpoint said no and said it twice"
     ]
     assert len(runs.started[bad.key]) >= 5 and len(runs.started[good.key]) >= 5
@@ -307,12 +307,12 @@ async def test_a_store_that_fails_does_not_stop_the_loop(store: Store, caplog: p
     task = asyncio.ensure_future(sampler.run())
     await clock.advance(T0 + 3600)
     store.close()  # every read and write fails from here on
-    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await clock.advance(T0 + 3 * 3600)
     sampler.stop()
     await clock.advance(done=task.done)
     await task
-    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule"]
+    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule.sampler"]
     assert any(m.startswith("scheduled run p/m small failed: ") and "store is closed" in m for m in said)
     assert any(m.startswith("not starting p/n small: its budget cannot be checked: ") for m in said)
     assert len([t for t in runs.started[plan[0].key] if t > T0 + 3600]) >= 10  # on cadence all the same
@@ -422,7 +422,7 @@ async def test_samples_whose_write_failed_count_against_the_budget(
         runs = Runs(store, clock)
         capped = job("m", 600, budget=Budget(requests=20))
         sampler = Sampler([capped], store, clock=clock, run_job=runs, inline_reads=True)
-        with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+        with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
             await run_for(sampler, clock, 2 * DAY)
         stored = store.samples()  # the few that fitted in the pages the file already had
         assert len(stored) + len(store.unsaved) == len(runs.started[capped.key]) and len(store.unsaved) > len(stored)
@@ -430,7 +430,7 @@ async def test_samples_whose_write_failed_count_against_the_budget(
         assert 0 < _most_in_any_day(per_day).requests <= 20  # without the unsaved ones: 144 a day
         last_day = [t for t in runs.started[capped.key] if t >= clock.t - DAY]
         assert usage(store, "p", "default", clock.t - DAY).requests == len(last_day)
-        said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule"]
+        said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule.sampler"]
         assert said and all(m.startswith("after p/m small: write failed: ") and "disk is full" in m for m in said)
         assert all("\n" not in m for m in said) and not store.rescue_path.exists()  # a full disk refuses no data
         store.query(f"PRAGMA max_page_count = {10 * pages}")
@@ -493,8 +493,8 @@ async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store, monk
     refusal = Failure(ErrorKind.HTTP_ERROR, "unknown field stream_options", 400)
 
     async def first_run_refuses(j: Job) -> None:
-        if j.endpoint not in run_module._refused:  # each worker's first request refuses a field, then is resent
-            monkeypatch.setitem(run_module._refused, j.endpoint, refusal)
+        if j.endpoint not in run._refused:  # each worker's first request refuses a field, then is resent
+            monkeypatch.setitem(run._refused, j.endpoint, refusal)
             sent.append((clock.now(), Usage(j.width, math.ceil(j.width * 300 * 1.05))))
         await runs(j)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace import schedule
-from tokenpace.schedule import Budget, Sampler, Usage, usage
-from tokenpace.store import Store, open_store
+from tokenpace.schedule import sampler as sampling
+from tokenpace.schedule.sampler import Budget, Sampler, Usage, usage
+from tokenpace.store.database import Store, open_store
 
 from .test_schedule import DAY, T0, FakeClock, Runs, _most_in_any_day, fake_sample, job, run_for
 from .test_store import raw
@@ -71,12 +71,12 @@ async def test_poisoned_rows_neither_stop_the_sampler_nor_refund_the_budget(
     runs = Runs(store, clock)
     capped = job("m", 600, budget=Budget(input_tokens=3000))  # 300 a run: about 10 runs a day, never 144
     free = job("n", 600, provider="q")
-    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(Sampler([capped, free], store, clock=clock, run_job=runs, inline_reads=True), clock, 2 * DAY)
     assert len(runs.started[free.key]) >= 2 * DAY / 660  # the loop went on, on cadence
     spent = [(t, Usage(1, 300)) for t in runs.started[capped.key]]
     assert len(spent) >= 10 and _most_in_any_day(spent).input_tokens <= 3000  # the cap holds, and is used
-    assert not [r for r in caplog.records if r.name == "tokenpace.schedule"]  # nothing went wrong
+    assert not [r for r in caplog.records if r.name == "tokenpace.schedule.sampler"]  # nothing went wrong
 
 
 async def test_a_job_whose_handling_raises_is_logged_counted_and_the_rest_go_on(
@@ -87,20 +87,20 @@ async def test_a_job_whose_handling_raises_is_logged_counted_and_the_rest_go_on(
     store, runs = lite, Runs(lite, clock)
     broken, free = job("m", 600, budget=Budget(requests=100)), job("n", 600)
     other = job("x", 600, plan="ok", budget=Budget(requests=1000))
-    real_usage = schedule.usage
+    real_usage = sampling.usage
 
     def usage_that_overflows(s: Store, provider: str, plan: str, since: float) -> Usage:
         if plan == "default":
             raise OverflowError("cannot convert float infinity to integer")
         return real_usage(s, provider, plan, since)
 
-    monkeypatch.setattr(schedule, "usage", usage_that_overflows)
+    monkeypatch.setattr(sampling, "usage", usage_that_overflows)
     sampler = Sampler([broken, other, free], store, clock=clock, run_job=runs, inline_reads=True)
-    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(sampler, clock, DAY)
     assert len(runs.started[free.key]) >= DAY / 660 and len(runs.started[other.key]) >= DAY / 660
     assert broken.key not in runs.started  # its use is unknown: it may not spend
-    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule"]
+    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule.sampler"]
     assert said and all("cannot convert float infinity to integer" in m and "\n" not in m for m in said)
     assert sampler.status().failures == len(said) >= DAY / 660  # counted, once per try
 
@@ -118,9 +118,9 @@ async def test_a_failing_startup_read_does_not_stop_the_sampler(
             raise ValueError("could not convert string to float: 'garbage'")
         return None
 
-    monkeypatch.setattr(schedule, "last_started", last_started_once_broken)
+    monkeypatch.setattr(sampling, "last_started", last_started_once_broken)
     sampler = Sampler([job("m", 600), job("n", 600)], store, clock=clock, run_job=runs, inline_reads=True)
-    with caplog.at_level(logging.WARNING, "tokenpace.schedule"):
+    with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(sampler, clock, 3600)
     assert all(len(runs.started[j.key]) >= 5 for j in sampler.jobs)
     assert sampler.status().failures >= 1

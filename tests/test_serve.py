@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tokenpace import discover
-from tokenpace.store import open_store
+from tokenpace.serve import discover
+from tokenpace.store.database import open_store
 
 from .conftest import free_port, port_taken
 
@@ -181,7 +181,7 @@ def test_ctrl_c_twice_at_once_is_one_stop_and_later_cancels(tmp_path: Path) -> N
 
 def test_serve_on_a_public_address_warns_that_the_board_is_unauthenticated(tmp_path: Path) -> None:
     """Issue 9 item 14: any address but loopback says so when serve starts; loopback stays quiet."""
-    from tokenpace import service
+    from tokenpace.serve import service
 
     for host, public in (("127.0.0.1", False), ("0.0.0.0", True)):  # noqa: S104 (the point of the test)
         sock = service.listen(host, 0)

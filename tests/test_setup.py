@@ -51,7 +51,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 
 def test_a_sqlite_store_needs_no_postgresql_driver(tmp_path: Path) -> None:
-    code = "from tokenpace.store import open_store\nopen_store(sys.argv[1]).close()\nprint('ok')"
+    code = "from tokenpace.store.database import open_store\nopen_store(sys.argv[1]).close()\nprint('ok')"
     done = _python(code, str(tmp_path / "t.db"))
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 

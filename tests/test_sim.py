@@ -16,8 +16,8 @@ from aiohttp import web
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from tokenpace.errors import SimulatorError
+from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario, Simulator, Truth, serve, serve_forever
-from tokenpace.tokens import count_tokens
 
 from .simkit import FAST, MS, PROMPT, Raw, fast, only, post
 

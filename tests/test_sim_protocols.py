@@ -18,9 +18,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from tokenpace.config import PROTOCOLS
+from tokenpace.config.endpoints import PROTOCOLS
+from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, Scenario, Simulator, Truth, serve
-from tokenpace.tokens import count_tokens
 
 from .simkit import FAST, MS, PROMPT, Raw, fast, only, post
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tokenpace import ndjson, sse
+from tokenpace.measure.clients import ndjson, sse
 
 
 def stamped(*pieces: bytes) -> list[tuple[int, bytes]]:

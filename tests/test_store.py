@@ -17,14 +17,14 @@ import platformdirs
 import psycopg
 import pytest
 
-from tokenpace.config import Endpoint
+from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.metrics import Metrics, compute
-from tokenpace.migrations import MIGRATIONS
-from tokenpace.sample import RunRecord, Sample, make_sample
-from tokenpace.store import Store, default_db_path, open_store
-from tokenpace.timing import Event, EventKind, Timeline, Usage
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.metrics import Metrics, compute
+from tokenpace.measure.sample import RunRecord, Sample, make_sample
+from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
+from tokenpace.store.database import Store, default_db_path, open_store
+from tokenpace.store.migrations import MIGRATIONS
 
 PG = os.environ.get("TOKENPACE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 MS = 1_000_000

@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tokenpace.cadence import Usage
 from tokenpace.cli import main
 from tokenpace.errors import StoreError
-from tokenpace.export import write_samples
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.refusals import INT_MAX, INT_MIN, column_types
-from tokenpace.sample import make_sample
-from tokenpace.schedule import usage
-from tokenpace.store import open_store
-from tokenpace.timing import Event, EventKind, Timeline
-from tokenpace.timing import Usage as Reported
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.sample import make_sample
+from tokenpace.measure.timing import Event, EventKind, Timeline
+from tokenpace.measure.timing import Usage as Reported
+from tokenpace.schedule.cadence import Usage
+from tokenpace.schedule.sampler import usage
+from tokenpace.store.database import open_store
+from tokenpace.store.export import write_samples
+from tokenpace.store.refusals import INT_MAX, INT_MIN, column_types
 from tokenpace.web.ops import health
 
 from .test_store import ENDPOINT, MS, PG, T0, failed_sample, ok_sample, raw, run_record
@@ -103,7 +103,7 @@ def test_nul_and_lone_surrogates_are_replaced_in_every_text_and_health_stays_ok(
     events = (Event(300 * MS, EventKind.CONTENT, "a\x00b"), Event(340 * MS, EventKind.CONTENT, "\\u0000 stays"))
     timeline = Timeline(0, 100 * MS, 400 * MS, events, response_id="id\x00", failure=failure)
     sample = make_sample("run-\x00", evil, "short", T0, timeline)
-    with caplog.at_level(logging.WARNING, "tokenpace.store"), open_store(url) as store:
+    with caplog.at_level(logging.WARNING, "tokenpace.store.database"), open_store(url) as store:
         store.add_sample(sample)
         store.flush()
         (back,) = store.samples()
@@ -114,7 +114,7 @@ def test_nul_and_lone_surrogates_are_replaced_in_every_text_and_health_stays_ok(
     assert [e.text for e in back.timeline.events] == ["a\ufffdb", "\\u0000 stays"]  # text that looks like one is not
     assert back.timeline.response_id == "id\ufffd"
     assert all("\x00" not in str(v) for row in raw(url, "SELECT * FROM samples") for v in row)
-    (said,) = [r.getMessage() for r in caplog.records if r.name == "tokenpace.store"]
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "tokenpace.store.database"]
     assert said.startswith(f"sample {sample.id}: ") and "model" in said and "error_message" in said
 
 
@@ -123,7 +123,7 @@ def test_a_row_refused_for_its_data_is_rescued_and_later_writes_go_through(
 ) -> None:
     """A refusal no retry can fix (here a duplicate id) goes to the rescue file, not Store.unsaved."""
     sample, later = ok_sample(), failed_sample("run-2", T0 + timedelta(seconds=5))
-    with caplog.at_level(logging.WARNING, "tokenpace.store"), open_store(url) as store:
+    with caplog.at_level(logging.WARNING, "tokenpace.store.database"), open_store(url) as store:
         store.add_sample(sample)
         store.add_sample(sample)  # the database refuses the same id twice, however often it is retried
         with pytest.raises(StoreError, match=r"written to .*rescued\.jsonl") as err:
@@ -142,7 +142,7 @@ def test_a_row_refused_for_its_data_is_rescued_and_later_writes_go_through(
     doc = json.loads(line)
     assert doc["sample"]["id"] == sample.id and doc["sample"]["timeline"]["id"] == "chatcmpl-1"
     assert doc["refused"] and "\n" not in doc["refused"]
-    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.store"]
+    said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.store.database"]
     assert any(str(rescue) in m and f"sample {sample.id}" in m for m in said)
 
 

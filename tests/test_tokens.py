@@ -19,8 +19,8 @@ import pytest
 import tiktoken
 from tiktoken_ext import openai_public
 
-from tokenpace import tokens
 from tokenpace.errors import TokenizerError
+from tokenpace.measure import tokens
 
 from .conftest import SHARED
 

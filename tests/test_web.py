@@ -22,14 +22,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from tokenpace import schedule
-from tokenpace.config import Endpoint
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.settings import Budget, PlanSettings
 from tokenpace.errors import StoreError
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.sample import make_sample
-from tokenpace.settings import Budget, PlanSettings
-from tokenpace.store import Store, open_store
-from tokenpace.timing import Timeline
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.sample import make_sample
+from tokenpace.measure.timing import Timeline
+from tokenpace.schedule.sampler import Sampler, jobs
+from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.memo import Memo
 from tokenpace.web.render import endpoint_path, model_path
@@ -267,7 +267,7 @@ def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> Non
     only_1k = dataclasses.replace(fleet.config.schedule, workloads=("1k",))
     plans = {("fastco", "default"): PlanSettings(budget=Budget(requests=2))}
     budgeted = dataclasses.replace(fleet.config, plans=plans, schedule=only_1k)
-    sampler = schedule.Sampler(schedule.jobs(budgeted, [fleet.fast]), store, clock=_Jumping(), inline_reads=True)
+    sampler = Sampler(jobs(budgeted, [fleet.fast]), store, clock=_Jumping(), inline_reads=True)
 
     async def until_skipped() -> None:
         task = asyncio.create_task(sampler.run())

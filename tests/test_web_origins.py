@@ -21,10 +21,10 @@ from starlette.testclient import TestClient
 
 from tests.test_aggregate import stream
 from tests.webkit import EVIL
-from tokenpace.config import Config, Endpoint
-from tokenpace.failures import ErrorKind, Failure
-from tokenpace.sample import make_sample
-from tokenpace.store import Store, open_store
+from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.sample import make_sample
+from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.render import endpoint_path, model_path
 

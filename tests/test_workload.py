@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tokenpace.clients.openai_chat import OpenAIChat
-from tokenpace.config import Endpoint
-from tokenpace.corpus import Document, default_corpus, html_text, load_corpus
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, Workload, workload_from_config
 from tokenpace.errors import ConfigError
-from tokenpace.image import bar_chart
-from tokenpace.tokens import count_tokens
-from tokenpace.workload import BUILTIN, DEFAULT, LANGUAGES, TEXT_TASKS, Prompt, Workload, workload_from_config
+from tokenpace.measure.clients.openai_chat import OpenAIChat
+from tokenpace.measure.corpus import Document, default_corpus, html_text, load_corpus
+from tokenpace.measure.image import bar_chart
+from tokenpace.measure.prompts import LANGUAGES, Prompt, build_prompt
+from tokenpace.measure.tokens import count_tokens
 
 ENDPOINT = Endpoint(provider="p", model="m", base_url="http://127.0.0.1:9/v1")
 
@@ -33,7 +34,7 @@ def text_of(prompt: Prompt) -> str:
 def test_prompt_size_is_within_2_percent_of_the_target(task: str, target: int) -> None:
     workload = Workload("w", 500, input_tokens=target, tasks=(task,))
     for seed in (1, 2):
-        prompt = workload.prompt(seed)
+        prompt = build_prompt(workload, seed)
         assert prompt.task == task
         assert prompt.input_tokens == count_tokens(text_of(prompt))  # the recorded size is the exact count
         assert abs(prompt.input_tokens - target) <= 0.02 * target, (seed, prompt.input_tokens)
@@ -42,7 +43,7 @@ def test_prompt_size_is_within_2_percent_of_the_target(task: str, target: int) -
 @pytest.mark.parametrize("target", [300, 457, 2_345])
 def test_odd_sizes_hit_their_targets_too(target: int) -> None:
     workload = Workload("w", 500, input_tokens=target)
-    sizes = [workload.prompt(seed).input_tokens for seed in range(40)]
+    sizes = [build_prompt(workload, seed).input_tokens for seed in range(40)]
     assert all(abs(n - target) <= 0.02 * target for n in sizes), sizes
 
 
@@ -52,22 +53,22 @@ def test_builtin_workloads() -> None:
     assert [BUILTIN[n].input_tokens for n in ("1k", "10k", "100k")] == [1_000, 10_000, 100_000]
     assert BUILTIN["parallel"].concurrency == 10 and BUILTIN["parallel"].input_tokens == 1_000
     assert all(w.max_tokens == 500 for w in BUILTIN.values())
-    tasks = {DEFAULT.prompt(seed).task for seed in range(40)}  # the seed picks a task from the mix
+    tasks = {build_prompt(DEFAULT, seed).task for seed in range(40)}  # the seed picks a task from the mix
     assert tasks == set(TEXT_TASKS)
 
 
 @pytest.mark.parametrize("name", ["1k", "vision", "parallel"])
 def test_same_seed_same_prompt(name: str) -> None:
     workload = BUILTIN[name]
-    assert workload.prompt(7) == workload.prompt(7)
-    assert workload.prompt(7).fingerprint != workload.prompt(8).fingerprint
+    assert build_prompt(workload, 7) == build_prompt(workload, 7)
+    assert build_prompt(workload, 7).fingerprint != build_prompt(workload, 8).fingerprint
 
 
 @pytest.mark.parametrize("name", ["1k", "10k", "vision"])
 def test_consecutive_prompts_share_no_prefix(name: str) -> None:
     """Bound: at most 3 characters in common, so not even one 4-hex-digit token of the nonce is shared."""
     workload = BUILTIN[name]
-    texts = [text_of(workload.prompt(seed)) for seed in range(100, 160)]
+    texts = [text_of(build_prompt(workload, seed)) for seed in range(100, 160)]
     for a, b in itertools.pairwise(texts):
         assert a[:4] != b[:4], (a[:40], b[:40])
     first_documents = {t.split("### Document 1: ", 1)[1].split("\n", 1)[0] for t in texts}
@@ -75,13 +76,13 @@ def test_consecutive_prompts_share_no_prefix(name: str) -> None:
 
 
 def test_workloads_with_the_same_seed_differ() -> None:
-    assert text_of(BUILTIN["1k"].prompt(5))[:16] != text_of(BUILTIN["parallel"].prompt(5))[:16]
+    assert text_of(build_prompt(BUILTIN["1k"], 5))[:16] != text_of(build_prompt(BUILTIN["parallel"], 5))[:16]
 
 
 def test_compare_has_at_least_two_documents() -> None:
     for target in (300, 1_000, 10_000):
         for seed in range(30):
-            text = text_of(Workload("c", 500, input_tokens=target, tasks=("compare",)).prompt(seed))
+            text = text_of(build_prompt(Workload("c", 500, input_tokens=target, tasks=("compare",)), seed))
             assert "### Document 2: " in text
             second = text.split("### Document 2: ", 1)[1]
             assert len(second.split("\n\n", 1)[1]) > 40  # the second document has text, not just a heading
@@ -89,23 +90,25 @@ def test_compare_has_at_least_two_documents() -> None:
 
 def test_compare_needs_two_documents_in_the_corpus() -> None:
     with pytest.raises(ConfigError, match="at least 2 documents"):
-        Workload("c", 500, tasks=("compare",)).prompt(1, (Document("only", "text " * 500),))
+        build_prompt(Workload("c", 500, tasks=("compare",)), 1, (Document("only", "text " * 500),))
 
 
 def test_translate_names_a_language() -> None:
     workload = Workload("t", 500, tasks=("translate",))
-    named = {next(lang for lang in LANGUAGES if f"into {lang}," in text_of(workload.prompt(s))) for s in range(40)}
+    named = {
+        next(lang for lang in LANGUAGES if f"into {lang}," in text_of(build_prompt(workload, s))) for s in range(40)
+    }
     assert len(named) > 5
 
 
 def test_tasks_ask_for_long_answers() -> None:
     for task in TEXT_TASKS:
-        assert "at least " in text_of(Workload("t", 500, tasks=(task,)).prompt(3)).rsplit("\n\n", 1)[1]
+        assert "at least " in text_of(build_prompt(Workload("t", 500, tasks=(task,)), 3)).rsplit("\n\n", 1)[1]
 
 
 def test_small_corpus_is_cycled_in_new_orders() -> None:
     corpus = tuple(Document(f"doc{i}", f"Sentence {i} is here. " * 60) for i in range(4))
-    prompt = Workload("w", 500, input_tokens=10_000, tasks=("summarize",)).prompt(1, corpus)
+    prompt = build_prompt(Workload("w", 500, input_tokens=10_000, tasks=("summarize",)), 1, corpus)
     assert abs(prompt.input_tokens - 10_000) <= 200
     titles = [line.split(": ")[1] for line in text_of(prompt).splitlines() if line.startswith("### Document")]
     rounds = [titles[i : i + 4] for i in range(0, len(titles) - 4, 4)]
@@ -122,7 +125,7 @@ def test_default_corpus() -> None:
 
 
 def test_vision_prompt_carries_a_1mp_png_chart() -> None:
-    prompt = BUILTIN["vision"].prompt(11)
+    prompt = build_prompt(BUILTIN["vision"], 11)
     (message,) = prompt.messages
     (png,) = message.images
     with Image.open(io.BytesIO(png)) as img:
@@ -130,7 +133,7 @@ def test_vision_prompt_carries_a_1mp_png_chart() -> None:
     assert prompt.image_pixels == 1200 * 840 and prompt.image_bytes == len(png)
     assert abs(prompt.input_tokens - 1_000) <= 20 and prompt.task == "describe"
     assert "attached image is a chart" in message.text
-    assert BUILTIN["vision"].prompt(12).messages[0].images[0] != png  # its values follow the seed
+    assert build_prompt(BUILTIN["vision"], 12).messages[0].images[0] != png  # its values follow the seed
 
     body = json.loads(OpenAIChat().request(ENDPOINT, prompt).body)
     text_part, image_part = body["messages"][0]["content"]
@@ -149,7 +152,7 @@ def test_chart_values_follow_the_seed() -> None:
 
 
 def test_text_prompt_is_sent_as_a_plain_string() -> None:
-    prompt = DEFAULT.prompt(1)
+    prompt = build_prompt(DEFAULT, 1)
     body = json.loads(OpenAIChat().request(ENDPOINT, prompt).body)
     assert body["messages"] == [{"role": "user", "content": text_of(prompt)}]
     assert body["max_tokens"] == 500
@@ -171,7 +174,7 @@ def test_user_corpus(tmp_path: Path) -> None:
     assert [d.title for d in corpus] == ["a", "Chess origins", "b"]
     html = corpus[1].text
     assert html == "Chess\n\nPlayed in India & Persia.\n\nSpread west."
-    prompt = Workload("w", 500, input_tokens=1_000, tasks=("compare",)).prompt(3, corpus)
+    prompt = build_prompt(Workload("w", 500, input_tokens=1_000, tasks=("compare",)), 3, corpus)
     assert "How bridges carry load." in text_of(prompt) and "color" not in text_of(prompt)
     assert abs(prompt.input_tokens - 1_000) <= 20
 
@@ -209,7 +212,7 @@ def test_custom_workload_from_config() -> None:
     assert burst.concurrency == 20 and burst.tasks == TEXT_TASKS and burst.input_tokens == 1_000
     pic = workload_from_config("pic", {"image": [640, 480]})
     assert pic.image == (640, 480) and pic.tasks == ("describe",)
-    assert pic.prompt(1).image_pixels == 640 * 480
+    assert build_prompt(pic, 1).image_pixels == 640 * 480
 
 
 @pytest.mark.parametrize(

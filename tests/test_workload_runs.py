@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tokenpace import run, sim
+from tokenpace import sim
+from tokenpace.board.summary import summarise
 from tokenpace.cli import main
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import Endpoint
-from tokenpace.run import Plan, measure
-from tokenpace.store import open_store
-from tokenpace.summary import summarise
-from tokenpace.workload import BUILTIN
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import BUILTIN
+from tokenpace.measure import run
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.run import Plan, measure
+from tokenpace.store.database import open_store
 
 from .conftest import SimThread
 

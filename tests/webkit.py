@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokenpace import sim
-from tokenpace.clients.transport import Timeouts
-from tokenpace.config import Config, Endpoint
-from tokenpace.run import Plan, measure
-from tokenpace.sample import RunRecord, Sample
-from tokenpace.store import Store, open_store
-from tokenpace.workload import BUILTIN, Workload
+from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.workloads import BUILTIN, Workload
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.sample import RunRecord, Sample
+from tokenpace.store.database import Store, open_store
 
 EVIL = "<script>alert(1)</script>"
 SECRET_ENV = "TOKENPACE_WEB_TEST_KEY"  # noqa: S105 (the name of a variable)

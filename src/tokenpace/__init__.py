@@ -5,40 +5,40 @@ The library API mirrors the data flow: an :class:`Endpoint` and a :class:`Worklo
 :func:`open_store` keeps them.
 """
 
-__version__ = "0.1.0"
-
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tokenpace.version import __version__
+
 if TYPE_CHECKING:
-    from tokenpace.clients.transport import Timeouts
-    from tokenpace.config import Endpoint
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.workloads import Workload
     from tokenpace.errors import TokenpaceError
-    from tokenpace.failures import ErrorKind, Failure
-    from tokenpace.metrics import Metrics
-    from tokenpace.run import Plan, RunResult, measure
-    from tokenpace.sample import Sample
-    from tokenpace.store import Store, open_store
-    from tokenpace.timing import Timeline
-    from tokenpace.workload import Workload
+    from tokenpace.measure.clients.transport import Timeouts
+    from tokenpace.measure.failures import ErrorKind, Failure
+    from tokenpace.measure.metrics import Metrics
+    from tokenpace.measure.run import Plan, RunResult, measure
+    from tokenpace.measure.sample import Sample
+    from tokenpace.measure.timing import Timeline
+    from tokenpace.store.database import Store, open_store
 
 # Loaded on first use (PEP 562): `tokenpace --help` imports this package, and must not pay for aiohttp,
 # tiktoken or the database drivers that these names bring.
 _HOME = {
-    "Timeouts": "tokenpace.clients.transport",
-    "Endpoint": "tokenpace.config",
+    "Timeouts": "tokenpace.measure.clients.transport",
+    "Endpoint": "tokenpace.config.endpoints",
     "TokenpaceError": "tokenpace.errors",
-    "ErrorKind": "tokenpace.failures",
-    "Failure": "tokenpace.failures",
-    "Metrics": "tokenpace.metrics",
-    "Plan": "tokenpace.run",
-    "RunResult": "tokenpace.run",
-    "measure": "tokenpace.run",
-    "Sample": "tokenpace.sample",
-    "Store": "tokenpace.store",
-    "open_store": "tokenpace.store",
-    "Timeline": "tokenpace.timing",
-    "Workload": "tokenpace.workload",
+    "ErrorKind": "tokenpace.measure.failures",
+    "Failure": "tokenpace.measure.failures",
+    "Metrics": "tokenpace.measure.metrics",
+    "Plan": "tokenpace.measure.run",
+    "RunResult": "tokenpace.measure.run",
+    "measure": "tokenpace.measure.run",
+    "Sample": "tokenpace.measure.sample",
+    "Store": "tokenpace.store.database",
+    "open_store": "tokenpace.store.database",
+    "Timeline": "tokenpace.measure.timing",
+    "Workload": "tokenpace.config.workloads",
 }
 
 

@@ -34,7 +34,7 @@ Generated text is made of words that are each exactly one o200k_base token, so t
 equals the output tokens the simulator reports.
 """
 
-from tokenpace.sim.scenario import ERRORS, NON_ASCII_WORDS, WORDS, Scenario, Truth
+from tokenpace.sim.scenario import ERRORS, NON_ASCII_WORDS, WORDS, Scenario, Truth, scenarios
 from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "Scenario",
     "Simulator",
     "Truth",
+    "scenarios",
     "serve",
     "serve_forever",
 ]

@@ -6,14 +6,20 @@ format, and a truth compares with what any client measured, event by event.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tokenpace.errors import SimulatorError
+from tokenpace.config.settings import SIM_MODEL
+from tokenpace.errors import ConfigError, SimulatorError
 
-DEFAULT_MODEL = "sim"
+if TYPE_CHECKING:
+    from tokenpace.config.endpoints import Config
+
+DEFAULT_MODEL = SIM_MODEL
 TRUTH_KEPT = 1_000  # truths a simulator keeps by default: its latest requests (see Simulator)
 ERRORS = frozenset({"429", "500", "malformed", "cut", "endless", "midstream"})
 NS_PER_MS = 1_000_000
@@ -101,3 +107,32 @@ class Truth:
         """Rebuild what ``GET /sim/truth/{id}`` returned (JSON turned the event tuples into lists)."""
         events = [(int(t), str(kind), str(text)) for t, kind, text in doc["events"]]
         return cls(doc["id"], doc["t_received_ns"], events, doc["prompt_tokens"], doc["completion_tokens"])
+
+
+def from_table(table: Mapping[str, Any]) -> Scenario:
+    """A config's ``simulate = {...}`` table as a Scenario (ValueError ``key: problem``, one line)."""
+    import pydantic
+
+    from tokenpace.config.plain import first_problem
+
+    hints = typing.get_type_hints(Scenario)
+    fields: dict[str, Any] = {f.name: (hints[f.name], f.default) for f in dataclasses.fields(Scenario)}
+    # Scenario's fields and types as a model, for one clear line per mistake (Scenario itself checks values).
+    shape = pydantic.create_model("simulate", __config__=pydantic.ConfigDict(extra="forbid", strict=True), **fields)
+    try:
+        return Scenario(**shape.model_validate(table).model_dump(exclude_unset=True))
+    except pydantic.ValidationError as exc:
+        raise ValueError(first_problem(exc, shape)) from None
+    except SimulatorError as exc:
+        raise ValueError(str(exc).removeprefix("scenario: ")) from None
+
+
+def scenarios(config: Config) -> dict[str, Scenario]:
+    """Each simulated provider's Scenario, from its table; a mistake is one ConfigError naming file and key."""
+    found = {}
+    for provider, table in config.simulators.items():
+        try:
+            found[provider] = from_table(table)
+        except ValueError as exc:
+            raise ConfigError(f"{config.source}: providers.{provider}.simulate.{exc}") from None
+    return found

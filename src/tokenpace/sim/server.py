@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from tokenpace.errors import SimulatorError
+from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim.anthropic import Anthropic
 from tokenpace.sim.gemini import Gemini
 from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
@@ -26,7 +27,6 @@ from tokenpace.sim.openai_responses import Responses
 from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import Call, complete, reply_at_once, stream
 from tokenpace.sim.wire import Reply, Wire, dumps
-from tokenpace.tokens import count_tokens
 
 WIRES: tuple[type[Wire], ...] = (Chat, Completions, Responses, Anthropic, Ollama, Gemini)
 SIMULATOR_HEADER = "X-Tokenpace-Simulator"

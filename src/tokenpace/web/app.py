@@ -26,12 +26,13 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tokenpace import leaderboard, schedule
-from tokenpace.aggregate import EndpointRow
-from tokenpace.config import Config
+from tokenpace.board import ranking
+from tokenpace.config.endpoints import Config
 from tokenpace.errors import ConfigError, StoreError
-from tokenpace.schedule import Status
-from tokenpace.store import Store
+from tokenpace.schedule import sampler
+from tokenpace.schedule.sampler import Status
+from tokenpace.store.database import Store
+from tokenpace.store.windows import EndpointRow
 from tokenpace.web import board, detail, methodology, ops, prom, render
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
@@ -47,13 +48,13 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[schedule.Job], str | None]:
+def _jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[sampler.Job], str | None]:
     """The sampler's jobs (fixed for its life), else the ones the config describes; none, and why, for a config
     the sampler would refuse: it has no cadence to be late for."""
     if status is not None:
         return [j.job for j in status().jobs], None
     try:
-        return schedule.jobs(config, config.endpoints), None
+        return sampler.jobs(config, config.endpoints), None
     except ConfigError as exc:
         return [], str(exc)
 
@@ -200,7 +201,7 @@ def create_app(
     until the next sample is stored (a minute at most).
     """
     jobs, jobs_problem = _jobs(config, status)
-    rules = leaderboard.rules(config, jobs)
+    rules = ranking.rules(config, jobs)
     board_page, board_json = _twin(board.leaderboard_page)
     method_page, method_json = _twin(methodology.methodology_page)
     plotly_js = _plotly_js()

@@ -7,9 +7,9 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from tokenpace import leaderboard
-from tokenpace.aggregate import WINDOWS
-from tokenpace.schedule import BudgetStatus
+from tokenpace.board import ranking
+from tokenpace.schedule.sampler import BudgetStatus
+from tokenpace.store.windows import WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
@@ -31,18 +31,18 @@ _SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time",
               "samples": "sample count", "name": "endpoint name"}  # fmt: skip
 
 
-def _href(query: leaderboard.Query, **changes: Any) -> str:
+def _href(query: ranking.Query, **changes: Any) -> str:
     qs = query.params(**changes)
     return f"/?{qs}" if qs else "/"
 
 
-def _headers(query: leaderboard.Query) -> list[dict[str, str]]:
+def _headers(query: ranking.Query) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
     for key, label, cls in COLUMNS:
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕"}
-        if key in leaderboard.SORTS:
+        if key in ranking.SORTS:
             active = key == query.sort
             flipped = "asc" if current == "desc" else "desc"
             head["href"] = _href(query, sort=key, order=flipped if active else None)
@@ -52,10 +52,10 @@ def _headers(query: leaderboard.Query) -> list[dict[str, str]]:
     return out
 
 
-def _query(site: Site, params: Mapping[str, str]) -> leaderboard.Query:
+def _query(site: Site, params: Mapping[str, str]) -> ranking.Query:
     # An empty select ("all providers") arrives as provider=; it means no filter.
     given = {k: v for k, v in params.items() if v}
-    return leaderboard.Query.from_params(given, min_samples=site.min_samples, workload=site.default_workload)
+    return ranking.Query.from_params(given, min_samples=site.min_samples, workload=site.default_workload)
 
 
 def _budgets(site: Site) -> list[BudgetStatus]:
@@ -63,7 +63,7 @@ def _budgets(site: Site) -> list[BudgetStatus]:
     return [] if site.status is None else [b for b in site.status().budgets if b.recent_skips > 0]
 
 
-def _menus(board: leaderboard.Board) -> list[dict[str, object]]:
+def _menus(board: ranking.Board) -> list[dict[str, object]]:
     q = board.query
     workloads = sorted({*board.workloads, q.workload})
     return [
@@ -76,18 +76,18 @@ def _menus(board: leaderboard.Board) -> list[dict[str, object]]:
     ]  # fmt: skip
 
 
-def _board(site: Site, params: Mapping[str, str]) -> leaderboard.Board:
+def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
     query = _query(site, params)
     window, now = WINDOWS[query.window], site.now()
     # Keyed by what the SQL reads, not the whole query: another sort or filter reuses the same rows.
     include = query.include_client_bound
     m = site.memo.get(
         ("rows", window.name, query.workload, include),
-        lambda: leaderboard.measured(
+        lambda: ranking.measured(
             site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
         ),
     )
-    return leaderboard.arrange(m, query, now, stale_after=site.stale_after)
+    return ranking.arrange(m, query, now, stale_after=site.stale_after)
 
 
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
@@ -116,12 +116,12 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
     }
-    data = {**leaderboard.as_dict(board), "budgets_hit": budgets}
+    data = {**ranking.as_dict(board), "budgets_hit": budgets}
     return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
 
 
 def csv_text(site: Site, params: Mapping[str, str]) -> str:
-    header, rows = leaderboard.csv_table(_board(site, params))
+    header, rows = ranking.csv_table(_board(site, params))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)

@@ -11,7 +11,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tokenpace.series import Point
+from tokenpace.store.series import Point
 
 # (element id, title): the page lays out one box per chart and the JSON block is keyed by the same ids.
 TITLES: tuple[tuple[str, str], ...] = (

@@ -15,8 +15,8 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
-from tokenpace.aggregate import endpoint_name, endpoint_rows, model_rows
-from tokenpace.series import Point, model_series, series
+from tokenpace.store.series import Point, model_series, series
+from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
 from tokenpace.web import charts
 from tokenpace.web.render import Page, endpoint_path, model_path
 from tokenpace.web.site import Site, client_bound_param, window_menu, window_param

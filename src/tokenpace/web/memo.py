@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from tokenpace.store import Store
+from tokenpace.store.database import Store
 
 T = TypeVar("T")
 MAX_AGE_S = 60.0

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tokenpace import metrics
-from tokenpace.aggregate import WINDOWS
-from tokenpace.tokens import ENCODING
+from tokenpace.measure import metrics
+from tokenpace.measure.tokens import ENCODING
+from tokenpace.store.windows import WINDOWS
 from tokenpace.web import render
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site

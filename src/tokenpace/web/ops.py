@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from tokenpace.config import Config
+from tokenpace.config.endpoints import Config
 from tokenpace.errors import ConfigError, StoreError
-from tokenpace.store import Store, epoch
+from tokenpace.store.database import Store, epoch
 
 COLUMNS = (
     *("id", "run_id", "provider", "plan", "model", "protocol", "simulated", "workload", "started_at"),

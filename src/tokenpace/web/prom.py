@@ -14,9 +14,9 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from tokenpace.aggregate import DEFAULT_WINDOW, QUANTILES, WINDOWS, EndpointRow, Figure, endpoint_rows
-from tokenpace.schedule import Status
-from tokenpace.store import Store
+from tokenpace.schedule.sampler import Status
+from tokenpace.store.database import Store
+from tokenpace.store.windows import DEFAULT_WINDOW, QUANTILES, WINDOWS, EndpointRow, Figure, endpoint_rows
 from tokenpace.web.memo import Memo
 
 LABELS = ["provider", "plan", "model", "workload", "simulated"]

@@ -19,8 +19,8 @@ from urllib.parse import quote
 import jinja2
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from tokenpace import __version__
-from tokenpace.config import plan_name
+from tokenpace.config.endpoints import plan_name
+from tokenpace.version import __version__
 
 DASH = "—"
 

@@ -8,11 +8,11 @@ from datetime import datetime
 
 import jinja2
 
-from tokenpace import leaderboard
-from tokenpace.aggregate import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
-from tokenpace.config import Config
-from tokenpace.schedule import Job, Status
-from tokenpace.store import Store
+from tokenpace.board import ranking
+from tokenpace.config.endpoints import Config
+from tokenpace.schedule.sampler import Job, Status
+from tokenpace.store.database import Store
+from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.web.limits import ViewPool
 from tokenpace.web.memo import Memo
 
@@ -44,12 +44,12 @@ class Site:
 
 def window_param(params: Mapping[str, str]) -> Window:
     """The ``window`` query parameter as a Window; ConfigError (a 400) for an unknown one."""
-    return leaderboard.window(params.get("window") or DEFAULT_WINDOW)
+    return ranking.window(params.get("window") or DEFAULT_WINDOW)
 
 
 def client_bound_param(params: Mapping[str, str]) -> bool:
     """``client_bound=include``: figures also from client-bound samples; ConfigError (a 400) for another value."""
-    return leaderboard.Query(client_bound=params.get("client_bound") or "exclude").include_client_bound  # type: ignore[arg-type]
+    return ranking.Query(client_bound=params.get("client_bound") or "exclude").include_client_bound  # type: ignore[arg-type]
 
 
 def window_menu(selected: Window) -> dict[str, object]:

@@ -1,0 +1,1 @@
+"""Boards: ranking, model rows and run summaries, and their terminal rendering."""

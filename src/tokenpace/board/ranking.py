@@ -1,0 +1,340 @@
+"""The table users see, one model for the web page, its JSON and CSV twins and the terminal.
+
+A board is every endpoint's row for one workload over one window, filtered, sorted and ranked. Rows with fewer
+successful samples than ``min_samples`` are shown but not ranked: a median of two samples is an anecdote.
+Client-bound samples (timed while this client's own loop lagged) count neither in figures nor towards
+``min_samples`` unless the query says ``client_bound=include``; each row shows how many there were, and how
+many of its samples came from one-shot runs published with ``run --publish``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast
+from urllib.parse import urlencode
+
+from tokenpace.config.endpoints import Config
+from tokenpace.errors import ConfigError
+from tokenpace.schedule.cadence import Job, stale_after
+from tokenpace.store.database import Store, epoch
+from tokenpace.store.windows import (
+    DEFAULT_WINDOW,
+    METRICS,
+    WINDOWS,
+    EndpointRow,
+    Figure,
+    ModelRow,
+    Window,
+    endpoint_rows,
+    model_rows,
+    present,
+)
+
+LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
+
+Order = Literal["asc", "desc"]
+ClientBound = Literal["exclude", "include"]
+MAX_MIN_SAMPLES_DIGITS = 9  # int() of thousands of digits is slow, then refused: say so before trying
+# Sort key -> its natural order: fastest, quickest, most reliable, most measured first; names A to Z.
+SORTS: dict[str, Order] = {
+    "speed": "desc",
+    "ttft": "asc",
+    "e2e": "asc",
+    "success": "desc",
+    "samples": "desc",
+    "name": "asc",
+}
+METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
+# The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
+# keys are those in SORTS.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("rank", "#"),
+    ("name", "Endpoint"),
+    ("speed", "Output speed (tok/s)"),
+    ("ttft", "TTFT (ms)"),
+    ("e2e", "End-to-end (ms)"),
+    ("success", "Success"),
+    ("samples", "Samples"),
+    ("last", "Last sample"),
+)
+
+
+def _one_of(what: str, value: str, known: Collection[str]) -> str:
+    if value not in known:
+        raise ConfigError(f"{what} {value!r}: use one of {', '.join(known)}")
+    return value
+
+
+def window(name: str) -> Window:
+    """The window called ``name``; one ConfigError line naming the ones there are otherwise."""
+    return WINDOWS[_one_of("window", name, WINDOWS)]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a reader asked for: window, workload, filters, sort and the minimum sample count to rank."""
+
+    window: str = DEFAULT_WINDOW
+    workload: str = "1k"
+    provider: str | None = None
+    plan: str | None = None
+    sort: str = "speed"
+    order: Order | None = None  # None: the column's natural order (SORTS)
+    min_samples: int = 3
+    client_bound: ClientBound = "exclude"  # "include": figures also from samples timed while the client lagged
+    # What params() leaves out of links: the running config's own defaults.
+    default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)
+    default_workload: str = dataclasses.field(default="1k", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        window(self.window)
+        _one_of("sort", self.sort, SORTS)
+        if self.order is not None:
+            _one_of("order", self.order, ("asc", "desc"))
+        _one_of("client_bound", self.client_bound, ("exclude", "include"))
+        if self.min_samples < 0:
+            raise ConfigError(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k") -> Query:
+        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one ConfigError line.
+
+        ``min_samples`` and ``workload`` are the defaults: the config's minimum and its first scheduled workload.
+        """
+        get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
+        raw_min = get.get("min_samples") or str(min_samples)
+        if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > MAX_MIN_SAMPLES_DIGITS:
+            # isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line
+            shown = raw_min if len(raw_min) <= 20 else raw_min[:20] + "..."
+            raise ConfigError(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
+        return cls(
+            window=get.get("window") or DEFAULT_WINDOW,
+            workload=get.get("workload") or workload,
+            provider=get.get("provider") or None,
+            plan=get.get("plan") or None,
+            sort=get.get("sort") or "speed",
+            order=cast(Order | None, get.get("order") or None),  # checked by __post_init__
+            min_samples=int(raw_min),
+            client_bound=cast(ClientBound, get.get("client_bound") or "exclude"),  # checked by __post_init__
+            default_min_samples=min_samples,
+            default_workload=workload,
+        )
+
+    @property
+    def include_client_bound(self) -> bool:
+        return self.client_bound == "include"
+
+    @property
+    def direction(self) -> Order:
+        """The order in effect: the one asked for, else the sort column's natural one."""
+        return self.order or SORTS[self.sort]
+
+    def params(self, **changes: Any) -> str:
+        """URL query string (no leading "?") of this query with ``changes``, non-default values only."""
+        q = dataclasses.replace(self, **changes)
+        base = Query(min_samples=self.default_min_samples, workload=self.default_workload)
+        pairs = [
+            (f.name, getattr(q, f.name))
+            for f in dataclasses.fields(Query)
+            if f.compare and getattr(q, f.name) != getattr(base, f.name)
+        ]
+        return urlencode([(k, str(v)) for k, v in pairs if v is not None])
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What a board takes from the running configuration; the page, the JSON and the terminal share it."""
+
+    min_samples: int
+    workload: str  # shown when none is asked for: 1k where it is scheduled, else the first scheduled
+    long_workloads: frozenset[str]
+    stale_s: Mapping[tuple[str, str, str, str], float]  # per job key: silence longer than this is stale
+
+    def stale_after(self, row: EndpointRow) -> float | None:
+        return self.stale_s.get((row.provider, row.plan, row.model, row.workload))
+
+
+def rules(config: Config, jobs: Collection[Job]) -> Rules:
+    """The board's rules for a config and the jobs sampling it (staleness: cadence.stale_after of each)."""
+    scheduled = config.schedule.workloads
+    long = {w for w in scheduled if config.workload(w).input_tokens >= LONG_CONTEXT_TOKENS}
+    return Rules(
+        min_samples=config.schedule.min_samples,
+        workload="1k" if "1k" in scheduled or not scheduled else scheduled[0],
+        long_workloads=frozenset(long),
+        stale_s={j.key: stale_after(j) for j in jobs},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale."""
+
+    row: EndpointRow
+    rank: int | None
+    too_few: bool
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    query: Query
+    window: Window
+    generated_at: datetime
+    entries: tuple[Entry, ...]
+    models: tuple[ModelRow, ...]
+    workloads: tuple[str, ...]  # for the filter menus: every value present in the window
+    providers: tuple[str, ...]
+    plans: tuple[str, ...]
+
+
+def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
+    """What a sort key reads from a row: a headline figure, success rate, sample count or name."""
+    if sort in METRIC_OF:
+        return row.figure(METRIC_OF[sort]).headline(statistic)
+    return {"success": row.success_rate, "samples": row.samples, "name": row.name}[sort]
+
+
+def never_stale(row: EndpointRow) -> float | None:
+    """The default staleness rule: none (serve passes the scheduler's, which knows each cadence)."""
+    return None
+
+
+def _ordered(rows: list[EndpointRow], query: Query, statistic: str) -> list[EndpointRow]:
+    """Sorted by the query's key and direction, ties by name; missing values last whatever the direction."""
+
+    def key(r: EndpointRow) -> Any:  # floats, ints or names: one kind per sort key, so they compare
+        return sort_value(r, query.sort, statistic)
+
+    rows = sorted(rows, key=lambda r: r.name)  # a stable sort keeps this order among ties
+    known = sorted((r for r in rows if key(r) is not None), key=key, reverse=query.direction == "desc")
+    return known + [r for r in rows if key(r) is None]
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What the database holds for one window and workload: the rows, and what the filter menus can offer."""
+
+    window: Window
+    rows: tuple[EndpointRow, ...]
+    menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload) present in the window
+
+
+def measured(
+    store: Store,
+    window: Window,
+    workload: str,
+    now: datetime,
+    long_workloads: Collection[str] = (),
+    *,
+    include_client_bound: bool = False,
+) -> Measured:
+    """The SQL half of a board: everything but sorting, filtering and ranking, which are cheap."""
+    rows = endpoint_rows(
+        store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
+    )
+    return Measured(window, tuple(rows), tuple(present(store, window, now, long_workloads)))
+
+
+def arrange(
+    m: Measured, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
+) -> Board:
+    """The board for a query: rank = place among rows with enough samples and a figure to sort by.
+
+    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale).
+    """
+    window = m.window
+    shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
+    ordered = _ordered(shown, query, window.statistic)
+    enough = [r for r in ordered if r.counted >= query.min_samples]
+    ranked = enough + [r for r in ordered if r.counted < query.min_samples]
+    entries, rank = [], 0
+    for r in ranked:
+        too_few = r.counted < query.min_samples
+        rankable = not too_few and sort_value(r, query.sort, window.statistic) is not None
+        rank += rankable
+        limit = stale_after(r)
+        stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
+        entries.append(Entry(r, rank if rankable else None, too_few, stale))
+    # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
+    models = model_rows(m.rows, window.statistic, min_samples=query.min_samples)
+    return Board(
+        query, window, now, tuple(entries), tuple(models),
+        workloads=tuple(sorted({x[2] for x in m.menus})),
+        providers=tuple(sorted({x[0] for x in m.menus})),
+        plans=tuple(sorted({x[1] for x in m.menus})),
+    )  # fmt: skip
+
+
+def board(
+    store: Store,
+    query: Query,
+    now: datetime,
+    *,
+    stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    long_workloads: Collection[str] = (),
+) -> Board:
+    """The leaderboard for a query, read from the store now."""
+    m = measured(
+        store, WINDOWS[query.window], query.workload, now, long_workloads,
+        include_client_bound=query.include_client_bound,
+    )  # fmt: skip
+    return arrange(m, query, now, stale_after=stale_after)
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def _figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
+    return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
+
+
+def _row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
+    return {
+        "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
+        "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
+        "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
+        "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
+        **{m: _figure_dict(r.figure(m), statistic) for m in METRICS},
+        "first_at": _iso(r.first_at), "last_at": _iso(r.last_at), "window_s": r.window_s,
+        "errors": dict(r.errors),
+    }  # fmt: skip
+
+
+def as_dict(b: Board) -> dict[str, Any]:
+    """The board as JSON-able data, the JSON twin of the page; times are ISO 8601 UTC."""
+    s = b.window.statistic
+    return {
+        "generated_at": b.generated_at.isoformat(),
+        "window": dataclasses.asdict(b.window),
+        "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
+        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **_row_dict(e.row, s)} for e in b.entries],
+        "models": [dataclasses.asdict(m) for m in b.models],
+        "workloads": list(b.workloads),
+        "providers": list(b.providers),
+        "plans": list(b.plans),
+    }
+
+
+def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
+    """Header and one row per entry: identity, counts, then n / headline / mean / percentiles per metric."""
+    stats = ("n", "headline", "mean", "p5", "p25", "p50", "p75", "p95")
+    header = [
+        "rank", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
+        "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
+        "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats),
+    ]  # fmt: skip
+    table = []
+    for e in b.entries:
+        r = e.row
+        figures = [_figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
+        table.append([
+            e.rank, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol, r.simulated,
+            b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
+            _iso(r.first_at), _iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
+        ])  # fmt: skip
+    return header, table

@@ -1,0 +1,191 @@
+"""Summaries of a set of samples: P5 / P50 / P95 / mean per figure, success rate, errors by kind and their
+commonest messages, each with a hint where the message suggests a usual mistake."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.metrics import percentile
+from tokenpace.measure.sample import Sample
+
+TOP_MESSAGES = 3  # per error kind
+MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
+
+# (field of Metrics, label, unit) in the order they are shown.
+FIGURES: tuple[tuple[str, str, str], ...] = (
+    ("ttft_ms", "TTFT", "ms"),
+    ("output_speed", "Output speed", "tok/s"),
+    ("e2e_ms", "End-to-end", "ms"),
+    ("t100_ms", "Time to 100 tokens", "ms"),
+    ("ttfb_ms", "Time to first byte", "ms"),
+    ("gap_p95_ms", "Gap p95 (per request)", "ms"),
+    ("gap_max_ms", "Gap max (per request)", "ms"),
+    ("output_tokens", "Output tokens (o200k)", "tok"),
+    ("token_diff", "o200k - provider tokens", "tok"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    count: int
+    p5: float | None
+    p50: float | None
+    p95: float | None
+    mean: float | None
+
+
+def stat(values: Sequence[float]) -> Stat:
+    """Percentiles and mean of the values; every field None when there are none."""
+    return Stat(
+        count=len(values),
+        p5=percentile(values, 5),
+        p50=percentile(values, 50),
+        p95=percentile(values, 95),
+        mean=statistics.fmean(values) if values else None,
+    )
+
+
+def group_speed(samples: Sequence[Sample]) -> float | None:
+    """Aggregate output speed of a group = sum of output tokens / (last end - first start), tok/s."""
+    start = min(s.started_at.timestamp() for s in samples)
+    end = max(s.started_at.timestamp() + (s.metrics.e2e_ms or 0) / 1000 for s in samples)
+    return sum(s.metrics.output_tokens for s in samples) / (end - start) if end > start else None
+
+
+def ttft_spread_ms(samples: Sequence[Sample]) -> float | None:
+    """TTFT spread of a group = max TTFT - min TTFT among its requests that produced a token."""
+    ttfts = [s.metrics.ttft_ms for s in samples if s.metrics.ttft_ms is not None]
+    return max(ttfts) - min(ttfts) if ttfts else None
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """Requests released together (the parallel workload): how the endpoint served each burst."""
+
+    count: int
+    speed: Stat  # aggregate output tokens/s per group
+    ttft_spread: Stat  # ms, per group
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "aggregate_output_speed": _stat_dict(self.speed),
+                "ttft_spread_ms": _stat_dict(self.ttft_spread)}  # fmt: skip
+
+
+def _stat_dict(s: Stat) -> dict[str, Any]:
+    return {"count": s.count, "p5": s.p5, "p50": s.p50, "p95": s.p95, "mean": s.mean}
+
+
+def groups(samples: Sequence[Sample]) -> Groups | None:
+    """Figures per group of samples sharing a group id; None when no sample belongs to a group."""
+    by_group: dict[str, list[Sample]] = {}
+    for s in samples:
+        if s.group_id is not None:
+            by_group.setdefault(s.group_id, []).append(s)
+    if not by_group:
+        return None
+    speeds = [v for g in by_group.values() if (v := group_speed(g)) is not None]
+    spreads = [v for g in by_group.values() if (v := ttft_spread_ms(g)) is not None]
+    return Groups(len(by_group), stat(speeds), stat(spreads))
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One error message and how many samples of its kind carried it, with a hint when one applies."""
+
+    message: str
+    count: int
+    hint: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "count": self.count, "hint": self.hint}
+
+
+def hint(kind: str, status: int | None, protocol: str = "openai-chat") -> str | None:
+    """What a failure of this kind and HTTP status usually means, as a question to check; None if nothing."""
+    if status == 404:
+        base = protocol_for(protocol).default_base
+        where = f"end in {base}?" if base else "the server's root, without /v1?"
+        return f"does the base URL {where} is the model name one the server lists?"
+    if status in (401, 403):
+        return "is the API key variable right, and is the key valid for this endpoint?"
+    return {
+        ErrorKind.CONNECT_ERROR.value: "is the server running, and are host and port of the base URL right?",
+        ErrorKind.CONNECT_TIMEOUT.value: "is the host reachable from here (firewall, VPN)?",
+        ErrorKind.RATE_LIMITED.value: "lower --concurrency or --requests, or wait for the quota to refill",
+    }.get(kind)
+
+
+def _printable(text: str) -> str:
+    """The message on one line, without control characters (a server's bytes must not steer a terminal)."""
+    clean = "".join(c if c.isprintable() else " " for c in text[: MESSAGE_CHARS + 1])
+    return clean if len(clean) <= MESSAGE_CHARS else clean[: MESSAGE_CHARS - 1] + "…"
+
+
+def messages(samples: Sequence[Sample]) -> dict[str, list[Message]]:
+    """Per error kind, its TOP_MESSAGES commonest messages, commonest first (cancelled ones say nothing new)."""
+    counts: dict[str, Counter[tuple[str, int | None, str]]] = {}
+    for s in samples:
+        if not s.ok and s.error_kind != ErrorKind.CANCELLED:
+            key = (_printable(s.error_message or ""), s.http_status, s.endpoint.protocol)
+            counts.setdefault(str(s.error_kind), Counter())[key] += 1
+    return {
+        kind: [Message(text, n, hint(kind, status, proto)) for (text, status, proto), n in c.most_common(TOP_MESSAGES)]
+        for kind, c in sorted(counts.items())
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    endpoint: str
+    samples: int
+    ok: int
+    errors: dict[str, int]
+    figures: dict[str, Stat]
+    groups: Groups | None = None
+    error_messages: dict[str, list[Message]] = field(default_factory=dict)
+    truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
+
+    @property
+    def success_rate(self) -> float | None:
+        """Success rate = successful samples / (all samples - cancelled ones, which say nothing of the endpoint)."""
+        judged = self.samples - self.errors.get(ErrorKind.CANCELLED.value, 0)
+        return self.ok / judged if judged else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "samples": self.samples,
+            "ok": self.ok,
+            "success_rate": self.success_rate,
+            "errors": self.errors,
+            "figures": {name: _stat_dict(s) for name, s in self.figures.items()},
+            "groups": None if self.groups is None else self.groups.as_dict(),
+            "error_messages": {k: [m.as_dict() for m in ms] for k, ms in self.error_messages.items()},
+            "truth": self.truth,
+        }
+
+
+def summarise(endpoint: str, samples: Sequence[Sample], truth: dict[str, float] | None = None) -> Summary:
+    """Figures over successful samples only; failures count towards the success rate (cancelled ones apart)."""
+    ok = [s for s in samples if s.ok]
+    figures = {}
+    for name, _label, _unit in FIGURES:
+        values = [v for s in ok if (v := getattr(s.metrics, name)) is not None]
+        figures[name] = stat(values)
+    errors = Counter(str(s.error_kind) for s in samples if not s.ok)
+    return Summary(
+        endpoint,
+        len(samples),
+        len(ok),
+        dict(sorted(errors.items())),
+        figures,
+        groups(samples),
+        messages(samples),
+        truth,
+    )

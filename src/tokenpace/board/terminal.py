@@ -1,0 +1,170 @@
+"""What the terminal shows: of a run, a table per endpoint and one line about the run and the client; of the
+service, the leaderboard with the web page's columns."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Mapping, Sequence
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tokenpace.board.ranking import COLUMNS, METRIC_OF, Board, Entry
+from tokenpace.board.summary import FIGURES, Summary, summarise
+from tokenpace.config.presets import Preset
+from tokenpace.measure.run import RunResult
+from tokenpace.measure.sample import Sample
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
+
+
+def print_summary(console: Console, s: Summary) -> None:
+    """The endpoint's figures (beside the simulator's true values under --sim), then its commonest errors."""
+    rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
+    errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
+    title = f"{escape(s.endpoint)}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}"
+    if s.ok == 0:
+        console.print(title + "  ·  [bold red]no request succeeded[/]: no figures", soft_wrap=True)
+    else:
+        table = Table(title=title, title_justify="left")
+        columns = ("figure", "unit", "n", "P5", "P50", "P95", "mean") + (("set",) if s.truth is not None else ())
+        for col in columns:
+            table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
+        rows = [(name, label, unit, s.figures[name]) for name, label, unit in FIGURES]
+        if s.groups is not None:
+            rows += [
+                ("", f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
+                ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
+            ]
+        for name, label, unit, st in rows:
+            cells = [label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean)]
+            if s.truth is not None:
+                cells.append(_fmt(s.truth.get(name)) if name in s.truth else "")
+            table.add_row(*cells)
+        console.print(table)
+        if s.truth is not None:
+            console.print("set: what the simulator was told to do (its true TTFT and output speed)")
+    for kind, found in s.error_messages.items():
+        for m in found:
+            console.print(f"  {kind} ({m.count}): {escape(m.message)}", soft_wrap=True, highlight=False)
+            if m.hint:
+                console.print(f"    hint: {m.hint}", soft_wrap=True, style="yellow", highlight=False)
+
+
+def summaries(samples: Sequence[Sample], truth: Mapping[str, dict[str, float]] | None = None) -> list[Summary]:
+    """One summary per endpoint, in the order they were measured; ``truth``: a simulator's settings by name."""
+    by_endpoint: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_endpoint.setdefault(s.endpoint.name, []).append(s)
+    return [summarise(name, samples, (truth or {}).get(name)) for name, samples in by_endpoint.items()]
+
+
+def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:
+    r = result.run
+    lag = f"loop lag p99 {_fmt(r.loop_lag_p99_ms)} ms, {_fmt(r.cpu_us_per_event)} µs CPU per event"
+    if r.client_bound:
+        err.print(
+            f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
+            "Lower --concurrency or run on a less busy machine."
+        )
+    # soft_wrap: one line however narrow the terminal or pipe, so the run id and the seed stay whole.
+    line = f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})"
+    out.print(line, soft_wrap=True, highlight=False)
+
+
+def _cell(board: Board, e: Entry, key: str) -> str:
+    r, statistic = e.row, board.window.statistic
+    if key == "rank":
+        if e.too_few:
+            return f"too few ({r.counted}/{board.query.min_samples})"
+        return "-" if e.rank is None else str(e.rank)
+    if key == "name":
+        one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
+        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot
+    if key in ("speed", "ttft", "e2e"):
+        figure = r.figure(METRIC_OF[key])
+        return f"{_fmt(figure.headline(statistic))} [dim](n={figure.n})[/]"
+    if key == "success":
+        return "-" if r.success_rate is None else f"{r.success_rate:.0%}"
+    if key == "samples":
+        # Client-bound samples are left out of the figures (unless included): say how many.
+        return str(r.samples) + (f" [yellow]({r.client_bound} client-bound)[/]" if r.client_bound else "")
+    last = "-" if r.last_at is None else f"{r.last_at:%Y-%m-%d %H:%M} UTC"
+    return last + (" [yellow](stale)[/]" if e.stale else "")
+
+
+def print_board(console: Console, board: Board) -> None:
+    """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
+    q = board.query
+    where = ", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v)
+    title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    title += "  ·  client-bound samples included" if q.include_client_bound else ""
+    table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
+    for key, label in COLUMNS:
+        # Names fold rather than truncate: a cut name could be another endpoint's.
+        table.add_column(label, justify="left" if key in ("name", "last") else "right", overflow="fold")
+    for e in board.entries:
+        table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
+    console.print(table)
+    if not board.entries:
+        console.print(f"no samples of the {q.workload} workload in this window (workloads: "
+                      f"{', '.join(board.workloads) or 'none yet'})")  # fmt: skip
+
+
+def print_presets(console: Console, presets: Sequence[Preset]) -> None:
+    """The presets as a table where one fits the terminal; else (narrow, or piped) one record per preset:
+    name, protocol and key variable on a line, then the base URL and the note below, nothing cut short."""
+    header = ("preset", "protocol", "base URL", "key variable", "note")
+    rows = [(p.name, p.protocol, p.base_url, p.api_key_env or "-", p.note) for p in presets]
+    # Whole cells in the first four columns, 30 characters for the note, 3 per column of borders and padding.
+    needed = sum(max(len(r[i]) for r in [header, *rows]) for i in range(4)) + 30 + 3 * len(header) + 1
+    if console.is_terminal and needed <= console.width:
+        table = Table()
+        for col in header:
+            table.add_column(col, no_wrap=col != "note")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    indent = " " * 14
+    for p in presets:
+        console.print(f"{p.name:<13} {p.protocol:<17} {p.api_key_env or '(no key: a local server)'}", highlight=False)
+        console.print(indent + p.base_url, soft_wrap=True, highlight=False)
+        for line in textwrap.wrap(p.note, max(console.width - len(indent), 30)):
+            console.print(indent + line, style="dim", highlight=False)
+
+
+_UNITS = {"speed": "tok/s", "ttft": "ms TTFT", "e2e": "ms end-to-end"}
+
+
+def print_leaderboard(console: Console, board: Board) -> None:
+    """The board as print_board's table where it fits the console whole; else (narrow, or piped at 80
+    columns) three lines per endpoint: rank and name, its figures, its success and samples, nothing folded."""
+    drawn = io.StringIO()
+    print_board(Console(width=1000, file=drawn, color_system=None), board)
+    if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
+        print_board(console, board)
+        return
+    q = board.query
+    title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    console.print(title, soft_wrap=True)
+    statistic = board.window.statistic
+    for e in board.entries:
+        style = "dim" if e.too_few else None
+        console.print(f"{_cell(board, e, 'rank'):>3}  {_cell(board, e, 'name')}", style=style, soft_wrap=True)
+        figures = []
+        for key, unit in _UNITS.items():
+            figure = e.row.figure(METRIC_OF[key])
+            figures.append(f"{_fmt(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
+        console.print("     " + "  ·  ".join(figures), style=style, soft_wrap=True, highlight=False)
+        rest = f"success {_cell(board, e, 'success')}  ·  samples {_cell(board, e, 'samples')}"
+        console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
+    if not board.entries:
+        print_board(console, board)  # its own line for an empty board

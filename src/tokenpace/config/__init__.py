@@ -1,0 +1,1 @@
+"""Configuration: endpoints and providers from TOML, presets, schedule settings, workload definitions."""

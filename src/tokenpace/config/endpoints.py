@@ -1,0 +1,296 @@
+"""Endpoints and the TOML file that declares them.
+
+An *endpoint* is provider + plan + model: the unit a result is about. The same model on two plans of one
+provider is two endpoints. A config file looks like::
+
+    corpus = "texts"                      # your own long-form text for prompts (default: built in)
+
+    [providers.groq]                      # a preset's name: base URL, protocol and key variable come from it
+    base_url = "https://api.groq.com/openai/v1"
+    api_key_env = "GROQ_API_KEY"          # the *name* of the variable, never the key
+    plan = "free"                         # optional label, default "default"
+    models = ["llama-3.1-8b-instant"]
+
+    billing = "per-token"                 # uncapped: every 10 min, capped: hourly, per-token: every 4 h (the
+                                          # default with a key; local servers, without one, default to uncapped)
+    every = "30m"                         # optional: overrides the billing's cadence; units s, m, h, d
+    concurrency = 4                       # most requests in flight to this provider at once (default 10)
+    requests = 1                          # samples per scheduled run of a sequential workload (default 1)
+    budget = { requests = 100, input_tokens = 2_000_000, output_tokens = 50_000 }  # each plan, any 24 h
+
+    [providers.groq.plans.dev]            # more plans: each inherits the provider's fields, and may set its
+    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests and budget (a budget table whole)
+    models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]
+
+    [providers.demo]                      # a simulator run in-process, labelled simulated everywhere
+    simulate = { ttft_ms = 120, tokens_per_s = 300 }  # any tokenpace.sim.Scenario field; models default ["sim"]
+
+    [workloads.long-summary]              # custom workloads beside the built-in 1k, 10k, 100k, vision, parallel
+    input_tokens = 20000
+    max_tokens = 800
+    tasks = ["summarize"]
+
+    [schedule]                            # what `tokenpace serve` samples, and how often
+    workloads = ["1k", "10k", "100k", "vision", "parallel"]   # the default
+    min_samples = 3                       # fewer successful samples than this: shown, not ranked
+    jitter = 0.1                          # each interval varies by up to +-10%, so samples don't line up
+
+    [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
+    "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for
+    "10k" = "3h"                          # declared workloads); defaults 10k and vision 3h, 100k 7d, and
+    "parallel" = { every = "1d", jitter = 0.5 }  # parallel daily at a random time of day, as written here
+
+Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from tokenpace.config.plain import first_problem
+from tokenpace.config.presets import PRESETS, Protocol, preset
+from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
+from tokenpace.config.settings import (
+    DEFAULT_CONCURRENCY,
+    MIN_EVERY_S,
+    MIN_SIMULATED_EVERY_S,
+    SIM_BASE_URL,
+    SIM_MODEL,
+    PlanKeys,
+    PlanSettings,
+    ScheduleSettings,
+    ScheduleTable,
+    plan_settings,
+    schedule_settings,
+)
+from tokenpace.config.workloads import BUILTIN, Workload, workload_from_config
+from tokenpace.errors import ConfigError
+
+
+def plan_name(provider: str, plan: str) -> str:
+    """``provider``, or ``provider:plan`` for any plan but the default: how plans and endpoints are named."""
+    return provider if plan == "default" else f"{provider}:{plan}"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and how to reach one model; holds the name of the key's variable, never the key."""
+
+    provider: str
+    model: str
+    base_url: str
+    plan: str = "default"
+    protocol: str = "openai-chat"
+    api_key_env: str | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold credentials
+    simulated: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{plan_name(self.provider, self.plan)}/{self.model}"
+
+    def api_key(self) -> str | None:
+        """The key from the environment, or None when no variable is configured."""
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(f"endpoint {self.name}: environment variable {self.api_key_env} is not set")
+        return key
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    @pydantic.field_validator("headers", check_fields=False)
+    @classmethod
+    def _one_line_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            check_header(name, value)
+        return headers
+
+
+def check_header(name: str, value: str) -> None:
+    """A header HTTP can carry: a token name and a value without line breaks or NUL (ValueError otherwise)."""
+    if not name or any(c in name for c in " :\r\n\0") or any(c in value for c in "\r\n\0"):
+        raise ValueError(f"header {name!r}: names are one word and values one line without control characters")
+
+
+class _Plan(_Strict, PlanKeys):
+    api_key_env: str | None = None
+    base_url: pydantic.HttpUrl | None = None
+    protocol: Protocol | None = None
+    headers: dict[str, str] = {}
+    models: list[str] = pydantic.Field(min_length=1)
+
+
+class _Provider(_Strict, PlanKeys):
+    preset: str | None = None  # defaults from a well-known provider; the table's name is tried too
+    base_url: pydantic.HttpUrl | None = None
+    protocol: Protocol | None = None
+    api_key_env: str | None = None
+    plan: str = "default"
+    headers: dict[str, str] = {}
+    models: list[str] = []
+    plans: dict[str, _Plan] = {}
+    concurrency: int = pydantic.Field(default=DEFAULT_CONCURRENCY, ge=1)
+    simulate: dict[str, Any] | None = None  # checked by sim.scenarios when a simulator is started
+
+
+class _File(_Strict):
+    providers: dict[str, _Provider] = {}
+    workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
+    corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
+    schedule: ScheduleTable = ScheduleTable()
+
+
+@dataclass(frozen=True)
+class Config:
+    endpoints: tuple[Endpoint, ...] = ()
+    source: str = "<command line>"
+    workloads: Mapping[str, Workload] = field(default_factory=dict)
+    corpus: Path | None = None
+    plans: Mapping[tuple[str, str], PlanSettings] = field(default_factory=dict)  # (provider, plan)
+    concurrency: Mapping[str, int] = field(default_factory=dict)  # per provider; default DEFAULT_CONCURRENCY
+    simulators: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # provider -> Scenario fields
+    schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+
+    def plan_of(self, endpoint: Endpoint) -> PlanSettings:
+        """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
+        found = self.plans.get((endpoint.provider, endpoint.plan))
+        return found or PlanSettings.default(keyed=endpoint.api_key_env is not None)
+
+    def concurrency_of(self, provider: str) -> int:
+        return self.concurrency.get(provider, DEFAULT_CONCURRENCY)
+
+    def workload(self, name: str) -> Workload:
+        """A workload declared in this file, else a built-in one."""
+        found = {**BUILTIN, **self.workloads}.get(name)
+        if found is None:
+            names = ", ".join([*BUILTIN, *self.workloads])
+            raise ConfigError(f"unknown workload {name!r} (known: {names}); `tokenpace workloads` lists them")
+        return found
+
+    def find(self, ref: str) -> list[Endpoint]:
+        """Endpoints named ``provider/model``, ``provider:plan/model``, ``provider`` or ``provider:plan``.
+
+        ``preset/model`` for a provider the file does not declare is measured with the preset's settings.
+        """
+        head, _, model = ref.partition("/")
+        provider, _, plan = head.partition(":")
+        found = [
+            e
+            for e in self.endpoints
+            if e.provider == provider and (not plan or e.plan == plan) and (not model or e.model == model)
+        ]
+        declared = any(e.provider == provider for e in self.endpoints)  # a file's table shadows the preset
+        if not found and model and not declared and (pre := PRESETS.get(provider)) is not None:
+            found = [Endpoint(provider, model, pre.base_url, plan or "default", pre.protocol, pre.api_key_env)]
+        if not found:
+            names = ", ".join([e.name for e in self.endpoints] + [f"{p}/MODEL" for p in PRESETS])
+            raise ConfigError(f"{self.source}: no endpoint matches {ref!r} (known: {names})")
+        return found
+
+
+def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, PlanSettings]]:
+    """The provider's endpoints, each with its plan's schedule settings."""
+    plans = dict(p.plans)
+    if p.models and p.plan in plans:
+        raise ConfigError(
+            f"{source}: providers.{name}: the {p.plan} plan is declared twice, by 'models' and by "
+            f"[providers.{name}.plans.{p.plan}]; keep one"
+        )
+    if p.models or (p.simulate is not None and not plans):
+        plans[p.plan] = _Plan(models=p.models or [SIM_MODEL])
+    for plan_name, plan in plans.items():
+        table = f"providers.{name}" + ("" if plan_name == p.plan and p.models else f".plans.{plan_name}")
+        seen: set[str] = set()
+        for model in plan.models:
+            if model in seen:
+                raise ConfigError(f'{source}: {table}.models: "{model}" is listed twice')
+            seen.add(model)
+    if not plans:
+        raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
+    base: str | None
+    if p.simulate is not None:  # a simulator needs no address or key: the service starts it
+        tables: list[_Provider | _Plan] = [p, *plans.values()]
+        if p.preset or any(t.base_url or t.api_key_env for t in tables):
+            raise ConfigError(
+                f"{source}: providers.{name}: a simulated provider takes no base_url, api_key_env or preset"
+            )
+        pre, base = None, SIM_BASE_URL.format(provider=name)
+    else:
+        try:
+            pre = preset(p.preset) if p.preset else PRESETS.get(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: providers.{name}.preset: {exc}") from None
+        base = str(p.base_url) if p.base_url else (pre.base_url if pre else None)
+        if base is None and not all(plan.base_url for plan in plans.values()):
+            raise ConfigError(f"{source}: providers.{name}: give base_url, or preset = one of {', '.join(PRESETS)}")
+    out = []
+    for plan_name, plan in plans.items():
+        key_env = plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None)
+        settings = plan_settings(p, plan, keyed=key_env is not None)
+        floor = MIN_SIMULATED_EVERY_S if p.simulate is not None else MIN_EVERY_S
+        if settings.every_s < floor:
+            table = f"providers.{name}" + (f".plans.{plan_name}" if plan.every else "")
+            raise ConfigError(
+                f"{source}: {table}.every: {settings.every_s:g} s is more often than the minimum of {floor:g} s "
+                f"between runs of a{' simulated' if p.simulate is not None else 'n'} endpoint"
+            )
+        for model in plan.models:
+            endpoint = Endpoint(
+                provider=name,
+                plan=plan_name,
+                model=model,
+                base_url=str(plan.base_url or base).rstrip("/"),
+                protocol=plan.protocol or p.protocol or (pre.protocol if pre else "openai-chat"),
+                api_key_env=key_env,
+                headers=tuple(sorted({**p.headers, **plan.headers}.items())),
+                simulated=p.simulate is not None,
+            )
+            out.append((endpoint, settings))
+    return out
+
+
+def load(path: str | Path) -> Config:
+    """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        parsed = _File.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{path}: {first_problem(exc, _File)}") from None
+    found = [pair for name, p in parsed.providers.items() for pair in _endpoints(str(path), name, p)]
+    try:
+        workloads = {name: workload_from_config(name, table) for name, table in parsed.workloads.items()}
+        schedule = schedule_settings(parsed.schedule, {**BUILTIN, **workloads})
+    except (ConfigError, ValueError) as exc:  # each message starts with the key it is about
+        raise ConfigError(f"{path}: {exc}") from None
+    simulators = {name: p.simulate for name, p in parsed.providers.items() if p.simulate is not None}
+    return Config(
+        endpoints=tuple(e for e, _ in found),
+        source=str(path),
+        workloads=workloads,
+        corpus=None if parsed.corpus is None else path.parent / parsed.corpus,
+        plans={(e.provider, e.plan): settings for e, settings in found},
+        concurrency={name: p.concurrency for name, p in parsed.providers.items()},
+        simulators=simulators,
+        schedule=schedule,
+    )

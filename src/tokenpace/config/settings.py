@@ -1,0 +1,167 @@
+"""Schedule settings: how often each endpoint and workload is sampled, how many at once, within what budget.
+
+The TOML keys (see ``config``) are parsed here into plain frozen data: :class:`PlanSettings` per provider and
+plan, :class:`ScheduleSettings` for the whole file. Billing sets a plan's cadence, as TokenDyno's defaults do:
+``uncapped`` every 10 minutes, ``capped`` hourly, ``per-token`` every 4 hours. An endpoint with an API key is
+taken to be billed per token and a local server (no key) to be uncapped, unless the file says otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
+
+import pydantic
+
+Billing = Literal["uncapped", "capped", "per-token"]
+BILLING_EVERY_S: Mapping[str, float] = MappingProxyType({"uncapped": 600.0, "capped": 3600.0, "per-token": 14400.0})
+DEFAULT_CONCURRENCY = 10
+DEFAULT_WORKLOADS = ("1k", "10k", "100k", "vision", "parallel")
+# The shortest cadences: a real endpoint's runs cost the provider (and often the user) money; a simulated one's
+# only fill the store, so demos and tests may sample it every second, no faster.
+MIN_EVERY_S = 10.0
+MIN_SIMULATED_EVERY_S = 1.0
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``"90s"``, ``"10m"``, ``"3h"``, ``"1d"`` (a number then one unit); ValueError otherwise."""
+    match = _DURATION.fullmatch(text) if isinstance(text, str) else None
+    seconds = float(match[1]) * _UNITS[match[2]] if match else 0.0
+    if seconds <= 0:
+        raise ValueError(f'{text!r} is not a duration: give a number above 0 and a unit s, m, h or d, e.g. "10m"')
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Caps per plan over any rolling 24 hours; None: no cap on that count."""
+
+    requests: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """How one plan of one provider is sampled: its billing, cadence, requests per run and daily budget."""
+
+    billing: Billing = "per-token"
+    every_s: float = BILLING_EVERY_S["per-token"]
+    requests: int = 1  # samples per scheduled run of a sequential workload
+    budget: Budget | None = None
+
+    @classmethod
+    def default(cls, keyed: bool) -> PlanSettings:
+        """What a plan gets without settings: per-token with an API key, else (a local server) uncapped."""
+        billing: Billing = "per-token" if keyed else "uncapped"
+        return cls(billing, BILLING_EVERY_S[billing])
+
+
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """A workload's own cadence; None: follow the plan's cadence, or take the schedule's jitter."""
+
+    every_s: float | None = None
+    jitter: float | None = None
+
+
+# Parallel once a day with jitter 0.5: each run at a random time of day, as Artificial Analysis does.
+DEFAULT_EVERY: Mapping[str, Cadence] = MappingProxyType(
+    {"1k": Cadence(), "10k": Cadence(3 * 3600), "vision": Cadence(3 * 3600), "100k": Cadence(7 * 86400),
+     "parallel": Cadence(86400, 0.5)}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSettings:
+    """The ``[schedule]`` table: which workloads run, the jitter, each workload's cadence, ranking's minimum."""
+
+    workloads: tuple[str, ...] = DEFAULT_WORKLOADS
+    min_samples: int = 3
+    jitter: float = 0.1
+    every: Mapping[str, Cadence] = field(default_factory=lambda: dict(DEFAULT_EVERY))
+
+    def cadence(self, workload: str) -> Cadence:
+        """The workload's cadence; workloads without one (declared ones) follow the plan."""
+        return self.every.get(workload, Cadence())
+
+
+# TOML side: pydantic shapes whose errors name their key (config turns them into one line).
+Duration = Annotated[float, pydantic.PlainValidator(parse_duration)]
+
+
+def _workload_every(text: str) -> float:
+    """A workload's own cadence in seconds, no shorter than any endpoint's (ValueError otherwise)."""
+    seconds = parse_duration(text)
+    if seconds < MIN_SIMULATED_EVERY_S:
+        raise ValueError(f"{text!r} is more often than the minimum of {MIN_SIMULATED_EVERY_S:g} s between runs")
+    return seconds
+
+
+def _cadence(value: Any) -> Cadence:
+    """``"plan"``, a duration, or ``{ every = "1d", jitter = 0.5 }``."""
+    if value == "plan":
+        return Cadence()
+    if isinstance(value, str):
+        return Cadence(_workload_every(value))
+    if isinstance(value, dict) and set(value) <= {"every", "jitter"}:
+        every = value.get("every", "plan")
+        jitter = value.get("jitter")
+        if jitter is not None and not (isinstance(jitter, int | float) and 0 <= jitter < 1):
+            raise ValueError(f"jitter must be a number from 0 to below 1, got {jitter!r}")
+        return Cadence(None if every == "plan" else _workload_every(every), jitter)
+    raise ValueError('give "plan", a duration like "3h", or { every = "1d", jitter = 0.5 }')
+
+
+class BudgetTable(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    requests: int | None = pydantic.Field(default=None, ge=1)
+    input_tokens: int | None = pydantic.Field(default=None, ge=1)
+    output_tokens: int | None = pydantic.Field(default=None, ge=1)
+
+
+class PlanKeys(pydantic.BaseModel):
+    """Keys a provider table and its plan tables both take (a plan's own override the provider's)."""
+
+    billing: Billing | None = None
+    every: Duration | None = None
+    requests: int | None = pydantic.Field(default=None, ge=1)
+    budget: BudgetTable | None = None
+
+
+class ScheduleTable(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    workloads: list[str] = pydantic.Field(default=list(DEFAULT_WORKLOADS), min_length=1)
+    min_samples: int = pydantic.Field(default=3, ge=1)
+    jitter: float = pydantic.Field(default=0.1, ge=0, lt=1)  # 1 would allow a zero interval
+    every: dict[str, Annotated[Cadence, pydantic.PlainValidator(_cadence)]] = {}
+
+
+def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool) -> PlanSettings:
+    """A plan's settings: its own keys, else its provider's, else the default for a keyed or local plan."""
+    billing = plan.billing or provider.billing or PlanSettings.default(keyed).billing
+    budget = plan.budget or provider.budget
+    return PlanSettings(
+        billing=billing,
+        every_s=plan.every or provider.every or BILLING_EVERY_S[billing],
+        requests=plan.requests or provider.requests or 1,
+        budget=None if budget is None else Budget(budget.requests, budget.input_tokens, budget.output_tokens),
+    )
+
+
+def schedule_settings(table: ScheduleTable, known: Mapping[str, object]) -> ScheduleSettings:
+    """The ``[schedule]`` table checked against the known workloads (ValueError ``key: what is wrong``)."""
+    for key, names in (("workloads", table.workloads), ("every", list(table.every))):
+        if unknown := [name for name in names if name not in known]:
+            raise ValueError(f"schedule.{key}: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
+    every = {**DEFAULT_EVERY, **table.every}
+    return ScheduleSettings(tuple(dict.fromkeys(table.workloads)), table.min_samples, table.jitter, every)
+
+
+SIM_BASE_URL = "simulated://{provider}"  # a simulated endpoint's address until the service starts its simulator
+SIM_MODEL = "sim"  # the model a simulated provider serves when its table names none

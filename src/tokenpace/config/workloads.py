@@ -1,0 +1,104 @@
+"""Workloads: named prompt shapes (input size, task mix, image, concurrency) that results are about.
+
+Speed depends on prompt length, so a result is about a named workload. Built in: ``1k``, ``10k`` and ``100k``
+input tokens with a mix of five tasks, ``vision`` (a ~1 megapixel chart and ~1k tokens of text) and
+``parallel`` (1k tokens, 10 requests released together, as Artificial Analysis's daily parallel test). A
+config file declares more (``[workloads.NAME]``); ``measure.prompts`` builds each request's fresh prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+import pydantic
+
+from tokenpace.config.plain import first_problem
+from tokenpace.errors import ConfigError
+
+TEXT_TASKS = ("summarize", "questions", "compare", "translate", "visual")
+IMAGE_TASK = "describe"
+MIN_INPUT_TOKENS = 300  # nonce line and task take up to ~150 of them
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What to send: a target prompt size, the task mix and output cap, and optionally an image or a burst.
+
+    A request's task is chosen by its seed from ``tasks``. ``image`` (width, height) attaches a chart and goes
+    with the ``describe`` task only. ``concurrency``: this many requests are released together.
+    """
+
+    name: str
+    max_tokens: int
+    _: KW_ONLY
+    input_tokens: int = 1000
+    tasks: tuple[str, ...] = TEXT_TASKS
+    concurrency: int | None = None
+    image: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if problem := _problem(self):
+            raise ValueError(problem)
+
+
+def _problem(w: Workload) -> str | None:
+    """What is wrong with a workload, as ``key: what is wrong`` (a ValueError's message), or None."""
+    known = (*TEXT_TASKS, IMAGE_TASK)
+    if w.input_tokens < MIN_INPUT_TOKENS:
+        return f"input_tokens: must be at least {MIN_INPUT_TOKENS}, got {w.input_tokens}"
+    if w.max_tokens < 1:
+        return f"max_tokens: must be at least 1, got {w.max_tokens}"
+    if w.concurrency is not None and w.concurrency < 1:
+        return f"concurrency: must be at least 1, got {w.concurrency}"
+    if not w.tasks or (unknown := [t for t in w.tasks if t not in known]):
+        return f"tasks: give one or more of {', '.join(known)}" + (f", not {unknown[0]!r}" if w.tasks else "")
+    if w.image is not None and not all(16 <= side <= 8192 for side in w.image):
+        return f"image: width and height must be 16 to 8192 pixels, got {list(w.image)}"
+    if (w.image is not None) != (w.tasks == (IMAGE_TASK,)):
+        return f"tasks: a workload with an image runs the {IMAGE_TASK!r} task only, and {IMAGE_TASK!r} needs an image"
+    return None
+
+
+# max_tokens 500 for every built-in: enough tokens after the first for a stable output-speed figure, and every
+# task asks for more, so no answer ends early.
+BUILTIN: dict[str, Workload] = {
+    "1k": Workload("1k", 500, input_tokens=1_000),
+    "10k": Workload("10k", 500, input_tokens=10_000),
+    "100k": Workload("100k", 500, input_tokens=100_000),
+    "vision": Workload("vision", 500, input_tokens=1_000, tasks=(IMAGE_TASK,), image=(1200, 840)),
+    "parallel": Workload("parallel", 500, input_tokens=1_000, concurrency=10),
+}
+DEFAULT = BUILTIN["1k"]
+
+
+class _Table(pydantic.BaseModel):
+    """A ``[workloads.NAME]`` table's types; the values are checked by ``Workload`` itself."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True)
+    input_tokens: int = DEFAULT.input_tokens
+    max_tokens: int = DEFAULT.max_tokens
+    tasks: list[str] | None = None
+    concurrency: int | None = None
+    image: list[int] | None = pydantic.Field(None, min_length=2, max_length=2)
+
+
+def workload_from_config(name: str, table: Mapping[str, Any]) -> Workload:
+    """A custom workload from its TOML table; any mistake is one ConfigError line ``workloads.NAME.key: ...``.
+
+    Keys: ``input_tokens``, ``max_tokens``, ``tasks`` (default: all five text tasks, or ``describe`` with an
+    image), ``concurrency``, ``image = [width, height]``.
+    """
+    try:
+        t = _Table.model_validate(table)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"workloads.{name}.{first_problem(exc, _Table)}") from None
+    image = None if t.image is None else (t.image[0], t.image[1])
+    tasks = tuple(t.tasks) if t.tasks is not None else (IMAGE_TASK,) if image else TEXT_TASKS
+    try:
+        return Workload(
+            name, t.max_tokens, input_tokens=t.input_tokens, tasks=tasks, concurrency=t.concurrency, image=image
+        )
+    except ValueError as exc:
+        raise ConfigError(f"workloads.{name}.{exc}") from None

@@ -1,0 +1,277 @@
+"""Take samples: N requests per endpoint, C at a time, every one ending as a stored sample.
+
+Everything that costs CPU and is not the measurement happens off the clock: prompts and request bytes are
+built before the first request, connections are opened before measuring, and decoding waits until a stream
+has ended. The client's own loop lag is watched throughout so a run whose client was the bottleneck is
+flagged rather than trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import random
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.workloads import Workload
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.clients.base import HttpRequest, undecodable
+from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
+from tokenpace.measure.corpus import Corpus
+from tokenpace.measure.failures import Failure
+from tokenpace.measure.lag import LoopLag
+from tokenpace.measure.prompts import Prompt, build_prompt
+from tokenpace.measure.sample import RunRecord, Sample, Source, make_sample
+from tokenpace.measure.timing import Recording
+from tokenpace.measure.tokens import preload as preload_tokenizer
+
+DECODER_SWITCH_INTERVAL_S = 0.0002
+
+
+QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see _quiet_interpreter)
+_quiet_lock = threading.Lock()
+_quiet_runs = 0  # runs overlap under `tokenpace serve`: the first one in quiets, the last one out restores
+_quiet_restore: tuple[bool, float] = (True, 0.005)
+_quiet_since = 0.0  # time.monotonic() of the last collection while quiet
+
+
+@contextlib.contextmanager
+def _quiet_interpreter() -> Iterator[None]:
+    """No pauses of the interpreter's own while streams are timed; everything is restored afterwards.
+
+    A full garbage collection over tens of thousands of chunk records stalled the loop for ~100 ms at 256
+    streams (bench/fidelity.py), so collection waits until the run ends; and a short GIL switch interval makes
+    the decoder thread hand the GIL back within a fraction of a millisecond when bytes arrive (default 5 ms).
+    Under serve, overlapping runs could keep collection off for good: a run that enters after more than
+    QUIET_MAX_S without one collects first, one bounded pause every five minutes at worst rather than
+    unbounded memory.
+    """
+    global _quiet_runs, _quiet_restore, _quiet_since
+    with _quiet_lock:
+        if _quiet_runs == 0:
+            gc.collect()
+            _quiet_restore = (gc.isenabled(), sys.getswitchinterval())
+            gc.disable()
+            sys.setswitchinterval(DECODER_SWITCH_INTERVAL_S)
+            _quiet_since = time.monotonic()
+        elif _quiet_restore[0] and time.monotonic() - _quiet_since > QUIET_MAX_S:  # (only if it was on before)
+            gc.collect()
+            _quiet_since = time.monotonic()
+        _quiet_runs += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_runs -= 1
+            if _quiet_runs == 0:
+                sys.setswitchinterval(_quiet_restore[1])
+                if _quiet_restore[0]:
+                    gc.enable()
+
+
+def _yield_to_the_loop() -> None:
+    """Lowest CPU priority for the decoder thread, so on a busy core the kernel runs the timing loop first."""
+    with contextlib.suppress(AttributeError, OSError):  # not every platform lets a thread change its own
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
+# Optional request fields each endpoint refused, for the life of the process: under serve every run would
+# otherwise send a refused request first (billed perhaps, never a sample). Job.worst_case allows for it per run.
+_refused: dict[Endpoint, Failure] = {}
+
+
+def refused(endpoint: Endpoint) -> bool:
+    """Whether the endpoint refused an optional field in this process (its later requests go without it)."""
+    return endpoint in _refused
+
+
+class SampleSink(Protocol):
+    def add_sample(self, sample: Sample) -> None: ...
+    def add_run(self, run: RunRecord) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run: RunRecord
+    samples: list[Sample] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How many requests, how many at once, with which limits."""
+
+    requests: int = 10
+    concurrency: int = 1
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    warmup: bool = True
+    seed: int | None = None  # None: fresh prompts every run
+    keep_prompts: bool = False  # store each prompt's text with its sample (the fingerprint is always kept)
+    source: Source = "one-shot"  # the service's sampler says "scheduled"
+    publish: bool = False  # rank these samples on the board (always, for scheduled ones)
+    limits: Limits = field(default_factory=Limits)  # bytes a response may bring
+
+
+async def _measure_endpoint(
+    endpoint: Endpoint,
+    workload: Workload,
+    plan: Plan,
+    run_id: str,
+    seed: int,
+    keep: Callable[[Sample], None],
+    decoder: ThreadPoolExecutor,
+    corpus: Corpus | None,
+    lag: LoopLag,
+) -> None:
+    """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
+
+    A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
+    of a group at once, the next group when the last one has finished.
+    """
+    loop = asyncio.get_running_loop()
+    proto = protocol_for(endpoint.protocol)
+
+    def build() -> tuple[list[Prompt], list[HttpRequest]]:
+        prompts = [build_prompt(workload, seed + i, corpus) for i in range(plan.requests)]
+        return prompts, [proto.request(endpoint, p) for p in prompts]
+
+    # Off the loop: a 100k prompt costs about a second of CPU, which would stall other runs' clocks (serve).
+    prompts, requests = await loop.run_in_executor(decoder, build)
+    decoding: list[asyncio.Future[Sample]] = []
+    pool = workload.concurrency or plan.concurrency
+
+    def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
+        try:
+            timeline = proto.decode(rec)
+        except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
+            timeline = undecodable(rec, exc)
+        bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        published = plan.publish or plan.source == "scheduled"
+        return make_sample(
+            run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts,
+            source=plan.source, published=published, client_bound=bound,
+        )  # fmt: skip
+
+    def decoded(future: asyncio.Future[Sample]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            keep(future.result())
+
+    async with new_session(pool, plan.timeouts) as session:
+        if plan.warmup:
+            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, plan.timeouts)
+
+        async def one(i: int, group: str | None = None) -> None:
+            rec = Recording()
+            request = requests[i]
+            if (refused := _refused.get(endpoint)) is not None:  # built before the clock starts, like every request
+                request = proto.without_extras(request, refused) or request
+            started = datetime.now(UTC)
+            try:
+                await record(session, request, plan.timeouts, rec, proto.has_token, plan.limits)
+                if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
+                    # A negotiation, not a measurement: ask again without the refused field, clock restarted.
+                    _refused[endpoint] = rec.failure
+                    rec, started = Recording(), datetime.now(UTC)
+                    await record(session, plain, plan.timeouts, rec, proto.has_token, plan.limits)
+            finally:
+                # Runs on cancellation too: a cancelled request is still a sample.
+                future = loop.run_in_executor(decoder, decode, rec, started, i, group)
+                future.add_done_callback(decoded)
+                decoding.append(future)
+
+        order = iter(range(plan.requests))
+
+        async def worker() -> None:
+            for i in order:
+                await one(i)
+
+        try:
+            if workload.concurrency:
+                for k, first in enumerate(range(0, plan.requests, pool)):
+                    async with asyncio.TaskGroup() as tg:
+                        for i in range(first, min(first + pool, plan.requests)):
+                            tg.create_task(one(i, f"{run_id[:12]}-{k}"))
+            else:
+                async with asyncio.TaskGroup() as tg:
+                    for _ in range(min(pool, plan.requests)):
+                        tg.create_task(worker())
+        finally:
+            await asyncio.gather(*decoding)
+
+
+async def measure(
+    endpoints: Sequence[Endpoint],
+    workload: Workload,
+    plan: Plan,
+    sink: SampleSink | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
+    command: str = "",
+    corpus: Corpus | None = None,
+) -> RunResult:
+    """Measure each endpoint in turn and record the run, including when it is interrupted."""
+    preload_tokenizer()
+    run_id = uuid.uuid4().hex
+    seed = (
+        plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(31)
+    )  # fits every database's INTEGER
+    samples: list[Sample] = []
+
+    def keep(sample: Sample) -> None:
+        samples.append(sample)
+        if sink is not None:
+            sink.add_sample(sample)
+        if on_sample is not None:
+            on_sample(sample)
+
+    lag = LoopLag()
+    started = datetime.now(UTC)
+    cpu0 = time.process_time()
+    decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=_yield_to_the_loop)
+    lag.start()
+    try:
+        with _quiet_interpreter():
+            for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
+                first = seed + k * plan.requests
+                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus, lag)
+    finally:
+        await lag.stop()
+        decoder.shutdown()
+        cpu = time.process_time() - cpu0
+        events = sum(len(s.timeline.events) for s in samples)
+        run = RunRecord(
+            id=run_id,
+            started_at=started,
+            finished_at=datetime.now(UTC),
+            command=command,
+            concurrency=workload.concurrency or plan.concurrency,
+            requested=plan.requests * len(endpoints),
+            completed=len(samples),
+            loop_lag_p50_ms=lag.p(50),
+            loop_lag_p99_ms=lag.p(99),
+            loop_lag_max_ms=max(lag.lags_ms, default=None),
+            cpu_us_per_event=cpu * 1e6 / events if events else None,
+            client_bound=lag.client_bound,
+            seed=seed,
+        )
+        if sink is not None:
+            sink.add_run(run)
+    return RunResult(run, samples)
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed: its lower per-event cost is timing accuracy here."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop

@@ -1,0 +1,148 @@
+"""A sample: one request's outcome, successful or not, with the raw timeline it was measured from."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.metrics import Metrics, compute
+from tokenpace.measure.prompts import Prompt
+from tokenpace.measure.timing import Timeline
+from tokenpace.version import __version__
+
+Source = Literal["scheduled", "one-shot"]
+SOURCES: tuple[Source, ...] = ("scheduled", "one-shot")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Endpoint + workload + when + metrics + error kind + timeline + the version that measured it."""
+
+    id: str
+    run_id: str
+    endpoint: Endpoint
+    workload: str
+    started_at: datetime  # UTC, wall clock when the request was sent
+    metrics: Metrics
+    timeline: Timeline
+    input_tokens: int | None = None  # o200k_base count of the prompt's text
+    prompt_fingerprint: str | None = None  # identifies the exact prompt without storing it
+    image_bytes: int = 0
+    image_pixels: int = 0
+    group_id: str | None = None  # requests released together (the parallel workload) share one
+    prompt_text: str | None = None  # the prompt itself, only when asked to keep it (images never)
+    tool_version: str = __version__
+    source: Source = "scheduled"  # who took it: the service's schedule, or a one-shot `tokenpace run`
+    published: bool = True  # ranked on the board; a one-shot run's samples only with `run --publish`
+    client_bound: bool = False  # the client's own loop lagged while this request was timed
+
+    @property
+    def ok(self) -> bool:
+        return self.timeline.failure is None
+
+    @property
+    def error_kind(self) -> ErrorKind | None:
+        return None if self.timeline.failure is None else self.timeline.failure.kind
+
+    @property
+    def error_message(self) -> str | None:
+        return None if self.timeline.failure is None else self.timeline.failure.message
+
+    @property
+    def http_status(self) -> int | None:
+        return None if self.timeline.failure is None else self.timeline.failure.http_status
+
+
+def make_sample(
+    run_id: str,
+    endpoint: Endpoint,
+    workload: str,
+    started_at: datetime,
+    timeline: Timeline,
+    prompt: Prompt | None = None,
+    group_id: str | None = None,
+    keep_prompt: bool = False,
+    *,
+    source: Source = "scheduled",
+    published: bool = True,
+    client_bound: bool = False,
+) -> Sample:
+    """A sample with a fresh id and its metrics computed from the timeline."""
+    return Sample(
+        id=uuid.uuid4().hex,
+        run_id=run_id,
+        endpoint=endpoint,
+        workload=workload,
+        started_at=started_at,
+        metrics=compute(timeline),
+        timeline=timeline,
+        input_tokens=None if prompt is None else prompt.input_tokens,
+        prompt_fingerprint=None if prompt is None else prompt.fingerprint,
+        image_bytes=0 if prompt is None else prompt.image_bytes,
+        image_pixels=0 if prompt is None else prompt.image_pixels,
+        group_id=group_id,
+        prompt_text="\n\n".join(m.text for m in prompt.messages) if prompt is not None and keep_prompt else None,
+        source=source,
+        published=published,
+        client_bound=client_bound,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One invocation that took samples, with the client's own health while it measured.
+
+    A run is flagged ``client_bound`` when the client's event loop lagged enough to distort timings.
+    """
+
+    id: str
+    started_at: datetime
+    finished_at: datetime
+    command: str
+    concurrency: int
+    requested: int
+    completed: int
+    loop_lag_p50_ms: float | None
+    loop_lag_p99_ms: float | None
+    loop_lag_max_ms: float | None
+    cpu_us_per_event: float | None
+    client_bound: bool
+    tool_version: str = __version__
+    seed: int | None = None  # prompts of endpoint k were built from seeds seed + k * requests + i
+
+
+def sample_row(sample: Sample) -> dict[str, Any]:
+    """The sample as one flat record: identity, outcome and every metric (the timeline is kept apart)."""
+    e = sample.endpoint
+    return {
+        "id": sample.id,
+        "run_id": sample.run_id,
+        "provider": e.provider,
+        "plan": e.plan,
+        "model": e.model,
+        "base_url": e.base_url,
+        "protocol": e.protocol,
+        "simulated": e.simulated,
+        "workload": sample.workload,
+        "input_tokens": sample.input_tokens,
+        "prompt_fingerprint": sample.prompt_fingerprint,
+        "image_bytes": sample.image_bytes,
+        "image_pixels": sample.image_pixels,
+        "group_id": sample.group_id,
+        "prompt_text": sample.prompt_text,
+        "started_at": sample.started_at.isoformat(),
+        "ok": sample.ok,
+        "error_kind": None if sample.error_kind is None else str(sample.error_kind),
+        "error_message": sample.error_message,
+        "http_status": sample.http_status,
+        **dataclasses.asdict(sample.metrics),
+        "tool_version": sample.tool_version,
+        "source": sample.source,
+        "published": sample.published,
+        "client_bound": sample.client_bound,
+    }

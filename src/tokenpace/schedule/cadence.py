@@ -1,0 +1,151 @@
+"""Jobs and their cadence: what the sampler measures, how often, and when each is next due (pure functions).
+
+A job's interval is the longer of its plan's cadence and its workload's; jitter varies each interval so that
+samples don't line up, drawn from a hash so that the same history always gives the same due time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.settings import DEFAULT_CONCURRENCY, Budget
+from tokenpace.config.workloads import Workload
+from tokenpace.errors import ConfigError
+
+STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
+INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
+# Usage counts the larger of o200k's and the provider's output count, and max_tokens caps only the model's own:
+# o200k's count of the same text can run well above another tokenizer's.
+OUTPUT_MARGIN = 1.5
+# Input tokens allowed per image, high on purpose: gpt-4o-mini bills a 1200x840 image as ~37k tokens and
+# Anthropic ~1.3k, and a worst case must hold for every provider.
+IMAGE_TOKEN_ALLOWANCE = 40_000
+Key = tuple[str, str, str, str]  # provider, plan, model, workload
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
+
+    def _counts(self) -> tuple[int, int, int]:
+        return (self.requests, self.input_tokens, self.output_tokens)
+
+    def fits(self, budget: Budget) -> bool:
+        """Every count within its cap (a cap of None is no cap)."""
+        caps = (budget.requests, budget.input_tokens, budget.output_tokens)
+        return all(cap is None or n <= cap for n, cap in zip(self._counts(), caps, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One endpoint and workload on a cadence: ``requests`` samples every ``every_s`` seconds, +- jitter."""
+
+    endpoint: Endpoint
+    workload: Workload
+    every_s: float
+    jitter: float
+    requests: int
+    budget: Budget | None = None  # the plan's, shared with every job of the plan
+    concurrency: int = DEFAULT_CONCURRENCY  # the provider's limit on requests in flight
+
+    @property
+    def key(self) -> Key:
+        e = self.endpoint
+        return (e.provider, e.plan, e.model, self.workload.name)
+
+    @property
+    def name(self) -> str:
+        return f"{self.endpoint.name} {self.workload.name}"
+
+    @property
+    def width(self) -> int:
+        """Requests in flight while it runs: a sequential workload sends one at a time."""
+        return self.workload.concurrency or 1
+
+    def worst_case(self) -> Usage:
+        """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out."""
+        # The first run of an endpoint may send ``width`` requests that refuse an optional field (run.py
+        # resends each without it): they are billed as input perhaps, never as output.
+        n = self.requests
+        sent = n + self.width
+        output = math.ceil(n * self.workload.max_tokens * OUTPUT_MARGIN)
+        return Usage(sent, math.ceil(sent * self._input_per_request()), output)
+
+    def refusals(self) -> Usage:
+        """The ``width`` refused requests of an endpoint's first run, as worst_case() allows for them."""
+        return Usage(self.width, math.ceil(self.width * self._input_per_request()))
+
+    def _input_per_request(self) -> float:
+        w = self.workload
+        return w.input_tokens * INPUT_MARGIN + (w.image is not None) * IMAGE_TOKEN_ALLOWANCE
+
+
+def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
+    """A job per endpoint and scheduled workload; its interval = max(plan cadence, workload cadence)."""
+    out = []
+    schedule = config.schedule
+    for e in endpoints:
+        plan, limit = config.plan_of(e), config.concurrency_of(e.provider)
+        for name in schedule.workloads:
+            workload, cadence = config.workload(name), schedule.cadence(name)
+            if (workload.concurrency or 1) > limit:
+                raise ConfigError(
+                    f"{config.source}: workload {name} sends {workload.concurrency} requests at once but "
+                    f"providers.{e.provider}.concurrency is {limit}: raise it or leave {name} out of schedule.workloads"
+                )
+            every = max(plan.every_s, cadence.every_s or 0.0)
+            jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
+            requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
+            job = Job(e, workload, every, jitter, requests, plan.budget, limit)
+            _check_budget(config.source, job)
+            out.append(job)
+    return out
+
+
+def _check_budget(source: str, job: Job) -> None:
+    """ConfigError when one run's worst case alone exceeds a cap of its plan: that job could never run."""
+    if job.budget is None:
+        return
+    e, need = job.endpoint, job.worst_case()
+    where = f"providers.{e.provider}" + ("" if e.plan == "default" else f".plans.{e.plan}")
+    for name in ("requests", "input_tokens", "output_tokens"):
+        cap, used = getattr(job.budget, name), getattr(need, name)
+        if cap is not None and used > cap:
+            raise ConfigError(
+                f"{source}: {where}: budget.{name} = {cap} is less than one run of workload "
+                f"{job.workload.name} needs ({used}): raise it or leave {job.workload.name} out of schedule.workloads"
+            )
+
+
+def _unit(*parts: object) -> float:
+    """A number in [0, 1) drawn from the parts: the same parts always give the same number."""
+    digest = hashlib.blake2b("\0".join(map(repr, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def next_due(job: Job, last_started: float | None, now: float) -> float:
+    """due = last_started + every_s * (1 + jitter * u), u = 2 * h(key, last_started) - 1 in [-1, 1).
+
+    h is a hash, so a restart recomputes the same due time. Never sampled: now + STAGGER_S * h(key). Already
+    past (after downtime): now + STAGGER_S * h(key, last_started), so a missed run happens once, soon, and
+    runs missed together spread out instead of bursting. Call it once per ``last_started`` and keep the answer.
+    """
+    if last_started is None:
+        return now + STAGGER_S * _unit(job.key)
+    h = _unit(job.key, last_started)
+    due = last_started + job.every_s * (1 + job.jitter * (2 * h - 1))
+    return due if due > now else now + STAGGER_S * h
+
+
+def stale_after(job: Job) -> float:
+    """2 * every_s * (1 + jitter): two of the longest intervals without a new sample."""
+    return 2 * job.every_s * (1 + job.jitter)

@@ -1,0 +1,377 @@
+"""The sampler: the one loop that measures every endpoint and workload on its cadence, within its limits.
+
+Jobs and their due times come from ``cadence``. When a job is due it runs if its provider has room for its
+requests (a parallel workload of 10 needs 10) and its plan's budget has room for its worst case; one that fits
+only once the plan's runs in flight end waits for them, one that does not fit even then is skipped and counted.
+Due times come from the database, so a restart neither bursts nor samples twice. All times are UTC epoch
+seconds from an injectable :class:`Clock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Literal, Protocol, TypeVar
+
+from tokenpace.config.settings import Budget
+from tokenpace.measure.corpus import Corpus
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.run import Plan, measure, refused
+from tokenpace.measure.sample import Sample
+from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
+from tokenpace.schedule.cadence import Job, Key, Usage, jobs, next_due, stale_after
+from tokenpace.store.database import Store, utc
+
+__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
+__all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+DAY_S = 86_400.0
+MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
+
+
+def _sane(column: str) -> str:
+    """SQL for the column's value where it is a sane count (as timing.token_count says), NULL elsewhere."""
+    return f"CASE WHEN {column} BETWEEN 0 AND {MAX_TOKEN_COUNT} THEN {column} END"
+
+
+_SPENT_IN = f"COALESCE({_sane('provider_input_tokens')}, {_sane('input_tokens')}, 0)"
+_OWN_OUT = f"COALESCE({_sane('output_tokens')}, 0)"
+_SPENT_OUT = f"CASE WHEN {_sane('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
+
+
+def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
+    """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
+
+    Only sane counts are summed (finite, 0 to MAX_TOKEN_COUNT): a provider's impossible count
+    gives way to tokenpace's own, so a stored Inf cannot stop the sampler and a negative one cannot refund.
+    """
+    rows = store.query(
+        f"SELECT COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT})"  # noqa: S608 (no values: constants only)
+        " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ?",
+        (provider, plan, since),
+    )
+    count, input_tokens, output_tokens = rows[0]
+    # Samples whose write failed (a full disk) or that the database refused (rescued to a file) were spent all
+    # the same. Read after the query, which ran after every write queued before it, so those are known by now.
+    lost = [*store.unsaved, *store.rescued]
+    mine = [s for s in lost if s.endpoint.provider == provider and s.endpoint.plan == plan]
+    spent = sum((_spent(s) for s in mine if s.started_at.timestamp() >= since), Usage())
+    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0)) + spent
+
+
+def _spent(s: Sample) -> Usage:
+    """One sample's use, counted as usage() counts a stored one."""
+    m = s.metrics
+    provider_in, own_in = token_count(m.provider_input_tokens), token_count(s.input_tokens)
+    input_tokens = provider_in if provider_in is not None else own_in or 0
+    return Usage(1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0))
+
+
+def last_started(store: Store, job: Job) -> float | None:
+    """When the job's latest sample started, or None if it has none; one cancelled at shutdown is left out,
+    so that a run cut short is retried soon rather than an interval later."""
+    provider, plan, model, workload = job.key
+    rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
+        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
+        " AND (error_kind IS NULL OR error_kind <> ?) ORDER BY started_at DESC LIMIT 1",
+        (provider, model, workload, plan, ErrorKind.CANCELLED.value),
+    )
+    return float(rows[0][0]) if rows else None
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...  # UTC epoch seconds
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    job: Job
+    next_due: datetime | None  # None while it runs
+    running: bool
+    last_started: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    provider: str
+    plan: str
+    budget: Budget
+    used: Usage  # over the 24 h before the last check
+    skipped: int  # runs skipped because they would not fit, since the sampler started: above 0, the cap bit
+    last_skip: datetime | None
+    recent_skips: int = 0  # of those, the ones in the last 24 h: above 0, the cap still bites
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    started_at: datetime
+    jobs: tuple[JobStatus, ...]
+    budgets: tuple[BudgetStatus, ...]
+    failures: int = 0  # exceptions the sampler caught (a run, a read, a bug), logged and survived
+
+
+RunJob = Callable[[Job], Awaitable[object]]
+Fit = Literal["run", "wait", "later"]  # later: an interval later (a skip, or a budget that cannot be read)
+
+
+class Sampler:
+    """One loop for every job: due times, jitter, per-provider concurrency, per-plan budgets, a clean stop."""
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        run_job: RunJob | None = None,
+        grace_s: float = 30.0,
+        corpus: Corpus | None = None,
+        inline_reads: bool = False,
+    ) -> None:
+        """``run_job`` defaults to measuring the job into ``store``. Reads run on a thread so the loop keeps
+        timing streams meanwhile; ``inline_reads`` runs them on the loop, for a virtual clock in tests."""
+        first: dict[Key, Job] = {}
+        for job in jobs:
+            first.setdefault(job.key, job)  # one job per key
+        self.jobs = tuple(first.values())
+        self.store = store
+        self.clock = clock or SystemClock()
+        self.run_job = run_job or self._measure
+        self.grace_s = grace_s
+        self.corpus = corpus
+        self._inline = inline_reads
+        self._started = self.clock.now()
+        self._last: dict[Key, float] = {}
+        self._due: dict[Key, float] = {}  # absent while a job runs
+        self._running: dict[Key, asyncio.Task[None]] = {}
+        self._in_flight: Counter[str] = Counter()  # requests, per provider
+        self._limit: dict[str, int] = {}
+        for job in self.jobs:
+            p = job.endpoint.provider
+            self._limit[p] = min(self._limit.get(p, job.concurrency), job.concurrency)
+        self._budgets = {(j.endpoint.provider, j.endpoint.plan): j.budget for j in self.jobs if j.budget}
+        self._used: dict[tuple[str, str], Usage] = {}
+        self._skipped: Counter[tuple[str, str]] = Counter()
+        self._last_skip: dict[tuple[str, str], float] = {}
+        self._skips: dict[tuple[str, str], deque[float]] = defaultdict(deque)  # times, the last 24 h's only
+        # Refused requests, stored as no sample, by the time they became known: the last 24 h's only.
+        self._refusals: dict[tuple[str, str], deque[tuple[float, Usage]]] = defaultdict(deque)
+        self._wake = asyncio.Event()
+        self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
+        self._failures = 0
+
+    async def _measure(self, job: Job) -> None:
+        # The parallel workload sets its own concurrency.
+        plan = Plan(requests=job.requests, concurrency=1, source="scheduled", publish=True)
+        done = await measure(
+            [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus
+        )
+        ok = sum(s.ok for s in done.samples)
+        log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        # A read waits on the store's writer thread; on the loop it would delay the streams being timed.
+        return fn() if self._inline else await asyncio.to_thread(fn)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """No new runs; in-flight ones get ``grace_s`` (default: the sampler's) more, then are cancelled.
+
+        Call it on the loop's thread (a signal handler added with ``loop.add_signal_handler`` is). Calling it
+        again, say with ``grace_s=0`` on a second Ctrl-C, shortens the wait.
+        """
+        now = self.clock.now()
+        grace = self.grace_s if grace_s is None else grace_s
+        self._deadline = min(math.inf if self._deadline is None else self._deadline, now + grace)
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Sample until :meth:`stop`; cancelled runs record their requests as ``cancelled`` samples."""
+        self._started = now = self.clock.now()
+        for job in self.jobs:
+            last = None
+            try:
+                last = await self._read(partial(last_started, self.store, job))
+            except Exception as exc:  # unknown: it starts soon, as a job never sampled does
+                self._failed(f"cannot read when {job.name} last ran", exc)
+            if last is not None:
+                self._last[job.key] = last
+            self._due[job.key] = next_due(job, last, now)
+        for provider, plan in self._budgets:
+            try:
+                self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
+            except Exception as exc:  # checked again before each run, which starts only if the check succeeds
+                self._failed(f"cannot read the {provider}:{plan} budget's use", exc)
+        try:
+            while self._deadline is None:
+                self._wake.clear()
+                try:
+                    await self._nap(*await self._launch_due())
+                except Exception as exc:  # a bug must not stop the sampler, and the web server beside it
+                    self._failed("the sampler's loop", exc)
+                    await self._nap_until(MAX_NAP_S)
+            await self._drain()
+        finally:  # run() itself cancelled: nothing may outlive it
+            for task in self._running.values():
+                task.cancel()
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+    async def _launch_due(self) -> tuple[set[str], set[tuple[str, str]]]:
+        """Start every due job that fits, earliest first; returns the providers that had no room and the plans
+        waiting for their runs in flight to end."""
+        now = self.clock.now()
+        blocked: set[str] = set()
+        waiting: set[tuple[str, str]] = set()
+        due = sorted((t, job.name, job) for job in self.jobs if (t := self._due.get(job.key)) is not None)
+        for t, _, job in due:
+            provider, plan = job.key[:2]
+            if t > now or provider in blocked or (provider, plan) in waiting:
+                continue
+            if self._in_flight[provider] + job.width > self._limit[provider]:
+                blocked.add(provider)  # later jobs of this provider wait too, so a wide job is not starved
+                continue
+            fit = "run" if job.budget is None else await self._fits(job, job.budget, now)
+            if self._deadline is not None:  # stop() came during the read: nothing may start after it
+                break
+            if fit == "wait":
+                waiting.add((provider, plan))  # later jobs of the plan wait too, as for a provider's room
+                continue
+            if fit == "later":
+                self._due[job.key] = next_due(job, now, now)  # as if it had run: try again an interval later
+                continue
+            del self._due[job.key]
+            self._in_flight[provider] += job.width
+            self._running[job.key] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
+        return blocked, waiting
+
+    async def _fits(self, job: Job, budget: Budget, now: float) -> Fit:
+        """run: used in the last 24 h + worst case of the plan's runs in flight + this run's worst case <= caps;
+        wait: it fits once those runs end; later: it fits in no case (counted as a skip) or the use is unknown."""
+        plan = job.key[:2]
+        try:
+            used = await self._read(partial(usage, self.store, *plan, now - DAY_S))
+        except Exception as exc:  # unknown use may not be spent: wait an interval, as for a skip
+            self._failed(f"not starting {job.name}: its budget cannot be checked", exc)
+            return "later"
+        refusals = self._refusals[plan]
+        while refusals and refusals[0][0] < now - DAY_S:
+            refusals.popleft()
+        self._used[plan] = used = sum((u for _, u in refusals), used)
+        # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
+        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Usage())
+        if (used + reserved + job.worst_case()).fits(budget):
+            return "run"
+        if (used + job.worst_case()).fits(budget):  # only room held for runs in flight: free when they end
+            return "wait"
+        self._skipped[plan] += 1
+        self._last_skip[plan] = now
+        skips = self._skips[plan]
+        skips.append(now)
+        while skips[0] < now - DAY_S:  # only the last 24 h's are asked for
+            skips.popleft()
+        log.info("skipped %s: the %s:%s budget has no room for it in this 24 h", job.name, *plan)
+        return "later"
+
+    async def _run_one(self, job: Job, started: float) -> None:
+        try:
+            known = refused(job.endpoint)
+            try:
+                await self.run_job(job)
+            except Exception as exc:  # one broken endpoint or failed write must not stop the others
+                self._failed(f"scheduled run {job.name} failed", exc)
+            if not known and refused(job.endpoint):
+                # Its refused requests are stored as no sample, so usage() never sees them: count them here, from
+                # now, no earlier than they were sent, so they leave the 24 h no sooner than the real ones do.
+                self._refusals[job.key[:2]].append((self.clock.now(), job.refusals()))
+            try:  # a failed write keeps its sample in store.unsaved (or rescued), where usage() still counts it
+                await self._read(self.store.flush)
+            except Exception as exc:
+                self._failed(f"after {job.name}", exc)
+            before = self._last.get(job.key)
+            try:
+                last = await self._read(partial(last_started, self.store, job))
+            except Exception as exc:
+                last = None
+                self._failed(f"after {job.name}: cannot read when it last ran, taking its start", exc)
+            # The database's time, as a restart will read it; a run that stored nothing still counts as having
+            # run (at its launch), so a failing job is not retried at once.
+            if last is None or (before is not None and last <= before):
+                last = started
+            self._last[job.key] = last
+            self._due[job.key] = next_due(job, last, self.clock.now())
+        finally:
+            if job.key not in self._due:  # whatever went wrong above, the job stays on the schedule
+                self._due[job.key] = next_due(job, started, self.clock.now())
+            self._in_flight[job.endpoint.provider] -= job.width
+            del self._running[job.key]
+            self._wake.set()
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        """Log an exception the sampler survives, in one line, and count it."""
+        self._failures += 1
+        log.warning("%s: %s", what, " ".join(str(exc).split()) or type(exc).__name__)
+
+    async def _nap(self, blocked: set[str], waiting: set[tuple[str, str]]) -> None:
+        """Sleep until the next due time of a provider with room and a plan not waiting, a run's end or stop()."""
+        waits = [t for key, t in self._due.items() if key[0] not in blocked and key[:2] not in waiting]
+        delay = min([MAX_NAP_S, *(t - self.clock.now() for t in waits)])
+        if delay <= 0:
+            return
+        await self._nap_until(delay)
+
+    async def _nap_until(self, delay: float) -> None:
+        """Sleep ``delay`` seconds on the clock, or less if woken (a run ended, stop() was called)."""
+        sleeper = asyncio.ensure_future(self.clock.sleep(delay))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waker.cancel()
+
+    async def _drain(self) -> None:
+        """Wait for in-flight runs until the stop deadline; the rest are cancelled (measure records them)."""
+        while self._running and self._deadline is not None and (left := self._deadline - self.clock.now()) > 0:
+            self._wake.clear()
+            await self._nap_until(left)
+
+    def _recent_skips(self, plan: tuple[str, str], now: float) -> int:
+        """Skips of the plan in the 24 h before ``now`` (reads a copy: the page may ask from another thread)."""
+        return sum(t >= now - DAY_S for t in tuple(self._skips.get(plan, ())))
+
+    def status(self) -> Status:
+        """Each job's next due time and last start, and each budget's use and skips (as of its last check)."""
+        job_states = tuple(
+            JobStatus(j, utc(self._due.get(j.key)), j.key in self._running, utc(self._last.get(j.key)))
+            for j in self.jobs
+        )
+        now = self.clock.now()
+        budgets = tuple(
+            BudgetStatus(
+                *plan,
+                cap,
+                self._used.get(plan, Usage()),
+                self._skipped[plan],
+                utc(self._last_skip.get(plan)),
+                self._recent_skips(plan, now),
+            )
+            for plan, cap in self._budgets.items()
+        )
+        return Status(datetime.fromtimestamp(self._started, UTC), job_states, budgets, self._failures)

@@ -1,0 +1,184 @@
+"""``tokenpace serve``: the sampler and the leaderboard's web server in one process, on one event loop.
+
+With a config file it measures what the file declares. Without one it measures what it can reach
+(discover.py) and, where that is nothing, the simulated endpoints of the embedded default config. Simulated
+providers get an in-process simulator each, started here and stopped on the way out.
+
+The web server runs with limits (web/limits.py: a view pool, requests in flight, connections, a request-head
+deadline) so readers cannot starve the timing loop; on any address other than loopback it warns that the board
+is public and unauthenticated.
+
+SIGINT or SIGTERM stops both halves: the web server closes and the sampler starts nothing new, lets runs in
+flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples. A second
+signal cuts the grace period short; the samples are recorded all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import errno
+import ipaddress
+import logging
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+
+import uvicorn
+
+from tokenpace import sim
+from tokenpace.config import endpoints
+from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.settings import ScheduleSettings
+from tokenpace.errors import ConfigError, TokenpaceError
+from tokenpace.measure import tokens
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.corpus import load_corpus
+from tokenpace.schedule import cadence
+from tokenpace.schedule.sampler import Sampler
+from tokenpace.serve import discover
+from tokenpace.store.database import Store
+from tokenpace.web.app import create_app
+from tokenpace.web.limits import BACKLOG, server_options
+
+log = logging.getLogger(__name__)
+REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in serve)
+
+
+def default_config() -> Config:
+    """The embedded default: simulated endpoints only (see default.toml)."""
+    with resources.as_file(resources.files("tokenpace.config") / "default.toml") as path:
+        return dataclasses.replace(endpoints.load(path), source="the embedded default config")
+
+
+async def resolve(
+    cfg: Config | None, env: Mapping[str, str], skip_ports: tuple[int, ...] = ()
+) -> tuple[Config, tuple[str, ...]]:
+    """The config to serve and why: the file's, else what discovery finds, else the embedded simulators."""
+    if cfg is not None:
+        count = f"{len(cfg.endpoints)} endpoint{'s' * (len(cfg.endpoints) != 1)}"
+        return cfg, (f"measuring the {count} of {cfg.source}",)
+    found = await discover.discover(env, skip_ports=skip_ports)
+    if found.endpoints:
+        only = ScheduleSettings(workloads=discover.WORKLOADS)
+        discovered = endpoints.Config(endpoints=found.endpoints, source="discovery", schedule=only)
+        return discovered, (*found.notes, f"workloads: {', '.join(discover.WORKLOADS)} (a config file can add more)")
+    why = "no config, no provider key set and no local server answering: measuring simulated endpoints"
+    return default_config(), (why,)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A bound, listening socket, or one ConfigError line that says what to change."""
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET  # a host name: resolved by bind
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):  # taken, or below 1024 without the right
+            raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another --port") from None
+        # Anything else is about the address (not this machine's, a name that does not resolve): say so.
+        raise ConfigError(f"cannot listen on {host} ({exc.strerror or exc}): pass another --host") from None
+    sock.listen(BACKLOG)
+    sock.setblocking(False)
+    return sock
+
+
+def public(sock: socket.socket) -> bool:
+    """Whether a listening socket is reachable from other machines: bound to anything but loopback."""
+    host = sock.getsockname()[0]
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # pragma: no cover - getsockname gives addresses, not names
+        return True
+
+
+def server_config(app: object) -> uvicorn.Config:
+    """uvicorn's configuration for the board: every limit of web/limits.py, uvicorn's own logging quiet."""
+    return uvicorn.Config(app, **server_options())  # type: ignore[arg-type]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: :func:`serve` stops the web server and the sampler together."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _start_simulators(cfg: Config, stack: contextlib.AsyncExitStack) -> list[Endpoint]:
+    """The config's endpoints, simulated ones pointed at a simulator started for their provider."""
+    roots: dict[str, str] = {}
+    for provider, scenario in sim.scenarios(cfg).items():
+        url = await stack.enter_async_context(sim.serve(sim.Simulator(scenario)))
+        roots[provider] = url.removesuffix("/v1")
+    return [
+        dataclasses.replace(e, base_url=roots[e.provider] + protocol_for(e.protocol).default_base)
+        if e.provider in roots
+        else e
+        for e in cfg.endpoints
+    ]
+
+
+async def serve(
+    cfg: Config,
+    store: Store,
+    sock: socket.socket,
+    *,
+    grace_s: float = 5.0,
+    ready: Callable[[list[cadence.Job]], None] | None = None,
+) -> None:
+    """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    async with contextlib.AsyncExitStack() as stack:
+        endpoints = await _start_simulators(cfg, stack)
+        for e in endpoints:
+            e.api_key()  # a missing key variable is one line now, not a column of failed samples later
+        jobs = cadence.jobs(cfg, endpoints)
+        await loop.run_in_executor(None, tokens.preload)  # loading the vocabulary takes a second: not on the loop
+        corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
+        sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
+        app = create_app(store, cfg, status=sampler.status)
+        server = _Server(server_config(app))
+        if public(sock):
+            host, port = sock.getsockname()[:2]
+            log.warning(
+                "warning: the leaderboard on %s:%d is public and unauthenticated: anyone who can reach this "
+                "address can read it (bind 127.0.0.1 and put a proxy with authentication in front to restrict it)",
+                host, port,
+            )  # fmt: skip
+
+        first_signal: list[float] = []
+
+        def stop() -> None:
+            if first_signal:
+                # `uv run` passes the terminal's Ctrl-C on, so the child sees one keypress twice, at once.
+                if time.monotonic() - first_signal[0] > REPEAT_S:
+                    log.warning("cancelling the runs in flight: their samples are stored as cancelled")
+                    server.force_exit = True
+                    sampler.stop(grace_s=0)
+                return
+            first_signal.append(time.monotonic())
+            log.warning("stopping: runs in flight get up to %g s to finish (Ctrl-C again to cancel them)", grace_s)
+            server.should_exit = True
+            sampler.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop)
+        stack.callback(lambda: [loop.remove_signal_handler(s) for s in (signal.SIGINT, signal.SIGTERM)])
+        if ready is not None:
+            ready(jobs)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(server.serve(sockets=[sock]))
+                tg.create_task(sampler.run())
+        except* TokenpaceError as group:  # one line for the user, as everywhere else, not an exception group
+            raise group.exceptions[0] from None

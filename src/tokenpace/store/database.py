@@ -1,0 +1,380 @@
+"""Where samples go: SQLite by default, the same schema on PostgreSQL, all of it through one writer thread.
+
+Timing code must never wait on a disk, so ``add_sample`` only queues. One thread owns the one DB-API
+connection (created inside it, so SQLite sees a single connection and a single writer) and runs every
+statement, reads included; a read therefore sees every write queued before it.
+
+Each sample is committed on its own: samples arrive seconds apart, so batching would save little and could
+lose a batch. SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit survives the process dying, and
+only a power cut can take back the last few, the price of not syncing every commit to disk.
+
+Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
+holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or
+``Store.unsaved_runs``, the next :meth:`Store.flush` raises, and it goes in with the next write that succeeds.
+A PostgreSQL connection lost to a restart or a dropped link is opened again. Values are made storable first
+(``refusals``); a record refused all the same for its data, which no retry could fix, goes to the rescue file
+(``Store.rescue_path``) instead, with the reason logged and raised by the next flush.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import platformdirs
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.errors import StoreError
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.metrics import Metrics
+from tokenpace.measure.sample import RunRecord, Sample
+from tokenpace.measure.timing import Timeline
+from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
+from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.refusals import default_rescue_path, is_data_error, rescue, storable
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+RESCUED_KEPT = 10_000  # rescued samples remembered (lightly) so that budgets still count them
+ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
+_FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: Dialect.errors
+_METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
+_ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
+_PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
+_ORIGIN = ("source", "published", "client_bound")
+_SAMPLE_COLUMNS = (
+    *("id", "run_id", *_ENDPOINT, "workload", "started_at"),
+    *("ok", "error_kind", "error_message", "http_status", *_METRICS, "timeline", "tool_version", *_PROMPT),
+    *_ORIGIN,
+)
+_RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
+
+
+def default_db_path() -> Path:
+    """``$TOKENPACE_DB`` if set, else tokenpace.db in the user's data folder: results outlive any checkout."""
+    override = os.environ.get("TOKENPACE_DB")
+    return Path(override) if override else Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db"
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (creating and migrating as needed) the store a URL names; None means the default SQLite file."""
+    if url is None:
+        path = default_db_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from None
+        return Store(f"sqlite://{path.absolute()}", sqlite_dialect(path))
+    scheme, sep, rest = url.partition("://")
+    if url.strip() and not sep:
+        return Store(f"sqlite://{Path(url).absolute()}", sqlite_dialect(Path(url)))
+    if scheme == "sqlite" and rest.startswith("/"):
+        return Store(url, sqlite_dialect(Path(rest)))
+    shown, secrets = hide_password(url)
+    if scheme in ("postgresql", "postgres"):
+        return Store(shown, postgres_dialect(url), secrets)
+    raise StoreError(f"unsupported store {shown!r}: give {ACCEPTED}")
+
+
+def _insert(table: str, columns: Sequence[str], ph: str, upsert: bool = False) -> str:
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([ph] * len(columns))})"  # noqa: S608
+    if upsert:  # ON CONFLICT is portable: SQLite since 3.24, PostgreSQL since 9.5
+        sql += " ON CONFLICT (id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in columns[1:])
+    return sql
+
+
+def epoch(t: datetime) -> float:
+    """A time as the database holds it: UTC epoch seconds; a naive datetime means UTC, as Sample documents."""
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+
+
+def utc(seconds: float | None) -> datetime | None:
+    """A time the database held, back as a UTC datetime; None stays None."""
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+
+
+def _to_db(value: Any) -> Any:
+    return epoch(value) if isinstance(value, datetime) else int(value) if isinstance(value, bool) else value
+
+
+def _sample_row(s: Sample) -> tuple[Any, ...]:
+    kind = None if s.error_kind is None else s.error_kind.value
+    head = (s.id, s.run_id, *(getattr(s.endpoint, f) for f in _ENDPOINT), s.workload, s.started_at, s.ok)
+    tail = (kind, s.error_message, s.http_status, *dataclasses.astuple(s.metrics), s.timeline.to_json())
+    prompt = (getattr(s, f) for f in _PROMPT)
+    origin = (getattr(s, f) for f in _ORIGIN)
+    return tuple(_to_db(v) for v in (*head, *tail, s.tool_version, *prompt, *origin))
+
+
+def _run_row(r: RunRecord) -> tuple[Any, ...]:
+    return tuple(_to_db(v) for v in dataclasses.astuple(r))
+
+
+def _sample(row: dict[str, Any]) -> Sample:
+    kind = row["error_kind"]
+    failure = None if kind is None else Failure(ErrorKind(kind), row["error_message"], row["http_status"])
+    endpoint = Endpoint(**{f: row[f] for f in _ENDPOINT} | {"simulated": bool(row["simulated"])})
+    return Sample(
+        id=row["id"],
+        run_id=row["run_id"],
+        endpoint=endpoint,
+        workload=row["workload"],
+        started_at=datetime.fromtimestamp(row["started_at"], UTC),
+        metrics=Metrics(**{f: row[f] for f in _METRICS}),
+        timeline=Timeline.from_json(row["timeline"], failure),
+        tool_version=row["tool_version"],
+        **{f: row[f] for f in _PROMPT},
+        source=row["source"],
+        published=bool(row["published"]),
+        client_bound=bool(row["client_bound"]),
+    )
+
+
+def _run(row: dict[str, Any]) -> RunRecord:
+    when = {f: datetime.fromtimestamp(row[f], UTC) for f in ("started_at", "finished_at")}
+    return RunRecord(**row | when | {"client_bound": bool(row["client_bound"])})
+
+
+def _migrate(conn: Connection, dialect: Dialect, url: str) -> None:
+    """Apply the missing migrations in one transaction, under a lock so two processes cannot both do it."""
+    conn.execute(dialect.lock_migrations)
+    conn.execute(BOOTSTRAP)
+    have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    known = MIGRATIONS[-1][0]
+    if have and max(have) > known:
+        newer = f"database schema version {max(have)} is newer than this tokenpace knows ({known})"
+        raise StoreError(f"{url}: {newer}: upgrade tokenpace")
+    for version, statements in MIGRATIONS:
+        if version not in have:
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute(
+                _insert("schema_migrations", ("version", "applied_at"), dialect.placeholder),
+                (version, time.time()),
+            )
+    conn.commit()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Table:
+    kind: str  # what one record is called in messages
+    sql: str
+    columns: tuple[str, ...]
+    row: Callable[[Any], tuple[Any, ...]]
+    unsaved: list[Any]  # the Store's own list, shared
+
+
+_EMPTY = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=0, events=())
+
+
+class Store:
+    """Samples and runs in one database; writes are queued to a single writer thread and never block."""
+
+    def __init__(
+        self, url: str, dialect: Dialect, secrets: Sequence[str] = (), rescue_path: Path | None = None
+    ) -> None:
+        self.url = url  # for display: the password, if any, is masked
+        self.unsaved: list[Sample] = []
+        self.unsaved_runs: list[RunRecord] = []
+        self.rescue_path = rescue_path or default_rescue_path(dialect.file)
+        # Samples refused for their data, lightened (no timeline): in no database, spent all the same.
+        self.rescued: deque[Sample] = deque(maxlen=RESCUED_KEPT)
+        self._secrets = secrets
+        self._foreign = (*_FOREIGN, *dialect.errors)
+        self._lost = dialect.lost
+        self._data_errors = dialect.refused
+        self._errors: list[str] = []  # touched only by the writer thread
+        self._closed = False
+        self._ph = dialect.placeholder
+        self.dialect = dialect.name
+        self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
+        insert = _insert("samples", _SAMPLE_COLUMNS, self._ph)
+        self._samples = _Table("sample", insert, _SAMPLE_COLUMNS, _sample_row, self.unsaved)
+        # A run may be written when it starts and again when it ends: the last write wins.
+        upsert = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
+        self._runs = _Table("run", upsert, _RUN_COLUMNS, _run_row, self.unsaved_runs)
+        self._tables = (self._samples, self._runs)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenpace-store")
+
+        def connect() -> Connection:
+            conn = dialect.connect()
+            try:
+                _migrate(conn, dialect, url)
+            except BaseException:
+                with contextlib.suppress(*self._foreign):
+                    conn.close()
+                raise
+            return conn
+
+        self._connect = connect
+        try:
+            self._conn = self._call(connect)
+        except BaseException:
+            self._pool.shutdown()
+            raise
+
+    def _on_connection(self, op: Callable[[], T]) -> T:
+        """``op`` on the connection; one lost to a server restart or a dropped link is opened again, once.
+
+        A long-running ``tokenpace serve`` outlives PostgreSQL restarts and proxies that close idle links.
+        """
+        try:
+            return op()
+        except self._lost:
+            if not getattr(self._conn, "closed", False):  # the link is fine: the statement itself failed
+                raise
+            self._conn = self._connect()
+            return op()
+
+    def _say(self, exc: BaseException) -> str:
+        """One line naming the store, with every spelling of the password blanked out."""
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return f"{self.url}: {text}"
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the writer thread and wait: the one place foreign errors become StoreError."""
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+        try:
+            return self._pool.submit(fn).result()
+        except self._foreign as exc:
+            raise StoreError(self._say(exc)) from None
+
+    def _write(self, table: _Table, record: Any) -> None:
+        """Insert one record and commit, its values made storable first (and the change said once)."""
+        values, changed = storable(table.columns, table.row(record))
+        self._conn.execute(table.sql, values)
+        self._conn.commit()
+        self.writes += 1
+        if changed:
+            why = "NUL, a lone surrogate, or a number the column cannot hold: the timeline keeps what was sent"
+            log.warning("%s %s: %s stored sanitised (%s)", table.kind, record.id, ", ".join(changed), why)
+
+    def _refusal(self, table: _Table, record: Any, exc: Exception) -> bool:
+        """After a failed write: a record refused for its own data goes to the rescue file (True); else False."""
+        with contextlib.suppress(Exception):
+            self._conn.rollback()
+        if not is_data_error(exc, self._data_errors):
+            return False
+        why = self._say(exc)
+        try:
+            rescue(self.rescue_path, record, why)
+        except Exception as failed:  # the rescue file cannot be written either: the record is kept in memory
+            self._errors.append(f"{why}; and the rescue file failed: {self._say(failed)}")
+            return False
+        log.warning("%s %s refused (%s): written to %s", table.kind, record.id, why, self.rescue_path)
+        self._errors.append(f"{why}; the {table.kind} was written to {self.rescue_path}")
+        if isinstance(record, Sample):  # spent all the same: budgets count it
+            self.rescued.append(dataclasses.replace(record, timeline=_EMPTY, prompt_text=None))
+        return True
+
+    def _enqueue(self, table: _Table, item: Any) -> None:
+        def write() -> None:  # on the writer thread, so even the timeline's JSON costs the caller nothing
+            try:
+                self._on_connection(lambda: self._write(table, item))
+            except Exception as exc:  # anything at all: rescue a data refusal, keep the record otherwise
+                if not self._refusal(table, item, exc):
+                    table.unsaved.append(item)
+                    self._errors.append(f"{self._say(exc)}; the records are kept in Store.unsaved")
+                return
+            # The database takes writes again: what it refused before goes in now, oldest first.
+            for pending in self._tables:
+                while pending.unsaved:
+                    try:
+                        self._write(pending, pending.unsaved[0])
+                    except Exception as exc:  # still refused: kept for the next successful write, or rescued
+                        if not self._refusal(pending, pending.unsaved[0], exc):
+                            break
+                    pending.unsaved.pop(0)
+
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+        self._pool.submit(write)
+
+    def add_sample(self, sample: Sample) -> None:
+        """Queue a sample for writing and return at once; :meth:`flush` reports a failed write."""
+        self._enqueue(self._samples, sample)
+
+    def add_run(self, run: RunRecord) -> None:
+        """Queue a run for writing (replacing any earlier record of the same id) and return at once."""
+        self._enqueue(self._runs, run)
+
+    def _take_errors(self) -> list[str]:
+        errors, self._errors = self._errors, []
+        return errors
+
+    def flush(self) -> None:
+        """Wait until everything queued is committed; raise if any write since the last flush failed."""
+        errors = self._call(self._take_errors)
+        if errors:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise StoreError(f"write failed: {errors[0]}{more}")
+
+    def rescue_unsaved(self, why: str) -> int:
+        """Append every record still unsaved to the rescue file (for a closed store); returns how many went."""
+        count = 0
+        for unsaved in (self.unsaved, self.unsaved_runs):
+            while unsaved:
+                try:
+                    rescue(self.rescue_path, unsaved[0], why)
+                except OSError as exc:
+                    where = f"cannot write the rescue file {self.rescue_path}"
+                    raise StoreError(f"{where}: {exc.strerror or exc}") from None
+                unsaved.pop(0)
+                count += 1
+        return count
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read written with ``?`` placeholders; it runs after every write queued before it."""
+
+        def read() -> list[tuple[Any, ...]]:
+            rows = [tuple(r) for r in self._conn.execute(sql.replace("?", self._ph), params).fetchall()]
+            self._conn.rollback()  # end the read transaction PostgreSQL opened; a no-op on SQLite
+            return rows
+
+        return self._call(lambda: self._on_connection(read))
+
+    def samples(self, run_id: str | None = None, limit: int | None = None) -> list[Sample]:
+        """Samples oldest first (of one run if given); ``limit`` keeps the first ``limit`` of them."""
+        sql = f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples"  # noqa: S608 (column names only)
+        params: list[Any] = []
+        if run_id is not None:
+            sql, params = sql + " WHERE run_id = ?", [run_id]
+        sql += " ORDER BY started_at, id"
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", [*params, limit]
+        return [_sample(dict(zip(_SAMPLE_COLUMNS, r, strict=True))) for r in self.query(sql, params)]
+
+    def runs(self) -> list[RunRecord]:
+        """Every run, oldest first."""
+        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs ORDER BY started_at, id"  # noqa: S608
+        return [_run(dict(zip(_RUN_COLUMNS, r, strict=True))) for r in self.query(sql, ())]
+
+    def close(self) -> None:
+        """Flush, then close the connection and stop the writer; raises as flush does, but closes first."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._pool.submit(self._conn.close)
+            self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

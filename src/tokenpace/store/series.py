@@ -1,0 +1,67 @@
+"""Samples over time, as the charts of an endpoint's or a model's page draw them: one point per sample.
+
+A point carries where its sample came from (scheduled or one-shot, published or not, client-bound or not), so
+a chart can draw only what the board counts while a list of recent samples shows everything, labelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tokenpace.store.database import Store, epoch
+from tokenpace.store.windows import METRICS, endpoint_name
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One sample as a chart shows it."""
+
+    started_at: datetime
+    workload: str
+    ok: bool
+    error_kind: str | None
+    output_speed: float | None
+    ttft_ms: float | None
+    e2e_ms: float | None
+    http_status: int | None = None
+    error_message: str | None = None
+    source: str = "scheduled"
+    published: bool = True
+    client_bound: bool = False
+
+    def charted(self, include_client_bound: bool = False) -> bool:
+        """Whether a chart draws it: published, successful and (unless included) not client-bound."""
+        return self.published and self.ok and (include_client_bound or not self.client_bound)
+
+
+_POINT = f"started_at, workload, ok, error_kind, {', '.join(METRICS)}, http_status, error_message, source, published"
+_POINT += ", client_bound"
+
+
+def _point(r: Sequence[Any]) -> Point:
+    return Point(
+        datetime.fromtimestamp(r[0], UTC), r[1], bool(r[2]), r[3], r[4], r[5], r[6], r[7], r[8],
+        source=r[9], published=bool(r[10]), client_bound=bool(r[11]),
+    )  # fmt: skip
+
+
+def series(store: Store, *, provider: str, plan: str, model: str, workload: str | None, since: datetime) -> list[Point]:
+    """An endpoint's samples since a time (of one workload, or all), oldest first, unpublished ones included."""
+    sql = f"SELECT {_POINT} FROM samples WHERE provider = ? AND plan = ? AND model = ? AND started_at >= ?"  # noqa: S608
+    params: list[Any] = [provider, plan, model, epoch(since)]
+    if workload is not None:
+        sql, params = sql + " AND workload = ?", [*params, workload]
+    return [_point(r) for r in store.query(sql + " ORDER BY started_at, id", params)]
+
+
+def model_series(store: Store, *, model: str, workload: str | None, since: datetime) -> list[tuple[str, Point]]:
+    """A model's published samples on every endpoint since a time, oldest first, each with its endpoint's name."""
+    sql = f"SELECT provider, plan, {_POINT} FROM samples WHERE model = ? AND started_at >= ? AND published = 1"  # noqa: S608
+    params: list[Any] = [model, epoch(since)]
+    if workload is not None:
+        sql, params = sql + " AND workload = ?", [*params, workload]
+    rows = store.query(sql + " ORDER BY started_at, id", params)
+    return [(endpoint_name(r[0], r[1], model), _point(r[2:])) for r in rows]
