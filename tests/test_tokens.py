@@ -24,7 +24,7 @@ from tokenpace.measure import tokens
 
 from .conftest import SHARED
 
-SHIPPED = resources.files("tokenpace") / "vocab" / "o200k_base.tiktoken"
+SHIPPED = resources.files("tokenpace.measure") / "vocab" / "o200k_base.tiktoken"
 TEXTS = [
     "",
     "Hello, world!",
