@@ -39,7 +39,7 @@ TEXTS = [
 OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "", "no_proxy": ""}
 # Prints the count, then whether tiktoken's own registry built the encoding (the TIKTOKEN_CACHE_DIR path).
 COUNT = (
-    "import tiktoken.registry\nfrom tokenpace import tokens\n"
+    "import tiktoken.registry\nfrom tokenpace.measure import tokens\n"
     "print(tokens.count_tokens('Hello, world!'), 'o200k_base' in tiktoken.registry.ENCODINGS)"
 )
 
