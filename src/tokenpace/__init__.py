@@ -6,11 +6,11 @@ The library API mirrors the data flow: an :class:`Endpoint` and a :class:`Worklo
 """
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing
 
 from tokenpace.version import __version__
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.workloads import Workload
     from tokenpace.errors import TokenpaceError
@@ -42,7 +42,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     if name not in _HOME:
         raise AttributeError(f"module 'tokenpace' has no attribute {name!r}")
     value = getattr(importlib.import_module(_HOME[name]), name)

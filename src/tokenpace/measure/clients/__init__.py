@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from tokenpace.errors import ConfigError
-from tokenpace.measure.clients.anthropic import Anthropic
+from tokenpace import errors
+from tokenpace.measure.clients import (
+    anthropic,
+    gemini,
+    ollama,
+    openai_chat,
+    openai_completions,
+    openai_responses,
+)
 from tokenpace.measure.clients.base import WireProtocol
-from tokenpace.measure.clients.gemini import Gemini
-from tokenpace.measure.clients.ollama import Ollama
-from tokenpace.measure.clients.openai_chat import OpenAIChat
-from tokenpace.measure.clients.openai_completions import OpenAICompletions
-from tokenpace.measure.clients.openai_responses import OpenAIResponses
 
 _PROTOCOLS: dict[str, WireProtocol] = {
-    p.name: p for p in (OpenAIChat(), OpenAICompletions(), OpenAIResponses(), Anthropic(), Ollama(), Gemini())
+    p.name: p
+    for p in (
+        openai_chat.OpenAIChat(),
+        openai_completions.OpenAICompletions(),
+        openai_responses.OpenAIResponses(),
+        anthropic.Anthropic(),
+        ollama.Ollama(),
+        gemini.Gemini(),
+    )
 }
 
 
@@ -22,7 +32,7 @@ def protocol_for(name: str) -> WireProtocol:
         return _PROTOCOLS[name]
     except KeyError:
         known = ", ".join(sorted(_PROTOCOLS))
-        raise ConfigError(f"unknown protocol {name!r} (known: {known})") from None
+        raise errors.ConfigError(f"unknown protocol {name!r} (known: {known})") from None
 
 
 __all__ = ["WireProtocol", "protocol_for"]
