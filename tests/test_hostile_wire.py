@@ -28,8 +28,9 @@ from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, r
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.prompts import build_prompt
 from tokenpace.measure.run import Plan, measure
-from tokenpace.measure.sample import Sample, sample_row
+from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Recording, Timeline
+from tokenpace.store.columns import sample_values
 
 from .conftest import SimThread
 
@@ -315,7 +316,7 @@ async def test_echoed_key_and_header_values_are_scrubbed_everywhere(keyed: str) 
         endpoint = Endpoint("p", "m", f"{root}/v1", api_key_env=keyed, headers=(("X-Team", HEADER_VALUE),))
         s = await one_sample(endpoint, Plan(1, 1, FAST, warmup=False))
     assert s.error_kind is ErrorKind.STREAM_ERROR
-    stored = s.timeline.to_json() + json.dumps(sample_row(s))
+    stored = json.dumps(sample_values(s), default=str)  # every column, the timeline included
     assert "you said" in stored and "refused" in stored
     assert KEY not in stored and HEADER_VALUE not in stored
 

@@ -23,6 +23,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics, compute
 from tokenpace.measure.sample import RunRecord, Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
+from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import Store, default_db_path, open_store
 from tokenpace.store.migrations import MIGRATIONS
 
@@ -256,6 +257,8 @@ def test_every_field_has_a_column(url: str) -> None:
     stored = {f.name for f in dataclasses.fields(Sample)} - {"endpoint", "metrics"}
     assert stored <= sample_columns
     assert {"headers"}.isdisjoint(sample_columns)
+    # The one column list (store.columns) is the schema's, in its order, and every value has its column.
+    assert columns(url, "samples") == list(SAMPLE_COLUMNS) == list(sample_values(ok_sample()))
     assert columns(url, "runs") == [f.name for f in dataclasses.fields(RunRecord)]
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
@@ -114,35 +113,3 @@ class RunRecord:
     client_bound: bool
     tool_version: str = __version__
     seed: int | None = None  # prompts of endpoint k were built from seeds seed + k * requests + i
-
-
-def sample_row(sample: Sample) -> dict[str, Any]:
-    """The sample as one flat record: identity, outcome and every metric (the timeline is kept apart)."""
-    e = sample.endpoint
-    return {
-        "id": sample.id,
-        "run_id": sample.run_id,
-        "provider": e.provider,
-        "plan": e.plan,
-        "model": e.model,
-        "base_url": e.base_url,
-        "protocol": e.protocol,
-        "simulated": e.simulated,
-        "workload": sample.workload,
-        "input_tokens": sample.input_tokens,
-        "prompt_fingerprint": sample.prompt_fingerprint,
-        "image_bytes": sample.image_bytes,
-        "image_pixels": sample.image_pixels,
-        "group_id": sample.group_id,
-        "prompt_text": sample.prompt_text,
-        "started_at": sample.started_at.isoformat(),
-        "ok": sample.ok,
-        "error_kind": None if sample.error_kind is None else str(sample.error_kind),
-        "error_message": sample.error_message,
-        "http_status": sample.http_status,
-        **dataclasses.asdict(sample.metrics),
-        "tool_version": sample.tool_version,
-        "source": sample.source,
-        "published": sample.published,
-        "client_bound": sample.client_bound,
-    }

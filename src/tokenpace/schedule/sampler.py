@@ -22,12 +22,11 @@ from typing import Literal, Protocol, TypeVar
 
 from tokenpace.config.settings import Budget
 from tokenpace.measure.corpus import Corpus
-from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.run import Plan, measure, refused
-from tokenpace.measure.sample import Sample
-from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.schedule.cadence import Job, Key, Usage, jobs, next_due, stale_after
+from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
+from tokenpace.store.usage import spent
 
 __all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
 __all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
@@ -38,54 +37,20 @@ DAY_S = 86_400.0
 MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
 
 
-def _sane(column: str) -> str:
-    """SQL for the column's value where it is a sane count (as timing.token_count says), NULL elsewhere."""
-    return f"CASE WHEN {column} BETWEEN 0 AND {MAX_TOKEN_COUNT} THEN {column} END"
-
-
-_SPENT_IN = f"COALESCE({_sane('provider_input_tokens')}, {_sane('input_tokens')}, 0)"
-_OWN_OUT = f"COALESCE({_sane('output_tokens')}, 0)"
-_SPENT_OUT = f"CASE WHEN {_sane('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
-
-
 def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
     """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
 
-    Only sane counts are summed (finite, 0 to MAX_TOKEN_COUNT): a provider's impossible count
-    gives way to tokenpace's own, so a stored Inf cannot stop the sampler and a negative one cannot refund.
+    Samples the store could not write count too: they were spent all the same (``store.usage``).
     """
-    rows = store.query(
-        f"SELECT COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT})"  # noqa: S608 (no values: constants only)
-        " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ?",
-        (provider, plan, since),
-    )
-    count, input_tokens, output_tokens = rows[0]
-    # Samples whose write failed (a full disk) or that the database refused (rescued to a file) were spent all
-    # the same. Read after the query, which ran after every write queued before it, so those are known by now.
-    lost = [*store.unsaved, *store.rescued]
-    mine = [s for s in lost if s.endpoint.provider == provider and s.endpoint.plan == plan]
-    spent = sum((_spent(s) for s in mine if s.started_at.timestamp() >= since), Usage())
-    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0)) + spent
-
-
-def _spent(s: Sample) -> Usage:
-    """One sample's use, counted as usage() counts a stored one."""
-    m = s.metrics
-    provider_in, own_in = token_count(m.provider_input_tokens), token_count(s.input_tokens)
-    input_tokens = provider_in if provider_in is not None else own_in or 0
-    return Usage(1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0))
+    s = spent(store, provider, plan, since)
+    return Usage(s.requests, s.input_tokens, s.output_tokens)
 
 
 def last_started(store: Store, job: Job) -> float | None:
     """When the job's latest sample started, or None if it has none; one cancelled at shutdown is left out,
     so that a run cut short is retried soon rather than an interval later."""
     provider, plan, model, workload = job.key
-    rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
-        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
-        " AND (error_kind IS NULL OR error_kind <> ?) ORDER BY started_at DESC LIMIT 1",
-        (provider, model, workload, plan, ErrorKind.CANCELLED.value),
-    )
-    return float(rows[0][0]) if rows else None
+    return recent.last_started(store, provider=provider, plan=plan, model=model, workload=workload)
 
 
 class Clock(Protocol):

@@ -39,6 +39,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
+from tokenpace.store import columns
 from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
 from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
 from tokenpace.store.refusals import default_rescue_path, is_data_error, rescue, storable
@@ -48,15 +49,8 @@ log = logging.getLogger(__name__)
 RESCUED_KEPT = 10_000  # rescued samples remembered (lightly) so that budgets still count them
 ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
 _FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: Dialect.errors
-_METRICS = tuple(f.name for f in dataclasses.fields(Metrics))
-_ENDPOINT = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
-_PROMPT = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
-_ORIGIN = ("source", "published", "client_bound")
-_SAMPLE_COLUMNS = (
-    *("id", "run_id", *_ENDPOINT, "workload", "started_at"),
-    *("ok", "error_kind", "error_message", "http_status", *_METRICS, "timeline", "tool_version", *_PROMPT),
-    *_ORIGIN,
-)
+_METRICS, _ENDPOINT, _PROMPT = columns.METRIC_COLUMNS, columns.ENDPOINT_COLUMNS, columns.PROMPT_COLUMNS
+_SAMPLE_COLUMNS = columns.SAMPLE_COLUMNS
 _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
 
 
@@ -108,12 +102,7 @@ def _to_db(value: Any) -> Any:
 
 
 def _sample_row(s: Sample) -> tuple[Any, ...]:
-    kind = None if s.error_kind is None else s.error_kind.value
-    head = (s.id, s.run_id, *(getattr(s.endpoint, f) for f in _ENDPOINT), s.workload, s.started_at, s.ok)
-    tail = (kind, s.error_message, s.http_status, *dataclasses.astuple(s.metrics), s.timeline.to_json())
-    prompt = (getattr(s, f) for f in _PROMPT)
-    origin = (getattr(s, f) for f in _ORIGIN)
-    return tuple(_to_db(v) for v in (*head, *tail, s.tool_version, *prompt, *origin))
+    return tuple(_to_db(v) for v in columns.sample_values(s).values())
 
 
 def _run_row(r: RunRecord) -> tuple[Any, ...]:

@@ -1,22 +1,34 @@
-"""Samples to files: CSV for spreadsheets, JSON Lines (with the raw timeline) for re-analysis."""
+"""Samples out, with the same columns everywhere (``columns.EXPORTED``): files for ``run --output`` (CSV for
+spreadsheets, JSON Lines with the raw timeline for re-analysis) and rows for the web's ``/samples.csv``."""
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tokenpace.errors import ConfigError
-from tokenpace.measure.sample import Sample, sample_row
+from tokenpace.measure.sample import Sample
+from tokenpace.store.columns import EXPORTED, sample_values
+from tokenpace.store.database import Store
 
 SAMPLE_FORMATS = (".csv", ".jsonl")
+BATCH = 5000  # rows per query: memory stays flat however many samples there are
+_STARTED, _ID = EXPORTED.index("started_at"), EXPORTED.index("id")
+
+
+def export_row(sample: Sample) -> dict[str, Any]:
+    """The sample as one flat record of the exported columns; the time in ISO 8601."""
+    values = sample_values(sample)
+    return {c: values[c] for c in EXPORTED} | {"started_at": sample.started_at.isoformat()}
 
 
 def jsonl_row(sample: Sample) -> dict[str, Any]:
     """The sample as a JSON Lines record: its flat row plus the decoded timeline."""
-    return {**sample_row(sample), "timeline": json.loads(sample.timeline.to_json())}
+    return {**export_row(sample), "timeline": json.loads(sample.timeline.to_json())}
 
 
 def write_samples(path: Path, samples: Sequence[Sample]) -> None:
@@ -27,10 +39,45 @@ def write_samples(path: Path, samples: Sequence[Sample]) -> None:
     # A lone surrogate (JSON lets a server send one) cannot be UTF-8: it is written as "?", not raised.
     with path.open("w", newline="", encoding="utf-8", errors="replace") as f:
         if suffix == ".csv":
-            rows = [sample_row(s) for s in samples]
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["id"])
+            writer = csv.DictWriter(f, fieldnames=EXPORTED)  # the header even when there is no sample
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(export_row(s) for s in samples)
         else:
             for s in samples:
                 f.write(json.dumps(jsonl_row(s), ensure_ascii=False) + "\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Which samples to read: equal to each value given; ``since`` in UTC epoch seconds, inclusive."""
+
+    provider: str | None = None
+    plan: str | None = None
+    model: str | None = None
+    workload: str | None = None
+    since: float | None = None
+
+
+def sample_batches(store: Store, where: Filter = Filter(), batch: int = BATCH) -> Iterator[list[tuple[Any, ...]]]:
+    """The samples ``where`` picks, as rows of the exported columns, oldest first, ``batch`` rows per query.
+
+    Read by (started_at, id) from where the last batch ended, so a long read never holds the store. Values are as
+    stored: times in epoch seconds, booleans 0/1. The last batch holds fewer than ``batch`` rows, maybe none.
+    """
+    conditions, args = ["1 = 1"], list[Any]()
+    for name in ("provider", "plan", "model", "workload"):  # column names from here, never from the caller
+        if (value := getattr(where, name)) is not None:
+            conditions.append(f"{name} = ?")
+            args.append(value)
+    if where.since is not None:
+        conditions.append("started_at >= ?")
+        args.append(where.since)
+    sql = f"SELECT {', '.join(EXPORTED)} FROM samples WHERE {' AND '.join(conditions)}"  # noqa: S608
+    sql += f" AND (started_at > ? OR (started_at = ? AND id > ?)) ORDER BY started_at, id LIMIT {int(batch)}"
+    after: tuple[float, str] = (float("-inf"), "")
+    while True:
+        rows = store.query(sql, [*args, after[0], after[0], after[1]])
+        yield rows
+        if len(rows) < batch:
+            return
+        after = (rows[-1][_STARTED], rows[-1][_ID])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenpace.measure.sample import RunRecord, Sample
-from tokenpace.store.export import jsonl_row
+from tokenpace.store.columns import sample_values
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # PostgreSQL's INTEGER: the narrower of the two databases
 RESCUE_NAME = "tokenpace-rescued.jsonl"
@@ -137,7 +137,9 @@ def _plain(value: Any) -> Any:
 def rescue(path: Path, record: Sample | RunRecord, why: str) -> None:
     """Append the record and why it was refused to the rescue file; ASCII JSON, so any text can be written."""
     if isinstance(record, Sample):
-        doc: dict[str, Any] = {"refused": why, "sample": jsonl_row(record)}
+        # Every column, hidden ones too (the file stays beside the database): the record, whole, to put back.
+        values = sample_values(record)
+        doc: dict[str, Any] = {"refused": why, "sample": values | {"timeline": json.loads(values["timeline"])}}
     else:
         doc = {"refused": why, "run": dataclasses.asdict(record)}
     line = json.dumps(doc, default=_plain)

@@ -1,0 +1,50 @@
+"""A sample's columns: the one ordered list that the database, ``run --output`` and ``/samples.csv`` all take.
+
+The database stores every column. Exports (``run --output`` as CSV or JSON Lines, the web's ``/samples.csv``)
+show the same ones, in the same order, for whoever reads them: a file shared or a public page. They hide what
+could leak or bloat, the same everywhere:
+
+- ``base_url``: some users put a key in its query string, and a private gateway's host is no reader's business;
+- ``api_key_env``: the key variable's name says how a deployment is set up;
+- ``prompt_text``: up to a long-context workload's whole prompt, kept only with ``--keep-prompts`` (the
+  fingerprint identifies the prompt without it);
+- ``timeline``: the raw events; JSON Lines adds them decoded, under the same name.
+
+Endpoint headers are never stored at all. The schema itself is history (``migrations``), written out as each
+database was given it; ``tests/test_store.py`` checks that it and this list agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tokenpace.measure.metrics import Metrics
+from tokenpace.measure.sample import Sample
+
+METRIC_COLUMNS = tuple(f.name for f in dataclasses.fields(Metrics))
+ENDPOINT_COLUMNS = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
+PROMPT_COLUMNS = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
+ORIGIN_COLUMNS = ("source", "published", "client_bound")  # which samples the board counts
+SAMPLE_COLUMNS = (
+    *("id", "run_id", *ENDPOINT_COLUMNS, "workload", "started_at"),
+    *("ok", "error_kind", "error_message", "http_status", *METRIC_COLUMNS, "timeline", "tool_version"),
+    *PROMPT_COLUMNS,
+    *ORIGIN_COLUMNS,
+)
+HIDDEN = frozenset({"base_url", "api_key_env", "prompt_text", "timeline"})  # stored, never exported
+EXPORTED = tuple(c for c in SAMPLE_COLUMNS if c not in HIDDEN)
+
+
+def sample_values(s: Sample) -> dict[str, Any]:
+    """Every column's value, in ``SAMPLE_COLUMNS`` order, as Python holds it: datetimes, bools, the timeline's
+    JSON text and the error kind's name. The database turns times into epoch seconds and bools into 0/1."""
+    values: dict[str, Any] = {"id": s.id, "run_id": s.run_id}
+    values |= {c: getattr(s.endpoint, c) for c in ENDPOINT_COLUMNS}
+    values |= {"workload": s.workload, "started_at": s.started_at, "ok": s.ok}
+    values |= {"error_kind": None if s.error_kind is None else s.error_kind.value}
+    values |= {"error_message": s.error_message, "http_status": s.http_status}
+    values |= dataclasses.asdict(s.metrics)
+    values |= {"timeline": s.timeline.to_json(), "tool_version": s.tool_version}
+    values |= {c: getattr(s, c) for c in (*PROMPT_COLUMNS, *ORIGIN_COLUMNS)}
+    return values

@@ -1,0 +1,35 @@
+"""When samples last started: an endpoint's, so the schedule resumes after a restart, and anyone's, for /health."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.store.database import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """How many samples the store holds, and when the latest started (UTC epoch seconds; None if none)."""
+
+    samples: int
+    last_started: float | None
+
+
+def last_started(store: Store, *, provider: str, plan: str, model: str, workload: str) -> float | None:
+    """When the endpoint's latest sample of a workload started, or None if it has none.
+
+    One cancelled at shutdown is left out, so that a run cut short is retried soon rather than an interval later.
+    """
+    rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
+        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
+        " AND (error_kind IS NULL OR error_kind <> ?) ORDER BY started_at DESC LIMIT 1",
+        (provider, model, workload, plan, ErrorKind.CANCELLED.value),
+    )
+    return float(rows[0][0]) if rows else None
+
+
+def totals(store: Store) -> Totals:
+    """Every sample counted, and the latest start."""
+    ((count, last),) = store.query("SELECT COUNT(*), MAX(started_at) FROM samples")
+    return Totals(int(count), None if last is None else float(last))
