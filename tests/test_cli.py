@@ -56,7 +56,7 @@ def test_run_table_and_sample_files(tmp_path: Path, sim_thread: Callable[..., Si
         assert "TTFT" in result.stdout and "3/3 ok (100%)" in result.stdout
         if name.endswith(".csv"):
             rows = list(csv.DictReader(out.open()))
-            assert len(rows) == 3 and all(r["ok"] == "True" and float(r["ttft_ms"]) > 0 for r in rows)
+            assert len(rows) == 3 and all(r["ok"] == "1" and float(r["ttft_ms"]) > 0 for r in rows)
         else:
             docs = [json.loads(line) for line in out.read_text().splitlines()]
             assert len(docs) == 3 and all(d["timeline"]["events"] for d in docs)

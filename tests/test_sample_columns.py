@@ -31,6 +31,7 @@ def test_run_output_and_samples_csv_have_the_same_columns(tmp_path: Path) -> Non
         if name.endswith(".csv"):
             rows = list(csv.reader(out.open(newline="", encoding="utf-8")))
             headers[name], ids[name] = rows[0], [r[0] for r in rows[1:]]
+            written = rows[1:]
         else:
             docs = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
             assert all(list(d)[-1] == "timeline" and d["timeline"]["events"] for d in docs)  # JSON Lines adds it
@@ -45,3 +46,5 @@ def test_run_output_and_samples_csv_have_the_same_columns(tmp_path: Path) -> Non
     assert ids["/samples.csv"] == ids["out.csv"] + ids["out.jsonl"]  # the two runs, oldest first
     assert not HIDDEN & set(EXPORTED) and {"base_url", "prompt_text", "api_key_env"} <= HIDDEN
     assert set(EXPORTED) | HIDDEN == set(SAMPLE_COLUMNS)
+    # Not only the columns: the values, as text, are the same in a run's file and on the web.
+    assert written == web[1 : 1 + len(written)]

@@ -41,7 +41,10 @@ def write_samples(path: Path, samples: Sequence[Sample]) -> None:
         if suffix == ".csv":
             writer = csv.DictWriter(f, fieldnames=EXPORTED)  # the header even when there is no sample
             writer.writeheader()
-            writer.writerows(export_row(s) for s in samples)
+            # Booleans as the database holds them (1/0), as /samples.csv writes them.
+            writer.writerows(
+                {k: int(v) if isinstance(v, bool) else v for k, v in export_row(s).items()} for s in samples
+            )
         else:
             for s in samples:
                 f.write(json.dumps(jsonl_row(s), ensure_ascii=False) + "\n")
