@@ -22,7 +22,7 @@ from tokenpace.board.terminal import print_board
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
-from tokenpace.errors import ConfigError
+from tokenpace.errors import BadRequest
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.run import Plan, measure
@@ -191,7 +191,7 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
     ],
 )
 def test_bad_query_values_say_what_to_use(params: dict[str, str], message: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(BadRequest) as err:
         Query.from_params(params)
     assert str(err.value) == message and "\n" not in message
 

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import ConfigError
+from tokenpace.errors import BadRequest
 from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import (
@@ -64,12 +64,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def _one_of(what: str, value: str, known: Collection[str]) -> str:
     if value not in known:
-        raise ConfigError(f"{what} {value!r}: use one of {', '.join(known)}")
+        raise BadRequest(f"{what} {value!r}: use one of {', '.join(known)}")
     return value
 
 
 def window(name: str) -> Window:
-    """The window called ``name``; one ConfigError line naming the ones there are otherwise."""
+    """The window called ``name``; one BadRequest line naming the ones there are otherwise."""
     return WINDOWS[_one_of("window", name, WINDOWS)]
 
 
@@ -96,11 +96,11 @@ class Query:
             _one_of("order", self.order, ("asc", "desc"))
         _one_of("client_bound", self.client_bound, ("exclude", "include"))
         if self.min_samples < 0:
-            raise ConfigError(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
+            raise BadRequest(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k") -> Query:
-        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one ConfigError line.
+        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one BadRequest line.
 
         ``min_samples`` and ``workload`` are the defaults: the config's minimum and its first scheduled workload.
         """
@@ -109,7 +109,7 @@ class Query:
         if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > MAX_MIN_SAMPLES_DIGITS:
             # isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line
             shown = raw_min if len(raw_min) <= 20 else raw_min[:20] + "..."
-            raise ConfigError(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
+            raise BadRequest(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
         return cls(
             window=get.get("window") or DEFAULT_WINDOW,
             workload=get.get("workload") or workload,

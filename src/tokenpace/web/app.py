@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from tokenpace.board import ranking
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import ConfigError, StoreError
+from tokenpace.errors import BadRequest, ConfigError, StoreError
 from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
@@ -67,7 +67,7 @@ def _plotly_js() -> Path:
 
 def _no_nul(what: str, value: str) -> str:
     if "\x00" in value:
-        raise ConfigError(f"{what}: a NUL character (%00) is not allowed; remove it")
+        raise BadRequest(f"{what}: a NUL character (%00) is not allowed; remove it")
     return value
 
 
@@ -90,7 +90,7 @@ def _endpoint_parts(request: Request) -> tuple[str, str, str]:
 
 def _error(request: Request, exc: Exception) -> Response:
     """One line for the user: 400 for a bad parameter, 404, 503 when the store fails; JSON for JSON routes."""
-    code = 400 if isinstance(exc, ConfigError) else 503 if isinstance(exc, StoreError) else 500
+    code = 400 if isinstance(exc, BadRequest) else 503 if isinstance(exc, StoreError) else 500
     message = str(exc)
     if isinstance(exc, HTTPException):
         code, message = exc.status_code, str(exc.detail)
@@ -219,7 +219,7 @@ def create_app(
         Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
         Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
     ]
-    handlers = {exc: _error for exc in (ConfigError, StoreError, HTTPException)}
+    handlers = {exc: _error for exc in (BadRequest, StoreError, HTTPException)}
     app = Starlette(routes=routes, exception_handlers=handlers, middleware=[Middleware(InFlightLimit)])
     app.state.site = Site(
         store=store,

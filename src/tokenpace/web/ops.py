@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import ConfigError, StoreError
+from tokenpace.errors import BadRequest, StoreError
 from tokenpace.store.database import Store, epoch
 
 COLUMNS = (
@@ -50,9 +50,7 @@ def parse_since(value: str) -> float:
     try:
         return epoch(datetime.fromisoformat(value))
     except ValueError:
-        raise ConfigError(
-            f"since {value!r}: give epoch seconds or an ISO 8601 time such as 2025-01-31T12:00Z"
-        ) from None
+        raise BadRequest(f"since {value!r}: give epoch seconds or an ISO 8601 time such as 2025-01-31T12:00Z") from None
 
 
 def _query(params: Mapping[str, str]) -> tuple[str, list[Any]]:
@@ -79,7 +77,7 @@ def _clean(value: Any, hidden: Sequence[str], column: int) -> Any:
 
 def samples_csv(store: Store, config: Config, params: Mapping[str, str]) -> Iterator[str]:
     """CSV text, header first, oldest sample first, read in batches by (started_at, id)."""
-    where, args = _query(params)  # raises ConfigError before the response starts
+    where, args = _query(params)  # raises BadRequest before the response starts
     hidden = secrets(config)
     sql = f"SELECT {', '.join(COLUMNS)} FROM samples WHERE {where} AND (started_at > ? OR (started_at = ? AND id > ?))"  # noqa: S608
     sql += f" ORDER BY started_at, id LIMIT {BATCH}"
