@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from tokenpace.config.endpoints import plan_name
 from tokenpace.version import __version__
+from tokenpace.web.paths import endpoint_path, model_path
 
 DASH = "—"
 
@@ -80,15 +80,6 @@ def ago(now: datetime, then: datetime) -> str:
         if s >= size * (2 if unit != "min" else 1):
             return f"{s / size:.0f} {unit} ago"
     return f"{s:.0f} s ago"
-
-
-def endpoint_path(provider: str, plan: str, model: str) -> str:
-    """The endpoint page's URL; a model name may hold "/" and keeps it, every other character is quoted."""
-    return f"/endpoint/{quote(provider, safe='')}/{quote(plan, safe='')}/{quote(model, safe='/')}"
-
-
-def model_path(model: str) -> str:
-    return f"/model/{quote(model, safe='/')}"
 
 
 def environment() -> jinja2.Environment:
