@@ -5,6 +5,7 @@ an endpoint row has one JSON shape wherever it is printed."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -12,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from starlette.routing import Match
 from starlette.testclient import TestClient
 
 from tests.test_aggregate import stream
 from tokenpace import errors
+from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.errors import BadRequest, ConfigError, TokenpaceError
 from tokenpace.measure.sample import make_sample
@@ -142,3 +145,20 @@ def test_a_bad_parameter_is_one_400_line(client: TestClient, path: str) -> None:
         assert r.text.count("\n") == 1
     else:
         assert "<h1>" in r.text
+
+
+def _row(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in ("rank", "too_few", "stale")}
+
+
+def test_an_endpoint_row_has_one_json_shape_on_the_web_and_in_the_terminal(client: TestClient, db: Path) -> None:
+    out = CliRunner().invoke(main, ["leaderboard", "--db", str(db), "--json"], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    cli = {e["name"]: _row(e) for e in json.loads(out.stdout)["entries"]}
+    web = {e["name"]: _row(e) for e in client.get("/leaderboard.json").json()["entries"]}
+    assert cli == web and set(cli) == {e.name for e in ALL}
+    for e in ALL:
+        (row,) = client.get(endpoint_path(e.provider, e.plan, e.model, "json")).json()["rows"]
+        assert row == web[e.name], e.name
+        served = client.get(model_path(e.model, "json")).json()["endpoints"]
+        assert [r for r in served if r["name"] == e.name] == [web[e.name]]

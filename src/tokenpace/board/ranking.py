@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
+from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import BadRequest
 from tokenpace.schedule.cadence import Job, stale_after
@@ -25,7 +26,6 @@ from tokenpace.store.windows import (
     METRICS,
     WINDOWS,
     EndpointRow,
-    Figure,
     ModelRow,
     Window,
     endpoint_rows,
@@ -285,26 +285,6 @@ def board(
     return arrange(m, query, now, stale_after=stale_after)
 
 
-def _iso(t: datetime | None) -> str | None:
-    return None if t is None else t.isoformat()
-
-
-def _figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
-    return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
-
-
-def _row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
-    return {
-        "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
-        "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
-        "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
-        "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
-        **{m: _figure_dict(r.figure(m), statistic) for m in METRICS},
-        "first_at": _iso(r.first_at), "last_at": _iso(r.last_at), "window_s": r.window_s,
-        "errors": dict(r.errors),
-    }  # fmt: skip
-
-
 def as_dict(b: Board) -> dict[str, Any]:
     """The board as JSON-able data, the JSON twin of the page; times are ISO 8601 UTC."""
     s = b.window.statistic
@@ -312,7 +292,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "generated_at": b.generated_at.isoformat(),
         "window": dataclasses.asdict(b.window),
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
-        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **_row_dict(e.row, s)} for e in b.entries],
+        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)} for e in b.entries],
         "models": [dataclasses.asdict(m) for m in b.models],
         "workloads": list(b.workloads),
         "providers": list(b.providers),
@@ -331,10 +311,10 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     table = []
     for e in b.entries:
         r = e.row
-        figures = [_figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
+        figures = [figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
         table.append([
             e.rank, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol, r.simulated,
             b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
-            _iso(r.first_at), _iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
+            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
         ])  # fmt: skip
     return header, table

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
+from tokenpace.board.rows import row_dict
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
 from tokenpace.web import charts
@@ -88,7 +89,8 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "include_client_bound": include,
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
-    data = {"endpoint": facts, "window": window, "rows": shown, "series": groups, "recent": recent}
+    rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
+    data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent}
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     return Page("endpoint.html", context, data, json_url=json_url)
 
@@ -126,8 +128,9 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
         "open_recent": False,
         "include_client_bound": include,
     }
+    endpoints = [row_dict(r, window.statistic) for r in shown]
     data = {"model": model, "workload": workload, "window": window, "summary": summary[0] if summary else None,
-            "endpoints": shown, "series": groups, "recent": _recent(points)}  # fmt: skip
+            "endpoints": endpoints, "series": groups, "recent": _recent(points)}  # fmt: skip
     return Page(
         "model.html",
         context,
