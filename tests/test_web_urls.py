@@ -19,9 +19,11 @@ from starlette.testclient import TestClient
 
 from tests.test_aggregate import stream
 from tokenpace import errors
+from tokenpace.board.numbers import figure, percent
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.errors import BadRequest, ConfigError, TokenpaceError
+from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.store.database import open_store
 from tokenpace.web import create_app
@@ -44,6 +46,10 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         for i in range(4):
             for n, e in enumerate(ALL):
                 store.add_sample(make_sample("r", e, "1k", now - timedelta(minutes=5 + i), stream(100 + 50 * n, 5)))
+        for i in range(3):  # hub: 7 of 8 succeed, a success rate of 87.5% (the terminal once wrote 88%)
+            store.add_sample(make_sample("r", SLASHED, "1k", now - timedelta(minutes=20 + i), stream(200, 5)))
+        failed = stream(200, 5, failure=Failure(ErrorKind.HTTP_ERROR, "overloaded", 503))
+        store.add_sample(make_sample("r", SLASHED, "1k", now - timedelta(minutes=30), failed))
         store.flush()
     yield path
 
@@ -162,3 +168,14 @@ def test_an_endpoint_row_has_one_json_shape_on_the_web_and_in_the_terminal(clien
         assert row == web[e.name], e.name
         served = client.get(model_path(e.model, "json")).json()["endpoints"]
         assert [r for r in served if r["name"] == e.name] == [web[e.name]]
+
+
+def test_the_page_and_the_terminal_write_each_headline_alike(client: TestClient, db: Path) -> None:
+    out = CliRunner().invoke(main, ["leaderboard", "--db", str(db)], catch_exceptions=False, terminal_width=80)
+    page = client.get("/").text
+    for entry in client.get("/leaderboard.json").json()["entries"]:
+        speed = figure(entry["output_speed"]["headline"])
+        assert f"{speed} tok/s" in out.stdout and f'<span class="big">{speed}</span>' in page, (speed, out.stdout)
+        assert f"success {percent(entry['success_rate'])}" in out.stdout
+        assert f">{percent(entry['success_rate'])}<" in page
+    assert "87.5%" in out.stdout

@@ -49,6 +49,7 @@ def workloads_command(config_path: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from tokenpace.board import numbers
     from tokenpace.config import endpoints
     from tokenpace.config.workloads import BUILTIN, Workload
 
@@ -60,7 +61,8 @@ def workloads_command(config_path: Path | None) -> None:
     for w in shown.values():
         image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
         concurrency = "-" if w.concurrency is None else f"{w.concurrency} at once"
-        table.add_row(w.name, f"{w.input_tokens:,}", str(w.max_tokens), ", ".join(w.tasks), concurrency, image)
+        tokens = (numbers.figure(w.input_tokens, "int"), numbers.figure(w.max_tokens, "int"))
+        table.add_row(w.name, *tokens, ", ".join(w.tasks), concurrency, image)
     Console().print(table)
 
 
