@@ -269,7 +269,7 @@ def arrange(
     )  # fmt: skip
 
 
-def board(
+def read_board(
     store: Store,
     query: Query,
     now: datetime,

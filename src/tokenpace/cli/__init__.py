@@ -248,7 +248,9 @@ def leaderboard_command(
     store = open_store(db)
     try:
         now = datetime.now(UTC)
-        board = ranking.board(store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads)
+        board = ranking.read_board(
+            store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads
+        )
     finally:
         close_store(store)
     if as_json:

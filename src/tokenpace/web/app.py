@@ -33,7 +33,7 @@ from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import EndpointRow
-from tokenpace.web import board, detail, methodology, ops, paths, prom, render
+from tokenpace.web import detail, leaderboard, methodology, ops, paths, prom, render
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
@@ -172,7 +172,7 @@ def _model(site: Site, request: Request) -> Page:
 
 
 def _leaderboard_csv(site: Site, request: Request) -> Response:
-    text = board.csv_text(site, _params(request))
+    text = leaderboard.csv_text(site, _params(request))
     return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": "inline"})
 
 
@@ -214,11 +214,11 @@ def create_app(
     """
     jobs, jobs_problem = _jobs(config, status)
     rules = ranking.rules(config, jobs)
-    leaderboard = _page(lambda site, request: board.leaderboard_page(site, _params(request)))
+    home = _page(lambda site, request: leaderboard.leaderboard_page(site, _params(request)))
     plotly_js = _plotly_js()
     routes = [
-        Route("/", leaderboard),  # the site's home; its twin is /leaderboard.json
-        Route("/leaderboard{format:format}", leaderboard),
+        Route("/", home),  # the site's home; its twin is /leaderboard.json
+        Route("/leaderboard{format:format}", home),
         Route("/leaderboard.csv", _cached(_leaderboard_csv)),
         Route("/endpoint/{rest:path}", _page(_endpoint)),
         Route("/model/{rest:path}", _page(_model)),
