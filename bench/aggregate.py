@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from tokenpace.board.ranking import Query, board
+from tokenpace.board.ranking import Query, read_board
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.windows import WINDOWS, endpoint_rows, model_rows
 
@@ -101,7 +101,7 @@ def time_windows(store: Store, now: datetime, repeat: int) -> None:
         )
         for workload in WORKLOADS:  # what a page costs: one workload's rows plus the filter menus
             start = time.perf_counter()
-            shown = board(store, Query(window=window.name, workload=workload), now, long_workloads=LONG)
+            shown = read_board(store, Query(window=window.name, workload=workload), now, long_workloads=LONG)
             print(f"        board({workload}): {time.perf_counter() - start:6.2f} s for {len(shown.entries)} rows")
 
 

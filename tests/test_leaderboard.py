@@ -17,12 +17,12 @@ from rich.console import Console
 from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
 from tests.webkit import Steady
 from tokenpace import sim
-from tokenpace.board.ranking import COLUMNS, SORTS, Board, Query, as_dict, board, csv_table, rules
+from tokenpace.board.ranking import COLUMNS, SORTS, Board, Query, as_dict, csv_table, read_board, rules
 from tokenpace.board.terminal import print_board
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
-from tokenpace.errors import ConfigError
+from tokenpace.errors import BadRequest
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.run import Plan, measure
@@ -67,38 +67,38 @@ def test_each_sort_in_its_natural_order_and_reversed(filled: Store) -> None:
     }
     assert set(expected) == set(SORTS)
     for sort, order in expected.items():
-        b = board(filled, Query(sort=sort), NOW)
+        b = read_board(filled, Query(sort=sort), NOW)
         assert names(b) == [*order, "[bold]fewco/tiny"], sort  # too few samples: last, whatever the sort
         assert [e.rank for e in b.entries] == [1, 2, 3, None]
-        flipped = board(filled, Query(sort=sort, order="asc" if SORTS[sort] == "desc" else "desc"), NOW)
+        flipped = read_board(filled, Query(sort=sort, order="asc" if SORTS[sort] == "desc" else "desc"), NOW)
         if sort not in ("success", "samples"):  # these have ties, which keep name order either way
             assert names(flipped)[:3] == order[::-1], sort
 
 
 def test_min_samples_marks_rows_too_few_and_leaves_them_unranked(filled: Store) -> None:
-    b = board(filled, Query(min_samples=4), NOW)
+    b = read_board(filled, Query(min_samples=4), NOW)
     assert [(e.row.name, e.rank, e.too_few) for e in b.entries] == [
         ("groq:free/llama", 1, False),
         ("cerebras/llama", 2, False),  # 5 samples, 4 of them successful: enough
         ("slowco/big", 3, False),
         ("[bold]fewco/tiny", None, True),
     ]
-    assert [e.too_few for e in board(filled, Query(min_samples=5), NOW).entries] == [True] * 4
-    everyone = board(filled, Query(min_samples=0, sort="ttft"), NOW)
+    assert [e.too_few for e in read_board(filled, Query(min_samples=5), NOW).entries] == [True] * 4
+    everyone = read_board(filled, Query(min_samples=0, sort="ttft"), NOW)
     assert names(everyone)[0] == "[bold]fewco/tiny" and everyone.entries[0].rank == 1
     assert [m.model for m in b.models] == ["big", "llama"]  # the one-sample endpoint speaks for no model
 
 
 def test_filters_and_menus(filled: Store) -> None:
-    assert names(board(filled, Query(provider="groq"), NOW)) == ["groq:free/llama"]
-    by_plan = board(filled, Query(plan="default", sort="name"), NOW)
+    assert names(read_board(filled, Query(provider="groq"), NOW)) == ["groq:free/llama"]
+    by_plan = read_board(filled, Query(plan="default", sort="name"), NOW)
     assert names(by_plan) == ["cerebras/llama", "slowco/big", "[bold]fewco/tiny"]
-    ten = board(filled, Query(workload="10k", min_samples=1), NOW)
+    ten = read_board(filled, Query(workload="10k", min_samples=1), NOW)
     assert names(ten) == ["demo/sim"] and ten.entries[0].row.simulated
     assert ten.workloads == ("10k", "1k")
     assert ten.providers == ("[bold]fewco", "cerebras", "demo", "groq", "slowco")
     assert ten.plans == ("default", "free")
-    day = board(filled, Query(window="24h"), NOW)
+    day = read_board(filled, Query(window="24h"), NOW)
     assert day.window.statistic == "mean" and "slowco/big" not in names(day)  # its samples are 41+ h old
 
 
@@ -106,15 +106,15 @@ def test_stale_after_flags_rows_whose_samples_stopped(filled: Store) -> None:
     def stale_after(row: EndpointRow) -> float | None:
         return None if row.provider == "groq" else 6 * 3600.0
 
-    b = board(filled, Query(), NOW, stale_after=stale_after)
+    b = read_board(filled, Query(), NOW, stale_after=stale_after)
     assert {e.row.name: e.stale for e in b.entries} == {
         "groq:free/llama": False, "cerebras/llama": False, "slowco/big": True, "[bold]fewco/tiny": False,
     }  # fmt: skip
-    assert not any(e.stale for e in board(filled, Query(), NOW).entries)  # default: never stale
+    assert not any(e.stale for e in read_board(filled, Query(), NOW).entries)  # default: never stale
 
 
 def test_json_twin_is_serialisable_and_complete(filled: Store) -> None:
-    b = board(filled, Query(), NOW)
+    b = read_board(filled, Query(), NOW)
     doc = json.loads(json.dumps(as_dict(b)))
     assert doc["generated_at"] == NOW.isoformat() and doc["window"]["name"] == "72h"
     assert doc["query"]["sort"] == "speed" and "default_min_samples" not in doc["query"]
@@ -127,7 +127,7 @@ def test_json_twin_is_serialisable_and_complete(filled: Store) -> None:
 
 
 def test_csv_table_has_one_row_per_entry_under_its_header(filled: Store) -> None:
-    header, rows = csv_table(board(filled, Query(sort="ttft"), NOW))
+    header, rows = csv_table(read_board(filled, Query(sort="ttft"), NOW))
     assert len(rows) == 4 and all(len(r) == len(header) for r in rows)
     record = dict(zip(header, rows[0], strict=True))
     assert record["name"] == "cerebras/llama" and record["ttft_ms_headline"] == pytest.approx(50)
@@ -191,24 +191,24 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
     ],
 )
 def test_bad_query_values_say_what_to_use(params: dict[str, str], message: str) -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(BadRequest) as err:
         Query.from_params(params)
     assert str(err.value) == message and "\n" not in message
 
 
 def test_terminal_table_has_the_page_columns(filled: Store) -> None:
     console = Console(record=True, width=200)
-    print_board(console, board(filled, Query(), NOW))
+    print_board(console, read_board(filled, Query(), NOW))
     text = console.export_text()
     header = next(line for line in text.splitlines() if "Endpoint" in line)
     positions = [header.index(label) for _, label in COLUMNS]
     assert positions == sorted(positions)
     assert "[bold]fewco/tiny" in text and "too few (1/3)" in text and "(n=4)" in text
     console = Console(record=True, width=200)
-    print_board(console, board(filled, Query(workload="10k", min_samples=1), NOW))
+    print_board(console, read_board(filled, Query(workload="10k", min_samples=1), NOW))
     assert "demo/sim (simulated)" in console.export_text()
     console = Console(record=True, width=200)
-    print_board(console, board(filled, Query(workload="vision"), NOW))
+    print_board(console, read_board(filled, Query(workload="vision"), NOW))
     assert "no samples of the vision workload" in console.export_text()
 
 
@@ -226,9 +226,9 @@ async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
             await measure(endpoints, workload, plan, Steady(store))
         store.flush()
         now = datetime.now(UTC)
-        b = board(store, Query(workload="tiny"), now)
+        b = read_board(store, Query(workload="tiny"), now)
         assert names(b) == ["fast/m", "slow/m"] and [e.rank for e in b.entries] == [1, 2]
-        assert names(board(store, Query(workload="tiny", sort="ttft"), now)) == ["fast/m", "slow/m"]
+        assert names(read_board(store, Query(workload="tiny", sort="ttft"), now)) == ["fast/m", "slow/m"]
         assert b.entries[1].row.simulated and b.models[0].providers == 2 and b.models[0].simulated
 
 
@@ -245,7 +245,7 @@ async def test_a_one_shot_run_reaches_the_board_only_when_published_and_labelled
             plan = Plan(requests=5, warmup=False, timeouts=timeouts, source="one-shot", publish=True)
             await measure([loud], workload, plan, Steady(store))
         store.flush()
-        b = board(store, Query(workload="tiny"), datetime.now(UTC))
+        b = read_board(store, Query(workload="tiny"), datetime.now(UTC))
         assert names(b) == ["loud/m"] and b.entries[0].rank == 1 and b.entries[0].row.one_shot == 5
         assert as_dict(b)["entries"][0]["one_shot"] == 5
         header, table = csv_table(b)
@@ -264,7 +264,7 @@ def test_client_bound_rows_show_their_count_and_rank_on_the_rest(tmp_path: Path)
             bound = make_sample("r", CEREBRAS, "1k", NOW - timedelta(hours=i + 1), stream(5, 1), client_bound=True)
             store.add_sample(bound)  # would be the fastest, but the client was the bottleneck
         store.flush()
-        b = board(store, Query(min_samples=1), NOW)
+        b = read_board(store, Query(min_samples=1), NOW)
         assert names(b) == ["groq:free/llama", "cerebras/llama"] and b.entries[1].rank is None
         assert b.entries[1].too_few and b.entries[1].row.client_bound == 2
         entry = as_dict(b)["entries"][1]
@@ -274,6 +274,6 @@ def test_client_bound_rows_show_their_count_and_rank_on_the_rest(tmp_path: Path)
         console = Console(record=True, width=200)
         print_board(console, b)
         assert "2 client-bound" in console.export_text()
-        included = board(store, Query(min_samples=1, client_bound="include"), NOW)
+        included = read_board(store, Query(min_samples=1, client_bound="include"), NOW)
         assert names(included)[0] == "cerebras/llama" and included.entries[0].rank == 1
         assert Query.from_params({"client_bound": "include"}).params() == "client_bound=include"

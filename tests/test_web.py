@@ -32,7 +32,7 @@ from tokenpace.schedule.sampler import Sampler, jobs
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.memo import Memo
-from tokenpace.web.render import endpoint_path, model_path
+from tokenpace.web.paths import endpoint_path, model_path
 
 from .webkit import EVIL, SECRET, Fleet, filled_store
 

@@ -26,7 +26,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
-from tokenpace.web.render import endpoint_path, model_path
+from tokenpace.web.paths import endpoint_path, model_path
 
 KEY_ENV = "TOKENPACE_ORIGINS_TEST_KEY"
 KEY = "sk-origins-test-93b1"  # a made-up key a provider echoes back in an error message

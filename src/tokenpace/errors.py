@@ -5,13 +5,15 @@ These exceptions are for mistakes that stop tokenpace from starting or saving wo
 
     TokenpaceError
     ├── ConfigError        a config file, endpoint reference or command-line value is wrong
+    ├── BadRequest         a request's parameter (a page's query string or path) is wrong
     ├── StoreError         the database cannot be opened, migrated or written
     ├── TokenizerError     the o200k_base vocabulary cannot be loaded
     └── SimulatorError     the simulator was asked for something it cannot do
 
 Each carries a one-line message that says what to fix; the CLI prints it as it is and exits with the class's
 ``exit_code``: 2 for a mistake in the command or a file (as click does for usage), 3 when tokenpace could not
-do its work (database, vocabulary, simulator).
+do its work (database, vocabulary, simulator). The web answers BadRequest with a 400 and StoreError with a 503;
+a ConfigError there is tokenpace's own fault (the config was checked at start), so it is a 500.
 """
 
 
@@ -23,6 +25,13 @@ class TokenpaceError(Exception):
 
 class ConfigError(TokenpaceError):
     """A config file, endpoint reference or command-line value is wrong."""
+
+    exit_code = 2
+
+
+class BadRequest(TokenpaceError):
+    """A request's parameter is wrong: a page's query string or path, or ``tokenpace leaderboard``'s options,
+    which are the same parameters (the board reads both with one parser)."""
 
     exit_code = 2
 

@@ -1,1 +1,6 @@
-"""Boards: ranking, model rows and run summaries, and their terminal rendering."""
+"""What people read from the measurements: a Board (one ranked table, ranking.py) with its rows' JSON (rows.py),
+run summaries (summary.py), figures as text (numbers.py) and the terminal's tables (terminal.py).
+
+Words: a *board* is one ranked table, a value; the *leaderboard* is what is published from it: the web page
+(web/leaderboard.py, ``/`` and ``/leaderboard.json``) and ``tokenpace leaderboard``.
+"""

@@ -16,8 +16,9 @@ from datetime import datetime
 from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
+from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import ConfigError
+from tokenpace.errors import BadRequest
 from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import (
@@ -25,7 +26,6 @@ from tokenpace.store.windows import (
     METRICS,
     WINDOWS,
     EndpointRow,
-    Figure,
     ModelRow,
     Window,
     endpoint_rows,
@@ -64,12 +64,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 
 def _one_of(what: str, value: str, known: Collection[str]) -> str:
     if value not in known:
-        raise ConfigError(f"{what} {value!r}: use one of {', '.join(known)}")
+        raise BadRequest(f"{what} {value!r}: use one of {', '.join(known)}")
     return value
 
 
 def window(name: str) -> Window:
-    """The window called ``name``; one ConfigError line naming the ones there are otherwise."""
+    """The window called ``name``; one BadRequest line naming the ones there are otherwise."""
     return WINDOWS[_one_of("window", name, WINDOWS)]
 
 
@@ -96,11 +96,11 @@ class Query:
             _one_of("order", self.order, ("asc", "desc"))
         _one_of("client_bound", self.client_bound, ("exclude", "include"))
         if self.min_samples < 0:
-            raise ConfigError(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
+            raise BadRequest(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k") -> Query:
-        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one ConfigError line.
+        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one BadRequest line.
 
         ``min_samples`` and ``workload`` are the defaults: the config's minimum and its first scheduled workload.
         """
@@ -109,7 +109,7 @@ class Query:
         if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > MAX_MIN_SAMPLES_DIGITS:
             # isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line
             shown = raw_min if len(raw_min) <= 20 else raw_min[:20] + "..."
-            raise ConfigError(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
+            raise BadRequest(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
         return cls(
             window=get.get("window") or DEFAULT_WINDOW,
             workload=get.get("workload") or workload,
@@ -269,7 +269,7 @@ def arrange(
     )  # fmt: skip
 
 
-def board(
+def read_board(
     store: Store,
     query: Query,
     now: datetime,
@@ -285,26 +285,6 @@ def board(
     return arrange(m, query, now, stale_after=stale_after)
 
 
-def _iso(t: datetime | None) -> str | None:
-    return None if t is None else t.isoformat()
-
-
-def _figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
-    return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
-
-
-def _row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
-    return {
-        "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
-        "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
-        "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
-        "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
-        **{m: _figure_dict(r.figure(m), statistic) for m in METRICS},
-        "first_at": _iso(r.first_at), "last_at": _iso(r.last_at), "window_s": r.window_s,
-        "errors": dict(r.errors),
-    }  # fmt: skip
-
-
 def as_dict(b: Board) -> dict[str, Any]:
     """The board as JSON-able data, the JSON twin of the page; times are ISO 8601 UTC."""
     s = b.window.statistic
@@ -312,7 +292,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "generated_at": b.generated_at.isoformat(),
         "window": dataclasses.asdict(b.window),
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
-        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **_row_dict(e.row, s)} for e in b.entries],
+        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)} for e in b.entries],
         "models": [dataclasses.asdict(m) for m in b.models],
         "workloads": list(b.workloads),
         "providers": list(b.providers),
@@ -331,10 +311,10 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     table = []
     for e in b.entries:
         r = e.row
-        figures = [_figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
+        figures = [figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
         table.append([
             e.rank, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol, r.simulated,
             b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
-            _iso(r.first_at), _iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
+            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
         ])  # fmt: skip
     return header, table

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tokenpace.board import numbers
 from tokenpace.board.ranking import COLUMNS, METRIC_OF, Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.config.presets import Preset
@@ -19,15 +20,9 @@ from tokenpace.measure.run import RunResult
 from tokenpace.measure.sample import Sample
 
 
-def _fmt(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.1f}"
-
-
 def print_summary(console: Console, s: Summary) -> None:
     """The endpoint's figures (beside the simulator's true values under --sim), then its commonest errors."""
-    rate = "-" if s.success_rate is None else f"{s.success_rate:.0%}"
+    rate = numbers.percent(s.success_rate)
     errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
     title = f"{escape(s.endpoint)}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}"
     if s.ok == 0:
@@ -44,9 +39,9 @@ def print_summary(console: Console, s: Summary) -> None:
                 ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
             ]
         for name, label, unit, st in rows:
-            cells = [label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean)]
+            cells = [label, unit, str(st.count), *(numbers.figure(v) for v in (st.p5, st.p50, st.p95, st.mean))]
             if s.truth is not None:
-                cells.append(_fmt(s.truth.get(name)) if name in s.truth else "")
+                cells.append(numbers.figure(s.truth.get(name)) if name in s.truth else "")
             table.add_row(*cells)
         console.print(table)
         if s.truth is not None:
@@ -68,7 +63,7 @@ def summaries(samples: Sequence[Sample], truth: Mapping[str, dict[str, float]] |
 
 def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:
     r = result.run
-    lag = f"loop lag p99 {_fmt(r.loop_lag_p99_ms)} ms, {_fmt(r.cpu_us_per_event)} µs CPU per event"
+    lag = f"loop lag p99 {numbers.figure(r.loop_lag_p99_ms)} ms, {numbers.figure(r.cpu_us_per_event)} µs CPU per event"
     if r.client_bound:
         err.print(
             f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
@@ -84,19 +79,19 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "rank":
         if e.too_few:
             return f"too few ({r.counted}/{board.query.min_samples})"
-        return "-" if e.rank is None else str(e.rank)
+        return numbers.DASH if e.rank is None else str(e.rank)
     if key == "name":
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
         return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
-        return f"{_fmt(figure.headline(statistic))} [dim](n={figure.n})[/]"
+        return f"{numbers.figure(figure.headline(statistic))} [dim](n={figure.n})[/]"
     if key == "success":
-        return "-" if r.success_rate is None else f"{r.success_rate:.0%}"
+        return numbers.percent(r.success_rate)
     if key == "samples":
         # Client-bound samples are left out of the figures (unless included): say how many.
         return str(r.samples) + (f" [yellow]({r.client_bound} client-bound)[/]" if r.client_bound else "")
-    last = "-" if r.last_at is None else f"{r.last_at:%Y-%m-%d %H:%M} UTC"
+    last = numbers.DASH if r.last_at is None else f"{numbers.when(r.last_at, seconds=False)} UTC"
     return last + (" [yellow](stale)[/]" if e.stale else "")
 
 
@@ -162,7 +157,7 @@ def print_leaderboard(console: Console, board: Board) -> None:
         figures = []
         for key, unit in _UNITS.items():
             figure = e.row.figure(METRIC_OF[key])
-            figures.append(f"{_fmt(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
+            figures.append(f"{numbers.figure(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
         console.print("     " + "  ·  ".join(figures), style=style, soft_wrap=True, highlight=False)
         rest = f"success {_cell(board, e, 'success')}  ·  samples {_cell(board, e, 'samples')}"
         console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)

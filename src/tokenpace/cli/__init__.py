@@ -49,6 +49,7 @@ def workloads_command(config_path: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from tokenpace.board import numbers
     from tokenpace.config import endpoints
     from tokenpace.config.workloads import BUILTIN, Workload
 
@@ -60,7 +61,8 @@ def workloads_command(config_path: Path | None) -> None:
     for w in shown.values():
         image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
         concurrency = "-" if w.concurrency is None else f"{w.concurrency} at once"
-        table.add_row(w.name, f"{w.input_tokens:,}", str(w.max_tokens), ", ".join(w.tasks), concurrency, image)
+        tokens = (numbers.figure(w.input_tokens, "int"), numbers.figure(w.max_tokens, "int"))
+        table.add_row(w.name, *tokens, ", ".join(w.tasks), concurrency, image)
     Console().print(table)
 
 
@@ -246,7 +248,9 @@ def leaderboard_command(
     store = open_store(db)
     try:
         now = datetime.now(UTC)
-        board = ranking.board(store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads)
+        board = ranking.read_board(
+            store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads
+        )
     finally:
         close_store(store)
     if as_json:

@@ -61,7 +61,7 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except TokenpaceError as exc:
-            raise (_Mistake if isinstance(exc, ConfigError) else _Stopped)(str(exc)) from None
+            raise (_Mistake if exc.exit_code == _Mistake.exit_code else _Stopped)(str(exc)) from None
 
 
 class Finite(click.FloatRange):

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from urllib.parse import unquote
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -28,12 +28,12 @@ from starlette.staticfiles import StaticFiles
 
 from tokenpace.board import ranking
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import ConfigError, StoreError
+from tokenpace.errors import BadRequest, ConfigError, StoreError
 from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import EndpointRow
-from tokenpace.web import board, detail, methodology, ops, prom, render
+from tokenpace.web import detail, leaderboard, methodology, ops, paths, prom, render
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
@@ -42,6 +42,21 @@ from tokenpace.web.site import Site
 CACHE = {"Cache-Control": "public, max-age=86400"}  # plotly.min.js is 4.8 MB: fetch it once a day at most
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
 READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound")
+
+
+class _FormatConvertor(Convertor[str]):
+    """``{format:format}`` in a route: nothing (the HTML page) or ``.json`` (its twin)."""
+
+    regex = r"(?:\.json)?"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("format", _FormatConvertor())
 
 
 def _utcnow() -> datetime:
@@ -67,7 +82,7 @@ def _plotly_js() -> Path:
 
 def _no_nul(what: str, value: str) -> str:
     if "\x00" in value:
-        raise ConfigError(f"{what}: a NUL character (%00) is not allowed; remove it")
+        raise BadRequest(f"{what}: a NUL character (%00) is not allowed; remove it")
     return value
 
 
@@ -78,24 +93,20 @@ def _params(request: Request) -> Mapping[str, str]:
     return request.query_params
 
 
-def _endpoint_parts(request: Request) -> tuple[str, str, str]:
-    """provider, plan and model from the raw path, so a %2F inside a provider or plan name stays in it."""
+def _raw_tail(request: Request, prefix: str) -> str:
+    """What follows ``prefix`` in the path as sent, still percent-encoded (paths.py decodes it part by part)."""
     raw = request.scope.get("raw_path") or request.url.path.encode()
-    rest = raw.decode("latin-1").split("/endpoint/", 1)[-1]
-    provider, plan, model = ([*rest.split("/", 2), "", ""])[:3]
-    if not (provider and plan and model):
-        raise HTTPException(404, "an endpoint page is /endpoint/PROVIDER/PLAN/MODEL")
-    return tuple(_no_nul("the endpoint's path", unquote(part)) for part in (provider, plan, model))  # type: ignore[return-value]
+    return str(raw.decode("latin-1").split(prefix, 1)[-1])
 
 
 def _error(request: Request, exc: Exception) -> Response:
     """One line for the user: 400 for a bad parameter, 404, 503 when the store fails; JSON for JSON routes."""
-    code = 400 if isinstance(exc, ConfigError) else 503 if isinstance(exc, StoreError) else 500
+    code = 400 if isinstance(exc, BadRequest) else 503 if isinstance(exc, StoreError) else 500
     message = str(exc)
     if isinstance(exc, HTTPException):
         code, message = exc.status_code, str(exc.detail)
     path = request.url.path
-    if path.endswith(".json") or path == "/health":
+    if paths.format_of(path) == "json" or path == "/health":
         return JSONResponse({"error": message}, code)
     if path.endswith(".csv") or path == "/metrics":
         return PlainTextResponse(message + "\n", code)
@@ -133,34 +144,35 @@ def _cached(view: Callable[[Site, Request], Response]) -> Handler:
     return handle
 
 
-def _twin(view: Callable[[Site, Mapping[str, str]], Page]) -> tuple[Handler, Handler]:
-    def page(site: Site, request: Request) -> Response:
-        return render.html(site.env, view(site, _params(request)), site.now())
+def _page(view: Callable[[Site, Request], Page]) -> Handler:
+    """One route for a page and its JSON twin: the same view, the path's ending (paths.py) picks the format."""
 
-    def data(site: Site, request: Request) -> Response:
-        return render.json(view(site, _params(request)))
+    def respond(site: Site, request: Request) -> Response:
+        page = view(site, request)
+        if paths.format_of(request.url.path) == "json":
+            return render.json(page)
+        return render.html(site.env, page, site.now())
 
-    return _cached(page), _cached(data)
-
-
-def _endpoint(site: Site, request: Request) -> Response:
-    provider, plan, model = _endpoint_parts(request)
-    params = _params(request)
-    if model.endswith(".json"):
-        return render.json(detail.endpoint_page(site, provider, plan, model.removesuffix(".json"), params))
-    return render.html(site.env, detail.endpoint_page(site, provider, plan, model, params), site.now())
+    return _cached(respond)
 
 
-def _model(site: Site, request: Request) -> Response:
-    model = _no_nul("the model's path", request.path_params["model"])
-    params = _params(request)
-    if model.endswith(".json"):
-        return render.json(detail.model_page(site, model.removesuffix(".json"), params))
-    return render.html(site.env, detail.model_page(site, model, params), site.now())
+def _endpoint(site: Site, request: Request) -> Page:
+    found = paths.parse_endpoint(_raw_tail(request, "/endpoint/"))
+    if found is None:
+        raise HTTPException(404, "an endpoint page is /endpoint/PROVIDER/PLAN/MODEL")
+    provider, plan, model, _ = (_no_nul("the endpoint's path", part) for part in found)
+    return detail.endpoint_page(site, provider, plan, model, _params(request))
+
+
+def _model(site: Site, request: Request) -> Page:
+    found = paths.parse_model(_raw_tail(request, "/model/"))
+    if found is None:
+        raise HTTPException(404, "a model page is /model/MODEL")
+    return detail.model_page(site, _no_nul("the model's path", found[0]), _params(request))
 
 
 def _leaderboard_csv(site: Site, request: Request) -> Response:
-    text = board.csv_text(site, _params(request))
+    text = leaderboard.csv_text(site, _params(request))
     return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": "inline"})
 
 
@@ -202,24 +214,22 @@ def create_app(
     """
     jobs, jobs_problem = _jobs(config, status)
     rules = ranking.rules(config, jobs)
-    board_page, board_json = _twin(board.leaderboard_page)
-    method_page, method_json = _twin(methodology.methodology_page)
+    home = _page(lambda site, request: leaderboard.leaderboard_page(site, _params(request)))
     plotly_js = _plotly_js()
     routes = [
-        Route("/", board_page),
-        Route("/leaderboard.json", board_json),
+        Route("/", home),  # the site's home; its twin is /leaderboard.json
+        Route("/leaderboard{format:format}", home),
         Route("/leaderboard.csv", _cached(_leaderboard_csv)),
-        Route("/endpoint/{rest:path}", _cached(_endpoint)),
-        Route("/model/{model:path}", _cached(_model)),
-        Route("/methodology", method_page),
-        Route("/methodology.json", method_json),
+        Route("/endpoint/{rest:path}", _page(_endpoint)),
+        Route("/model/{rest:path}", _page(_model)),
+        Route("/methodology{format:format}", _page(lambda s, r: methodology.methodology_page(s, _params(r)))),
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),
         Route("/metrics", _cached(_metrics)),
         Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
         Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
     ]
-    handlers = {exc: _error for exc in (ConfigError, StoreError, HTTPException)}
+    handlers = {exc: _error for exc in (BadRequest, StoreError, HTTPException)}
     app = Starlette(routes=routes, exception_handlers=handlers, middleware=[Middleware(InFlightLimit)])
     app.state.site = Site(
         store=store,

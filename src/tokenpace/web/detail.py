@@ -15,10 +15,12 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
+from tokenpace.board.rows import row_dict
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
 from tokenpace.web import charts
-from tokenpace.web.render import Page, endpoint_path, model_path
+from tokenpace.web.paths import endpoint_path, model_path
+from tokenpace.web.render import Page
 from tokenpace.web.site import Site, client_bound_param, window_menu, window_param
 
 RECENT = 20  # samples listed under the charts: enough to see a pattern, short enough to scan
@@ -64,7 +66,6 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
     protocol = rows[0].protocol if rows else configured[0].protocol
     name = endpoint_name(provider, plan, model)
-    path = endpoint_path(provider, plan, model)
     query = urlencode({k: v for k, v in (("window", window.name), ("workload", workload)) if v})
     facts = {
         "provider": provider,
@@ -88,8 +89,10 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "include_client_bound": include,
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
-    data = {"endpoint": facts, "window": window, "rows": shown, "series": groups, "recent": recent}
-    return Page("endpoint.html", context, data, json_url=f"{path}.json" + (f"?{query}" if query else ""))
+    rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
+    data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent}
+    json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
+    return Page("endpoint.html", context, data, json_url=json_url)
 
 
 def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
@@ -111,7 +114,6 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
     for name, p in points:
         if p.charted(include):
             groups.setdefault(name, []).append(p)
-    path = model_path(model)
     context = {
         "model": model,
         "workload": workload,
@@ -126,8 +128,12 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
         "open_recent": False,
         "include_client_bound": include,
     }
+    endpoints = [row_dict(r, window.statistic) for r in shown]
     data = {"model": model, "workload": workload, "window": window, "summary": summary[0] if summary else None,
-            "endpoints": shown, "series": groups, "recent": _recent(points)}  # fmt: skip
+            "endpoints": endpoints, "series": groups, "recent": _recent(points)}  # fmt: skip
     return Page(
-        "model.html", context, data, json_url=f"{path}.json?" + urlencode({"window": window.name, "workload": workload})
+        "model.html",
+        context,
+        data,
+        json_url=model_path(model, "json") + "?" + urlencode({"window": window.name, "workload": workload}),
     )

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tokenpace.board import numbers
 from tokenpace.measure import metrics
 from tokenpace.measure.tokens import ENCODING
 from tokenpace.store.windows import WINDOWS
-from tokenpace.web import render
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
@@ -42,14 +42,6 @@ NOT_MEASURED = (
 )
 
 
-def human(seconds: float) -> str:
-    """An interval in the largest whole unit: 600 -> "10 min", 14400 -> "4 h", 604800 -> "7 d"."""
-    for unit, size in render.UNITS:
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds:.0f} s"
-
-
 def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     """The scheduler's jobs (with next due times when it runs), else the ones the config describes."""
     due = {j.job.key: j.next_due for j in site.status().jobs} if site.status is not None else {}
@@ -59,7 +51,7 @@ def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
         plan = site.config.plan_of(e)
         rows.append(
             {"endpoint": e.name, "provider": e.provider, "plan": e.plan, "model": e.model, "simulated": e.simulated,
-             "workload": job.workload.name, "every_s": job.every_s, "every": human(job.every_s),
+             "workload": job.workload.name, "every_s": job.every_s, "every": numbers.interval(job.every_s),
              "jitter": job.jitter, "requests": job.requests, "billing": plan.billing, "next_due": due.get(job.key)}
         )  # fmt: skip
     return rows, site.jobs_problem
@@ -81,8 +73,8 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         )  # fmt: skip
     windows = [
         {"name": w.name, "label": w.label, "seconds": w.seconds, "statistic": w.statistic,
-         "long_seconds": w.long_seconds, "span": human(w.seconds),
-         "long_span": human(w.long_seconds) if w.long_seconds else None}
+         "long_seconds": w.long_seconds, "span": numbers.interval(w.seconds),
+         "long_span": numbers.interval(w.long_seconds) if w.long_seconds else None}
         for w in WINDOWS.values()
     ]  # fmt: skip
     data = {

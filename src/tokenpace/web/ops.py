@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import ConfigError, StoreError
+from tokenpace.errors import BadRequest, StoreError
 from tokenpace.store import recent
 from tokenpace.store.columns import EXPORTED
 from tokenpace.store.database import Store, epoch
@@ -44,9 +44,7 @@ def parse_since(value: str) -> float:
     try:
         return epoch(datetime.fromisoformat(value))
     except ValueError:
-        raise ConfigError(
-            f"since {value!r}: give epoch seconds or an ISO 8601 time such as 2025-01-31T12:00Z"
-        ) from None
+        raise BadRequest(f"since {value!r}: give epoch seconds or an ISO 8601 time such as 2025-01-31T12:00Z") from None
 
 
 def _filter(params: Mapping[str, str]) -> Filter:
@@ -67,7 +65,7 @@ def _clean(value: Any, hidden: Sequence[str], column: int) -> Any:
 
 def samples_csv(store: Store, config: Config, params: Mapping[str, str]) -> Iterator[str]:
     """CSV text, header first, oldest sample first, read in batches by (started_at, id)."""
-    where = _filter(params)  # raises ConfigError before the response starts
+    where = _filter(params)  # raises BadRequest before the response starts
     hidden = secrets(config)
 
     def lines() -> Iterator[str]:

@@ -14,15 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from tokenpace.board import numbers
 from tokenpace.config.endpoints import plan_name
 from tokenpace.version import __version__
-
-DASH = "—"
+from tokenpace.web.paths import endpoint_path, model_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,46 +50,6 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def fmt(value: float | None, kind: str = "num") -> str:
-    """A figure for a table cell: tok/s with one decimal below 100, ms whole, ``s`` converts ms to seconds."""
-    if value is None:
-        return DASH
-    if kind in ("ms", "int"):
-        return f"{value:,.0f}"
-    if kind == "s":
-        return f"{value / 1000:,.2f}"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
-
-
-def pct(value: float | None) -> str:
-    return DASH if value is None else f"{value:.0%}" if value in (0, 1) else f"{value:.1%}"
-
-
-def when(value: datetime | None) -> str:
-    return DASH if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
-
-
-UNITS = (("d", 86400), ("h", 3600), ("min", 60))  # seconds in each unit shown, largest first
-
-
-def ago(now: datetime, then: datetime) -> str:
-    """How long before ``now`` a time was, in the largest unit that keeps the number small."""
-    s = max(0.0, (now - then).total_seconds())
-    for unit, size in UNITS:
-        if s >= size * (2 if unit != "min" else 1):
-            return f"{s / size:.0f} {unit} ago"
-    return f"{s:.0f} s ago"
-
-
-def endpoint_path(provider: str, plan: str, model: str) -> str:
-    """The endpoint page's URL; a model name may hold "/" and keeps it, every other character is quoted."""
-    return f"/endpoint/{quote(provider, safe='')}/{quote(plan, safe='')}/{quote(model, safe='/')}"
-
-
-def model_path(model: str) -> str:
-    return f"/model/{quote(model, safe='/')}"
-
-
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("tokenpace.web", "templates"),
@@ -99,7 +58,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(fmt=fmt, pct=pct, when=when)
+    env.filters.update(fmt=numbers.figure, pct=numbers.percent, when=numbers.when)
     env.globals.update(
         version=__version__,
         endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model),
@@ -110,7 +69,7 @@ def environment() -> jinja2.Environment:
 
 
 def html(env: jinja2.Environment, page: Page, now: datetime, status_code: int = 200) -> HTMLResponse:
-    context = {"json_url": page.json_url, "generated_at": now, "ago": lambda t: ago(now, t), **page.context}
+    context = {"json_url": page.json_url, "generated_at": now, "ago": lambda t: numbers.ago(now, t), **page.context}
     body = env.get_template(page.template).render(context)
     return HTMLResponse(body, status_code, headers=dict(page.headers))
 

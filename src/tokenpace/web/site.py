@@ -43,12 +43,12 @@ class Site:
 
 
 def window_param(params: Mapping[str, str]) -> Window:
-    """The ``window`` query parameter as a Window; ConfigError (a 400) for an unknown one."""
+    """The ``window`` query parameter as a Window; BadRequest (a 400) for an unknown one."""
     return ranking.window(params.get("window") or DEFAULT_WINDOW)
 
 
 def client_bound_param(params: Mapping[str, str]) -> bool:
-    """``client_bound=include``: figures also from client-bound samples; ConfigError (a 400) for another value."""
+    """``client_bound=include``: figures also from client-bound samples; BadRequest (a 400) for another value."""
     return ranking.Query(client_bound=params.get("client_bound") or "exclude").include_client_bound  # type: ignore[arg-type]
 
 

@@ -1,4 +1,4 @@
-"""The leaderboard page, its JSON twin and its CSV: one :class:`leaderboard.Board`, three spellings."""
+"""The leaderboard page, its JSON twin and its CSV: one :class:`ranking.Board`, three spellings."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tokenpace.store.windows import WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
-# Column key, label, CSS class; a key in leaderboard.SORTS makes the header a sort link.
+# Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link.
 COLUMNS = (
     ("name", "Endpoint", ""),
     ("provider", "Provider", ""),

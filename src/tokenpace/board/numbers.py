@@ -1,0 +1,57 @@
+"""How figures are written for people, once: the web's templates and the terminal both call these.
+
+A tok/s figure has one decimal below 100 and none from 100 on (the decimal of 1,234 tok/s is noise); ms are
+whole; a share is a percentage with one decimal unless it is whole (99.5%, and 99.96% is "100.0%", never "100%").
+A missing value is a dash. JSON and CSV carry the numbers as they are: formatting is for reading only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+DASH = "—"
+Kind = Literal["num", "ms", "int", "s"]
+UNITS = (("d", 86400), ("h", 3600), ("min", 60))  # seconds in each unit shown, largest first
+
+
+def figure(value: float | None, kind: Kind = "num") -> str:
+    """A figure: ``num`` (tok/s and the like) with one decimal below 100, ``ms`` and ``int`` whole, ``s`` a
+    time given in ms written in seconds with two decimals."""
+    if value is None:
+        return DASH
+    if kind in ("ms", "int"):
+        return f"{value:,.0f}"
+    if kind == "s":
+        return f"{value / 1000:,.2f}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+
+
+def percent(share: float | None) -> str:
+    """A share (0.995) as a percentage ("99.5%"); whole ones without a decimal ("100%", "10%")."""
+    if share is None:
+        return DASH
+    whole = abs(share * 100 - round(share * 100)) < 1e-9  # 0.1 * 100 is 10.000000000000002
+    return f"{share:.0%}" if whole else f"{share:.1%}"
+
+
+def when(value: datetime | None, seconds: bool = True) -> str:
+    """A time as ``YYYY-MM-DD HH:MM:SS`` (the zone is the caller's to say; tokenpace's times are UTC)."""
+    return DASH if value is None else value.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def ago(now: datetime, then: datetime) -> str:
+    """How long before ``now`` a time was, in the largest unit that keeps the number small."""
+    s = max(0.0, (now - then).total_seconds())
+    for unit, size in UNITS:
+        if s >= size * (2 if unit != "min" else 1):
+            return f"{s / size:.0f} {unit} ago"
+    return f"{s:.0f} s ago"
+
+
+def interval(seconds: float) -> str:
+    """An interval in the largest whole unit: 600 -> "10 min", 14400 -> "4 h", 604800 -> "7 d"."""
+    for unit, size in UNITS:
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds:.0f} s"

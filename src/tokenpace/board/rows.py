@@ -1,0 +1,37 @@
+"""An endpoint row as data: the one JSON shape of an :class:`EndpointRow`, wherever a row is written out.
+
+The leaderboard's JSON (``/leaderboard.json`` and ``tokenpace leaderboard --json``), the endpoint page's twin
+(``rows``) and the model page's (``endpoints``) all write a row with :func:`row_dict`, and the CSV reads its
+figures with :func:`figure_dict`: a program reading one of them can read the others. Before, the pages' twins
+wrote the dataclass as it is (no name, headline, ok or counted; errors as pairs), a second shape of one row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+from tokenpace.store.windows import METRICS, EndpointRow, Figure
+
+
+def iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat()
+
+
+def figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
+    """A metric's figure with its headline (the window's statistic: mean or median) beside n and percentiles."""
+    return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
+
+
+def row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
+    """The row as JSON-able data; times are ISO 8601 UTC, errors a kind -> count object, commonest first."""
+    return {
+        "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
+        "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
+        "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
+        "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
+        **{m: figure_dict(r.figure(m), statistic) for m in METRICS},
+        "first_at": iso(r.first_at), "last_at": iso(r.last_at), "window_s": r.window_s,
+        "errors": dict(r.errors),
+    }  # fmt: skip

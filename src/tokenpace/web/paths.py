@@ -1,0 +1,76 @@
+"""Page URLs: one path per page, and the same path with ``.json`` for its JSON twin (datasette's scheme).
+
+A name in a path is tilde-encoded, as datasette does: every byte of its UTF-8 but ASCII letters, digits, ``-``
+and ``_`` is written ``~XX``. So a ``.`` in a path never belongs to a name and a trailing ``.json`` can only be
+the format: the model ``x.json`` has its page at ``/model/x~2Ejson`` and its twin at ``/model/x~2Ejson.json``.
+Tilde rather than percent because clients and proxies may decode ``%2E`` to ``.`` and ``%2F`` to ``/`` (RFC 3986
+calls some of those equivalent), which would move the line between name and format, or between path parts.
+A model name keeps its ``/`` (``org/model`` is how most are spelt): the model is a path's last part, so its
+slashes are unambiguous; a provider's or plan's ``/`` is encoded.
+
+Reading is lenient, so links from before this scheme still work: the path is percent-decoded part by part, a
+trailing ``.json`` is taken as the format, then ``~XX`` runs are decoded; any other ``.``, ``+`` or ``%`` is
+itself. ``/model/gpt-4.1`` is the model ``gpt-4.1``, ``/model/gpt-4.1.json`` its twin, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+from urllib.parse import unquote
+
+Format = Literal["html", "json"]
+SUFFIX = ".json"  # the one format a page's path may end in
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_ESCAPED = re.compile(r"(?:~[0-9A-Fa-f]{2})+")
+
+
+def encode(name: str, keep: str = "") -> str:
+    """``name`` tilde-encoded for a path; characters in ``keep`` (ASCII) stay as they are."""
+    kept = _SAFE | frozenset(keep.encode())
+    return "".join(chr(b) if b in kept else f"~{b:02X}" for b in name.encode())
+
+
+def decode(text: str) -> str:
+    """The name a path part spells: ``~XX`` runs as UTF-8 (bytes that are not UTF-8 become U+FFFD)."""
+    return _ESCAPED.sub(lambda m: bytes.fromhex(m.group().replace("~", "")).decode(errors="replace"), text)
+
+
+def format_of(path: str) -> Format:
+    """The format a (percent-decoded) request path asks for."""
+    return "json" if path.endswith(SUFFIX) else "html"
+
+
+def with_format(path: str, fmt: Format) -> str:
+    return path + SUFFIX if fmt == "json" else path
+
+
+def endpoint_path(provider: str, plan: str, model: str, fmt: Format = "html") -> str:
+    return with_format(f"/endpoint/{encode(provider)}/{encode(plan)}/{encode(model, keep='/')}", fmt)
+
+
+def model_path(model: str, fmt: Format = "html") -> str:
+    return with_format(f"/model/{encode(model, keep='/')}", fmt)
+
+
+def _names(raw_tail: str, parts: int) -> tuple[list[str], Format]:
+    """The names in what follows a page's prefix in the raw path, split before decoding (so an old link's
+    ``%2F`` inside a provider stays in it), and the format its end asks for."""
+    names = [unquote(p) for p in raw_tail.split("/", parts - 1)]
+    fmt = format_of(names[-1])
+    names[-1] = names[-1].removesuffix(SUFFIX) if fmt == "json" else names[-1]
+    return [decode(n) for n in names], fmt
+
+
+def parse_endpoint(raw_tail: str) -> tuple[str, str, str, Format] | None:
+    """provider, plan, model and format from what follows ``/endpoint/``; None when a part is missing."""
+    names, fmt = _names(raw_tail, 3)
+    if len(names) < 3 or not all(names):
+        return None
+    return names[0], names[1], names[2], fmt
+
+
+def parse_model(raw_tail: str) -> tuple[str, Format] | None:
+    """The model and format from what follows ``/model/``; None when there is no name."""
+    (model,), fmt = _names(raw_tail, 1)
+    return (model, fmt) if model else None

@@ -1,0 +1,32 @@
+"""Figures are written one way (board/numbers.py), in the web's templates and the terminal alike."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from tokenpace.board.numbers import DASH, ago, figure, interval, percent, when
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "text"),
+    [(None, "num", DASH), (12.345, "num", "12.3"), (1234.5, "num", "1,234"), (99.96, "num", "100.0"),
+     (153.4, "ms", "153"), (2500.0, "s", "2.50"), (200000, "int", "200,000")],
+)  # fmt: skip
+def test_figure(value: float | None, kind: str, text: str) -> None:
+    assert figure(value, kind) == text  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("share", "text"), [(None, DASH), (1.0, "100%"), (0.0, "0%"), (0.1, "10%"), (0.995, "99.5%"), (0.9996, "100.0%")]
+)
+def test_percent_keeps_a_decimal_unless_the_share_is_whole(share: float | None, text: str) -> None:
+    assert percent(share) == text
+
+
+def test_times_and_intervals() -> None:
+    now = datetime(2025, 1, 31, 12, 0, 5, tzinfo=UTC)
+    assert (when(now), when(now, seconds=False), when(None)) == ("2025-01-31 12:00:05", "2025-01-31 12:00", DASH)
+    assert ago(now, now.replace(hour=9)) == "3 h ago" and ago(now, now) == "0 s ago"
+    assert (interval(600), interval(14400), interval(604800), interval(90)) == ("10 min", "4 h", "7 d", "90 s")
