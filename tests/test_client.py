@@ -21,7 +21,7 @@ from tokenpace.config.workloads import DEFAULT
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.run import Plan, Refusals, measure
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind
 from tokenpace.measure.tokens import count_tokens
@@ -340,3 +340,21 @@ async def test_stream_options_are_dropped_where_refused(refusing_server: tuple[s
     # The refusal is a negotiation, not a measurement: each request goes without the option and succeeds.
     assert [s.ok for s in samples] == [True, True, True]
     assert all(s.metrics.output_tokens == 4 and s.metrics.provider_output_tokens is None for s in samples)
+
+
+async def test_refused_fields_are_remembered_by_the_callers_refusals_only(
+    refusing_server: tuple[str, Counter[str]],
+) -> None:
+    """What a run learns lasts as long as the Refusals its caller passes, and no other caller shares it."""
+    url, sent = refusing_server
+    endpoint, plan = Endpoint("strict", "m", url), Plan(2, 1, FAST, warmup=False)
+    kept = Refusals()
+    await measure([endpoint], DEFAULT, plan, refusals=kept)
+    assert sent["refused"] == 1 and endpoint in kept  # the first request refused, the rest went without
+    await measure([endpoint], DEFAULT, plan, refusals=kept)
+    assert sent["refused"] == 1  # remembered: the second run asks without the field at once
+    fresh = Refusals()
+    await measure([endpoint], DEFAULT, plan, refusals=fresh)
+    assert sent["refused"] == 2 and endpoint in fresh  # another caller's Refusals learnt nothing from the first
+    await measure([endpoint], DEFAULT, plan)
+    assert sent["refused"] == 3 and sent["served"] == 8  # none passed: this call's own, forgotten after it

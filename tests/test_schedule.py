@@ -22,7 +22,6 @@ from tokenpace import sim
 from tokenpace.config.endpoints import Config, Endpoint, load
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.errors import ConfigError
-from tokenpace.measure import run
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
@@ -484,7 +483,7 @@ async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatc
     assert reads[usage] == 2 and runs.started == {} and runs.cancelled == []
 
 
-async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store) -> None:
     """Retries after a refused field are stored as no sample: the sampler counts them once they are known."""
     clock = FakeClock()
     plan = [job(m, 600, budget=Budget(requests=10, input_tokens=100_000)) for m in ("m", "n")]
@@ -493,8 +492,8 @@ async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store, monk
     refusal = Failure(ErrorKind.HTTP_ERROR, "unknown field stream_options", 400)
 
     async def first_run_refuses(j: Job) -> None:
-        if j.endpoint not in run._refused:  # each worker's first request refuses a field, then is resent
-            monkeypatch.setitem(run._refused, j.endpoint, refusal)
+        if j.endpoint not in sampler.refused_fields:  # each worker's first request refuses a field, then is resent
+            sampler.refused_fields.remember(j.endpoint, refusal)
             sent.append((clock.now(), Usage(j.width, math.ceil(j.width * 300 * 1.05))))
         await runs(j)
 

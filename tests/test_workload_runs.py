@@ -21,7 +21,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure import run
 from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.run import Plan, Refusals, measure
 from tokenpace.store.database import open_store
 
 from .conftest import SimThread
@@ -126,9 +126,11 @@ def test_prompts_are_kept_only_when_asked(tmp_path: Path) -> None:
 async def test_a_refused_field_is_negotiated_once_per_endpoint(refusing_server: tuple[str, Counter[str]]) -> None:
     """Under serve each run is a new measure(): only the first of an endpoint may send a refused request."""
     url, sent = refusing_server
-    endpoint = Endpoint("strict", "m", url)
+    endpoint, refusals = Endpoint("strict", "m", url), Refusals()  # kept across runs, as the sampler keeps its own
     for _ in range(3):
-        (sample,) = (await measure([endpoint], BUILTIN["1k"], Plan(1, 1, FAST, warmup=False))).samples
+        (sample,) = (
+            await measure([endpoint], BUILTIN["1k"], Plan(1, 1, FAST, warmup=False), refusals=refusals)
+        ).samples
         assert sample.ok
     assert sent == {"refused": 1, "served": 3}  # the budget's worst case allows one refusal per run
 

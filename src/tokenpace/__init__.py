@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tokenpace.measure.clients.transport import Timeouts
     from tokenpace.measure.failures import ErrorKind, Failure
     from tokenpace.measure.metrics import Metrics
-    from tokenpace.measure.run import Plan, RunResult, measure
+    from tokenpace.measure.run import Plan, Refusals, RunResult, measure
     from tokenpace.measure.sample import Sample
     from tokenpace.measure.timing import Timeline
     from tokenpace.store.database import Store, open_store
@@ -32,6 +32,7 @@ _HOME = {
     "Failure": "tokenpace.measure.failures",
     "Metrics": "tokenpace.measure.metrics",
     "Plan": "tokenpace.measure.run",
+    "Refusals": "tokenpace.measure.run",
     "RunResult": "tokenpace.measure.run",
     "measure": "tokenpace.measure.run",
     "Sample": "tokenpace.measure.sample",
@@ -56,6 +57,7 @@ __all__ = [
     "Failure",
     "Metrics",
     "Plan",
+    "Refusals",
     "RunResult",
     "Sample",
     "Store",

@@ -86,14 +86,27 @@ def _yield_to_the_loop() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
-# Optional request fields each endpoint refused, for the life of the process: under serve every run would
-# otherwise send a refused request first (billed perhaps, never a sample). Job.worst_case allows for it per run.
-_refused: dict[Endpoint, Failure] = {}
+class Refusals:
+    """The optional request field each endpoint refused: its later requests are built without it.
 
+    Whoever runs measure() keeps one for as long as the lesson should last: the sampler for its lifetime, since
+    under serve every run would otherwise send a refused request first (billed perhaps, never a sample;
+    Job.worst_case allows for one per run), and ``tokenpace run`` for the command. Explicit rather than a
+    module global, so two samplers, or two tests, never learn from each other's endpoints.
+    """
 
-def refused(endpoint: Endpoint) -> bool:
-    """Whether the endpoint refused an optional field in this process (its later requests go without it)."""
-    return endpoint in _refused
+    def __init__(self) -> None:
+        self._by_endpoint: dict[Endpoint, Failure] = {}
+
+    def __contains__(self, endpoint: Endpoint) -> bool:
+        return endpoint in self._by_endpoint
+
+    def get(self, endpoint: Endpoint) -> Failure | None:
+        """The failure that showed the endpoint refused a field; None while it has refused none."""
+        return self._by_endpoint.get(endpoint)
+
+    def remember(self, endpoint: Endpoint, failure: Failure) -> None:
+        self._by_endpoint[endpoint] = failure
 
 
 class SampleSink(Protocol):
@@ -132,6 +145,7 @@ async def _measure_endpoint(
     decoder: ThreadPoolExecutor,
     corpus: Corpus | None,
     lag: LoopLag,
+    refusals: Refusals,
 ) -> None:
     """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
@@ -173,14 +187,14 @@ async def _measure_endpoint(
         async def one(i: int, group: str | None = None) -> None:
             rec = Recording()
             request = requests[i]
-            if (refused := _refused.get(endpoint)) is not None:  # built before the clock starts, like every request
+            if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
                 request = proto.without_extras(request, refused) or request
             started = datetime.now(UTC)
             try:
                 await record(session, request, plan.timeouts, rec, proto.has_token, plan.limits)
                 if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
                     # A negotiation, not a measurement: ask again without the refused field, clock restarted.
-                    _refused[endpoint] = rec.failure
+                    refusals.remember(endpoint, rec.failure)
                     rec, started = Recording(), datetime.now(UTC)
                     await record(session, plain, plan.timeouts, rec, proto.has_token, plan.limits)
             finally:
@@ -217,9 +231,15 @@ async def measure(
     on_sample: Callable[[Sample], None] | None = None,
     command: str = "",
     corpus: Corpus | None = None,
+    refusals: Refusals | None = None,
 ) -> RunResult:
-    """Measure each endpoint in turn and record the run, including when it is interrupted."""
+    """Measure each endpoint in turn and record the run, including when it is interrupted.
+
+    ``refusals``: what earlier runs learnt of optional fields each endpoint refuses, and where this run adds
+    what it learns; None learns for this call only.
+    """
     preload_tokenizer()
+    refusals = Refusals() if refusals is None else refusals
     run_id = uuid.uuid4().hex
     seed = (
         plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(31)
@@ -242,7 +262,7 @@ async def measure(
         with _quiet_interpreter():
             for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
                 first = seed + k * plan.requests
-                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus, lag)
+                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus, lag, refusals)
     finally:
         await lag.stop()
         decoder.shutdown()

@@ -23,7 +23,7 @@ from typing import Literal, Protocol, TypeVar
 from tokenpace.config.settings import Budget
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import Plan, measure, refused
+from tokenpace.measure.run import Plan, Refusals, measure
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.schedule.cadence import Job, Key, Usage, jobs, next_due, stale_after
@@ -157,6 +157,7 @@ class Sampler:
         self.run_job = run_job or self._measure
         self.grace_s = grace_s
         self.corpus = corpus
+        self.refused_fields = Refusals()  # learnt by the first run of each endpoint, for every later one
         self._inline = inline_reads
         self._started = self.clock.now()
         self._last: dict[Key, float] = {}
@@ -182,8 +183,9 @@ class Sampler:
         # The parallel workload sets its own concurrency.
         plan = Plan(requests=job.requests, concurrency=1, source="scheduled", publish=True)
         done = await measure(
-            [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus
-        )
+            [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus,
+            refusals=self.refused_fields,
+        )  # fmt: skip
         ok = sum(s.ok for s in done.samples)
         log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)
 
@@ -291,12 +293,12 @@ class Sampler:
 
     async def _run_one(self, job: Job, started: float) -> None:
         try:
-            known = refused(job.endpoint)
+            known = job.endpoint in self.refused_fields
             try:
                 await self.run_job(job)
             except Exception as exc:  # one broken endpoint or failed write must not stop the others
                 self._failed(f"scheduled run {job.name} failed", exc)
-            if not known and refused(job.endpoint):
+            if not known and job.endpoint in self.refused_fields:
                 # Its refused requests are stored as no sample, so usage() never sees them: count them here, from
                 # now, no earlier than they were sent, so they leave the 24 h no sooner than the real ones do.
                 self._refusals[job.key[:2]].append((self.clock.now(), job.refusals()))
