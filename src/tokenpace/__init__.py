@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tokenpace.measure.clients.transport import Timeouts
     from tokenpace.measure.failures import ErrorKind, Failure
     from tokenpace.measure.metrics import Metrics
-    from tokenpace.measure.run import Plan, Refusals, RunResult, measure
+    from tokenpace.measure.run import Refusals, RunOptions, RunResult, measure
     from tokenpace.measure.sample import Sample
     from tokenpace.measure.timing import Timeline
     from tokenpace.store.database import Store, open_store
@@ -31,7 +31,7 @@ _HOME = {
     "ErrorKind": "tokenpace.measure.failures",
     "Failure": "tokenpace.measure.failures",
     "Metrics": "tokenpace.measure.metrics",
-    "Plan": "tokenpace.measure.run",
+    "RunOptions": "tokenpace.measure.run",
     "Refusals": "tokenpace.measure.run",
     "RunResult": "tokenpace.measure.run",
     "measure": "tokenpace.measure.run",
@@ -56,8 +56,8 @@ __all__ = [
     "ErrorKind",
     "Failure",
     "Metrics",
-    "Plan",
     "Refusals",
+    "RunOptions",
     "RunResult",
     "Sample",
     "Store",

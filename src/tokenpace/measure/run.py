@@ -121,8 +121,11 @@ class RunResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
-    """How many requests, how many at once, with which limits."""
+class RunOptions:
+    """How many requests, how many at once, with which limits: one measure() call's options.
+
+    Not a plan: that word is the provider's billing plan (Endpoint.plan, with its budget and cadence).
+    """
 
     requests: int = 10
     concurrency: int = 1
@@ -138,7 +141,7 @@ class Plan:
 async def _measure_endpoint(
     endpoint: Endpoint,
     workload: Workload,
-    plan: Plan,
+    options: RunOptions,
     run_id: str,
     seed: int,
     keep: Callable[[Sample], None],
@@ -147,7 +150,7 @@ async def _measure_endpoint(
     lag: LoopLag,
     refusals: Refusals,
 ) -> None:
-    """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
+    """Take ``options.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
     A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
     of a group at once, the next group when the last one has finished.
@@ -156,13 +159,13 @@ async def _measure_endpoint(
     proto = protocol_for(endpoint.protocol)
 
     def build() -> tuple[list[Prompt], list[HttpRequest]]:
-        prompts = [build_prompt(workload, seed + i, corpus) for i in range(plan.requests)]
+        prompts = [build_prompt(workload, seed + i, corpus) for i in range(options.requests)]
         return prompts, [proto.request(endpoint, p) for p in prompts]
 
     # Off the loop: a 100k prompt costs about a second of CPU, which would stall other runs' clocks (serve).
     prompts, requests = await loop.run_in_executor(decoder, build)
     decoding: list[asyncio.Future[Sample]] = []
-    pool = workload.concurrency or plan.concurrency
+    pool = workload.concurrency or options.concurrency
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
         try:
@@ -170,19 +173,19 @@ async def _measure_endpoint(
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
         bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
-        published = plan.publish or plan.source == "scheduled"
+        published = options.publish or options.source == "scheduled"
         return make_sample(
-            run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts,
-            source=plan.source, published=published, client_bound=bound,
+            run_id, endpoint, workload.name, started, timeline, prompts[i], group, options.keep_prompts,
+            source=options.source, published=published, client_bound=bound,
         )  # fmt: skip
 
     def decoded(future: asyncio.Future[Sample]) -> None:
         if not future.cancelled() and future.exception() is None:
             keep(future.result())
 
-    async with new_session(pool, plan.timeouts) as session:
-        if plan.warmup:
-            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, plan.timeouts)
+    async with new_session(pool, options.timeouts) as session:
+        if options.warmup:
+            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, options.timeouts)
 
         async def one(i: int, group: str | None = None) -> None:
             rec = Recording()
@@ -191,19 +194,19 @@ async def _measure_endpoint(
                 request = proto.without_extras(request, refused) or request
             started = datetime.now(UTC)
             try:
-                await record(session, request, plan.timeouts, rec, proto.has_token, plan.limits)
+                await record(session, request, options.timeouts, rec, proto.has_token, options.limits)
                 if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
                     # A negotiation, not a measurement: ask again without the refused field, clock restarted.
                     refusals.remember(endpoint, rec.failure)
                     rec, started = Recording(), datetime.now(UTC)
-                    await record(session, plain, plan.timeouts, rec, proto.has_token, plan.limits)
+                    await record(session, plain, options.timeouts, rec, proto.has_token, options.limits)
             finally:
                 # Runs on cancellation too: a cancelled request is still a sample.
                 future = loop.run_in_executor(decoder, decode, rec, started, i, group)
                 future.add_done_callback(decoded)
                 decoding.append(future)
 
-        order = iter(range(plan.requests))
+        order = iter(range(options.requests))
 
         async def worker() -> None:
             for i in order:
@@ -211,13 +214,13 @@ async def _measure_endpoint(
 
         try:
             if workload.concurrency:
-                for k, first in enumerate(range(0, plan.requests, pool)):
+                for k, first in enumerate(range(0, options.requests, pool)):
                     async with asyncio.TaskGroup() as tg:
-                        for i in range(first, min(first + pool, plan.requests)):
+                        for i in range(first, min(first + pool, options.requests)):
                             tg.create_task(one(i, f"{run_id[:12]}-{k}"))
             else:
                 async with asyncio.TaskGroup() as tg:
-                    for _ in range(min(pool, plan.requests)):
+                    for _ in range(min(pool, options.requests)):
                         tg.create_task(worker())
         finally:
             await asyncio.gather(*decoding)
@@ -226,7 +229,7 @@ async def _measure_endpoint(
 async def measure(
     endpoints: Sequence[Endpoint],
     workload: Workload,
-    plan: Plan,
+    options: RunOptions,
     sink: SampleSink | None = None,
     on_sample: Callable[[Sample], None] | None = None,
     command: str = "",
@@ -242,7 +245,7 @@ async def measure(
     refusals = Refusals() if refusals is None else refusals
     run_id = uuid.uuid4().hex
     seed = (
-        plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(31)
+        options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)
     )  # fits every database's INTEGER
     samples: list[Sample] = []
 
@@ -261,8 +264,10 @@ async def measure(
     try:
         with _quiet_interpreter():
             for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
-                first = seed + k * plan.requests
-                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus, lag, refusals)
+                first = seed + k * options.requests
+                await _measure_endpoint(
+                    endpoint, workload, options, run_id, first, keep, decoder, corpus, lag, refusals
+                )
     finally:
         await lag.stop()
         decoder.shutdown()
@@ -273,8 +278,8 @@ async def measure(
             started_at=started,
             finished_at=datetime.now(UTC),
             command=command,
-            concurrency=workload.concurrency or plan.concurrency,
-            requested=plan.requests * len(endpoints),
+            concurrency=workload.concurrency or options.concurrency,
+            requested=options.requests * len(endpoints),
             completed=len(samples),
             loop_lag_p50_ms=lag.p(50),
             loop_lag_p99_ms=lag.p(99),

@@ -23,7 +23,7 @@ from typing import Literal, Protocol, TypeVar
 from tokenpace.config.settings import Budget
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import Plan, Refusals, measure
+from tokenpace.measure.run import Refusals, RunOptions, measure
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.schedule.cadence import Job, Key, Usage, jobs, next_due, stale_after
@@ -181,9 +181,9 @@ class Sampler:
 
     async def _measure(self, job: Job) -> None:
         # The parallel workload sets its own concurrency.
-        plan = Plan(requests=job.requests, concurrency=1, source="scheduled", publish=True)
+        options = RunOptions(requests=job.requests, concurrency=1, source="scheduled", publish=True)
         done = await measure(
-            [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus,
+            [job.endpoint], job.workload, options, self.store, command="tokenpace serve", corpus=self.corpus,
             refusals=self.refused_fields,
         )  # fmt: skip
         ok = sum(s.ok for s in done.samples)
