@@ -26,10 +26,10 @@ from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.run import Refusals, RunOptions, measure
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
-from tokenpace.schedule.cadence import Job, Key, Usage, jobs, next_due, stale_after
+from tokenpace.schedule.cadence import Job, Key, Spend, jobs, next_due, stale_after
 from tokenpace.store.database import Store, utc
 
-__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
+__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Spend", "Status", "SystemClock"]
 __all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ _OWN_OUT = f"COALESCE({_sane('output_tokens')}, 0)"
 _SPENT_OUT = f"CASE WHEN {_sane('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
 
 
-def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
+def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
     """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
 
     Only sane counts are summed (finite, 0 to MAX_TOKEN_COUNT): a provider's impossible count
@@ -64,16 +64,16 @@ def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
     # the same. Read after the query, which ran after every write queued before it, so those are known by now.
     lost = [*store.unsaved, *store.rescued]
     mine = [s for s in lost if s.endpoint.provider == provider and s.endpoint.plan == plan]
-    spent = sum((_spent(s) for s in mine if s.started_at.timestamp() >= since), Usage())
-    return Usage(int(count), int(input_tokens or 0), int(output_tokens or 0)) + spent
+    spent = sum((_spent(s) for s in mine if s.started_at.timestamp() >= since), Spend())
+    return Spend(int(count), int(input_tokens or 0), int(output_tokens or 0)) + spent
 
 
-def _spent(s: Sample) -> Usage:
+def _spent(s: Sample) -> Spend:
     """One sample's use, counted as usage() counts a stored one."""
     m = s.metrics
     provider_in, own_in = token_count(m.provider_input_tokens), token_count(s.input_tokens)
     input_tokens = provider_in if provider_in is not None else own_in or 0
-    return Usage(1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0))
+    return Spend(1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0))
 
 
 def last_started(store: Store, job: Job) -> float | None:
@@ -114,7 +114,7 @@ class BudgetStatus:
     provider: str
     plan: str
     budget: Budget
-    used: Usage  # over the 24 h before the last check
+    used: Spend  # over the 24 h before the last check
     skipped: int  # runs skipped because they would not fit, since the sampler started: above 0, the cap bit
     last_skip: datetime | None
     recent_skips: int = 0  # of those, the ones in the last 24 h: above 0, the cap still bites
@@ -169,12 +169,12 @@ class Sampler:
             p = job.endpoint.provider
             self._limit[p] = min(self._limit.get(p, job.concurrency), job.concurrency)
         self._budgets = {(j.endpoint.provider, j.endpoint.plan): j.budget for j in self.jobs if j.budget}
-        self._used: dict[tuple[str, str], Usage] = {}
+        self._used: dict[tuple[str, str], Spend] = {}
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._last_skip: dict[tuple[str, str], float] = {}
         self._skips: dict[tuple[str, str], deque[float]] = defaultdict(deque)  # times, the last 24 h's only
         # Refused requests, stored as no sample, by the time they became known: the last 24 h's only.
-        self._refusals: dict[tuple[str, str], deque[tuple[float, Usage]]] = defaultdict(deque)
+        self._refusals: dict[tuple[str, str], deque[tuple[float, Spend]]] = defaultdict(deque)
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
         self._failures = 0
@@ -277,7 +277,7 @@ class Sampler:
             refusals.popleft()
         self._used[plan] = used = sum((u for _, u in refusals), used)
         # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
-        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Usage())
+        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Spend())
         if (used + reserved + job.worst_case()).fits(budget):
             return "run"
         if (used + job.worst_case()).fits(budget):  # only room held for runs in flight: free when they end
@@ -369,7 +369,7 @@ class Sampler:
             BudgetStatus(
                 *plan,
                 cap,
-                self._used.get(plan, Usage()),
+                self._used.get(plan, Spend()),
                 self._skipped[plan],
                 utc(self._last_skip.get(plan)),
                 self._recent_skips(plan, now),
