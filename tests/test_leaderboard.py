@@ -27,9 +27,10 @@ from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.run import RunOptions, measure
 from tokenpace.measure.sample import make_sample
+from tokenpace.measure.stats import Figure
 from tokenpace.schedule.sampler import jobs
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.windows import EndpointRow, Figure
+from tokenpace.store.windows import EndpointRow
 
 SLOW = Endpoint("slowco", "big", "http://slow.invalid/v1")
 FEW = Endpoint("[bold]fewco", "tiny", "http://few.invalid/v1")  # rich markup in a name must print as it is

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import ConfigError
+from tokenpace.measure.stats import Figure
 from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import (
@@ -25,7 +26,6 @@ from tokenpace.store.windows import (
     METRICS,
     WINDOWS,
     EndpointRow,
-    Figure,
     ModelRow,
     Window,
     endpoint_rows,

@@ -44,7 +44,7 @@ def print_summary(console: Console, s: Summary) -> None:
                 ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
             ]
         for name, label, unit, st in rows:
-            cells = [label, unit, str(st.count), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean)]
+            cells = [label, unit, str(st.n), _fmt(st.p5), _fmt(st.p50), _fmt(st.p95), _fmt(st.mean)]
             if s.truth is not None:
                 cells.append(_fmt(s.truth.get(name)) if name in s.truth else "")
             table.add_row(*cells)
