@@ -31,7 +31,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import Plan, RunResult, event_loop_factory, measure
+from tokenpace.measure.run import RunOptions, RunResult, event_loop_factory, measure
 from tokenpace.sim import Truth
 
 MS = 1_000_000
@@ -117,7 +117,7 @@ def report(level: int, result: RunResult, port: int, tokens_per_s: float) -> dic
 async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult:
     endpoint = Endpoint("sim", "sim", url, simulated=True)
     requests = args.requests_per_level or max(level, 20)
-    plan = Plan(requests, level, Timeouts(10, 60, 30, 120), seed=1)
+    plan = RunOptions(requests, level, Timeouts(10, 60, 30, 120), seed=1)
     workload = Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens)
     return await measure([endpoint], workload, plan)
 

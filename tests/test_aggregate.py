@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import statistics
 from collections.abc import Iterator
@@ -11,14 +12,16 @@ from typing import Any
 
 import pytest
 
+from tokenpace.board.summary import summarise
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import Sample, make_sample
+from tokenpace.measure.stats import success_rate
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import model_series, series
-from tokenpace.store.windows import WINDOWS, EndpointRow, endpoint_rows, model_rows, present
+from tokenpace.store.windows import METRICS, WINDOWS, EndpointRow, endpoint_rows, model_rows, present
 
 MS = 1_000_000
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -136,6 +139,18 @@ def test_failures_count_in_the_success_rate_but_not_in_figures(store: Store) -> 
     assert only_failed.success_rate == 0.0 and only_failed.output_speed.n == 0 and only_failed.ttft_ms.p50 is None
     fail(store, DEMO, NOW, ErrorKind.CANCELLED)
     assert rows(store)["demo/sim 1k"].success_rate is None  # nothing judged
+
+
+def test_a_window_and_a_run_summary_say_the_same_of_the_same_samples(store: Store) -> None:
+    """One vocabulary: the window's Figures (SQL) and the summary's (Python) agree, and so do success rates."""
+    rng = random.Random(7)
+    samples = [put(store, GROQ, NOW - timedelta(minutes=i), ttft_ms=rng.uniform(50, 500)) for i in range(11)]
+    samples += [fail(store, GROQ, NOW, kind) for kind in (ErrorKind.RATE_LIMITED, ErrorKind.CANCELLED)]
+    row, summary = rows(store)["groq:free/llama 1k"], summarise(GROQ.name, samples)
+    for metric in METRICS:
+        window, run = dataclasses.astuple(row.figure(metric)), dataclasses.astuple(summary.figures[metric])
+        assert window == pytest.approx(run) and row.figure(metric).n == 11
+    assert row.success_rate == summary.success_rate == success_rate(11, 13, 1) == 11 / 12
 
 
 def test_rows_carry_identity_and_simulated(store: Store) -> None:

@@ -39,7 +39,7 @@ def test_help_imports_no_heavy_library(args: list[str]) -> None:
 def test_the_package_still_gives_its_api() -> None:
     import tokenpace
 
-    assert tokenpace.Plan().requests == 10 and tokenpace.ErrorKind.CANCELLED.value == "cancelled"
+    assert tokenpace.RunOptions().requests == 10 and tokenpace.ErrorKind.CANCELLED.value == "cancelled"
     assert set(tokenpace.__all__) - {"__version__"} <= set(dir(tokenpace)) | set(tokenpace._HOME)
     with pytest.raises(AttributeError):
         tokenpace.nothing_here  # noqa: B018 (the access is the test)

@@ -25,11 +25,12 @@ from tokenpace.config.workloads import Workload
 from tokenpace.errors import BadRequest
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import Plan, measure
+from tokenpace.measure.run import RunOptions, measure
 from tokenpace.measure.sample import make_sample
+from tokenpace.measure.stats import Figure
 from tokenpace.schedule.sampler import jobs
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.windows import EndpointRow, Figure
+from tokenpace.store.windows import EndpointRow
 
 SLOW = Endpoint("slowco", "big", "http://slow.invalid/v1")
 FEW = Endpoint("[bold]fewco", "tiny", "http://few.invalid/v1")  # rich markup in a name must print as it is
@@ -216,7 +217,7 @@ async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
     """End to end: two simulators of known speeds, measured for real, land on the board in speed order."""
     workload = Workload("tiny", 8, input_tokens=300)
     timeouts = Timeouts(connect=2, first_token=10, idle=10, total=30)
-    plan = Plan(requests=3, warmup=False, timeouts=timeouts, source="scheduled")
+    plan = RunOptions(requests=3, warmup=False, timeouts=timeouts, source="scheduled")
     with open_store(str(tmp_path / "t.db")) as store:
         async with (
             sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as fast_url,
@@ -240,9 +241,9 @@ async def test_a_one_shot_run_reaches_the_board_only_when_published_and_labelled
         async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as url:
             quiet, loud = Endpoint("quiet", "m", url, simulated=True), Endpoint("loud", "m", url, simulated=True)
             await measure(
-                [quiet], workload, Plan(requests=5, warmup=False, timeouts=timeouts, source="one-shot"), store
+                [quiet], workload, RunOptions(requests=5, warmup=False, timeouts=timeouts, source="one-shot"), store
             )
-            plan = Plan(requests=5, warmup=False, timeouts=timeouts, source="one-shot", publish=True)
+            plan = RunOptions(requests=5, warmup=False, timeouts=timeouts, source="one-shot", publish=True)
             await measure([loud], workload, plan, Steady(store))
         store.flush()
         b = read_board(store, Query(workload="tiny"), datetime.now(UTC))

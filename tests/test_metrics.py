@@ -143,3 +143,16 @@ def test_success_rate_leaves_out_what_the_client_cancelled() -> None:
     s = summarise("p/m", [sample(None), sample(None), sample(ErrorKind.RATE_LIMITED), sample(ErrorKind.CANCELLED)])
     assert s.success_rate == pytest.approx(2 / 3)
     assert s.errors == {"cancelled": 1, "rate_limited": 1}
+
+
+def test_a_figure_and_the_success_rate_over_many_samples() -> None:
+    import dataclasses
+
+    from tokenpace.measure.stats import Figure, figure, success_rate
+
+    assert figure([]) == Figure(0) and figure([]).headline("median") is None
+    f = figure([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert dataclasses.astuple(f) == pytest.approx((5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8))
+    assert f.headline("mean") == 3.0 and f.headline("median") == 3.0
+    assert success_rate(2, 4, 1) == pytest.approx(2 / 3) and success_rate(0, 3, 0) == 0.0
+    assert success_rate(0, 2, 2) is None  # every sample cancelled: nothing judged

@@ -22,13 +22,12 @@ from tokenpace import sim
 from tokenpace.config.endpoints import Config, Endpoint, load
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.errors import ConfigError
-from tokenpace.measure import run
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
 from tokenpace.schedule.cadence import STAGGER_S, Key
-from tokenpace.schedule.sampler import Budget, Job, Sampler, Usage, jobs, last_started, next_due, stale_after, usage
+from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, jobs, last_started, next_due, stale_after, usage
 from tokenpace.store.database import Store, open_store
 
 T0 = 1_750_000_000.0
@@ -223,12 +222,12 @@ async def test_a_restart_takes_due_times_from_the_database(tmp_path: Path) -> No
             assert not later or later[0] - soon[0] >= j.every_s * (1 - j.jitter) - 1e-3
 
 
-def _most_in_any_day(times_and_usage: list[tuple[float, Usage]]) -> Usage:
+def _most_in_any_day(times_and_usage: list[tuple[float, Spend]]) -> Spend:
     """The most of each count over any 24 h window [t - 24 h, t] ending at a sample."""
-    most = Usage()
+    most = Spend()
     for t, _ in times_and_usage:
-        window = sum((u for s, u in times_and_usage if t - DAY <= s <= t), Usage())
-        most = Usage(*(max(a, b) for a, b in zip(most._counts(), window._counts(), strict=True)))
+        window = sum((u for s, u in times_and_usage if t - DAY <= s <= t), Spend())
+        most = Spend(*(max(a, b) for a, b in zip(most._counts(), window._counts(), strict=True)))
     return most
 
 
@@ -243,9 +242,9 @@ async def test_budgets_are_never_exceeded_and_skips_are_counted(store: Store) ->
     rows = store.query(
         "SELECT plan, started_at, provider_input_tokens, provider_output_tokens FROM samples ORDER BY started_at"
     )
-    per_plan: dict[str, list[tuple[float, Usage]]] = defaultdict(list)
+    per_plan: dict[str, list[tuple[float, Spend]]] = defaultdict(list)
     for plan_name, at, used_in, used_out in rows:
-        per_plan[plan_name].append((at, Usage(1, used_in, used_out)))
+        per_plan[plan_name].append((at, Spend(1, used_in, used_out)))
     assert 29 <= _most_in_any_day(per_plan["small"]).requests <= 30  # to the cap less a refusal's room, never over
     assert _most_in_any_day(per_plan["tight"]).output_tokens <= 600
     assert _most_in_any_day(per_plan["tight"]).output_tokens >= 600 - 2 * 50  # within one worst case of the cap
@@ -254,7 +253,7 @@ async def test_budgets_are_never_exceeded_and_skips_are_counted(store: Store) ->
     assert set(status) == {("p", "small"), ("p", "tight")}
     assert status["p", "small"].skipped > 0 and status["p", "small"].last_skip is not None
     assert status["p", "tight"].skipped > 0 and 0 < status["p", "tight"].used.output_tokens <= 600
-    assert usage(store, "p", "tight", T0 - DAY) == sum((u for _, u in per_plan["tight"]), Usage())
+    assert usage(store, "p", "tight", T0 - DAY) == sum((u for _, u in per_plan["tight"]), Spend())
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -269,7 +268,7 @@ def test_usage_counts_the_larger_output_and_the_providers_input(any_store: Store
     store.add_sample(fake_sample(j, T0, input_tokens=1000, output_tokens=1))  # o200k saw 3 output tokens
     store.add_sample(fake_sample(j, T0 + 1, input_tokens=500, output_tokens=70))
     store.add_sample(fake_sample(j, T0 - DAY - 1))  # outside the window
-    assert usage(store, "p", "default", T0 - DAY) == Usage(2, 1500, 3 + 70)
+    assert usage(store, "p", "default", T0 - DAY) == Spend(2, 1500, 3 + 70)
     assert last_started(store, j) == pytest.approx(T0 + 1) and last_started(store, job("n")) is None
 
 
@@ -383,10 +382,10 @@ def test_the_config_drives_the_jobs_of_a_simulated_provider(tmp_path: Path) -> N
 def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
     # Each run may first send `width` requests that refuse an optional field; an image may cost 40k tokens.
     # Output: o200k's count, which usage() takes when larger, may run 1.5 x over the model's own max_tokens.
-    assert job("m", workload=SMALL).worst_case() == Usage(2, math.ceil(2 * 300 * 1.05), 75)
+    assert job("m", workload=SMALL).worst_case() == Spend(2, math.ceil(2 * 300 * 1.05), 75)
     vision = job("m", workload=BUILTIN["vision"]).worst_case()
-    assert vision == Usage(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 750)
-    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Usage(20, math.ceil(20 * 1000 * 1.05), 7500)
+    assert vision == Spend(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 750)
+    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Spend(20, math.ceil(20 * 1000 * 1.05), 7500)
 
 
 def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> None:
@@ -426,7 +425,7 @@ async def test_samples_whose_write_failed_count_against_the_budget(
             await run_for(sampler, clock, 2 * DAY)
         stored = store.samples()  # the few that fitted in the pages the file already had
         assert len(stored) + len(store.unsaved) == len(runs.started[capped.key]) and len(store.unsaved) > len(stored)
-        per_day = [(t, Usage(1)) for t in runs.started[capped.key]]
+        per_day = [(t, Spend(1)) for t in runs.started[capped.key]]
         assert 0 < _most_in_any_day(per_day).requests <= 20  # without the unsaved ones: 144 a day
         last_day = [t for t in runs.started[capped.key] if t >= clock.t - DAY]
         assert usage(store, "p", "default", clock.t - DAY).requests == len(last_day)
@@ -461,7 +460,7 @@ async def test_an_o200k_count_above_the_models_own_stays_within_the_output_cap(s
     capped = job("m", 600, workload=tiny, budget=Budget(output_tokens=11))
     runs = Runs(store, clock, output_tokens=2)
     await run_for(Sampler([capped], store, clock=clock, run_job=runs, inline_reads=True), clock, DAY)
-    assert usage(store, "p", "default", T0 - 1) == Usage(3, 900, 9)  # with 2 a run allowed, a fourth: 12
+    assert usage(store, "p", "default", T0 - 1) == Spend(3, 900, 9)  # with 2 a run allowed, a fourth: 12
 
 
 async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -484,18 +483,18 @@ async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatc
     assert reads[usage] == 2 and runs.started == {} and runs.cancelled == []
 
 
-async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store) -> None:
     """Retries after a refused field are stored as no sample: the sampler counts them once they are known."""
     clock = FakeClock()
     plan = [job(m, 600, budget=Budget(requests=10, input_tokens=100_000)) for m in ("m", "n")]
     runs = Runs(store, clock)
-    sent: list[tuple[float, Usage]] = []
+    sent: list[tuple[float, Spend]] = []
     refusal = Failure(ErrorKind.HTTP_ERROR, "unknown field stream_options", 400)
 
     async def first_run_refuses(j: Job) -> None:
-        if j.endpoint not in run._refused:  # each worker's first request refuses a field, then is resent
-            monkeypatch.setitem(run._refused, j.endpoint, refusal)
-            sent.append((clock.now(), Usage(j.width, math.ceil(j.width * 300 * 1.05))))
+        if j.endpoint not in sampler.refused_fields:  # each worker's first request refuses a field, then is resent
+            sampler.refused_fields.remember(j.endpoint, refusal)
+            sent.append((clock.now(), Spend(j.width, math.ceil(j.width * 300 * 1.05))))
         await runs(j)
 
     sampler = Sampler(plan, store, clock=clock, run_job=first_run_refuses, inline_reads=True)
@@ -503,12 +502,12 @@ async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store, monk
     await clock.advance(T0 + 700)  # each endpoint ran twice; the last check came before the last run stored
     (status,) = sampler.status().budgets
     stored = usage(store, "p", "default", T0 - 1)
-    assert stored.requests == 4 and status.used + Usage(1, 300, 40) == stored + Usage(2, 2 * 315)  # 2 refused
+    assert stored.requests == 4 and status.used + Spend(1, 300, 40) == stored + Spend(2, 2 * 315)  # 2 refused
     await clock.advance(T0 + 3 * DAY)
     sampler.stop()
     await clock.advance(done=task.done)
     await task
-    sent += [(s.started_at.timestamp(), Usage(1, 300)) for s in store.samples()]
+    sent += [(s.started_at.timestamp(), Spend(1, 300)) for s in store.samples()]
     assert len(sent) > 2 + 10 and 9 <= _most_in_any_day(sent).requests <= 10  # to the cap less a refusal, not over
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tokenpace.schedule import sampler as sampling
-from tokenpace.schedule.sampler import Budget, Sampler, Usage, usage
+from tokenpace.schedule.sampler import Budget, Sampler, Spend, usage
 from tokenpace.store.database import Store, open_store
 
 from .test_schedule import DAY, T0, FakeClock, Runs, _most_in_any_day, fake_sample, job, run_for
@@ -59,7 +59,7 @@ def test_usage_counts_only_believable_provider_counts_and_never_refunds(db: tupl
     kind, url, store = db
     n = poison(kind, url, store, T0)
     store.add_sample(fake_sample(job("m"), T0 + 1, input_tokens=1000, output_tokens=70))  # one honest row
-    assert usage(store, "p", "default", T0 - DAY) == Usage(n + 1, 1000, 70)  # impossible counts count as 0
+    assert usage(store, "p", "default", T0 - DAY) == Spend(n + 1, 1000, 70)  # impossible counts count as 0
 
 
 async def test_poisoned_rows_neither_stop_the_sampler_nor_refund_the_budget(
@@ -74,7 +74,7 @@ async def test_poisoned_rows_neither_stop_the_sampler_nor_refund_the_budget(
     with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(Sampler([capped, free], store, clock=clock, run_job=runs, inline_reads=True), clock, 2 * DAY)
     assert len(runs.started[free.key]) >= 2 * DAY / 660  # the loop went on, on cadence
-    spent = [(t, Usage(1, 300)) for t in runs.started[capped.key]]
+    spent = [(t, Spend(1, 300)) for t in runs.started[capped.key]]
     assert len(spent) >= 10 and _most_in_any_day(spent).input_tokens <= 3000  # the cap holds, and is used
     assert not [r for r in caplog.records if r.name == "tokenpace.schedule.sampler"]  # nothing went wrong
 
@@ -89,7 +89,7 @@ async def test_a_job_whose_handling_raises_is_logged_counted_and_the_rest_go_on(
     other = job("x", 600, plan="ok", budget=Budget(requests=1000))
     real_usage = sampling.usage
 
-    def usage_that_overflows(s: Store, provider: str, plan: str, since: float) -> Usage:
+    def usage_that_overflows(s: Store, provider: str, plan: str, since: float) -> Spend:
         if plan == "default":
             raise OverflowError("cannot convert float infinity to integer")
         return real_usage(s, provider, plan, since)

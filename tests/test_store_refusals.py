@@ -22,7 +22,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
-from tokenpace.schedule.cadence import Usage
+from tokenpace.schedule.cadence import Spend
 from tokenpace.schedule.sampler import usage
 from tokenpace.store.database import open_store
 from tokenpace.store.export import write_samples
@@ -135,7 +135,7 @@ def test_a_row_refused_for_its_data_is_rescued_and_later_writes_go_through(
         assert [s.id for s in store.samples()] == [sample.id, later.id]
         rescue = store.rescue_path
         # A rescued sample was spent all the same: a budget still counts it.
-        spent = Usage(3, 12 + 12, 2 * max(sample.metrics.output_tokens, 9))
+        spent = Spend(3, 12 + 12, 2 * max(sample.metrics.output_tokens, 9))
         assert usage(store, "groq", "free", T0.timestamp() - 60) == spent
     assert rescue == Path.cwd() / "tokenpace-rescued.jsonl"  # beside a SQLite file; PostgreSQL: the working dir
     (line,) = rescue.read_text().splitlines()

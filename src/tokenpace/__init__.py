@@ -17,7 +17,7 @@ if typing.TYPE_CHECKING:
     from tokenpace.measure.clients.transport import Timeouts
     from tokenpace.measure.failures import ErrorKind, Failure
     from tokenpace.measure.metrics import Metrics
-    from tokenpace.measure.run import Plan, RunResult, measure
+    from tokenpace.measure.run import Refusals, RunOptions, RunResult, measure
     from tokenpace.measure.sample import Sample
     from tokenpace.measure.timing import Timeline
     from tokenpace.store.database import Store, open_store
@@ -31,7 +31,8 @@ _HOME = {
     "ErrorKind": "tokenpace.measure.failures",
     "Failure": "tokenpace.measure.failures",
     "Metrics": "tokenpace.measure.metrics",
-    "Plan": "tokenpace.measure.run",
+    "RunOptions": "tokenpace.measure.run",
+    "Refusals": "tokenpace.measure.run",
     "RunResult": "tokenpace.measure.run",
     "measure": "tokenpace.measure.run",
     "Sample": "tokenpace.measure.sample",
@@ -55,7 +56,8 @@ __all__ = [
     "ErrorKind",
     "Failure",
     "Metrics",
-    "Plan",
+    "Refusals",
+    "RunOptions",
     "RunResult",
     "Sample",
     "Store",

@@ -215,15 +215,16 @@ def _ordered(rows: list[EndpointRow], query: Query, statistic: str) -> list[Endp
 
 
 @dataclass(frozen=True, slots=True)
-class Measured:
-    """What the database holds for one window and workload: the rows, and what the filter menus can offer."""
+class Snapshot:
+    """What the database held for one window and workload when read: the rows, and what the filter menus can
+    offer. The web pages keep one per window and workload, and arrange() it for each query."""
 
     window: Window
     rows: tuple[EndpointRow, ...]
     menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload) present in the window
 
 
-def measured(
+def snapshot(
     store: Store,
     window: Window,
     workload: str,
@@ -231,16 +232,16 @@ def measured(
     long_workloads: Collection[str] = (),
     *,
     include_client_bound: bool = False,
-) -> Measured:
+) -> Snapshot:
     """The SQL half of a board: everything but sorting, filtering and ranking, which are cheap."""
     rows = endpoint_rows(
         store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
     )
-    return Measured(window, tuple(rows), tuple(present(store, window, now, long_workloads)))
+    return Snapshot(window, tuple(rows), tuple(present(store, window, now, long_workloads)))
 
 
 def arrange(
-    m: Measured, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
+    m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
 ) -> Board:
     """The board for a query: rank = place among rows with enough samples and a figure to sort by.
 
@@ -278,7 +279,7 @@ def read_board(
     long_workloads: Collection[str] = (),
 ) -> Board:
     """The leaderboard for a query, read from the store now."""
-    m = measured(
+    m = snapshot(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
         include_client_bound=query.include_client_bound,
     )  # fmt: skip

@@ -12,7 +12,8 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from tokenpace.store.windows import METRICS, EndpointRow, Figure
+from tokenpace.measure.stats import Figure
+from tokenpace.store.windows import METRICS, EndpointRow
 
 
 def iso(t: datetime | None) -> str | None:

@@ -3,7 +3,6 @@ commonest messages, each with a hint where the message suggests a usual mistake.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,8 +10,8 @@ from typing import Any
 
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import Sample
+from tokenpace.measure.stats import Figure, figure, success_rate
 
 TOP_MESSAGES = 3  # per error kind
 MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
@@ -29,26 +28,6 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("output_tokens", "Output tokens (o200k)", "tok"),
     ("token_diff", "o200k - provider tokens", "tok"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Stat:
-    count: int
-    p5: float | None
-    p50: float | None
-    p95: float | None
-    mean: float | None
-
-
-def stat(values: Sequence[float]) -> Stat:
-    """Percentiles and mean of the values; every field None when there are none."""
-    return Stat(
-        count=len(values),
-        p5=percentile(values, 5),
-        p50=percentile(values, 50),
-        p95=percentile(values, 95),
-        mean=statistics.fmean(values) if values else None,
-    )
 
 
 def group_speed(samples: Sequence[Sample]) -> float | None:
@@ -69,16 +48,17 @@ class Groups:
     """Requests released together (the parallel workload): how the endpoint served each burst."""
 
     count: int
-    speed: Stat  # aggregate output tokens/s per group
-    ttft_spread: Stat  # ms, per group
+    speed: Figure  # aggregate output tokens/s per group
+    ttft_spread: Figure  # ms, per group
 
     def as_dict(self) -> dict[str, Any]:
         return {"count": self.count, "aggregate_output_speed": _stat_dict(self.speed),
                 "ttft_spread_ms": _stat_dict(self.ttft_spread)}  # fmt: skip
 
 
-def _stat_dict(s: Stat) -> dict[str, Any]:
-    return {"count": s.count, "p5": s.p5, "p50": s.p50, "p95": s.p95, "mean": s.mean}
+def _stat_dict(f: Figure) -> dict[str, Any]:
+    # The keys `tokenpace run --json` has always printed (count is Figure.n): a script reading them keeps working.
+    return {"count": f.n, "p5": f.p5, "p50": f.p50, "p95": f.p95, "mean": f.mean}
 
 
 def groups(samples: Sequence[Sample]) -> Groups | None:
@@ -91,7 +71,7 @@ def groups(samples: Sequence[Sample]) -> Groups | None:
         return None
     speeds = [v for g in by_group.values() if (v := group_speed(g)) is not None]
     spreads = [v for g in by_group.values() if (v := ttft_spread_ms(g)) is not None]
-    return Groups(len(by_group), stat(speeds), stat(spreads))
+    return Groups(len(by_group), figure(speeds), figure(spreads))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,16 +126,15 @@ class Summary:
     samples: int
     ok: int
     errors: dict[str, int]
-    figures: dict[str, Stat]
+    figures: dict[str, Figure]
     groups: Groups | None = None
     error_messages: dict[str, list[Message]] = field(default_factory=dict)
     truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
 
     @property
     def success_rate(self) -> float | None:
-        """Success rate = successful samples / (all samples - cancelled ones, which say nothing of the endpoint)."""
-        judged = self.samples - self.errors.get(ErrorKind.CANCELLED.value, 0)
-        return self.ok / judged if judged else None
+        """stats.success_rate of these samples: cancelled ones say nothing of the endpoint."""
+        return success_rate(self.ok, self.samples, self.errors.get(ErrorKind.CANCELLED.value, 0))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -177,7 +156,7 @@ def summarise(endpoint: str, samples: Sequence[Sample], truth: dict[str, float] 
     figures = {}
     for name, _label, _unit in FIGURES:
         values = [v for s in ok if (v := getattr(s.metrics, name)) is not None]
-        figures[name] = stat(values)
+        figures[name] = figure(values)
     errors = Counter(str(s.error_kind) for s in samples if not s.ok)
     return Summary(
         endpoint,

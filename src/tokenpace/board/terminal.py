@@ -39,7 +39,7 @@ def print_summary(console: Console, s: Summary) -> None:
                 ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
             ]
         for name, label, unit, st in rows:
-            cells = [label, unit, str(st.count), *(numbers.figure(v) for v in (st.p5, st.p50, st.p95, st.mean))]
+            cells = [label, unit, str(st.n), *(numbers.figure(v) for v in (st.p5, st.p50, st.p95, st.mean))]
             if s.truth is not None:
                 cells.append(numbers.figure(s.truth.get(name)) if name in s.truth else "")
             table.add_row(*cells)

@@ -197,7 +197,7 @@ def run(
     from tokenpace.measure.clients import protocol_for
     from tokenpace.measure.clients.transport import Limits, Timeouts
     from tokenpace.measure.corpus import load_corpus
-    from tokenpace.measure.run import Plan, measure
+    from tokenpace.measure.run import Refusals, RunOptions, measure
     from tokenpace.store.database import open_store
     from tokenpace.store.export import SAMPLE_FORMATS, write_samples
 
@@ -227,7 +227,7 @@ def run(
             f"[yellow]note:[/] --idle-timeout {idle_timeout:g} s is shorter than --first-token-timeout "
             f"{first_token_timeout:g} s: a slow first token will fail as idle_timeout"
         )
-    run_plan = Plan(
+    options = RunOptions(
         requests,
         concurrency,
         Timeouts(connect_timeout, first_token_timeout, idle_timeout, total_timeout),
@@ -285,7 +285,8 @@ def run(
                 else e
                 for e in chosen
             ]
-            return await measure(targets, workload, run_plan, store, keep, command, texts)
+            # What endpoints refuse is learnt for this command only: the next one asks afresh.
+            return await measure(targets, workload, options, store, keep, command, texts, refusals=Refusals())
 
     result: RunResult | None = None
     try:

@@ -86,14 +86,27 @@ def _yield_to_the_loop() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
-# Optional request fields each endpoint refused, for the life of the process: under serve every run would
-# otherwise send a refused request first (billed perhaps, never a sample). Job.worst_case allows for it per run.
-_refused: dict[Endpoint, Failure] = {}
+class Refusals:
+    """The optional request field each endpoint refused: its later requests are built without it.
 
+    Whoever runs measure() keeps one for as long as the lesson should last: the sampler for its lifetime, since
+    under serve every run would otherwise send a refused request first (billed perhaps, never a sample;
+    Job.worst_case allows for one per run), and ``tokenpace run`` for the command. Explicit rather than a
+    module global, so two samplers, or two tests, never learn from each other's endpoints.
+    """
 
-def refused(endpoint: Endpoint) -> bool:
-    """Whether the endpoint refused an optional field in this process (its later requests go without it)."""
-    return endpoint in _refused
+    def __init__(self) -> None:
+        self._by_endpoint: dict[Endpoint, Failure] = {}
+
+    def __contains__(self, endpoint: Endpoint) -> bool:
+        return endpoint in self._by_endpoint
+
+    def get(self, endpoint: Endpoint) -> Failure | None:
+        """The failure that showed the endpoint refused a field; None while it has refused none."""
+        return self._by_endpoint.get(endpoint)
+
+    def remember(self, endpoint: Endpoint, failure: Failure) -> None:
+        self._by_endpoint[endpoint] = failure
 
 
 class SampleSink(Protocol):
@@ -108,8 +121,11 @@ class RunResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
-    """How many requests, how many at once, with which limits."""
+class RunOptions:
+    """How many requests, how many at once, with which limits: one measure() call's options.
+
+    Not a plan: that word is the provider's billing plan (Endpoint.plan, with its budget and cadence).
+    """
 
     requests: int = 10
     concurrency: int = 1
@@ -125,15 +141,16 @@ class Plan:
 async def _measure_endpoint(
     endpoint: Endpoint,
     workload: Workload,
-    plan: Plan,
+    options: RunOptions,
     run_id: str,
     seed: int,
     keep: Callable[[Sample], None],
     decoder: ThreadPoolExecutor,
     corpus: Corpus | None,
     lag: LoopLag,
+    refusals: Refusals,
 ) -> None:
-    """Take ``plan.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
+    """Take ``options.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
     A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
     of a group at once, the next group when the last one has finished.
@@ -142,13 +159,13 @@ async def _measure_endpoint(
     proto = protocol_for(endpoint.protocol)
 
     def build() -> tuple[list[Prompt], list[HttpRequest]]:
-        prompts = [build_prompt(workload, seed + i, corpus) for i in range(plan.requests)]
+        prompts = [build_prompt(workload, seed + i, corpus) for i in range(options.requests)]
         return prompts, [proto.request(endpoint, p) for p in prompts]
 
     # Off the loop: a 100k prompt costs about a second of CPU, which would stall other runs' clocks (serve).
     prompts, requests = await loop.run_in_executor(decoder, build)
     decoding: list[asyncio.Future[Sample]] = []
-    pool = workload.concurrency or plan.concurrency
+    pool = workload.concurrency or options.concurrency
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
         try:
@@ -156,40 +173,40 @@ async def _measure_endpoint(
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
         bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
-        published = plan.publish or plan.source == "scheduled"
+        published = options.publish or options.source == "scheduled"
         return make_sample(
-            run_id, endpoint, workload.name, started, timeline, prompts[i], group, plan.keep_prompts,
-            source=plan.source, published=published, client_bound=bound,
+            run_id, endpoint, workload.name, started, timeline, prompts[i], group, options.keep_prompts,
+            source=options.source, published=published, client_bound=bound,
         )  # fmt: skip
 
     def decoded(future: asyncio.Future[Sample]) -> None:
         if not future.cancelled() and future.exception() is None:
             keep(future.result())
 
-    async with new_session(pool, plan.timeouts) as session:
-        if plan.warmup:
-            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, plan.timeouts)
+    async with new_session(pool, options.timeouts) as session:
+        if options.warmup:
+            await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, options.timeouts)
 
         async def one(i: int, group: str | None = None) -> None:
             rec = Recording()
             request = requests[i]
-            if (refused := _refused.get(endpoint)) is not None:  # built before the clock starts, like every request
+            if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
                 request = proto.without_extras(request, refused) or request
             started = datetime.now(UTC)
             try:
-                await record(session, request, plan.timeouts, rec, proto.has_token, plan.limits)
+                await record(session, request, options.timeouts, rec, proto.has_token, options.limits)
                 if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
                     # A negotiation, not a measurement: ask again without the refused field, clock restarted.
-                    _refused[endpoint] = rec.failure
+                    refusals.remember(endpoint, rec.failure)
                     rec, started = Recording(), datetime.now(UTC)
-                    await record(session, plain, plan.timeouts, rec, proto.has_token, plan.limits)
+                    await record(session, plain, options.timeouts, rec, proto.has_token, options.limits)
             finally:
                 # Runs on cancellation too: a cancelled request is still a sample.
                 future = loop.run_in_executor(decoder, decode, rec, started, i, group)
                 future.add_done_callback(decoded)
                 decoding.append(future)
 
-        order = iter(range(plan.requests))
+        order = iter(range(options.requests))
 
         async def worker() -> None:
             for i in order:
@@ -197,13 +214,13 @@ async def _measure_endpoint(
 
         try:
             if workload.concurrency:
-                for k, first in enumerate(range(0, plan.requests, pool)):
+                for k, first in enumerate(range(0, options.requests, pool)):
                     async with asyncio.TaskGroup() as tg:
-                        for i in range(first, min(first + pool, plan.requests)):
+                        for i in range(first, min(first + pool, options.requests)):
                             tg.create_task(one(i, f"{run_id[:12]}-{k}"))
             else:
                 async with asyncio.TaskGroup() as tg:
-                    for _ in range(min(pool, plan.requests)):
+                    for _ in range(min(pool, options.requests)):
                         tg.create_task(worker())
         finally:
             await asyncio.gather(*decoding)
@@ -212,17 +229,23 @@ async def _measure_endpoint(
 async def measure(
     endpoints: Sequence[Endpoint],
     workload: Workload,
-    plan: Plan,
+    options: RunOptions,
     sink: SampleSink | None = None,
     on_sample: Callable[[Sample], None] | None = None,
     command: str = "",
     corpus: Corpus | None = None,
+    refusals: Refusals | None = None,
 ) -> RunResult:
-    """Measure each endpoint in turn and record the run, including when it is interrupted."""
+    """Measure each endpoint in turn and record the run, including when it is interrupted.
+
+    ``refusals``: what earlier runs learnt of optional fields each endpoint refuses, and where this run adds
+    what it learns; None learns for this call only.
+    """
     preload_tokenizer()
+    refusals = Refusals() if refusals is None else refusals
     run_id = uuid.uuid4().hex
     seed = (
-        plan.seed if plan.seed is not None else random.SystemRandom().getrandbits(31)
+        options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)
     )  # fits every database's INTEGER
     samples: list[Sample] = []
 
@@ -241,8 +264,10 @@ async def measure(
     try:
         with _quiet_interpreter():
             for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
-                first = seed + k * plan.requests
-                await _measure_endpoint(endpoint, workload, plan, run_id, first, keep, decoder, corpus, lag)
+                first = seed + k * options.requests
+                await _measure_endpoint(
+                    endpoint, workload, options, run_id, first, keep, decoder, corpus, lag, refusals
+                )
     finally:
         await lag.stop()
         decoder.shutdown()
@@ -253,8 +278,8 @@ async def measure(
             started_at=started,
             finished_at=datetime.now(UTC),
             command=command,
-            concurrency=workload.concurrency or plan.concurrency,
-            requested=plan.requests * len(endpoints),
+            concurrency=workload.concurrency or options.concurrency,
+            requested=options.requests * len(endpoints),
             completed=len(samples),
             loop_lag_p50_ms=lag.p(50),
             loop_lag_p99_ms=lag.p(99),

@@ -18,7 +18,7 @@ from tokenpace.errors import ConfigError
 
 STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
-# Usage counts the larger of o200k's and the provider's output count, and max_tokens caps only the model's own:
+# Spend counts the larger of o200k's and the provider's output count, and max_tokens caps only the model's own:
 # o200k's count of the same text can run well above another tokenizer's.
 OUTPUT_MARGIN = 1.5
 # Input tokens allowed per image, high on purpose: gpt-4o-mini bills a 1200x840 image as ~37k tokens and
@@ -28,13 +28,15 @@ Key = tuple[str, str, str, str]  # provider, plan, model, workload
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class Spend:
+    """Requests and tokens spent, or a run may spend, against a plan's budget (timing.Usage is a provider's report)."""
+
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
 
     def _counts(self) -> tuple[int, int, int]:
         return (self.requests, self.input_tokens, self.output_tokens)
@@ -71,18 +73,18 @@ class Job:
         """Requests in flight while it runs: a sequential workload sends one at a time."""
         return self.workload.concurrency or 1
 
-    def worst_case(self) -> Usage:
+    def worst_case(self) -> Spend:
         """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out."""
         # The first run of an endpoint may send ``width`` requests that refuse an optional field (run.py
         # resends each without it): they are billed as input perhaps, never as output.
         n = self.requests
         sent = n + self.width
         output = math.ceil(n * self.workload.max_tokens * OUTPUT_MARGIN)
-        return Usage(sent, math.ceil(sent * self._input_per_request()), output)
+        return Spend(sent, math.ceil(sent * self._input_per_request()), output)
 
-    def refusals(self) -> Usage:
+    def refusals(self) -> Spend:
         """The ``width`` refused requests of an endpoint's first run, as worst_case() allows for them."""
-        return Usage(self.width, math.ceil(self.width * self._input_per_request()))
+        return Spend(self.width, math.ceil(self.width * self._input_per_request()))
 
     def _input_per_request(self) -> float:
         w = self.workload

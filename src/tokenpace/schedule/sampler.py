@@ -22,13 +22,13 @@ from typing import Literal, Protocol, TypeVar
 
 from tokenpace.config.settings import Budget
 from tokenpace.measure.corpus import Corpus
-from tokenpace.measure.run import Plan, measure, refused
-from tokenpace.schedule.cadence import Job, Key, Usage, jobs, next_due, stale_after
+from tokenpace.measure.run import Refusals, RunOptions, measure
+from tokenpace.schedule.cadence import Job, Key, Spend, jobs, next_due, stale_after
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
 from tokenpace.store.usage import spent
 
-__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Status", "SystemClock", "Usage"]
+__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Spend", "Status", "SystemClock"]
 __all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
 
 T = TypeVar("T")
@@ -37,13 +37,13 @@ DAY_S = 86_400.0
 MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
 
 
-def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
+def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
     """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
 
     Samples the store could not write count too: they were spent all the same (``store.usage``).
     """
     s = spent(store, provider, plan, since)
-    return Usage(s.requests, s.input_tokens, s.output_tokens)
+    return Spend(s.requests, s.input_tokens, s.output_tokens)
 
 
 def last_started(store: Store, job: Job) -> float | None:
@@ -79,7 +79,7 @@ class BudgetStatus:
     provider: str
     plan: str
     budget: Budget
-    used: Usage  # over the 24 h before the last check
+    used: Spend  # over the 24 h before the last check
     skipped: int  # runs skipped because they would not fit, since the sampler started: above 0, the cap bit
     last_skip: datetime | None
     recent_skips: int = 0  # of those, the ones in the last 24 h: above 0, the cap still bites
@@ -122,6 +122,7 @@ class Sampler:
         self.run_job = run_job or self._measure
         self.grace_s = grace_s
         self.corpus = corpus
+        self.refused_fields = Refusals()  # learnt by the first run of each endpoint, for every later one
         self._inline = inline_reads
         self._started = self.clock.now()
         self._last: dict[Key, float] = {}
@@ -133,22 +134,23 @@ class Sampler:
             p = job.endpoint.provider
             self._limit[p] = min(self._limit.get(p, job.concurrency), job.concurrency)
         self._budgets = {(j.endpoint.provider, j.endpoint.plan): j.budget for j in self.jobs if j.budget}
-        self._used: dict[tuple[str, str], Usage] = {}
+        self._used: dict[tuple[str, str], Spend] = {}
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._last_skip: dict[tuple[str, str], float] = {}
         self._skips: dict[tuple[str, str], deque[float]] = defaultdict(deque)  # times, the last 24 h's only
         # Refused requests, stored as no sample, by the time they became known: the last 24 h's only.
-        self._refusals: dict[tuple[str, str], deque[tuple[float, Usage]]] = defaultdict(deque)
+        self._refusals: dict[tuple[str, str], deque[tuple[float, Spend]]] = defaultdict(deque)
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
         self._failures = 0
 
     async def _measure(self, job: Job) -> None:
         # The parallel workload sets its own concurrency.
-        plan = Plan(requests=job.requests, concurrency=1, source="scheduled", publish=True)
+        options = RunOptions(requests=job.requests, concurrency=1, source="scheduled", publish=True)
         done = await measure(
-            [job.endpoint], job.workload, plan, self.store, command="tokenpace serve", corpus=self.corpus
-        )
+            [job.endpoint], job.workload, options, self.store, command="tokenpace serve", corpus=self.corpus,
+            refusals=self.refused_fields,
+        )  # fmt: skip
         ok = sum(s.ok for s in done.samples)
         log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)
 
@@ -240,7 +242,7 @@ class Sampler:
             refusals.popleft()
         self._used[plan] = used = sum((u for _, u in refusals), used)
         # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
-        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Usage())
+        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Spend())
         if (used + reserved + job.worst_case()).fits(budget):
             return "run"
         if (used + job.worst_case()).fits(budget):  # only room held for runs in flight: free when they end
@@ -256,12 +258,12 @@ class Sampler:
 
     async def _run_one(self, job: Job, started: float) -> None:
         try:
-            known = refused(job.endpoint)
+            known = job.endpoint in self.refused_fields
             try:
                 await self.run_job(job)
             except Exception as exc:  # one broken endpoint or failed write must not stop the others
                 self._failed(f"scheduled run {job.name} failed", exc)
-            if not known and refused(job.endpoint):
+            if not known and job.endpoint in self.refused_fields:
                 # Its refused requests are stored as no sample, so usage() never sees them: count them here, from
                 # now, no earlier than they were sent, so they leave the 24 h no sooner than the real ones do.
                 self._refusals[job.key[:2]].append((self.clock.now(), job.refusals()))
@@ -332,7 +334,7 @@ class Sampler:
             BudgetStatus(
                 *plan,
                 cap,
-                self._used.get(plan, Usage()),
+                self._used.get(plan, Spend()),
                 self._skipped[plan],
                 utc(self._last_skip.get(plan)),
                 self._recent_skips(plan, now),

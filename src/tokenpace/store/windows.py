@@ -27,11 +27,11 @@ from typing import Any, Literal
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.stats import QUANTILES, Figure, success_rate
 from tokenpace.store.database import Store, epoch, utc
 
 HOUR, DAY = 3600, 86400
 METRICS = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures, columns of ``samples``
-QUANTILES = (5, 25, 50, 75, 95)
 _KEY = "provider, plan, model, workload"
 
 
@@ -59,23 +59,6 @@ WINDOWS: dict[str, Window] = {
     )
 }
 DEFAULT_WINDOW = "72h"
-
-
-@dataclass(frozen=True, slots=True)
-class Figure:
-    """One metric over the successful samples of a window: how many, mean and percentiles."""
-
-    n: int
-    mean: float | None = None
-    p5: float | None = None
-    p25: float | None = None
-    p50: float | None = None
-    p75: float | None = None
-    p95: float | None = None
-
-    def headline(self, statistic: str) -> float | None:
-        """The window's headline: the mean for "mean", else the median (P50)."""
-        return self.mean if statistic == "mean" else self.p50
 
 
 def endpoint_name(provider: str, plan: str, model: str) -> str:
@@ -265,13 +248,12 @@ def endpoint_rows(
         samples, ok, first, last, protocol, simulated, bound, one_shot, usable = part.totals
         kinds = sorted(errors.get(key, ()), key=lambda e: (-e[1], e[0]))
         cancelled = dict(kinds).get(ErrorKind.CANCELLED.value, 0)
-        judged = samples - cancelled
         provider, plan, model, workload = key
         rows.append(
             EndpointRow(
                 provider, plan, model, workload, protocol, bool(simulated),
                 samples=int(samples), failures=int(samples - ok),
-                success_rate=ok / judged if judged else None,
+                success_rate=success_rate(ok, samples, cancelled),
                 output_speed=part.figure(0), ttft_ms=part.figure(1), e2e_ms=part.figure(2),
                 first_at=utc(first), last_at=utc(last),
                 window_s=window.span(workload, long_workloads),

@@ -83,7 +83,7 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
     include = query.include_client_bound
     m = site.memo.get(
         ("rows", window.name, query.workload, include),
-        lambda: ranking.measured(
+        lambda: ranking.snapshot(
             site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
         ),
     )

@@ -14,9 +14,10 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
-from tokenpace.store.windows import DEFAULT_WINDOW, QUANTILES, WINDOWS, EndpointRow, Figure, endpoint_rows
+from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, endpoint_rows
 from tokenpace.web.memo import Memo
 
 LABELS = ["provider", "plan", "model", "workload", "simulated"]
