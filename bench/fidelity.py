@@ -31,7 +31,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import RunOptions, RunResult, event_loop_factory, measure
+from tokenpace.measure.run import RunOptions, RunResult, event_loop_factory, run_workload
 from tokenpace.sim import Truth
 
 MS = 1_000_000
@@ -119,7 +119,7 @@ async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult
     requests = args.requests_per_level or max(level, 20)
     plan = RunOptions(requests, level, Timeouts(10, 60, 30, 120), seed=1)
     workload = Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens)
-    return await measure([endpoint], workload, plan)
+    return await run_workload([endpoint], workload, plan)
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from aggregate import fill_sqlite
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.serve import service
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
@@ -90,7 +90,7 @@ async def sample(endpoint: Endpoint, store: Store, every: float, stop: asyncio.E
     workload = BUILTIN["1k"]
     plan = RunOptions(requests=1, warmup=False, source="scheduled")
     while not stop.is_set():
-        await measure([endpoint], workload, plan, store, command="bench flood")
+        await run_workload([endpoint], workload, plan, store, command="bench flood")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
 

@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+import tokenpace
+
 # Packages that re-export names from their modules; every other package's __init__ holds only a docstring.
 EXPORTING = ["tokenpace.sim", "tokenpace.web", "tokenpace.measure.clients"]
 
@@ -31,6 +33,13 @@ def isort_sorted(names: list[str]) -> list[str]:
 def test_all_is_exactly_the_public_names(name: str) -> None:
     module = importlib.import_module(name)
     assert module.__all__ == public_names(module)
+
+
+def test_the_roots_names_load_on_first_use_and_are_all_listed() -> None:
+    assert tokenpace.__all__ == isort_sorted([*tokenpace._HOME, "__version__"])
+    for name in tokenpace.__all__:
+        assert getattr(tokenpace, name) is not None
+    assert public_names(tokenpace) == isort_sorted(list(tokenpace._HOME))  # nothing public beside them once loaded
 
 
 def test_other_packages_export_nothing() -> None:

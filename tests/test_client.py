@@ -21,7 +21,7 @@ from tokenpace.config.workloads import DEFAULT
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import Refusals, RunOptions, measure
+from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind
 from tokenpace.measure.tokens import count_tokens
@@ -37,7 +37,7 @@ async def take(
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
         workload = DEFAULT.__class__(DEFAULT.name, max_tokens)
-        result = await measure([endpoint], workload, RunOptions(n, concurrency, timeouts, seed=1))
+        result = await run_workload([endpoint], workload, RunOptions(n, concurrency, timeouts, seed=1))
     return result.samples, simulator
 
 
@@ -192,7 +192,7 @@ async def test_slow_first_token_is_not_a_timeout_once_text_arrived() -> None:
 async def test_connection_refused_is_a_connect_error() -> None:
     port = _closed_port()
     endpoint = Endpoint("down", "m", f"http://127.0.0.1:{port}/v1")
-    result = await measure([endpoint], DEFAULT, RunOptions(2, 2, FAST))
+    result = await run_workload([endpoint], DEFAULT, RunOptions(2, 2, FAST))
     assert [s.error_kind for s in result.samples] == [ErrorKind.CONNECT_ERROR] * 2
 
 
@@ -210,7 +210,7 @@ async def test_connect_timeout() -> None:
             fillers.append(c)
         try:
             endpoint = Endpoint("hang", "m", f"http://127.0.0.1:{port}/v1")
-            result = await measure([endpoint], DEFAULT, RunOptions(1, 1, Timeouts(0.3, 5, 5, 10), warmup=False))
+            result = await run_workload([endpoint], DEFAULT, RunOptions(1, 1, Timeouts(0.3, 5, 5, 10), warmup=False))
         finally:
             for c in fillers:
                 c.close()
@@ -222,7 +222,7 @@ async def test_cancelled_requests_are_recorded_not_lost() -> None:
     simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=50, output_tokens=1000))
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        task = asyncio.ensure_future(measure([endpoint], DEFAULT, RunOptions(5, 2, FAST), on_sample=kept.append))
+        task = asyncio.ensure_future(run_workload([endpoint], DEFAULT, RunOptions(5, 2, FAST), on_sample=kept.append))
         for _ in range(400):  # until both streams are sending tokens, however slow the start
             await asyncio.sleep(0.025)
             if len(simulator.truth) == 2 and all(t.completion_tokens >= 3 for t in simulator.truth.values()):
@@ -262,7 +262,7 @@ async def echo_key_server() -> AsyncIterator[str]:
 async def test_echoed_api_key_is_scrubbed(echo_key_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CANARY_KEY", "sk-canary-0123456789")
     endpoint = Endpoint("echo", "m", echo_key_server, api_key_env="CANARY_KEY")
-    (s,) = (await measure([endpoint], DEFAULT, RunOptions(1, 1, FAST))).samples
+    (s,) = (await run_workload([endpoint], DEFAULT, RunOptions(1, 1, FAST))).samples
     assert s.error_kind is ErrorKind.HTTP_ERROR and s.http_status == 401
     assert s.error_message is not None and "***" in s.error_message
     assert "sk-canary" not in s.error_message
@@ -289,7 +289,7 @@ async def test_ttft_agrees_with_the_official_openai_client() -> None:
             await stream.close()
         await client.close()
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        ours = [s.metrics.ttft_ms for s in (await measure([endpoint], DEFAULT, RunOptions(5, 1, FAST))).samples]
+        ours = [s.metrics.ttft_ms for s in (await run_workload([endpoint], DEFAULT, RunOptions(5, 1, FAST))).samples]
     assert all(t is not None for t in ours)
     gap = statistics.median(theirs) - statistics.median(t for t in ours if t is not None)
     # The SDK's clock also holds its own request building and its per-chunk model parsing (about 3 ms on an
@@ -327,7 +327,7 @@ async def test_key_echoed_inside_the_stream_is_scrubbed(
 ) -> None:
     monkeypatch.setenv("CANARY_KEY", "sk-canary-stream-42")
     endpoint = Endpoint("echo", "m", echo_key_in_stream, api_key_env="CANARY_KEY")
-    (s,) = (await measure([endpoint], DEFAULT, RunOptions(1, 1, FAST))).samples
+    (s,) = (await run_workload([endpoint], DEFAULT, RunOptions(1, 1, FAST))).samples
     assert s.error_kind is ErrorKind.STREAM_ERROR
     assert "sk-canary" not in (s.error_message or "") and "sk-can" not in s.timeline.to_json()
     assert "sk-c" not in (s.error_message or "")  # no leading part of the key survives the cut either
@@ -336,7 +336,7 @@ async def test_key_echoed_inside_the_stream_is_scrubbed(
 
 async def test_stream_options_are_dropped_where_refused(refusing_server: tuple[str, Counter[str]]) -> None:
     endpoint = Endpoint("strict", "m", refusing_server[0])
-    samples = (await measure([endpoint], DEFAULT, RunOptions(3, 1, FAST, warmup=False))).samples
+    samples = (await run_workload([endpoint], DEFAULT, RunOptions(3, 1, FAST, warmup=False))).samples
     # The refusal is a negotiation, not a measurement: each request goes without the option and succeeds.
     assert [s.ok for s in samples] == [True, True, True]
     assert all(s.metrics.output_tokens == 4 and s.metrics.provider_output_tokens is None for s in samples)
@@ -349,12 +349,12 @@ async def test_refused_fields_are_remembered_by_the_callers_refusals_only(
     url, sent = refusing_server
     endpoint, plan = Endpoint("strict", "m", url), RunOptions(2, 1, FAST, warmup=False)
     kept = Refusals()
-    await measure([endpoint], DEFAULT, plan, refusals=kept)
+    await run_workload([endpoint], DEFAULT, plan, refusals=kept)
     assert sent["refused"] == 1 and endpoint in kept  # the first request refused, the rest went without
-    await measure([endpoint], DEFAULT, plan, refusals=kept)
+    await run_workload([endpoint], DEFAULT, plan, refusals=kept)
     assert sent["refused"] == 1  # remembered: the second run asks without the field at once
     fresh = Refusals()
-    await measure([endpoint], DEFAULT, plan, refusals=fresh)
+    await run_workload([endpoint], DEFAULT, plan, refusals=fresh)
     assert sent["refused"] == 2 and endpoint in fresh  # another caller's Refusals learnt nothing from the first
-    await measure([endpoint], DEFAULT, plan)
+    await run_workload([endpoint], DEFAULT, plan)
     assert sent["refused"] == 3 and sent["served"] == 8  # none passed: this call's own, forgotten after it

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from tokenpace import sim
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.serve import discover
 
 
@@ -39,7 +39,7 @@ async def test_local_servers_are_found_by_their_model_lists() -> None:
             ("llama.cpp", "tiny-a", url, "openai-chat"),
         }
         # What is found can be measured as it is.
-        result = await measure([found[0]], BUILTIN["1k"], RunOptions(requests=1, warmup=False))
+        result = await run_workload([found[0]], BUILTIN["1k"], RunOptions(requests=1, warmup=False))
         assert result.samples[0].ok
         port = int(root.rsplit(":", 1)[1])
         assert await discover.local([(llama, url)], skip_ports=(port,)) == []
@@ -58,7 +58,7 @@ def test_real_llama_server_on_its_usual_port_is_discovered(llama_server_8080: st
     llama = [e for e in found.endpoints if e.provider == "llama.cpp"]
     assert [(e.base_url, e.model) for e in llama] == [(llama_server_8080, "tiny")]
     assert any(f"llama.cpp: {llama_server_8080} answered" in note for note in found.notes)
-    result = asyncio.run(measure(llama, BUILTIN["1k"], RunOptions(requests=1)))
+    result = asyncio.run(run_workload(llama, BUILTIN["1k"], RunOptions(requests=1)))
     assert result.samples[0].ok and result.samples[0].metrics.output_tokens > 0
 
 

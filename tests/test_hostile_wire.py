@@ -27,7 +27,7 @@ from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.prompts import build_prompt
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Recording, Timeline
 from tokenpace.store.columns import sample_values
@@ -89,7 +89,7 @@ async def sse(request: web.Request, body: bytes = OK_STREAM) -> web.StreamRespon
 
 async def one_sample(endpoint: Endpoint, plan: RunOptions | None = None, workload: Workload = SHORT) -> Sample:
     async with asyncio.timeout(GUARD_S):
-        result = await measure([endpoint], workload, plan or RunOptions(1, 1, FAST))
+        result = await run_workload([endpoint], workload, plan or RunOptions(1, 1, FAST))
     assert len(result.samples) == 1
     return result.samples[0]
 

@@ -25,7 +25,7 @@ from tokenpace.config.workloads import Workload
 from tokenpace.errors import BadRequest
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.stats import Figure
 from tokenpace.schedule.sampler import jobs
@@ -224,7 +224,7 @@ async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
             sim.serve(sim.Simulator(sim.Scenario(ttft_ms=60, tokens_per_s=200, output_tokens=12))) as slow_url,
         ):
             endpoints = [Endpoint("slow", "m", slow_url, simulated=True), Endpoint("fast", "m", fast_url)]
-            await measure(endpoints, workload, plan, Steady(store))
+            await run_workload(endpoints, workload, plan, Steady(store))
         store.flush()
         now = datetime.now(UTC)
         b = read_board(store, Query(workload="tiny"), now)
@@ -240,11 +240,11 @@ async def test_a_one_shot_run_reaches_the_board_only_when_published_and_labelled
     with open_store(str(tmp_path / "t.db")) as store:
         async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as url:
             quiet, loud = Endpoint("quiet", "m", url, simulated=True), Endpoint("loud", "m", url, simulated=True)
-            await measure(
+            await run_workload(
                 [quiet], workload, RunOptions(requests=5, warmup=False, timeouts=timeouts, source="one-shot"), store
             )
             plan = RunOptions(requests=5, warmup=False, timeouts=timeouts, source="one-shot", publish=True)
-            await measure([loud], workload, plan, Steady(store))
+            await run_workload([loud], workload, plan, Steady(store))
         store.flush()
         b = read_board(store, Query(workload="tiny"), datetime.now(UTC))
         assert names(b) == ["loud/m"] and b.entries[0].rank == 1 and b.entries[0].row.one_shot == 5

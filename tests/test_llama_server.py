@@ -15,7 +15,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 
 MAX_TOKENS = 128
@@ -30,7 +30,7 @@ def event_rate(s: Sample) -> float:
 async def test_figures_agree_with_llama_servers_own_timings(llama_server: str) -> None:
     endpoint = Endpoint("llama.cpp", "tiny", llama_server)
     plan = RunOptions(requests=8, concurrency=1, timeouts=Timeouts(5, 30, 30, 60))
-    result = await measure([endpoint], Workload("short", MAX_TOKENS), plan)
+    result = await run_workload([endpoint], Workload("short", MAX_TOKENS), plan)
     assert [s.error_kind for s in result.samples] == [None] * 8
     ratios = []
     for s in result.samples:
@@ -47,7 +47,7 @@ async def test_figures_agree_with_llama_servers_own_timings(llama_server: str) -
 
 async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
     endpoint = Endpoint("llama.cpp", "tiny", llama_server)
-    result = await measure([endpoint], Workload("short", 32), RunOptions(8, 4, Timeouts(5, 30, 30, 60)))
+    result = await run_workload([endpoint], Workload("short", 32), RunOptions(8, 4, Timeouts(5, 30, 30, 60)))
     assert all(s.ok for s in result.samples), [s.error_message for s in result.samples]
     assert all(s.metrics.output_speed is not None for s in result.samples)
 
@@ -55,15 +55,17 @@ async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
 async def test_10k_workload_and_what_the_tiny_model_cannot_take(llama_server_long: str, llama_server: str) -> None:
     long = Endpoint("llama.cpp", "tiny", llama_server_long)
     slow = Timeouts(5, 120, 120, 240)
-    ten_k = (await measure([long], BUILTIN["10k"], RunOptions(2, 1, slow))).samples
+    ten_k = (await run_workload([long], BUILTIN["10k"], RunOptions(2, 1, slow))).samples
     assert [s.error_kind for s in ten_k] == [None, None], [s.error_message for s in ten_k]
     short = Endpoint("llama.cpp", "tiny", llama_server)
-    one_k = (await measure([short], dataclasses.replace(BUILTIN["1k"], max_tokens=500), RunOptions(2, 1, slow))).samples
+    one_k = (
+        await run_workload([short], dataclasses.replace(BUILTIN["1k"], max_tokens=500), RunOptions(2, 1, slow))
+    ).samples
     # Prefill of ten times the prompt shows in TTFT; llama.cpp's own count of the prompt is its vocabulary's.
     assert min(s.metrics.ttft_ms or 0 for s in ten_k) > 3 * max(s.metrics.ttft_ms or 0 for s in one_k)
     assert all((s.metrics.provider_input_tokens or 0) > 9000 for s in ten_k)
     # 100k tokens exceed the model's 16,384-token context: a clean, classified failure, not a crash.
-    (too_long,) = (await measure([long], BUILTIN["100k"], RunOptions(1, 1, slow))).samples
+    (too_long,) = (await run_workload([long], BUILTIN["100k"], RunOptions(1, 1, slow))).samples
     assert too_long.error_kind is ErrorKind.HTTP_ERROR and too_long.http_status == 400
     assert "context" in (too_long.error_message or "")
 
@@ -71,7 +73,7 @@ async def test_10k_workload_and_what_the_tiny_model_cannot_take(llama_server_lon
 @pytest.mark.parametrize("protocol", ["openai-completions", "openai-responses", "anthropic"])
 async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: str) -> None:
     endpoint = Endpoint("llama.cpp", "tiny", llama_server, protocol=protocol)
-    result = await measure([endpoint], Workload("short", 64), RunOptions(2, 1, Timeouts(5, 30, 30, 60)))
+    result = await run_workload([endpoint], Workload("short", 64), RunOptions(2, 1, Timeouts(5, 30, 30, 60)))
     for s in result.samples:
         assert s.ok, s.error_message
         # One event per generated token, and the server's own usage agrees.
@@ -82,7 +84,7 @@ async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: s
 async def test_parallel_workload_queues_on_the_servers_four_slots(llama_server: str) -> None:
     endpoint = Endpoint("llama.cpp", "tiny", llama_server)
     workload = dataclasses.replace(BUILTIN["parallel"], max_tokens=64)
-    result = await measure([endpoint], workload, RunOptions(10, 1, Timeouts(5, 60, 60, 120)))
+    result = await run_workload([endpoint], workload, RunOptions(10, 1, Timeouts(5, 60, 60, 120)))
     assert all(s.ok for s in result.samples), [s.error_message for s in result.samples]
     assert len({s.group_id for s in result.samples}) == 1
     # Ten released together on four slots: the last ones wait for a slot, which the spread of TTFT shows.

@@ -11,7 +11,7 @@ from tokenpace.errors import ConfigError
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind
 
@@ -25,7 +25,7 @@ async def take(protocol: str, scenario: sim.Scenario, workload: str = "1k") -> t
     async with sim.serve(simulator) as url:
         base = url.removesuffix("/v1") + protocol_for(protocol).default_base
         endpoint = Endpoint("sim", "sim", base, protocol=protocol, simulated=True)
-        (sample,) = (await measure([endpoint], BUILTIN[workload], RunOptions(1, 1, FAST))).samples
+        (sample,) = (await run_workload([endpoint], BUILTIN[workload], RunOptions(1, 1, FAST))).samples
     (truth,) = simulator.truth.values()
     return sample, truth
 
@@ -86,7 +86,7 @@ async def test_timeouts_in_every_protocol(protocol: str) -> None:
         base = url.removesuffix("/v1") + protocol_for(protocol).default_base
         endpoint = Endpoint("sim", "sim", base, protocol=protocol, simulated=True)
         plan = RunOptions(1, 1, Timeouts(connect=2, first_token=0.3, idle=5, total=10))
-        (s,) = (await measure([endpoint], BUILTIN["1k"], plan)).samples
+        (s,) = (await run_workload([endpoint], BUILTIN["1k"], plan)).samples
     assert s.error_kind is ErrorKind.FIRST_TOKEN_TIMEOUT, s.error_message
 
 

@@ -21,7 +21,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure import run
 from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import Refusals, RunOptions, measure
+from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.store.database import open_store
 
 from .conftest import SimThread
@@ -34,7 +34,7 @@ async def test_server_receives_exactly_the_counted_prompt() -> None:
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
         for name in ("1k", "vision"):
-            result = await measure([endpoint], BUILTIN[name], RunOptions(3, 1, FAST))
+            result = await run_workload([endpoint], BUILTIN[name], RunOptions(3, 1, FAST))
             for s in result.samples:
                 assert s.ok, s.error_message
                 truth = simulator.truth[s.timeline.response_id or ""]
@@ -53,7 +53,7 @@ async def test_ttft_grows_with_workload_size_end_to_end() -> None:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
         ttft = {}
         for name in ("1k", "10k"):
-            result = await measure([endpoint], BUILTIN[name], RunOptions(3, 1, FAST))
+            result = await run_workload([endpoint], BUILTIN[name], RunOptions(3, 1, FAST))
             ttft[name] = statistics.median(s.metrics.ttft_ms or 0 for s in result.samples)
     assert ttft["10k"] - ttft["1k"] == pytest.approx(9000 / 50_000 * 1000, abs=60)
 
@@ -62,7 +62,7 @@ async def test_parallel_workload_releases_groups_together() -> None:
     simulator = sim.Simulator(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=20))
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        result = await measure([endpoint], BUILTIN["parallel"], RunOptions(20, 1, FAST))
+        result = await run_workload([endpoint], BUILTIN["parallel"], RunOptions(20, 1, FAST))
     groups: dict[str, list[float]] = {}
     for s in result.samples:
         assert s.ok and s.group_id is not None
@@ -129,7 +129,7 @@ async def test_a_refused_field_is_negotiated_once_per_endpoint(refusing_server: 
     endpoint, refusals = Endpoint("strict", "m", url), Refusals()  # kept across runs, as the sampler keeps its own
     for _ in range(3):
         (sample,) = (
-            await measure([endpoint], BUILTIN["1k"], RunOptions(1, 1, FAST, warmup=False), refusals=refusals)
+            await run_workload([endpoint], BUILTIN["1k"], RunOptions(1, 1, FAST, warmup=False), refusals=refusals)
         ).samples
         assert sample.ok
     assert sent == {"refused": 1, "served": 3}  # the budget's worst case allows one refusal per run

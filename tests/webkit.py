@@ -12,7 +12,7 @@ from tokenpace import sim
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import RunOptions, measure
+from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.store.database import Store, open_store
 
@@ -82,9 +82,9 @@ async def _fill(store: Store) -> Fleet:
         )
         plan = RunOptions(requests=4, concurrency=1, timeouts=TIMEOUTS, warmup=False, source="scheduled")
         sink = Steady(store)
-        await measure([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, sink, command="test")
-        await measure([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), sink, command="test")
-        await measure([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), sink, command="test")
+        await run_workload([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, sink, command="test")
+        await run_workload([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), sink, command="test")
+        await run_workload([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), sink, command="test")
     endpoints = (fleet.fast, fleet.evil, fleet.slow, fleet.few, fleet.flaky)
     config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY})
     store.flush()

@@ -1,7 +1,7 @@
 """tokenpace: measure how fast LLM APIs really are.
 
 The library API mirrors the data flow: an :class:`Endpoint` and a :class:`Workload` go into
-:func:`measure`, which returns :class:`Sample` s (each with its :class:`Metrics` and raw :class:`Timeline`);
+:func:`run_workload`, which returns :class:`Sample` s (each with its :class:`Metrics` and raw :class:`Timeline`);
 :func:`open_store` keeps them.
 """
 
@@ -17,7 +17,7 @@ if typing.TYPE_CHECKING:
     from tokenpace.measure.clients.transport import Timeouts
     from tokenpace.measure.failures import ErrorKind, Failure
     from tokenpace.measure.metrics import Metrics
-    from tokenpace.measure.run import Refusals, RunOptions, RunResult, measure
+    from tokenpace.measure.run import Refusals, RunOptions, RunResult, run_workload
     from tokenpace.measure.sample import Sample
     from tokenpace.measure.timing import Timeline
     from tokenpace.store.database import Store, open_store
@@ -34,7 +34,7 @@ _HOME = {
     "RunOptions": "tokenpace.measure.run",
     "Refusals": "tokenpace.measure.run",
     "RunResult": "tokenpace.measure.run",
-    "measure": "tokenpace.measure.run",
+    "run_workload": "tokenpace.measure.run",
     "Sample": "tokenpace.measure.sample",
     "Store": "tokenpace.store.database",
     "open_store": "tokenpace.store.database",
@@ -66,6 +66,6 @@ __all__ = [
     "TokenpaceError",
     "Workload",
     "__version__",
-    "measure",
     "open_store",
+    "run_workload",
 ]

@@ -197,7 +197,7 @@ def run(
     from tokenpace.measure.clients import protocol_for
     from tokenpace.measure.clients.transport import Limits, Timeouts
     from tokenpace.measure.corpus import load_corpus
-    from tokenpace.measure.run import Refusals, RunOptions, measure
+    from tokenpace.measure.run import Refusals, RunOptions, run_workload
     from tokenpace.store.database import open_store
     from tokenpace.store.export import SAMPLE_FORMATS, write_samples
 
@@ -286,7 +286,7 @@ def run(
                 for e in chosen
             ]
             # What endpoints refuse is learnt for this command only: the next one asks afresh.
-            return await measure(targets, workload, options, store, keep, command, texts, refusals=Refusals())
+            return await run_workload(targets, workload, options, store, keep, command, texts, refusals=Refusals())
 
     result: RunResult | None = None
     try:

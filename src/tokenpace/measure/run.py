@@ -89,7 +89,7 @@ def _yield_to_the_loop() -> None:
 class Refusals:
     """The optional request field each endpoint refused: its later requests are built without it.
 
-    Whoever runs measure() keeps one for as long as the lesson should last: the sampler for its lifetime, since
+    Whoever calls run_workload() keeps one for as long as the lesson should last: the sampler for its lifetime, since
     under serve every run would otherwise send a refused request first (billed perhaps, never a sample;
     Job.worst_case allows for one per run), and ``tokenpace run`` for the command. Explicit rather than a
     module global, so two samplers, or two tests, never learn from each other's endpoints.
@@ -122,7 +122,7 @@ class RunResult:
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """How many requests, how many at once, with which limits: one measure() call's options.
+    """How many requests, how many at once, with which limits: one run_workload() call's options.
 
     Not a plan: that word is the provider's billing plan (Endpoint.plan, with its budget and cadence).
     """
@@ -226,7 +226,7 @@ async def _measure_endpoint(
             await asyncio.gather(*decoding)
 
 
-async def measure(
+async def run_workload(
     endpoints: Sequence[Endpoint],
     workload: Workload,
     options: RunOptions,

@@ -22,7 +22,7 @@ from typing import Literal, Protocol, TypeVar
 
 from tokenpace.config.settings import Budget
 from tokenpace.measure.corpus import Corpus
-from tokenpace.measure.run import Refusals, RunOptions, measure
+from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.schedule.cadence import Job, Key, Spend, jobs, next_due, stale_after
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
@@ -147,7 +147,7 @@ class Sampler:
     async def _measure(self, job: Job) -> None:
         # The parallel workload sets its own concurrency.
         options = RunOptions(requests=job.requests, concurrency=1, source="scheduled", publish=True)
-        done = await measure(
+        done = await run_workload(
             [job.endpoint], job.workload, options, self.store, command="tokenpace serve", corpus=self.corpus,
             refusals=self.refused_fields,
         )  # fmt: skip
