@@ -51,7 +51,7 @@ SCENARIOS = {
 class Steady:
     """Writes samples as not client-bound: these tests count samples, and a busy test machine's loop lags.
 
-    (Client-bound samples are left out of figures: tests/test_web_origins.py writes them on purpose.)
+    (Client-bound samples are left out of figures: tests/web/test_origins.py writes them on purpose.)
     """
 
     def __init__(self, store: Store) -> None:

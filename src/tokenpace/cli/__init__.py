@@ -1,7 +1,7 @@
 """The ``tokenpace`` command: parse, call, print. Every TokenpaceError becomes one line here.
 
 Each command imports what it needs when it runs: `tokenpace --help` must not pay for aiohttp, tiktoken, the
-database drivers, pydantic or rich (tests/test_cli_imports.py checks which modules the help path loads).
+database drivers, pydantic or rich (tests/cli/test_imports.py checks which modules the help path loads).
 `tokenpace run` is in oneshot.py; what the commands share in clikit.py.
 """
 

@@ -11,7 +11,7 @@ could leak or bloat, the same everywhere:
 - ``timeline``: the raw events; JSON Lines adds them decoded, under the same name.
 
 Endpoint headers are never stored at all. The schema itself is history (``migrations``), written out as each
-database was given it; ``tests/test_store.py`` checks that it and this list agree.
+database was given it; ``tests/store/test_database.py`` checks that it and this list agree.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The caps hold on what aiohttp hands over, which is after ``Content-Encoding`` is undone. aiohttp inflates a
 compressed body in bounded steps as it is read (its ``DeflateBuffer`` caps each step), so a gzip bomb costs
-about the cap in memory and stops as soon as the cap is passed (tests/test_hostile_wire.py).
+about the cap in memory and stops as soon as the cap is passed (tests/measure/clients/test_hostile_wire.py).
 """
 
 from __future__ import annotations

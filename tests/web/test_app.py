@@ -22,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from tests.webkit import EVIL, SECRET, Fleet, filled_store
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.settings import Budget, PlanSettings
 from tokenpace.errors import StoreError
@@ -33,8 +34,6 @@ from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.memo import Memo
 from tokenpace.web.paths import endpoint_path, model_path
-
-from .webkit import EVIL, SECRET, Fleet, filled_store
 
 ROW = re.compile(r'<tr class="[^"]*" data-endpoint="([^"]*)">')
 CHART_DATA = re.compile(r'<script type="application/json" id="chart-data">(.*?)</script>', re.S)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from starlette.routing import Match
 from starlette.testclient import TestClient
 
-from tests.test_aggregate import stream
+from tests.store.test_windows import stream
 from tokenpace import errors
 from tokenpace.board.numbers import figure, percent
 from tokenpace.cli import main

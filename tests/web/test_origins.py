@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.test_aggregate import stream
+from tests.store.test_windows import stream
 from tests.webkit import EVIL
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure

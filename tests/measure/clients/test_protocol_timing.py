@@ -93,7 +93,7 @@ async def test_timeouts_in_every_protocol(protocol: str) -> None:
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_official_sdk_gets_what_tokenpace_measured(protocol: str) -> None:
     """Two simulators with one scenario send the same first stream: one to the SDK, one to tokenpace."""
-    from .test_sim_protocols import sdk
+    from tests.sim.test_protocols import sdk
 
     scenario = sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=40, non_ascii=True, seed=7)
     async with sim.serve(sim.Simulator(scenario)) as url:

@@ -18,11 +18,10 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
+from tests.simkit import FAST, MS, PROMPT, Raw, fast, only, post
 from tokenpace.config.endpoints import PROTOCOLS
 from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, Scenario, Simulator, Truth, serve
-
-from .simkit import FAST, MS, PROMPT, Raw, fast, only, post
 
 pytestmark = pytest.mark.usefixtures("quiet_server")
 KEY = "sk-sim"

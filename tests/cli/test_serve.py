@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import free_port
-from .test_serve import NO_KEYS, _refused
+from tests.conftest import free_port
+from tests.serve.test_service import NO_KEYS, _refused
 
 SIM = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n'
 

@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import free_port, port_taken
 from tokenpace.serve import discover
 from tokenpace.store.database import open_store
-
-from .conftest import free_port, port_taken
 
 NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
 

@@ -13,10 +13,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.conftest import SimThread
 from tokenpace.cli import main
 from tokenpace.store.database import open_store
-
-from .conftest import SimThread
 
 URL = ("--base-url", "http://127.0.0.1:9/v1", "--model", "m")
 

@@ -15,11 +15,10 @@ import pytest
 from aiohttp import web
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
+from tests.simkit import FAST, MS, PROMPT, Raw, fast, only, post
 from tokenpace.errors import SimulatorError
 from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario, Simulator, Truth, serve, serve_forever
-
-from .simkit import FAST, MS, PROMPT, Raw, fast, only, post
 
 pytestmark = pytest.mark.usefixtures("quiet_server")
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]

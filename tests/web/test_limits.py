@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 import uvicorn
 
-from tests.test_web_origins import BUSY, ONCE, PRIVATE, STEADY, _write
+from tests.web.test_origins import BUSY, ONCE, PRIVATE, STEADY, _write
 from tokenpace.config.endpoints import Config
 from tokenpace.serve import service
 from tokenpace.store.database import open_store

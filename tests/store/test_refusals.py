@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.store.test_database import ENDPOINT, MS, PG, T0, failed_sample, ok_sample, raw, run_record
 from tokenpace.cli import main
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
@@ -28,8 +29,6 @@ from tokenpace.store.database import open_store
 from tokenpace.store.export import write_samples
 from tokenpace.store.refusals import INT_MAX, INT_MIN, column_types
 from tokenpace.web.ops import health
-
-from .test_store import ENDPOINT, MS, PG, T0, failed_sample, ok_sample, raw, run_record
 
 __all__ = ["PG"]  # the PostgreSQL server these tests need, as test_store names it
 

@@ -17,11 +17,10 @@ import openai
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.conftest import SimThread, free_port
 from tokenpace import sim
 from tokenpace.cli import main
 from tokenpace.store.database import open_store
-
-from .conftest import SimThread, free_port
 
 
 def invoke(*args: str) -> Result:

@@ -19,10 +19,9 @@ import pytest
 import tiktoken
 from tiktoken_ext import openai_public
 
+from tests.conftest import SHARED
 from tokenpace.errors import TokenizerError
 from tokenpace.measure import tokens
-
-from .conftest import SHARED
 
 SHIPPED = resources.files("tokenpace.measure") / "vocab" / "o200k_base.tiktoken"
 TEXTS = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-MEASURE = Path(__file__).resolve().parent.parent / "src" / "tokenpace" / "measure"
+MEASURE = Path(__file__).resolve().parents[2] / "src" / "tokenpace" / "measure"
 MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "pop", "popitem", "remove", "discard", "clear"}
 # The interpreter's own settings (garbage collection, GIL switch interval) are process-wide, so the count of
 # runs that changed them must be too: overlapping runs restore them only when the last one ends.

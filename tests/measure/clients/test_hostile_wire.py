@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 from click.testing import CliRunner
 
+from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Endpoint
@@ -31,8 +32,6 @@ from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Recording, Timeline
 from tokenpace.store.columns import sample_values
-
-from .conftest import SimThread
 
 GUARD_S = 30  # far above every bound under test: reaching it means a bound failed
 FAST = Timeouts(connect=2, first_token=10, idle=10, total=20)

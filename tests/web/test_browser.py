@@ -22,15 +22,14 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import free_port
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import open_store
 
-from .conftest import free_port
-
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",

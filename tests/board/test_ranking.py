@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 import pytest
 from rich.console import Console
 
-from tests.test_aggregate import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
+from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
 from tests.webkit import Steady
 from tokenpace import sim
 from tokenpace.board.ranking import COLUMNS, SORTS, Board, Query, as_dict, csv_table, read_board, rules

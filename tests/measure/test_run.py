@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.board.summary import summarise
 from tokenpace.cli import main
@@ -23,8 +24,6 @@ from tokenpace.measure import run
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.store.database import open_store
-
-from .conftest import SimThread
 
 FAST = Timeouts(connect=2, first_token=10, idle=10, total=30)
 

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.schedule.test_sampler import DAY, T0, FakeClock, Runs, _most_in_any_day, fake_sample, job, run_for
+from tests.store.test_database import raw
 from tokenpace.schedule import sampler as sampling
 from tokenpace.schedule.sampler import Budget, Sampler, Spend, usage
 from tokenpace.store.database import Store, open_store
-
-from .test_schedule import DAY, T0, FakeClock, Runs, _most_in_any_day, fake_sample, job, run_for
-from .test_store import raw
 
 # Per database, SQL literals a poisoned row can hold: SQLite takes any value in an INTEGER column (9e999 is
 # Inf), PostgreSQL only 32-bit integers.

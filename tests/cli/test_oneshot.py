@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.cli import main
 from tokenpace.store.database import open_store
-
-from .conftest import SimThread
 
 
 def invoke(*args: str) -> Result:
