@@ -417,7 +417,7 @@ async def test_samples_whose_write_failed_count_against_the_budget(
     with open_store(str(db)) as store:
         ((pages,),) = store.query("PRAGMA page_count")
         # From here on the file may not grow, as on a full disk: every sample insert fails, reads still work.
-        store.query(f"PRAGMA max_page_count = {pages}")
+        store.query(f"PRAGMA max_page_count = {pages}", fresh=True)  # the writer's connection
         clock = FakeClock()
         runs = Runs(store, clock)
         capped = job("m", 600, budget=Budget(requests=20))

@@ -58,6 +58,7 @@ def usage(store: Store, provider: str, plan: str, since: float) -> Usage:
         f"SELECT COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT})"  # noqa: S608 (no values: constants only)
         " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ?",
         (provider, plan, since),
+        fresh=True,  # on the writer thread: every sample queued so far is in the database, or in the lists below
     )
     count, input_tokens, output_tokens = rows[0]
     # Samples whose write failed (a full disk) or that the database refused (rescued to a file) were spent all
