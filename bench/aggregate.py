@@ -2,7 +2,9 @@
 
 Builds a temporary SQLite file (and, with ``--pg URL``, a fresh PostgreSQL schema) holding ``--samples``
 synthetic samples spread evenly over 200 endpoints x 3 workloads and the last 14 days, 3 % of them failed,
-then times :func:`tokenpace.store.windows.endpoint_rows` for each window (the 100k workload long, as in serve):
+then times :func:`tokenpace.store.windows.endpoint_rows` for each window (the 100k workload long, as in serve),
+and prints issue 10's table: a cold board (its SQL half, as a page computes it with no memo) for the default
+workload over 24 h and 72 h, and an endpoint page's two reads (its rows and its chart points over 72 h):
 
     uv run python bench/aggregate.py [--samples 1000000] [--repeat 3] [--pg postgresql://USER@HOST/DB]
 
@@ -18,17 +20,19 @@ import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import psycopg
 
-from tokenpace.board.ranking import Query, read_board
+from tokenpace.board.ranking import Query, read_board, snapshot
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.windows import WINDOWS, endpoint_rows, model_rows
+from tokenpace.store.series import series
+from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, endpoint_rows, model_rows
 
 DAY = 86400
 WORKLOADS = ("1k", "10k", "100k")
@@ -77,11 +81,12 @@ def fill_sqlite(path: Path, count: int, now: float) -> None:
 
 def fill_pg(url: str, count: int, now: float) -> None:
     open_store(url).close()
-    with psycopg.connect(url) as conn:
-        with conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
-            for row in rows(count, now):
-                copy.write_row(row)
-        conn.execute("ANALYZE samples")
+    with psycopg.connect(url) as conn, conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+        for row in rows(count, now):
+            copy.write_row(row)
+    with psycopg.connect(url, autocommit=True) as conn:
+        # What autovacuum gives a long-running database: statistics, and the visibility map index-only scans need.
+        conn.execute("VACUUM ANALYZE samples")
 
 
 def time_windows(store: Store, now: datetime, repeat: int) -> None:
@@ -102,7 +107,33 @@ def time_windows(store: Store, now: datetime, repeat: int) -> None:
         for workload in WORKLOADS:  # what a page costs: one workload's rows plus the filter menus
             start = time.perf_counter()
             shown = read_board(store, Query(window=window.name, workload=workload), now, long_workloads=LONG)
-            print(f"        board({workload}): {time.perf_counter() - start:6.2f} s for {len(shown.entries)} rows")
+            print(f"        read_board({workload}): {time.perf_counter() - start:6.2f} s for {len(shown.entries)} rows")
+
+
+def best_ms(repeat: int, fn: Callable[[], object]) -> float:
+    """The fastest of ``repeat`` calls, in ms: the machine's noise only ever adds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1000
+
+
+def issue_table(store: Store, now: datetime, repeat: int) -> list[tuple[str, float]]:
+    """Issue 10's figures: a cold 24 h and 72 h board (default workload) and an endpoint page, in ms."""
+    workload, (provider, plan, model) = Query().workload, endpoints()[0]
+    since = now - timedelta(seconds=WINDOWS[DEFAULT_WINDOW].seconds)
+
+    def page() -> None:
+        endpoint_rows(store, WINDOWS[DEFAULT_WINDOW], now, LONG, provider=provider, plan=plan, model=model)
+        series(store, provider=provider, plan=plan, model=model, workload=None, since=since)
+
+    boards = [
+        (f"board {w} ({workload})", partial(snapshot, store, WINDOWS[w], workload, now, LONG)) for w in ("24h", "72h")
+    ]
+    reads: list[tuple[str, Callable[[], object]]] = [*boards, ("endpoint page (72h)", page)]
+    return [(label, best_ms(repeat, fn)) for label, fn in reads]
 
 
 def main() -> None:
@@ -110,15 +141,23 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pg", metavar="URL", help="also time PostgreSQL, in a temporary schema of this database")
+    parser.add_argument("--table-only", action="store_true", help="only issue 10's table, not every window")
     args = parser.parse_args()
     now = datetime.now(UTC)
+    tables: dict[str, list[tuple[str, float]]] = {}
+
+    def timed(name: str, store: Store) -> None:
+        tables[name] = issue_table(store, now, args.repeat)
+        if not args.table_only:
+            time_windows(store, now, args.repeat)
+
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         start = time.perf_counter()
         fill_sqlite(path, args.samples, now.timestamp())
         print(f"SQLite: {args.samples:,} samples inserted in {time.perf_counter() - start:.1f} s")
         with open_store(str(path)) as store:
-            time_windows(store, now, args.repeat)
+            timed("SQLite", store)
     if args.pg:
         schema = f"bench_{uuid.uuid4().hex[:12]}"  # a fresh schema, dropped afterwards: the database is left as found
         with psycopg.connect(args.pg, autocommit=True) as conn:
@@ -129,10 +168,14 @@ def main() -> None:
             fill_pg(url, args.samples, now.timestamp())
             print(f"PostgreSQL: {args.samples:,} samples copied in {time.perf_counter() - start:.1f} s")
             with open_store(url) as store:
-                time_windows(store, now, args.repeat)
+                timed("PostgreSQL", store)
         finally:
             with psycopg.connect(args.pg, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    print(f"\n{args.samples:,} samples, best of {args.repeat}, ms:")
+    print(f"{'':24}" + "".join(f"{name:>12}" for name in tables))
+    for i, (label, _) in enumerate(next(iter(tables.values()))):
+        print(f"{label:24}" + "".join(f"{table[i][1]:12.1f}" for table in tables.values()))
 
 
 if __name__ == "__main__":

@@ -416,7 +416,7 @@ async def test_samples_whose_write_failed_count_against_the_budget(
     with open_store(str(db)) as store:
         ((pages,),) = store.query("PRAGMA page_count")
         # From here on the file may not grow, as on a full disk: every sample insert fails, reads still work.
-        store.query(f"PRAGMA max_page_count = {pages}")
+        store.query(f"PRAGMA max_page_count = {pages}", fresh=True)  # the writer's connection
         clock = FakeClock()
         runs = Runs(store, clock)
         capped = job("m", 600, budget=Budget(requests=20))
@@ -432,7 +432,7 @@ async def test_samples_whose_write_failed_count_against_the_budget(
         said = [r.getMessage() for r in caplog.records if r.name == "tokenpace.schedule.sampler"]
         assert said and all(m.startswith("after p/m small: write failed: ") and "disk is full" in m for m in said)
         assert all("\n" not in m for m in said) and not store.rescue_path.exists()  # a full disk refuses no data
-        store.query(f"PRAGMA max_page_count = {10 * pages}")
+        store.query(f"PRAGMA max_page_count = {10 * pages}", fresh=True)
 
 
 async def test_recent_skips_count_only_the_last_day(store: Store) -> None:

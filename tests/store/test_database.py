@@ -229,7 +229,7 @@ def test_refused_writes_go_in_with_the_next_write_that_succeeds(url: str) -> Non
 def test_a_lost_postgresql_connection_is_opened_again(pg_url: str) -> None:
     with open_store(pg_url) as store:
         store.add_sample(ok_sample("before"))
-        ((pid,),) = store.query("SELECT pg_backend_pid()")
+        ((pid,),) = store.query("SELECT pg_backend_pid()", fresh=True)  # the writer's
         raw(pg_url, "SELECT pg_terminate_backend(?)", (pid,))  # a server restart, as the store sees it
         store.add_sample(ok_sample("after", T0 + timedelta(seconds=1)))
         store.flush()

@@ -18,12 +18,12 @@ from click.testing import CliRunner
 
 from tests.store.test_database import ENDPOINT, MS, PG, T0, failed_sample, ok_sample, raw, run_record
 from tokenpace.cli import main
+from tokenpace.config.settings import Spend
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
-from tokenpace.schedule.cadence import Spend
 from tokenpace.schedule.sampler import usage
 from tokenpace.store.database import open_store
 from tokenpace.store.export import write_samples

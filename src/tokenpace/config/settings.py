@@ -47,6 +47,26 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class Spend:
+    """Requests and tokens spent, or that a run may spend, against a plan's budget (not a provider's report)."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
+
+    def _counts(self) -> tuple[int, int, int]:
+        return (self.requests, self.input_tokens, self.output_tokens)
+
+    def fits(self, budget: Budget) -> bool:
+        """Every count within its cap (a cap of None is no cap)."""
+        caps = (budget.requests, budget.input_tokens, budget.output_tokens)
+        return all(cap is None or n <= cap for n, cap in zip(self._counts(), caps, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class PlanSettings:
     """How one plan of one provider is sampled: its billing, cadence, requests per run and daily budget."""
 

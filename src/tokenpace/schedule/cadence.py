@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tokenpace.config.endpoints import Config, Endpoint
-from tokenpace.config.settings import DEFAULT_CONCURRENCY, Budget
+from tokenpace.config.settings import DEFAULT_CONCURRENCY, Budget, Spend
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
 
@@ -25,26 +25,6 @@ OUTPUT_MARGIN = 1.5
 # Anthropic ~1.3k, and a worst case must hold for every provider.
 IMAGE_TOKEN_ALLOWANCE = 40_000
 Key = tuple[str, str, str, str]  # provider, plan, model, workload
-
-
-@dataclass(frozen=True, slots=True)
-class Spend:
-    """Requests and tokens spent, or a run may spend, against a plan's budget (timing.Usage is a provider's report)."""
-
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def __add__(self, other: Spend) -> Spend:
-        return Spend(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
-
-    def _counts(self) -> tuple[int, int, int]:
-        return (self.requests, self.input_tokens, self.output_tokens)
-
-    def fits(self, budget: Budget) -> bool:
-        """Every count within its cap (a cap of None is no cap)."""
-        caps = (budget.requests, budget.input_tokens, budget.output_tokens)
-        return all(cap is None or n <= cap for n, cap in zip(self._counts(), caps, strict=True))
 
 
 @dataclass(frozen=True, slots=True)

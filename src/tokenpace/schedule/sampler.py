@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol, TypeVar
 
-from tokenpace.config.settings import Budget
+from tokenpace.config.settings import Budget, Spend
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
-from tokenpace.schedule.cadence import Job, Key, Spend, jobs, next_due, stale_after
+from tokenpace.schedule.cadence import Job, Key, jobs, next_due, stale_after
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
 from tokenpace.store.usage import spent
@@ -42,8 +42,7 @@ def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
 
     Samples the store could not write count too: they were spent all the same (``store.usage``).
     """
-    s = spent(store, provider, plan, since)
-    return Spend(s.requests, s.input_tokens, s.output_tokens)
+    return spent(store, provider, plan, since)
 
 
 def last_started(store: Store, job: Job) -> float | None:

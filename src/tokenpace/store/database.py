@@ -1,8 +1,9 @@
-"""Where samples go: SQLite by default, the same schema on PostgreSQL, all of it through one writer thread.
+"""Where samples go: SQLite by default, the same schema on PostgreSQL, every write through one writer thread.
 
-Timing code must never wait on a disk, so ``add_sample`` only queues. One thread owns the one DB-API
-connection (created inside it, so SQLite sees a single connection and a single writer) and runs every
-statement, reads included; a read therefore sees every write queued before it.
+Timing code must never wait on a disk, so ``add_sample`` only queues. One thread owns the one writing DB-API
+connection (created inside it, so SQLite sees a single writer) and runs every write. Reads run on connections
+of their own (``readers``), so a long leaderboard holds up neither the writes queued behind it nor the
+sampler's budget checks; a read first waits for the writes queued before it, so it still sees every one of them.
 
 Each sample is committed on its own: samples arrive seconds apart, so batching would save little and could
 lose a batch. SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit survives the process dying, and
@@ -42,6 +43,7 @@ from tokenpace.measure.timing import Timeline
 from tokenpace.store import columns
 from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
 from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.readers import Readers, WriteOrder
 from tokenpace.store.refusals import default_rescue_path, is_data_error, rescue, storable
 
 T = TypeVar("T")
@@ -194,6 +196,8 @@ class Store:
         self._runs = _Table("run", upsert, _RUN_COLUMNS, _run_row, self.unsaved_runs)
         self._tables = (self._samples, self._runs)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenpace-store")
+        self._readers = Readers(dialect.read or dialect.connect, dialect.lost)
+        self._order = WriteOrder()  # so that a read sees every write queued before it
 
         def connect() -> Connection:
             conn = dialect.connect()
@@ -290,7 +294,7 @@ class Store:
 
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
-        self._pool.submit(write)
+        self._pool.submit(self._order.queue(write))
 
     def add_sample(self, sample: Sample) -> None:
         """Queue a sample for writing and return at once; :meth:`flush` reports a failed write."""
@@ -325,15 +329,28 @@ class Store:
                 count += 1
         return count
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read written with ``?`` placeholders; it runs after every write queued before it."""
+    def query(self, sql: str, params: Sequence[Any] = (), *, fresh: bool = False) -> list[tuple[Any, ...]]:
+        """Rows of a read written with ``?`` placeholders, on a reader once the writes queued before it are done.
 
-        def read() -> list[tuple[Any, ...]]:
-            rows = [tuple(r) for r in self._conn.execute(sql.replace("?", self._ph), params).fetchall()]
-            self._conn.rollback()  # end the read transaction PostgreSQL opened; a no-op on SQLite
+        ``fresh``: on the writer thread, between two writes, as a budget needs: a sample whose write failed moves
+        to ``Store.unsaved`` (or ``rescued``) on that thread, so it is then in the database or there, never neither.
+        """
+        sql = sql.replace("?", self._ph)
+
+        def read(conn: Connection) -> list[tuple[Any, ...]]:
+            rows = [tuple(r) for r in conn.execute(sql, params).fetchall()]
+            conn.rollback()  # end a read transaction PostgreSQL opened; a no-op on SQLite and autocommit
             return rows
 
-        return self._call(lambda: self._on_connection(read))
+        if fresh:
+            return self._call(lambda: self._on_connection(lambda: read(self._conn)))
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+        self._order.wait()
+        try:
+            return self._readers.run(read)
+        except self._foreign as exc:
+            raise StoreError(self._say(exc)) from None
 
     def samples(self, run_id: str | None = None, limit: int | None = None) -> list[Sample]:
         """Samples oldest first (of one run if given); ``limit`` keeps the first ``limit`` of them."""
@@ -361,6 +378,7 @@ class Store:
             self._closed = True
             self._pool.submit(self._conn.close)
             self._pool.shutdown(wait=True)
+            self._readers.close()
 
     def __enter__(self) -> Store:
         return self

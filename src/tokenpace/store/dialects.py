@@ -38,6 +38,7 @@ class Dialect:
     lost: tuple[type[Exception], ...] = ()  # the driver's errors for a lost connection, which is reopened
     refused: tuple[type[Exception], ...] = ()  # the driver's errors for a record's own data: retrying cannot help
     file: Path | None = None  # the SQLite file; the rescue file goes beside it
+    read: Callable[[], Connection] | None = None  # a connection for reads only (readers.py); None: connect's
 
 
 def sqlite_dialect(path: Path) -> Dialect:
@@ -57,7 +58,15 @@ def sqlite_dialect(path: Path) -> Dialect:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    return Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE", file=path)
+    def read() -> sqlite3.Connection:
+        # WAL (set by the writer's connection, and kept in the file) lets this read beside the writer. The pool
+        # hands a connection to one thread at a time, but not always the thread that opened it.
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA query_only = ON")  # a reader never writes: the one writer stays the only one
+        return conn
+
+    return Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE", file=path, read=read)
 
 
 def postgres_dialect(url: str) -> Dialect:
@@ -73,7 +82,8 @@ def postgres_dialect(url: str) -> Dialect:
     lost = (psycopg.OperationalError, psycopg.InterfaceError)
     refused = (psycopg.DataError, psycopg.IntegrityError)
     connect = partial(psycopg.connect, url, autocommit=False)
-    return Dialect("postgresql", connect, "%s", lock, (psycopg.Error,), lost, refused)
+    read = partial(psycopg.connect, url, autocommit=True)  # each read its own snapshot; no transaction left open
+    return Dialect("postgresql", connect, "%s", lock, (psycopg.Error,), lost, refused, read=read)
 
 
 def hide_password(url: str) -> tuple[str, list[str]]:

@@ -10,20 +10,10 @@ same, so they are counted here too, the same way, in Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tokenpace.config.settings import Spend
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.store.database import Store
-
-
-@dataclass(frozen=True, slots=True)
-class Spent:
-    """Requests and tokens a plan used."""
-
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 def _sane(column: str) -> str:
@@ -48,12 +38,13 @@ def _one(s: Sample) -> tuple[int, int, int]:
     return 1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0)
 
 
-def spent(store: Store, provider: str, plan: str, since: float) -> Spent:
+def spent(store: Store, provider: str, plan: str, since: float) -> Spend:
     """A plan's samples since ``since`` (UTC epoch seconds), stored or not: count, input and output tokens."""
-    ((count, input_tokens, output_tokens),) = store.query(_SQL, (provider, plan, since))
+    # fresh: on the writer thread, so every sample queued so far is in the database or in the lists below
+    ((count, input_tokens, output_tokens),) = store.query(_SQL, (provider, plan, since), fresh=True)
     totals = [int(count), int(input_tokens or 0), int(output_tokens or 0)]
     # Read after the query, which ran after every write queued before it, so every lost sample is known by now.
     for s in (*store.unsaved, *store.rescued):
         if s.endpoint.provider == provider and s.endpoint.plan == plan and s.started_at.timestamp() >= since:
             totals = [a + b for a, b in zip(totals, _one(s), strict=True)]
-    return Spent(*totals)
+    return Spend(*totals)

@@ -57,7 +57,7 @@ class Memo:
                 fresh: T = hit[2]
                 return fresh
             if hit is not None and key in self._computing:
-                # One recompute at a time: meanwhile the last answer, not a second query on the one connection.
+                # One recompute at a time: meanwhile the last answer, not a second copy of the same query.
                 last: T = hit[2]
                 return last
             self._computing.add(key)
