@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tokenpace.measure.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
-from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 from tokenpace.measure.tokens import count_tokens
 
@@ -98,61 +97,3 @@ def test_gaps_between_token_events() -> None:
     m = compute(t)
     assert m.gap_max_ms == 80
     assert m.gap_p50_ms == 10
-
-
-def test_timeline_json_round_trip_keeps_relative_times() -> None:
-    t = Timeline(
-        t_sent_ns=7_000 * MS,
-        t_headers_ns=7_005 * MS,
-        t_end_ns=7_900 * MS,
-        events=(Event(7_100 * MS, EventKind.CONTENT, "é日本"), Event(7_200 * MS, EventKind.DONE)),
-        connect_ns=3 * MS,
-        usage=Usage(1, 2, None),
-        response_id="abc",
-    )
-    back = Timeline.from_json(t.to_json())
-    assert compute(back) == compute(t)
-    assert back.events[0].text == "é日本"
-    assert back.response_id == "abc"
-
-
-def test_events_read_together_are_one_chunk() -> None:
-    # 250 events in one read, 250 more a second later: 250 tokens/s, not 499.
-    burst = [Event(100 * MS, EventKind.CONTENT, " the") for _ in range(250)]
-    later = [Event(1100 * MS, EventKind.CONTENT, " the") for _ in range(250)]
-    m = compute(timeline(*burst, *later, end_ms=1200))
-    assert m.chunk_count == 2
-    assert m.first_chunk_tokens == 250
-    assert m.output_speed == pytest.approx(250)
-    assert m.gap_p50_ms == 1000
-
-
-def test_success_rate_leaves_out_what_the_client_cancelled() -> None:
-    from datetime import UTC, datetime
-
-    from tokenpace.board.summary import summarise
-    from tokenpace.config.endpoints import Endpoint
-    from tokenpace.measure.failures import ErrorKind, Failure
-    from tokenpace.measure.sample import make_sample
-
-    def sample(kind: ErrorKind | None) -> Sample:
-        failure = None if kind is None else Failure(kind, "x")
-        t = Timeline(0, 1, 2 * MS, (Event(MS, EventKind.CONTENT, " a"), Event(MS, EventKind.DONE)), failure=failure)
-        return make_sample("r", Endpoint("p", "m", "http://x"), "1k", datetime.now(UTC), t)
-
-    s = summarise("p/m", [sample(None), sample(None), sample(ErrorKind.RATE_LIMITED), sample(ErrorKind.CANCELLED)])
-    assert s.success_rate == pytest.approx(2 / 3)
-    assert s.errors == {"cancelled": 1, "rate_limited": 1}
-
-
-def test_a_figure_and_the_success_rate_over_many_samples() -> None:
-    import dataclasses
-
-    from tokenpace.measure.stats import Figure, figure, success_rate
-
-    assert figure([]) == Figure(0) and figure([]).headline("median") is None
-    f = figure([4.0, 1.0, 3.0, 2.0, 5.0])
-    assert dataclasses.astuple(f) == pytest.approx((5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8))
-    assert f.headline("mean") == 3.0 and f.headline("median") == 3.0
-    assert success_rate(2, 4, 1) == pytest.approx(2 / 3) and success_rate(0, 3, 0) == 0.0
-    assert success_rate(0, 2, 2) is None  # every sample cancelled: nothing judged

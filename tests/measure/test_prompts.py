@@ -6,17 +6,15 @@ import base64
 import io
 import itertools
 import json
-import re
-from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, Workload, workload_from_config
+from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, Workload
 from tokenpace.errors import ConfigError
 from tokenpace.measure.clients.openai_chat import OpenAIChat
-from tokenpace.measure.corpus import Document, default_corpus, html_text, load_corpus
+from tokenpace.measure.corpus import Document
 from tokenpace.measure.image import bar_chart
 from tokenpace.measure.prompts import LANGUAGES, Prompt, build_prompt
 from tokenpace.measure.tokens import count_tokens
@@ -45,16 +43,6 @@ def test_odd_sizes_hit_their_targets_too(target: int) -> None:
     workload = Workload("w", 500, input_tokens=target)
     sizes = [build_prompt(workload, seed).input_tokens for seed in range(40)]
     assert all(abs(n - target) <= 0.02 * target for n in sizes), sizes
-
-
-def test_builtin_workloads() -> None:
-    assert set(BUILTIN) == {"1k", "10k", "100k", "vision", "parallel"}
-    assert DEFAULT is BUILTIN["1k"]
-    assert [BUILTIN[n].input_tokens for n in ("1k", "10k", "100k")] == [1_000, 10_000, 100_000]
-    assert BUILTIN["parallel"].concurrency == 10 and BUILTIN["parallel"].input_tokens == 1_000
-    assert all(w.max_tokens == 500 for w in BUILTIN.values())
-    tasks = {build_prompt(DEFAULT, seed).task for seed in range(40)}  # the seed picks a task from the mix
-    assert tasks == set(TEXT_TASKS)
 
 
 @pytest.mark.parametrize("name", ["1k", "vision", "parallel"])
@@ -116,14 +104,6 @@ def test_small_corpus_is_cycled_in_new_orders() -> None:
     assert len({tuple(r) for r in rounds}) > 1
 
 
-def test_default_corpus() -> None:
-    corpus = default_corpus()
-    assert len(corpus) >= 70
-    assert sum(count_tokens(d.text) for d in corpus) > 90_000
-    titles = {d.title for d in corpus}
-    assert 'The "if" statement' in titles and not any(re.match(r"\*+\n", d.text) for d in corpus)  # heading gone
-
-
 def test_vision_prompt_carries_a_1mp_png_chart() -> None:
     prompt = build_prompt(BUILTIN["vision"], 11)
     (message,) = prompt.messages
@@ -156,84 +136,3 @@ def test_text_prompt_is_sent_as_a_plain_string() -> None:
     body = json.loads(OpenAIChat().request(ENDPOINT, prompt).body)
     assert body["messages"] == [{"role": "user", "content": text_of(prompt)}]
     assert body["max_tokens"] == 500
-
-
-def test_user_corpus(tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("Plain text about tides.\n\nSecond paragraph.", encoding="utf-8")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.md").write_text("# Bridges\n\nHow bridges carry load.", encoding="utf-8")
-    (tmp_path / "c.html").write_text(
-        "<html><head><title>Chess  origins</title><style>p { color: red }</style>"
-        "<script>var x = '<p>hidden</p>';</script></head>"
-        "<body><h1>Chess</h1><p>Played in <b>India</b> &amp; Persia.</p><p>Spread west.</p></body></html>",
-        encoding="utf-8",
-    )
-    (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")
-    (tmp_path / "image.png").write_bytes(b"\x89PNG")
-    corpus = load_corpus(tmp_path)
-    assert [d.title for d in corpus] == ["a", "Chess origins", "b"]
-    html = corpus[1].text
-    assert html == "Chess\n\nPlayed in India & Persia.\n\nSpread west."
-    prompt = build_prompt(Workload("w", 500, input_tokens=1_000, tasks=("compare",)), 3, corpus)
-    assert "How bridges carry load." in text_of(prompt) and "color" not in text_of(prompt)
-    assert abs(prompt.input_tokens - 1_000) <= 20
-
-
-def test_html_text_drops_scripts_and_styles() -> None:
-    title, text = html_text("<div>a<script>b</script><style>c</style><noscript>d</noscript>e</div><p>f</p>")
-    assert (title, text) == ("", "ae\n\nf")
-
-
-@pytest.mark.parametrize("setup", ["missing", "empty", "no-text"])
-def test_corpus_folder_without_documents_is_a_config_error(tmp_path: Path, setup: str) -> None:
-    folder = tmp_path / "corpus"
-    if setup != "missing":
-        folder.mkdir()
-    if setup == "no-text":
-        (folder / "notes.pdf").write_bytes(b"%PDF")
-        (folder / "blank.md").write_text("\n\n", encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
-        load_corpus(folder)
-    message = str(info.value)
-    assert message.startswith(f"{folder}: ") and "\n" not in message and ".txt" in message
-
-
-def test_custom_workload_from_config() -> None:
-    w = workload_from_config("long", {"input_tokens": 20_000, "tasks": ["compare", "translate"], "max_tokens": 800})
-    assert (w.name, w.input_tokens, w.tasks, w.max_tokens, w.concurrency, w.image) == (
-        "long",
-        20_000,
-        ("compare", "translate"),
-        800,
-        None,
-        None,
-    )
-    burst = workload_from_config("burst", {"concurrency": 20})
-    assert burst.concurrency == 20 and burst.tasks == TEXT_TASKS and burst.input_tokens == 1_000
-    pic = workload_from_config("pic", {"image": [640, 480]})
-    assert pic.image == (640, 480) and pic.tasks == ("describe",)
-    assert build_prompt(pic, 1).image_pixels == 640 * 480
-
-
-@pytest.mark.parametrize(
-    ("table", "expected"),
-    [
-        ({"input_tokens": 10}, "workloads.bad.input_tokens: must be at least 300, got 10"),
-        ({"input_tokens": "1k"}, 'workloads.bad.input_tokens: expected a whole number, not "1k"'),
-        ({"input_tokens": True}, "workloads.bad.input_tokens: expected a whole number, not true"),
-        ({"max_tokens": 0}, "workloads.bad.max_tokens: must be at least 1, got 0"),
-        ({"concurrency": 0}, "workloads.bad.concurrency: must be at least 1, got 0"),
-        ({"tasks": ["poetry"]}, "workloads.bad.tasks: give one or more of summarize, questions"),
-        ({"tasks": []}, "workloads.bad.tasks: give one or more of"),
-        ({"tasks": "summarize"}, 'workloads.bad.tasks: expected a list such as ["a", "b"], not "summarize"'),
-        ({"image": [640]}, "workloads.bad.image: give 2 items"),
-        ({"image": [640, 4]}, "workloads.bad.image: width and height must be 16 to 8192 pixels"),
-        ({"image": [640, 480], "tasks": ["summarize"]}, "workloads.bad.tasks: a workload with an image"),
-        ({"tasks": ["describe"]}, "workloads.bad.tasks: a workload with an image"),
-        ({"input_token": 1000}, 'workloads.bad.input_token: unknown key; did you mean "input_tokens"?'),
-    ],
-)
-def test_bad_workload_config_is_one_line(table: dict[str, object], expected: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        workload_from_config("bad", table)
-    assert str(info.value).startswith(expected) and "\n" not in str(info.value)

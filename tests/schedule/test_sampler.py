@@ -7,7 +7,6 @@ import heapq
 import itertools
 import logging
 import math
-import statistics
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -21,13 +20,12 @@ import pytest
 from tokenpace import sim
 from tokenpace.config.endpoints import Config, Endpoint, load
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.errors import ConfigError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
 from tokenpace.schedule.cadence import STAGGER_S, Key
-from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, jobs, last_started, next_due, stale_after, usage
+from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, jobs, last_started, next_due, usage
 from tokenpace.store.database import Store, open_store
 
 T0 = 1_750_000_000.0
@@ -136,40 +134,11 @@ async def run_for(sampler: Sampler, clock: FakeClock, seconds: float) -> None:
     await task
 
 
-def test_next_due_is_the_formula_and_its_jitter_spreads_evenly() -> None:
-    j = job("m", every_s=600, jitter=0.1)
-    gaps = [next_due(j, T0 + k * 600.0, 0.0) - (T0 + k * 600.0) for k in range(4000)]
-    assert all(540 <= g < 660 for g in gaps)
-    assert abs(statistics.fmean(gaps) - 600) < 3  # u is uniform on [-1, 1): the mean interval is every_s
-    assert min(gaps) < 542 and max(gaps) > 658
-    assert max(Counter(int((g - 540) // 12) for g in gaps).values()) < 4000 / 10 * 1.25  # ten even bins
-    assert next_due(j, T0, 0.0) == next_due(j, T0, 5.0)  # the same history, the same due time
-    assert next_due(j, T0, 0.0) != next_due(job("other"), T0, 0.0)  # jobs don't line up
-
-
 def test_never_sampled_and_missed_jobs_start_within_seconds_staggered() -> None:
     first = [next_due(job(f"m{i}"), None, T0) - T0 for i in range(50)]
     assert all(0 <= d < STAGGER_S for d in first) and len(set(first)) == 50
     missed = [next_due(job(f"m{i}"), T0 - 3 * DAY, T0) - T0 for i in range(50)]
     assert all(0 <= d < STAGGER_S for d in missed) and len(set(missed)) == 50
-
-
-def test_jobs_take_the_longer_of_plan_and_workload_cadence(tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(
-        '[providers.local]\nbase_url = "http://127.0.0.1:8080/v1"\nmodels = ["tiny"]\n'
-        '[providers.paid]\nbase_url = "https://x/v1"\napi_key_env = "PAID_KEY"\nmodels = ["m"]\nrequests = 3\n'
-        "budget = { requests = 50 }\n"
-    )
-    found = {(j.endpoint.provider, j.workload.name): j for j in jobs(load(path), load(path).endpoints)}
-    every = {k: j.every_s for k, j in found.items()}
-    assert every[("local", "1k")] == 600 and every[("local", "10k")] == 3 * 3600  # uncapped: 10 min
-    assert every[("paid", "1k")] == 4 * 3600 and every[("paid", "10k")] == 4 * 3600  # per-token: 4 h
-    assert every[("local", "100k")] == 7 * DAY and every[("local", "parallel")] == DAY
-    assert found["local", "parallel"].jitter == 0.5 and found["local", "1k"].jitter == 0.1
-    assert (found["paid", "1k"].requests, found["paid", "parallel"].requests) == (3, 10)
-    assert found["paid", "1k"].budget == Budget(requests=50) and found["local", "1k"].budget is None
-    assert stale_after(found["local", "1k"]) == pytest.approx(2 * 600 * 1.1)
 
 
 async def test_days_of_cadence_run_each_job_on_time(store: Store) -> None:
@@ -261,15 +230,6 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
     url = str(tmp_path / "s.db") if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
     with open_store(url) as s:
         yield s
-
-
-def test_usage_counts_the_larger_output_and_the_providers_input(any_store: Store) -> None:
-    store, j = any_store, job("m")
-    store.add_sample(fake_sample(j, T0, input_tokens=1000, output_tokens=1))  # o200k saw 3 output tokens
-    store.add_sample(fake_sample(j, T0 + 1, input_tokens=500, output_tokens=70))
-    store.add_sample(fake_sample(j, T0 - DAY - 1))  # outside the window
-    assert usage(store, "p", "default", T0 - DAY) == Spend(2, 1500, 3 + 70)
-    assert last_started(store, j) == pytest.approx(T0 + 1) and last_started(store, job("n")) is None
 
 
 async def test_concurrency_is_counted_in_requests_in_flight(store: Store) -> None:
@@ -379,35 +339,6 @@ def test_the_config_drives_the_jobs_of_a_simulated_provider(tmp_path: Path) -> N
     assert jobs(Config(), []) == []
 
 
-def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
-    # Each run may first send `width` requests that refuse an optional field; an image may cost 40k tokens.
-    # Output: o200k's count, which usage() takes when larger, may run 1.5 x over the model's own max_tokens.
-    assert job("m", workload=SMALL).worst_case() == Spend(2, math.ceil(2 * 300 * 1.05), 75)
-    vision = job("m", workload=BUILTIN["vision"]).worst_case()
-    assert vision == Spend(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 750)
-    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Spend(20, math.ceil(20 * 1000 * 1.05), 7500)
-
-
-def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(
-        '[providers.x]\nbase_url = "https://x/v1"\nmodels = ["m"]\nbudget = { requests = 8 }\n'
-        '[providers.x.plans.pro]\nmodels = ["m"]\nbudget = { input_tokens = 50_000 }\n'
-        '[schedule]\nworkloads = ["1k", "parallel"]\n'
-    )
-    cfg = load(path)
-    with pytest.raises(ConfigError) as err:
-        jobs(cfg, [e for e in cfg.endpoints if e.plan == "default"])
-    assert str(err.value) == (
-        f"{path}: providers.x: budget.requests = 8 is less than one run of workload parallel needs (20):"
-        " raise it or leave parallel out of schedule.workloads"
-    )
-    path.write_text(path.read_text().replace('"1k", "parallel"', '"1k", "vision"'))
-    cfg = load(path)
-    with pytest.raises(ConfigError, match=r"providers\.x\.plans\.pro: budget\.input_tokens = 50000 .* vision needs"):
-        jobs(cfg, cfg.endpoints)
-
-
 async def test_samples_whose_write_failed_count_against_the_budget(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -452,15 +383,6 @@ async def test_recent_skips_count_only_the_last_day(store: Store) -> None:
     sampler.stop()
     await clock.advance(done=task.done)
     await task
-
-
-async def test_an_o200k_count_above_the_models_own_stays_within_the_output_cap(store: Store) -> None:
-    clock = FakeClock()
-    tiny = Workload("tiny", 2, input_tokens=300)  # the model stops at its own 2 tokens; o200k counts 3 of them
-    capped = job("m", 600, workload=tiny, budget=Budget(output_tokens=11))
-    runs = Runs(store, clock, output_tokens=2)
-    await run_for(Sampler([capped], store, clock=clock, run_job=runs, inline_reads=True), clock, DAY)
-    assert usage(store, "p", "default", T0 - 1) == Spend(3, 900, 9)  # with 2 a run allowed, a fourth: 12
 
 
 async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -542,3 +464,12 @@ def test_last_started_leaves_out_samples_cancelled_at_shutdown(any_store: Store)
         store.add_sample(make_sample("run", j.endpoint, j.workload.name, datetime.fromtimestamp(at, UTC), timeline))
     assert [s.error_kind for s in store.samples()].count(ErrorKind.CANCELLED) == 1
     assert last_started(store, j) == pytest.approx(T0 + 10, abs=1e-3)  # a failure is a run; a shutdown's cut is not
+
+
+async def test_an_o200k_count_above_the_models_own_stays_within_the_output_cap(store: Store) -> None:
+    clock = FakeClock()
+    tiny = Workload("tiny", 2, input_tokens=300)  # the model stops at its own 2 tokens; o200k counts 3 of them
+    capped = job("m", 600, workload=tiny, budget=Budget(output_tokens=11))
+    runs = Runs(store, clock, output_tokens=2)
+    await run_for(Sampler([capped], store, clock=clock, run_job=runs, inline_reads=True), clock, DAY)
+    assert usage(store, "p", "default", T0 - 1) == Spend(3, 900, 9)  # with 2 a run allowed, a fourth: 12

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -24,14 +23,6 @@ from tokenpace.store.database import Store, open_store
 from tokenpace.store.dialects import Connection
 
 LOCK = 7031990418  # an advisory lock of the tests' own
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A store URL naming an empty database: a file in tmp_path, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        return str(tmp_path / "tokenpace.db")
-    return str(request.getfixturevalue("pg_url"))
 
 
 @contextmanager

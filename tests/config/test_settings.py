@@ -1,0 +1,89 @@
+"""Schedule settings: billing cadences, plans, budgets, durations and their one-line mistakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.config.test_endpoints import DEMO, SCHEDULED, A, assert_one_line_error, write
+from tokenpace.config.endpoints import load
+
+
+def test_schedule_settings_per_plan_and_provider(tmp_path: Path) -> None:
+    from tokenpace.config.settings import Budget, Cadence
+
+    cfg = load(write(tmp_path, SCHEDULED))
+    free, dev = cfg.plans["groq", "free"], cfg.plans["groq", "dev"]
+    assert (free.billing, free.every_s, free.requests) == ("capped", 3600, 2)
+    assert free.budget == Budget(requests=100, output_tokens=50_000)
+    assert (dev.billing, dev.every_s, dev.requests) == ("capped", 1800, 2)  # its own every, the provider's rest
+    assert dev.budget == Budget(input_tokens=2_000_000)  # a plan's budget table replaces the provider's whole
+    assert (cfg.plans["local", "default"].billing, cfg.plans["local", "default"].every_s) == ("uncapped", 600)
+    assert (cfg.concurrency_of("groq"), cfg.concurrency_of("local"), cfg.concurrency_of("elsewhere")) == (4, 10, 10)
+    s = cfg.schedule
+    assert (s.workloads, s.min_samples, s.jitter) == (("1k", "parallel", "long-summary"), 5, 0.2)
+    assert s.cadence("1k") == Cadence() and s.cadence("long-summary") == Cadence(7200)
+    assert s.cadence("parallel") == Cadence(43200, 0.4)
+    assert s.cadence("10k") == Cadence(3 * 3600) and s.cadence("100k") == Cadence(7 * 86400)  # defaults stay
+
+
+def test_plans_the_file_does_not_declare_get_defaults() -> None:
+    from tokenpace.config.endpoints import Config, Endpoint
+
+    keyed = Endpoint("cerebras", "m", "https://api.cerebras.ai/v1", api_key_env="CEREBRAS_API_KEY")
+    local = Endpoint("ollama", "m", "http://127.0.0.1:11434")
+    assert (Config().plan_of(keyed).billing, Config().plan_of(keyed).every_s) == ("per-token", 4 * 3600)
+    assert (Config().plan_of(local).billing, Config().plan_of(local).every_s) == ("uncapped", 600)
+    assert Config().schedule.workloads == ("1k", "10k", "100k", "vision", "parallel")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("10m", 600), ("3h", 10800), ("1d", 86400), ("1.5h", 5400), (" 2 m ", 120)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    from tokenpace.config.settings import parse_duration
+
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (A + 'every = "10x"\n', r"providers\.a\.every: .*'10x' is not a duration"),
+        (A + "every = 600\n", r"providers\.a\.every: .*unit s, m, h or d"),
+        (A + 'every = "0m"\n', r"providers\.a\.every: .*above 0"),
+        (A + 'every = "0.001s"\n', r"providers\.a\.every: 0\.001 s is more often than the minimum of 10 s"),
+        (A + '[providers.a.plans.p]\nmodels = ["n"]\nevery = "9s"\n', r"providers\.a\.plans\.p\.every: 9 s is more"),
+        (
+            DEMO + 'simulate = {}\nevery = "0.5s"\n',
+            r"providers\.demo\.every: 0\.5 s is more .* minimum of 1 s .*simulated",
+        ),
+        (
+            '[schedule.every]\n"1k" = "0.001s"\n',
+            r"schedule\.every\.1k: '0\.001s' is more often than the minimum of 1 s",
+        ),
+        (A + 'billing = "free"\n', r'providers\.a\.billing: "free" is not one of "uncapped", "capped" or "per-token"'),
+        (A + "concurrency = 0\n", r"providers\.a\.concurrency: "),
+        (A + "budget = { tokens = 5 }\n", r'providers\.a\.budget\.tokens: unknown key; did you mean "input_tokens"\?'),
+        (A + '[providers.a.plans.p]\nmodels = ["m"]\nrequests = 0\n', r"providers\.a\.plans\.p\.requests: "),
+        (DEMO + 'base_url = "http://x"\nsimulate = {}\n', r"providers\.demo: a simulated provider takes no base_url"),
+        ('[schedule]\nworkloads = ["1k", "2k"]\n', r"schedule\.workloads: unknown workload '2k' \(known: 1k, 10k"),
+        ('[schedule.every]\n"2k" = "1h"\n', r"schedule\.every: unknown workload '2k'"),
+        ('[schedule.every]\n"1k" = "often"\n', r"schedule\.every\.1k: .*not a duration"),
+        ('[schedule.every]\n"1k" = { every = "1d", jitter = 1.5 }\n', r"schedule\.every\.1k: .*jitter must be"),
+        ("[schedule]\njitter = 1\n", r"schedule\.jitter: must be below 1, not 1$"),
+        ("[schedule]\nmin_samples = 0\n", r"schedule\.min_samples: "),
+        ("[schedule]\nworkloads = []\n", r"schedule\.workloads: "),
+        (
+            '[workloads.x]\ninput_tokens = "a"\nmax_tokens = 5\n',
+            r'workloads\.x\.input_tokens: expected a whole number, not "a"',
+        ),
+        (
+            "[workloads.x]\ninput_tokenz = 5\n",
+            r'workloads\.x\.input_tokenz: unknown key; did you mean "input_tokens"\?',
+        ),
+    ],
+)
+def test_schedule_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    assert_one_line_error(tmp_path, text, message)

@@ -1,0 +1,60 @@
+"""Workload definitions: the built-ins and a config's own, checked in the file's words."""
+
+from __future__ import annotations
+
+import pytest
+
+from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, workload_from_config
+from tokenpace.errors import ConfigError
+from tokenpace.measure.prompts import build_prompt
+
+
+def test_builtin_workloads() -> None:
+    assert set(BUILTIN) == {"1k", "10k", "100k", "vision", "parallel"}
+    assert DEFAULT is BUILTIN["1k"]
+    assert [BUILTIN[n].input_tokens for n in ("1k", "10k", "100k")] == [1_000, 10_000, 100_000]
+    assert BUILTIN["parallel"].concurrency == 10 and BUILTIN["parallel"].input_tokens == 1_000
+    assert all(w.max_tokens == 500 for w in BUILTIN.values())
+    tasks = {build_prompt(DEFAULT, seed).task for seed in range(40)}  # the seed picks a task from the mix
+    assert tasks == set(TEXT_TASKS)
+
+
+def test_custom_workload_from_config() -> None:
+    w = workload_from_config("long", {"input_tokens": 20_000, "tasks": ["compare", "translate"], "max_tokens": 800})
+    assert (w.name, w.input_tokens, w.tasks, w.max_tokens, w.concurrency, w.image) == (
+        "long",
+        20_000,
+        ("compare", "translate"),
+        800,
+        None,
+        None,
+    )
+    burst = workload_from_config("burst", {"concurrency": 20})
+    assert burst.concurrency == 20 and burst.tasks == TEXT_TASKS and burst.input_tokens == 1_000
+    pic = workload_from_config("pic", {"image": [640, 480]})
+    assert pic.image == (640, 480) and pic.tasks == ("describe",)
+    assert build_prompt(pic, 1).image_pixels == 640 * 480
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ({"input_tokens": 10}, "workloads.bad.input_tokens: must be at least 300, got 10"),
+        ({"input_tokens": "1k"}, 'workloads.bad.input_tokens: expected a whole number, not "1k"'),
+        ({"input_tokens": True}, "workloads.bad.input_tokens: expected a whole number, not true"),
+        ({"max_tokens": 0}, "workloads.bad.max_tokens: must be at least 1, got 0"),
+        ({"concurrency": 0}, "workloads.bad.concurrency: must be at least 1, got 0"),
+        ({"tasks": ["poetry"]}, "workloads.bad.tasks: give one or more of summarize, questions"),
+        ({"tasks": []}, "workloads.bad.tasks: give one or more of"),
+        ({"tasks": "summarize"}, 'workloads.bad.tasks: expected a list such as ["a", "b"], not "summarize"'),
+        ({"image": [640]}, "workloads.bad.image: give 2 items"),
+        ({"image": [640, 4]}, "workloads.bad.image: width and height must be 16 to 8192 pixels"),
+        ({"image": [640, 480], "tasks": ["summarize"]}, "workloads.bad.tasks: a workload with an image"),
+        ({"tasks": ["describe"]}, "workloads.bad.tasks: a workload with an image"),
+        ({"input_token": 1000}, 'workloads.bad.input_token: unknown key; did you mean "input_tokens"?'),
+    ],
+)
+def test_bad_workload_config_is_one_line(table: dict[str, object], expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        workload_from_config("bad", table)
+    assert str(info.value).startswith(expected) and "\n" not in str(info.value)

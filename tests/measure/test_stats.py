@@ -1,0 +1,40 @@
+"""Figures and the success rate over many samples: one vocabulary for run summaries and windows."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.measure.test_metrics import MS
+from tokenpace.measure.sample import Sample
+from tokenpace.measure.timing import Event, EventKind, Timeline
+
+
+def test_success_rate_leaves_out_what_the_client_cancelled() -> None:
+    from datetime import UTC, datetime
+
+    from tokenpace.board.summary import summarise
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.measure.failures import ErrorKind, Failure
+    from tokenpace.measure.sample import make_sample
+
+    def sample(kind: ErrorKind | None) -> Sample:
+        failure = None if kind is None else Failure(kind, "x")
+        t = Timeline(0, 1, 2 * MS, (Event(MS, EventKind.CONTENT, " a"), Event(MS, EventKind.DONE)), failure=failure)
+        return make_sample("r", Endpoint("p", "m", "http://x"), "1k", datetime.now(UTC), t)
+
+    s = summarise("p/m", [sample(None), sample(None), sample(ErrorKind.RATE_LIMITED), sample(ErrorKind.CANCELLED)])
+    assert s.success_rate == pytest.approx(2 / 3)
+    assert s.errors == {"cancelled": 1, "rate_limited": 1}
+
+
+def test_a_figure_and_the_success_rate_over_many_samples() -> None:
+    import dataclasses
+
+    from tokenpace.measure.stats import Figure, figure, success_rate
+
+    assert figure([]) == Figure(0) and figure([]).headline("median") is None
+    f = figure([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert dataclasses.astuple(f) == pytest.approx((5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8))
+    assert f.headline("mean") == 3.0 and f.headline("median") == 3.0
+    assert success_rate(2, 4, 1) == pytest.approx(2 / 3) and success_rate(0, 3, 0) == 0.0
+    assert success_rate(0, 2, 2) is None  # every sample cancelled: nothing judged

@@ -1,0 +1,74 @@
+"""Cadence, pure: due times and their jitter, the longer of plan and workload cadence, budgets' worst cases."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.schedule.test_sampler import DAY, SMALL, T0, job
+from tokenpace.config.endpoints import load
+from tokenpace.config.workloads import BUILTIN
+from tokenpace.errors import ConfigError
+from tokenpace.schedule.sampler import Budget, Spend, jobs, next_due, stale_after
+
+
+def test_next_due_is_the_formula_and_its_jitter_spreads_evenly() -> None:
+    j = job("m", every_s=600, jitter=0.1)
+    gaps = [next_due(j, T0 + k * 600.0, 0.0) - (T0 + k * 600.0) for k in range(4000)]
+    assert all(540 <= g < 660 for g in gaps)
+    assert abs(statistics.fmean(gaps) - 600) < 3  # u is uniform on [-1, 1): the mean interval is every_s
+    assert min(gaps) < 542 and max(gaps) > 658
+    assert max(Counter(int((g - 540) // 12) for g in gaps).values()) < 4000 / 10 * 1.25  # ten even bins
+    assert next_due(j, T0, 0.0) == next_due(j, T0, 5.0)  # the same history, the same due time
+    assert next_due(j, T0, 0.0) != next_due(job("other"), T0, 0.0)  # jobs don't line up
+
+
+def test_jobs_take_the_longer_of_plan_and_workload_cadence(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[providers.local]\nbase_url = "http://127.0.0.1:8080/v1"\nmodels = ["tiny"]\n'
+        '[providers.paid]\nbase_url = "https://x/v1"\napi_key_env = "PAID_KEY"\nmodels = ["m"]\nrequests = 3\n'
+        "budget = { requests = 50 }\n"
+    )
+    found = {(j.endpoint.provider, j.workload.name): j for j in jobs(load(path), load(path).endpoints)}
+    every = {k: j.every_s for k, j in found.items()}
+    assert every[("local", "1k")] == 600 and every[("local", "10k")] == 3 * 3600  # uncapped: 10 min
+    assert every[("paid", "1k")] == 4 * 3600 and every[("paid", "10k")] == 4 * 3600  # per-token: 4 h
+    assert every[("local", "100k")] == 7 * DAY and every[("local", "parallel")] == DAY
+    assert found["local", "parallel"].jitter == 0.5 and found["local", "1k"].jitter == 0.1
+    assert (found["paid", "1k"].requests, found["paid", "parallel"].requests) == (3, 10)
+    assert found["paid", "1k"].budget == Budget(requests=50) and found["local", "1k"].budget is None
+    assert stale_after(found["local", "1k"]) == pytest.approx(2 * 600 * 1.1)
+
+
+def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
+    # Each run may first send `width` requests that refuse an optional field; an image may cost 40k tokens.
+    # Output: o200k's count, which usage() takes when larger, may run 1.5 x over the model's own max_tokens.
+    assert job("m", workload=SMALL).worst_case() == Spend(2, math.ceil(2 * 300 * 1.05), 75)
+    vision = job("m", workload=BUILTIN["vision"]).worst_case()
+    assert vision == Spend(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 750)
+    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Spend(20, math.ceil(20 * 1000 * 1.05), 7500)
+
+
+def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[providers.x]\nbase_url = "https://x/v1"\nmodels = ["m"]\nbudget = { requests = 8 }\n'
+        '[providers.x.plans.pro]\nmodels = ["m"]\nbudget = { input_tokens = 50_000 }\n'
+        '[schedule]\nworkloads = ["1k", "parallel"]\n'
+    )
+    cfg = load(path)
+    with pytest.raises(ConfigError) as err:
+        jobs(cfg, [e for e in cfg.endpoints if e.plan == "default"])
+    assert str(err.value) == (
+        f"{path}: providers.x: budget.requests = 8 is less than one run of workload parallel needs (20):"
+        " raise it or leave parallel out of schedule.workloads"
+    )
+    path.write_text(path.read_text().replace('"1k", "parallel"', '"1k", "vision"'))
+    cfg = load(path)
+    with pytest.raises(ConfigError, match=r"providers\.x\.plans\.pro: budget\.input_tokens = 50000 .* vision needs"):
+        jobs(cfg, cfg.endpoints)
