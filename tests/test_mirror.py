@@ -1,0 +1,68 @@
+"""Tests mirror the package: each module has tests/<package>/test_<module>.py, or is listed here with the file
+that tests it through its neighbours (a wire format through every protocol's test, a view through the app)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "tokenpace"
+
+TESTED_THROUGH = {
+    "board/summary.py": "cli/test_oneshot.py",
+    "board/terminal.py": "cli/test_narrow.py",
+    "cli/kit.py": "cli/test_input.py",
+    "measure/clients/anthropic.py": "measure/clients/test_protocols.py",
+    "measure/clients/base.py": "measure/clients/test_protocols.py",
+    "measure/clients/gemini.py": "measure/clients/test_protocols.py",
+    "measure/clients/ollama.py": "measure/clients/test_protocols.py",
+    "measure/clients/openai_completions.py": "measure/clients/test_protocols.py",
+    "measure/clients/openai_responses.py": "measure/clients/test_protocols.py",
+    "measure/clients/body.py": "measure/clients/test_hostile_wire.py",
+    "measure/clients/transport.py": "measure/clients/test_hostile_wire.py",
+    "measure/clients/ndjson.py": "measure/clients/test_sse.py",
+    "measure/image.py": "measure/test_prompts.py",
+    "measure/sample.py": "store/test_database.py",
+    "sim/anthropic.py": "sim/test_protocols.py",
+    "sim/gemini.py": "sim/test_protocols.py",
+    "sim/ollama.py": "sim/test_protocols.py",
+    "sim/openai_chat.py": "sim/test_protocols.py",
+    "sim/openai_completions.py": "sim/test_protocols.py",
+    "sim/openai_responses.py": "sim/test_protocols.py",
+    "sim/stream.py": "sim/test_server.py",
+    "sim/wire.py": "sim/test_protocols.py",
+    "store/export.py": "store/test_columns.py",
+    "store/recent.py": "web/test_app.py",
+    "store/series.py": "store/test_windows.py",
+    "web/charts.py": "web/test_origins.py",
+    "web/detail.py": "web/test_origins.py",
+    "web/leaderboard.py": "web/test_app.py",
+    "web/memo.py": "web/test_app.py",
+    "web/methodology.py": "web/test_app.py",
+    "web/ops.py": "web/test_app.py",
+    "web/prom.py": "web/test_app.py",
+    "web/render.py": "web/test_app.py",
+    "web/site.py": "web/test_app.py",
+}
+
+
+def modules() -> list[str]:
+    return sorted(
+        p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")
+    )
+
+
+def own_test(module: str) -> Path:
+    path = Path(module)
+    return ROOT / "tests" / path.parent / f"test_{path.name}"
+
+
+def test_every_module_has_its_test_file_or_names_the_one_that_tests_it() -> None:
+    missing = [m for m in modules() if not own_test(m).is_file() and m not in TESTED_THROUGH]
+    assert missing == []
+
+
+def test_the_list_names_modules_and_test_files_that_exist_and_none_with_a_file_of_its_own() -> None:
+    for module, test in TESTED_THROUGH.items():
+        assert (SRC / module).is_file() and (ROOT / "tests" / test).is_file(), (module, test)
+        assert not own_test(module).is_file(), f"{module} has its own test file now: take it off the list"
