@@ -210,12 +210,3 @@ def test_sim_in_any_protocol(tmp_path: Path, protocol: str) -> None:
     assert json.loads(result.stdout)["endpoints"][0]["ok"] == 2
     with open_store(str(tmp_path / "t.db")) as store:
         assert {s.endpoint.protocol for s in store.samples()} == {protocol}
-
-
-def test_stored_command_line_masks_header_values_and_db_password() -> None:
-    from tokenpace.cli.oneshot import _safe_command
-
-    args = ["run", "--header", "Authorization: Bearer sk-1", "--db", "postgresql://u:pw@h/db", "--header=X-Key: k2"]
-    shown = _safe_command(args, "postgresql://u:***@h/db")
-    assert shown == ("tokenpace run --header Authorization: *** --db postgresql://u:***@h/db --header=X-Key: ***")
-    assert "sk-1" not in shown and "pw" not in shown and "k2" not in shown

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,15 +12,15 @@ from urllib.parse import urlsplit
 
 import click
 
-from tokenpace.cli.kit import Finite, close_store, err, run_async, stderr
+from tokenpace.cli.kit import Finite, close_store, err
 from tokenpace.config.presets import PROTOCOLS
 from tokenpace.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     from tokenpace import sim
-    from tokenpace.config.endpoints import Endpoint
-    from tokenpace.measure.run import RunResult
-    from tokenpace.measure.sample import Sample
+    from tokenpace.board.summary import Summary
+    from tokenpace.cli.measuring import Taken
+    from tokenpace.config.endpoints import Config, Endpoint
 
 SEED_MAX = 2**31 - 1  # runs.seed is an INTEGER column: 32 bits on PostgreSQL
 DEFAULT_WORKLOAD = "1k"  # workload.DEFAULT's name, without loading the prompt builder for --help
@@ -184,22 +183,14 @@ def run(
       130  interrupted by Ctrl-C (SIGINT): what was measured is stored and summarised
       143  stopped by SIGTERM: the same
     """
-    import asyncio
-    import contextlib
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from tokenpace import sim
     from tokenpace.board import terminal
-    from tokenpace.config.endpoints import Config, Endpoint, load
-    from tokenpace.config.settings import SIM_BASE_URL
-    from tokenpace.measure.clients import protocol_for
+    from tokenpace.cli.measuring import take
+    from tokenpace.config.endpoints import Config, load
     from tokenpace.measure.clients.transport import Limits, Timeouts
     from tokenpace.measure.corpus import load_corpus
-    from tokenpace.measure.run import Refusals, RunOptions, run_workload
+    from tokenpace.measure.run import RunOptions
     from tokenpace.store.database import open_store
-    from tokenpace.store.export import SAMPLE_FORMATS, write_samples
+    from tokenpace.store.export import write_samples
 
     cfg = load(config_path) if config_path is not None else Config()
     chosen = [e for ref in endpoints for e in cfg.find(ref)]
@@ -213,10 +204,7 @@ def run(
         raise ConfigError("nothing to measure: name endpoints from --config, give --base-url, or use --sim")
     for e in chosen:
         e.api_key()  # a missing key variable is reported before anything is sent
-    if output is not None and output.suffix.lower() not in SAMPLE_FORMATS:
-        raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
-    if output is not None and not output.absolute().parent.is_dir():
-        raise ConfigError(f"--output {output}: the folder {output.absolute().parent} does not exist")
+    _check_output(output)
     workload = cfg.workload(workload_name)
     if max_tokens is not None:
         workload = dataclasses.replace(workload, max_tokens=max_tokens)
@@ -237,92 +225,76 @@ def run(
         publish=publish,
         limits=Limits(response_bytes=max_response_bytes),
     )
-    # Simulated endpoints (--sim, and a config's simulate tables) each get a simulator started for the run.
+    chosen, scenarios = _simulated(cfg, chosen, use_sim, protocol)
+    truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
+    store = open_store(db)
+    try:
+        taken = take(chosen, scenarios, workload, options, store, texts, show_progress=not (as_json or quiet))
+    finally:
+        close_store(store)
+    summaries = terminal.summaries(taken.samples, truth)
+    _report(summaries, taken, store.url, as_json)
+    if output is not None:  # last, so a file that cannot be written costs neither the summary nor the samples
+        try:
+            write_samples(output, taken.samples)
+        except OSError as exc:
+            raise StoreError(f"--output {output}: {exc.strerror or exc}; the samples are in {store.url}") from None
+        err.print(f"wrote {output}")
+    if taken.result is None:
+        sys.exit(143 if taken.terminated else 130)
+    if failed := [s.endpoint for s in summaries if s.ok == 0]:
+        err.print(f"[bold red]no request succeeded[/] on {', '.join(failed)}: see the errors above", soft_wrap=True)
+        sys.exit(1)
+
+
+def _check_output(output: Path | None) -> None:
+    """An --output file that could not be written is a mistake found before anything is sent."""
+    from tokenpace.store.export import SAMPLE_FORMATS
+
+    if output is not None and output.suffix.lower() not in SAMPLE_FORMATS:
+        raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
+    if output is not None and not output.absolute().parent.is_dir():
+        raise ConfigError(f"--output {output}: the folder {output.absolute().parent} does not exist")
+
+
+def _simulated(
+    cfg: Config, chosen: list[Endpoint], use_sim: bool, protocol: str
+) -> tuple[list[Endpoint], dict[str, sim.Scenario]]:
+    """The endpoints with --sim's in front, and the scenario of each simulated provider among them."""
+    from tokenpace import sim
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.settings import SIM_BASE_URL
+
     configured = sim.scenarios(cfg)
     scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated}
     if use_sim:
         scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120)
-        chosen.insert(0, Endpoint("sim", "sim", SIM_BASE_URL.format(provider="sim"), protocol=protocol, simulated=True))
-    truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
-    store = open_store(db)
-    command = _safe_command(sys.argv[1:], store.url)
-    total = requests * len(chosen)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr(),
-        transient=True,
-        disable=as_json or quiet,
-    )
+        at = SIM_BASE_URL.format(provider="sim")
+        chosen = [Endpoint("sim", "sim", at, protocol=protocol, simulated=True), *chosen]
+    return chosen, scenarios
 
-    kept: list[Sample] = []  # also what survives a Ctrl-C
-    terminated: list[bool] = []  # SIGTERM arrived: stop as Ctrl-C does
 
-    async def go() -> RunResult:
-        task = progress.add_task("measuring", total=total)
-        loop, main_task = asyncio.get_running_loop(), asyncio.current_task()
-        assert main_task is not None  # the runner's main task
+def _report(summaries: list[Summary], taken: Taken, store_url: str, as_json: bool) -> None:
+    """Each endpoint's summary, as text or JSON; a finished run's line with its id and seed."""
+    from rich.console import Console
 
-        def on_sigterm() -> None:
-            terminated.append(True)
-            main_task.cancel()  # as asyncio.Runner does on SIGINT: measure's cleanup stores what was taken
+    from tokenpace.board import terminal
 
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-
-        def keep(sample: Sample) -> None:
-            kept.append(sample)
-            progress.advance(task)
-
-        async with contextlib.AsyncExitStack() as stack:
-            roots = {p: await stack.enter_async_context(sim.serve(sim.Simulator(sc))) for p, sc in scenarios.items()}
-            targets = [
-                dataclasses.replace(
-                    e, base_url=roots[e.provider].removesuffix("/v1") + protocol_for(e.protocol).default_base
-                )
-                if e.simulated
-                else e
-                for e in chosen
-            ]
-            # What endpoints refuse is learnt for this command only: the next one asks afresh.
-            return await run_workload(targets, workload, options, store, keep, command, texts, refusals=Refusals())
-
-    result: RunResult | None = None
-    try:
-        with progress:
-            result = run_async(go)
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        how = "stopped (SIGTERM)" if terminated else "interrupted"
-        err.print(f"{how}: the {len(kept)} samples taken so far (cancelled ones included) are kept")
-    finally:
-        close_store(store)
-    summaries = terminal.summaries(kept, truth)
+    result, kept = taken.result, taken.samples
     if as_json:
-        doc = {  # an interrupted run's id is on its samples (measure stored the run record all the same)
+        doc = {  # an interrupted run's id is on its samples (the run record was stored all the same)
             "run_id": result.run.id if result is not None else kept[0].run_id if kept else None,
             "client_bound": None if result is None else result.run.client_bound,
             "seed": None if result is None else result.run.seed,
             "endpoints": [s.as_dict() for s in summaries],
         }
         click.echo(json.dumps(doc, indent=2))
-    else:
-        out = Console()
-        for s in summaries:
-            terminal.print_summary(out, s)
-        if result is not None:
-            terminal.print_run(out, err, result, store.url)
-    if output is not None:  # last, so a file that cannot be written costs neither the summary nor the samples
-        try:
-            write_samples(output, kept)
-        except OSError as exc:
-            raise StoreError(f"--output {output}: {exc.strerror or exc}; the samples are in {store.url}") from None
-        err.print(f"wrote {output}")
-    if result is None:
-        sys.exit(143 if terminated else 130)
-    if failed := [s.endpoint for s in summaries if s.ok == 0]:
-        err.print(f"[bold red]no request succeeded[/] on {', '.join(failed)}: see the errors above", soft_wrap=True)
-        sys.exit(1)
+        return
+    out = Console()
+    for s in summaries:
+        terminal.print_summary(out, s)
+    if result is not None:
+        terminal.print_run(out, err, result, store_url)
 
 
 def _truth(scenario: sim.Scenario) -> dict[str, float]:
@@ -331,26 +303,3 @@ def _truth(scenario: sim.Scenario) -> dict[str, float]:
     if scenario.prefill_tokens_per_s is None:
         truth["ttft_ms"] = scenario.ttft_ms
     return truth
-
-
-def _safe_command(args: Sequence[str], store_url: str) -> str:
-    """The command line as stored with the run: header values and the database password masked."""
-
-    def masked(option: str, value: str) -> str:
-        return store_url if option == "--db" else value.partition(":")[0] + ": ***"
-
-    out, pending = ["tokenpace"], ""
-    for arg in args:
-        name, eq, value = arg.partition("=")
-        if pending:
-            out.append(masked(pending, arg))
-            pending = ""
-        elif eq and name in _SECRET_OPTIONS:
-            out.append(f"{name}={masked(name, value)}")
-        else:
-            out.append(arg)
-            pending = arg if arg in _SECRET_OPTIONS else ""
-    return " ".join(out)
-
-
-_SECRET_OPTIONS = ("--header", "--db")
