@@ -71,8 +71,17 @@ def test_help_documents_the_exit_codes() -> None:
     assert "Exit codes" in " ".join(text.split())
 
 
-@pytest.mark.parametrize("as_json", [False, True])
-def test_sigterm_stops_like_ctrl_c(tmp_path: Path, sim_thread: Callable[..., SimThread], as_json: bool) -> None:
+@pytest.mark.parametrize(
+    ("sig", "code", "said", "as_json"),
+    [
+        (signal.SIGINT, 130, "interrupted", False),
+        (signal.SIGTERM, 143, "stopped (SIGTERM)", False),
+        (signal.SIGTERM, 143, "stopped (SIGTERM)", True),
+    ],
+)
+def test_ctrl_c_and_sigterm_keep_what_was_measured(
+    tmp_path: Path, sim_thread: Callable[..., SimThread], sig: signal.Signals, code: int, said: str, as_json: bool
+) -> None:
     s = sim_thread(sim.Scenario(ttft_ms=5, tokens_per_s=20, output_tokens=1000))
     db = tmp_path / "t.db"
     proc = subprocess.Popen(
@@ -85,10 +94,10 @@ def test_sigterm_stops_like_ctrl_c(tmp_path: Path, sim_thread: Callable[..., Sim
         if len(truths) == 2 and all(t.completion_tokens >= 3 for t in truths):
             break
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     out, errors = proc.communicate(timeout=30)
-    assert proc.returncode == 143, errors
-    assert "stopped (SIGTERM): the 2 samples taken so far" in errors
+    assert proc.returncode == code, errors
+    assert f"{said}: the 2 samples taken so far" in errors
     with open_store(str(db)) as store:
         samples = store.samples()
         (run,) = store.runs()
