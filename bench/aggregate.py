@@ -9,7 +9,9 @@ workload over 24 h and 72 h, and an endpoint page's two reads (its rows and its 
     uv run python bench/aggregate.py [--samples 1000000] [--repeat 3] [--pg postgresql://USER@HOST/DB]
 
 Rows go in by executemany in one transaction (SQLite) or COPY (PostgreSQL): the store's one-commit-per-sample
-writer is built for samples arriving seconds apart, not for a million at once.
+writer is built for samples arriving seconds apart, not for a million at once. The hourly rollup the writer
+would have kept (``store/rollup.py``) is then rebuilt from them, as the migration that creates it does, and
+the time that takes is printed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from urllib.parse import quote
 import psycopg
 
 from tokenpace.board.ranking import Query, read_board, snapshot
+from tokenpace.store import rollup
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import series
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, endpoint_rows, model_rows
@@ -75,6 +78,11 @@ def fill_sqlite(path: Path, count: int, now: float) -> None:
     insert = f"INSERT INTO samples ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"  # noqa: S608
     conn.executemany(insert, rows(count, now))
     conn.execute("COMMIT")
+    start = time.perf_counter()
+    conn.execute("BEGIN")
+    rollup.rebuild(conn, "?")
+    conn.execute("COMMIT")
+    print(f"SQLite: rollup rebuilt in {time.perf_counter() - start:.1f} s")
     conn.execute("ANALYZE")  # what a long-running database would have: statistics for the planner
     conn.close()
 
@@ -84,9 +92,14 @@ def fill_pg(url: str, count: int, now: float) -> None:
     with psycopg.connect(url) as conn, conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
         for row in rows(count, now):
             copy.write_row(row)
+    start = time.perf_counter()
+    with psycopg.connect(url) as conn:
+        rollup.rebuild(conn, "%s")
+    print(f"PostgreSQL: rollup rebuilt in {time.perf_counter() - start:.1f} s")
     with psycopg.connect(url, autocommit=True) as conn:
         # What autovacuum gives a long-running database: statistics, and the visibility map index-only scans need.
         conn.execute("VACUUM ANALYZE samples")
+        conn.execute("VACUUM ANALYZE sample_hours")
 
 
 def time_windows(store: Store, now: datetime, repeat: int) -> None:
@@ -155,7 +168,7 @@ def main() -> None:
         path = Path(tmp) / "bench.db"
         start = time.perf_counter()
         fill_sqlite(path, args.samples, now.timestamp())
-        print(f"SQLite: {args.samples:,} samples inserted in {time.perf_counter() - start:.1f} s")
+        print(f"SQLite: {args.samples:,} samples inserted (and rolled up) in {time.perf_counter() - start:.1f} s")
         with open_store(str(path)) as store:
             timed("SQLite", store)
     if args.pg:
@@ -166,7 +179,7 @@ def main() -> None:
         try:
             start = time.perf_counter()
             fill_pg(url, args.samples, now.timestamp())
-            print(f"PostgreSQL: {args.samples:,} samples copied in {time.perf_counter() - start:.1f} s")
+            print(f"PostgreSQL: {args.samples:,} samples copied (and rolled up) in {time.perf_counter() - start:.1f} s")
             with open_store(url) as store:
                 timed("PostgreSQL", store)
         finally:

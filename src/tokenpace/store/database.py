@@ -5,9 +5,10 @@ connection (created inside it, so SQLite sees a single writer) and runs every wr
 of their own (``readers``), so a long leaderboard holds up neither the writes queued behind it nor the
 sampler's budget checks; a read first waits for the writes queued before it, so it still sees every one of them.
 
-Each sample is committed on its own: samples arrive seconds apart, so batching would save little and could
-lose a batch. SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit survives the process dying, and
-only a power cut can take back the last few, the price of not syncing every commit to disk.
+Each sample is committed on its own, with its count in the hourly rollup the windows read (``rollup``) in the
+same transaction: samples arrive seconds apart, so batching would save little and could lose a batch. SQLite
+runs in WAL mode with ``synchronous=NORMAL``: a commit survives the process dying, and only a power cut can
+take back the last few, the price of not syncing every commit to disk.
 
 Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
 holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or
@@ -40,7 +41,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
-from tokenpace.store import columns
+from tokenpace.store import columns, rollup
 from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
 from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
 from tokenpace.store.readers import Readers, WriteOrder
@@ -147,8 +148,8 @@ def _migrate(conn: Connection, dialect: Dialect, url: str) -> None:
         raise StoreError(f"{url}: {newer}: upgrade tokenpace")
     for version, statements in MIGRATIONS:
         if version not in have:
-            for statement in statements:
-                conn.execute(statement)
+            for step in statements:
+                step(conn, dialect.placeholder) if callable(step) else conn.execute(step)
             conn.execute(
                 _insert("schema_migrations", ("version", "applied_at"), dialect.placeholder),
                 (version, time.time()),
@@ -187,6 +188,7 @@ class Store:
         self._errors: list[str] = []  # touched only by the writer thread
         self._closed = False
         self._ph = dialect.placeholder
+        self._begin = dialect.begin
         self.dialect = dialect.name
         self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
         insert = _insert("samples", _SAMPLE_COLUMNS, self._ph)
@@ -248,7 +250,11 @@ class Store:
     def _write(self, table: _Table, record: Any) -> None:
         """Insert one record and commit, its values made storable first (and the change said once)."""
         values, changed = storable(table.columns, table.row(record))
+        if self._begin:
+            self._conn.execute(self._begin)
         self._conn.execute(table.sql, values)
+        if table is self._samples:  # the hourly rollup, in the same transaction
+            rollup.add(self._conn, self._ph, values)
         self._conn.commit()
         self.writes += 1
         if changed:

@@ -39,6 +39,7 @@ class Dialect:
     refused: tuple[type[Exception], ...] = ()  # the driver's errors for a record's own data: retrying cannot help
     file: Path | None = None  # the SQLite file; the rescue file goes beside it
     read: Callable[[], Connection] | None = None  # a connection for reads only (readers.py); None: connect's
+    begin: str = ""  # opens a write's transaction where the connection autocommits (SQLite's, by our choice)
 
 
 def sqlite_dialect(path: Path) -> Dialect:
@@ -66,7 +67,7 @@ def sqlite_dialect(path: Path) -> Dialect:
         conn.execute("PRAGMA query_only = ON")  # a reader never writes: the one writer stays the only one
         return conn
 
-    return Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE", file=path, read=read)
+    return Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE", file=path, read=read, begin="BEGIN IMMEDIATE")
 
 
 def postgres_dialect(url: str) -> Dialect:

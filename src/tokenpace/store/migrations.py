@@ -7,16 +7,28 @@ INTEGER, DOUBLE PRECISION; booleans as 0/1; times as UTC epoch seconds), so one 
 Columns are written out here rather than derived from the dataclasses: a migration records what a database
 *was* given, so it must not change when the code does. A new ``Metrics`` field needs a new migration
 (``ALTER TABLE samples ADD COLUMN ...``); the store's tests fail until it exists.
+
+A step is SQL text or a function of the connection and its placeholder, for what SQL cannot say alike on both
+databases (rebuilding the hourly rollup, ``rollup.py``, whose values must round-trip exactly). A migration that
+changes published samples' counted columns (``rollup.RAW``) must end with ``rollup.rebuild``, so that the
+rollup still equals a recompute from ``samples``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tokenpace.store import rollup
+
+Step = str | Callable[[Any, str], None]  # SQL, or f(connection, placeholder)
 
 # Outside the history because it is how the history is read.
 BOOTSTRAP = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
 )
 
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (
         1,
         (
@@ -122,6 +134,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "UPDATE samples SET token_diff = NULL WHERE NOT (token_diff BETWEEN -2147483648 AND 2147483647)",
             "UPDATE samples SET input_tokens = NULL WHERE NOT (input_tokens BETWEEN -2147483648 AND 2147483647)",
             "UPDATE samples SET http_status = NULL WHERE NOT (http_status BETWEEN -2147483648 AND 2147483647)",
+        ),
+    ),
+    (
+        6,
+        (
+            # The hourly rollup the windows read (rollup.py), built from the samples already there.
+            *rollup.SCHEMA,
+            rollup.rebuild,
         ),
     ),
 )

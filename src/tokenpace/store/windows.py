@@ -1,4 +1,4 @@
-"""Rolling windows per endpoint x workload, computed in SQL that SQLite and PostgreSQL both run unchanged.
+"""Rolling windows per endpoint x workload: exact figures from the hourly rollup and the raw edge hours.
 
 A window is the span (now - seconds, now]; long-context workloads may use a longer span (Artificial Analysis
 measures its 100k workload over 14 days instead of 72 hours). Only published samples are read: what the
@@ -8,31 +8,31 @@ them, so their figures are the client's, not the endpoint's), unless asked to in
 is ok / (samples - cancelled), client-bound samples included by their outcome (the endpoint did answer them),
 because a sample cancelled at shutdown says nothing of the endpoint.
 
-Percentiles use linear interpolation between closest ranks, exactly :func:`tokenpace.measure.metrics.percentile`:
-with n values sorted ascending and pos = (n - 1) * q / 100, P_q = v[floor(pos)] + (v[ceil(pos)] - v[floor(pos)])
-* (pos - floor(pos)). SQL numbers each endpoint's values with ROW_NUMBER() and counts them with COUNT() OVER the
-same partition, picks v[floor(pos)] and v[ceil(pos)] with integer arithmetic (no FLOOR/CEIL: SQLite may lack
-them), and Python does the interpolation with the very same expression, so both databases give identical
-figures. One pass over the window's rows computes all three metrics. Measured by bench/aggregate.py.
+The hours a window holds whole are read from the rollup (``rollup.py``: per endpoint hour, the counts and every
+value), the two edge hours (the part of the first one inside the window, and the one holding now) from the raw
+samples, and ``tally.py`` merges them in Python: every value sorted, then the very ``metrics.percentile`` and
+mean of a run's summary (``stats.figure``), so percentiles are exact and the same on SQLite and PostgreSQL.
+A 72 h window of 200 endpoints reads ~15,000 rollup rows instead of ranking ~70,000 samples. Measured by
+bench/aggregate.py.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.stats import QUANTILES, Figure, success_rate
+from tokenpace.measure.stats import Figure, success_rate
 from tokenpace.store.database import Store, epoch, utc
+from tokenpace.store.rollup import HOUR, RAW, hour_of
+from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures, columns of ``samples``
+from tokenpace.store.tally import Tally, tally
 
-HOUR, DAY = 3600, 86400
-METRICS = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures, columns of ``samples``
-_KEY = "provider, plan, model, workload"
+DAY = 86400
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,111 +111,78 @@ class EndpointRow:
         return figure
 
 
-TOTALS = (
-    "COUNT(*)", "SUM(ok)", "MIN(started_at)", "MAX(started_at)", "MAX(protocol)", "MAX(simulated)",
-    "SUM(client_bound)", "SUM(one_shot)", "SUM(used)",
-)  # fmt: skip
-USED = {False: "ok = 1 AND client_bound = 0", True: "ok = 1"}  # whose figures count, by include_client_bound
-
-
-def _ranked_sql(used: str) -> str:
-    """One pass over the window's rows: every metric ranked, every per-endpoint total, needed rows only.
-
-    Figures are masked to NULL on failed samples, so failures count in the totals but not in the figures.
-    NULLS LAST: SQLite sorts NULL first and PostgreSQL last; spelled out, values get ranks 0..n-1 on both.
-    Only the rows at the ranks a percentile reads (floor and ceil of pos, integer arithmetic because SQLite
-    may lack FLOOR/CEIL) and each endpoint's rank-0 row (which carries its totals) leave the database:
-    no GROUP BY, whose sort would cost as much as a rank's.
-    """
-    masked = ", ".join(f"CASE WHEN {used} THEN {m} END AS {m}" for m in METRICS)
-    origin = f"CASE WHEN source = 'one-shot' THEN 1 ELSE 0 END AS one_shot, CASE WHEN {used} THEN 1 ELSE 0 END AS used"
-    inner = (
-        f"SELECT {_KEY}, started_at, ok, protocol, simulated, client_bound, {origin}, {masked} "  # noqa: S608
-        "FROM samples WHERE {where}"
-    )
-    per_metric = [
-        f"{m}, ROW_NUMBER() OVER (p ORDER BY {m} NULLS LAST) - 1 AS {m}_r, COUNT({m}) OVER p AS {m}_n, "
-        f"AVG({m}) OVER p AS {m}_mean"
-        for m in METRICS
-    ]
-    totals = ", ".join(f"{t} OVER p" for t in TOTALS)
-    ranked = (
-        f"SELECT {_KEY}, {totals}, {', '.join(per_metric)} "  # noqa: S608
-        f"FROM ({inner}) masked WINDOW p AS (PARTITION BY {_KEY})"
-    )
-    wanted = [f"{METRICS[0]}_r = 0"]
-    for m in METRICS:
-        ranks = [f"({m}_n - 1) * {q} / 100, (({m}_n - 1) * {q} + 99) / 100" for q in QUANTILES]
-        wanted.append(f"{m}_r IN ({', '.join(ranks)})")
-    return f"SELECT * FROM ({ranked}) ranked WHERE {' OR '.join(wanted)}"  # noqa: S608
-
-
-_RANKED_SQL = {include: _ranked_sql(used) for include, used in USED.items()}
-_ERRORS_SQL = (
-    f"SELECT {_KEY}, error_kind, COUNT(*) FROM samples WHERE ok = 0 AND {{where}} "  # noqa: S608
-    f"GROUP BY {_KEY}, error_kind"
-)
-
-
-def interpolate(n: int, q: float, values: Mapping[int, float]) -> float:
-    """P_q = v[lo] + (v[hi] - v[lo]) * (pos - lo), pos = (n - 1) * q / 100, lo/hi = floor/ceil(pos).
-
-    The very expression of metrics.percentile, over the ranks SQL picked out.
-    """
-    pos = (n - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
-
-
-@dataclass
-class _Partial:
-    """What the ranked rows of one endpoint x workload say, gathered before it becomes an EndpointRow."""
-
-    totals: tuple[Any, ...]
-    counts: list[int]
-    means: list[float | None]
-    ranks: list[dict[int, float]]
-
-    def figure(self, i: int) -> Figure:
-        n = self.counts[i]
-        if not n:
-            return Figure(0)
-        return Figure(n, self.means[i], *(interpolate(n, q, self.ranks[i]) for q in QUANTILES))
-
-
-def _gather(rows: Iterable[Sequence[Any]]) -> dict[tuple[str, ...], _Partial]:
-    found: dict[tuple[str, ...], _Partial] = {}
-    for r in rows:
-        key, totals, per_metric = tuple(r[:4]), tuple(r[4 : 4 + len(TOTALS)]), r[4 + len(TOTALS) :]
-        part = found.get(key)
-        if part is None:
-            counts = [int(per_metric[4 * i + 2]) for i in range(len(METRICS))]
-            means = [per_metric[4 * i + 3] for i in range(len(METRICS))]
-            part = found[key] = _Partial(totals, counts, means, [{} for _ in METRICS])
-        for i in range(len(METRICS)):
-            value, rank = per_metric[4 * i], per_metric[4 * i + 1]
-            if value is not None:
-                part.ranks[i][int(rank)] = float(value)
-    return found
-
-
-def _where(window: Window, now: float, long_workloads: Collection[str]) -> tuple[str, list[Any]]:
-    """Published samples in (now - span, now] per workload; started_at's index narrows to the longest span first."""
+def _spans(window: Window, long_workloads: Collection[str], workload: str | None) -> list[tuple[int, str, list[Any]]]:
+    """(span, SQL condition, its parameters) per group of workloads sharing a span: one group unless the window
+    has a long span and long workloads, and the read is not of one workload already."""
     longs = sorted(long_workloads) if window.long_seconds else []
-    longest = max(window.seconds, window.long_seconds or 0) if longs else window.seconds
-    where = "started_at > ? AND started_at <= ? AND published = 1"
-    params: list[Any] = [now - longest, now]
-    if longs and longest > window.seconds:
-        where += f" AND (started_at > ? OR workload IN ({', '.join('?' * len(longs))}))"
-        params += [now - window.seconds, *longs]
-    return where, params
+    if not longs or workload is not None:
+        return [(window.span(workload or "", long_workloads), "", [])]
+    marks = ", ".join("?" * len(longs))
+    long_span = window.span(longs[0], longs)
+    return [
+        (window.seconds, f" AND workload NOT IN ({marks})", longs),
+        (long_span, f" AND workload IN ({marks})", longs),
+    ]
+
+
+Select = tuple[str, list[Any]]  # SQL and its parameters
+
+
+def _selects(
+    window: Window,
+    now: float,
+    long_workloads: Collection[str],
+    columns: tuple[str, str],
+    workload: str | None = None,
+    where: Select = ("", []),
+    group: str = "",
+) -> tuple[list[Select], list[Select]]:
+    """Per span: a SELECT of ``columns[0]`` from the rollup's whole hours [h0, h1) inside (now - span, now], and
+    SELECTs of ``columns[1]`` from the published samples of its two edges, each one indexed range of started_at.
+
+    The edges are the part of the first hour after now - span and the hour holding now (which may hold samples
+    after now): a sample is in exactly one of them or in a whole hour, as rollup.hour_of places it.
+    """
+    hours, raws = [], []
+    for span, condition, params in _spans(window, long_workloads, workload):
+        low = now - span
+        h0, h1 = hour_of(low) + 1, hour_of(now)
+        edges = [(">", low, "<=", now)]
+        if h0 < h1:
+            hours_sql = f"SELECT {columns[0]} FROM sample_hours WHERE hour >= ? AND hour < ?{condition}{where[0]}"  # noqa: S608
+            hours.append((hours_sql + group, [h0, h1, *params, *where[1]]))
+            edges = [(">", low, "<", float(h0 * HOUR)), (">=", float(h1 * HOUR), "<=", now)]
+        for above, start, below, end in edges:
+            raw = f"SELECT {columns[1]} FROM samples WHERE published = 1"  # noqa: S608
+            range_ = f" AND started_at {above} ? AND started_at {below} ?"
+            raws.append((f"{raw}{range_}{condition}{where[0]}", [start, end, *params, *where[1]]))
+    return hours, raws
+
+
+def _union(selects: list[Select], union: str = "UNION ALL") -> Select:
+    return f" {union} ".join(sql for sql, _ in selects), [p for _, params in selects for p in params]
 
 
 def present(store: Store, window: Window, now: datetime, long_workloads: Collection[str] = ()) -> list[tuple[str, ...]]:
     """The distinct (provider, plan, workload) with a sample in the window: what filter menus offer."""
-    where, params = _where(window, epoch(now), long_workloads)
-    sql = f"SELECT DISTINCT provider, plan, workload FROM samples WHERE {where} ORDER BY provider, plan, workload"  # noqa: S608
-    return [tuple(r) for r in store.query(sql, params)]
+    menu = "provider, plan, workload"
+    hours, raws = _selects(window, epoch(now), long_workloads, (menu, menu))
+    sql, params = _union(hours + raws, "UNION")  # distinct, and ordered as the database orders text, as before
+    return [tuple(r) for r in store.query(f"{sql} ORDER BY {menu}", params)]
+
+
+_GROUP = " GROUP BY provider, plan, model, workload, client_bound"
+_CONCAT = {"sqlite": "group_concat({}, '')", "postgresql": "string_agg({}, '')"}  # the one spelling that differs
+
+
+def _hours(dialect: str) -> str:
+    """The rollup's columns summed over a window's whole hours, per endpoint x workload x client_bound: a few
+    hundred rows leave the database instead of one per hour (texts concatenate in any order: values are sorted)."""
+    concat = _CONCAT[dialect]
+    sums = [f"SUM({c})" for c in ("samples", "ok", "one_shot")]
+    texts = [concat.format(c) for c in ("failures", *METRICS)]
+    spread = ["MIN(first_at)", "MAX(last_at)", "MAX(protocol)", "MAX(simulated)"]
+    return ", ".join(["provider, plan, model, workload, client_bound", *sums, *spread, *texts])
 
 
 def endpoint_rows(
@@ -234,31 +201,34 @@ def endpoint_rows(
 
     ``include_client_bound``: figures also from successful samples timed while the client lagged.
     """
-    where, params = _where(window, epoch(now), long_workloads)
-    # A page shows one workload, model or endpoint: ranking only its rows saves the sorts of all the others.
+    where: Select = ("", [])
+    # A page shows one workload, model or endpoint: reading only its rows saves everyone else's.
     for column, value in (("workload", workload), ("model", model), ("provider", provider), ("plan", plan)):
         if value is not None:
-            where, params = f"{where} AND {column} = ?", [*params, value]
-    found = _gather(store.query(_RANKED_SQL[include_client_bound].format(where=where), params))
-    errors: dict[tuple[str, ...], list[tuple[str, int]]] = {}
-    for r in store.query(_ERRORS_SQL.format(where=where), params):
-        errors.setdefault(tuple(r[:4]), []).append((r[4] or "unknown", int(r[5])))
+            where = (f"{where[0]} AND {column} = ?", [*where[1], value])
+    hours, raws = _selects(window, epoch(now), long_workloads, (_hours(store.dialect), RAW), workload, where, _GROUP)
+    found: dict[tuple[str, ...], Tally] = {}
+    if hours:
+        for r in store.query(*_union(hours)):
+            tally(found, r[:4]).hours(r[5:], bool(r[4]))
+    for r in store.query(*_union(raws)):
+        tally(found, r[:4]).sample(r[4:])
     rows = []
-    for key, part in sorted(found.items()):
-        samples, ok, first, last, protocol, simulated, bound, one_shot, usable = part.totals
-        kinds = sorted(errors.get(key, ()), key=lambda e: (-e[1], e[0]))
-        cancelled = dict(kinds).get(ErrorKind.CANCELLED.value, 0)
+    for key, t in sorted(found.items()):
         provider, plan, model, workload = key
+        kinds = sorted(t.kinds.items(), key=lambda e: (-e[1], e[0]))
+        cancelled = t.kinds.get(ErrorKind.CANCELLED.value, 0)
+        output_speed, ttft_ms, e2e_ms = t.figures(include_client_bound)
         rows.append(
             EndpointRow(
-                provider, plan, model, workload, protocol, bool(simulated),
-                samples=int(samples), failures=int(samples - ok),
-                success_rate=success_rate(ok, samples, cancelled),
-                output_speed=part.figure(0), ttft_ms=part.figure(1), e2e_ms=part.figure(2),
-                first_at=utc(first), last_at=utc(last),
+                provider, plan, model, workload, t.protocol, bool(t.simulated),
+                samples=t.samples, failures=t.samples - t.ok,
+                success_rate=success_rate(t.ok, t.samples, cancelled),
+                output_speed=output_speed, ttft_ms=ttft_ms, e2e_ms=e2e_ms,
+                first_at=utc(t.first_at), last_at=utc(t.last_at),
                 window_s=window.span(workload, long_workloads),
                 errors=tuple(kinds), cancelled=cancelled,
-                client_bound=int(bound), one_shot=int(one_shot), usable=int(usable),
+                client_bound=t.bound, one_shot=t.one_shot, usable=t.usable(include_client_bound),
             )
         )  # fmt: skip
     return rows

@@ -1,0 +1,211 @@
+"""The hourly rollup (issue 10, item 3): always what a rebuild from ``samples`` gives, on SQLite and PostgreSQL,
+and windows read through it (whole hours from the rollup, edge hours raw) equal a recompute from the samples."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import psycopg
+import pytest
+
+from tests.store.test_database import raw
+from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, stream
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.errors import StoreError
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.sample import Sample, make_sample
+from tokenpace.measure.stats import figure
+from tokenpace.store import rollup
+from tokenpace.store.columns import ORIGIN_COLUMNS, SAMPLE_COLUMNS, sample_values
+from tokenpace.store.database import Store, epoch, open_store
+from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.windows import METRICS, WINDOWS, Window, endpoint_rows, present
+
+ANTHROPIC = Endpoint("anthropic", "claude", "http://anthropic.invalid/v1", protocol="anthropic")
+KINDS = (ErrorKind.RATE_LIMITED, ErrorKind.HTTP_ERROR, ErrorKind.CANCELLED)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(tmp_path)  # where a PostgreSQL store's rescue file goes
+    return str(tmp_path / "tokenpace.db") if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:
+    with open_store(url) as s:
+        yield s
+
+
+def normalised(rows: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """Rollup rows by key, their texts as sorted lists: the writer appends in arrival order, a rebuild in time's."""
+    found = {}
+    for r in rows:
+        counts, (failures, *metrics) = tuple(r[6:13]), r[13:]
+        found[tuple(r[:6])] = (*counts, sorted(failures.split()), *(sorted(rollup.decode(m)) for m in metrics))
+    return found
+
+
+def kept(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    return normalised(raw(url, f"SELECT {', '.join(rollup.COLUMNS)} FROM sample_hours"))  # noqa: S608
+
+
+def rebuilt(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """What rollup.rebuild makes of the samples, on a connection of the test's own, rolled back afterwards."""
+    select = f"SELECT {', '.join(rollup.COLUMNS)} FROM sample_hours"  # noqa: S608
+    if url.startswith("postgresql://"):
+        with psycopg.connect(url) as pg:
+            rollup.rebuild(pg, "%s")
+            rows = pg.execute(select).fetchall()
+            pg.rollback()
+            return normalised(rows)
+    lite = sqlite3.connect(url, isolation_level=None)
+    try:
+        lite.execute("BEGIN")
+        rollup.rebuild(lite, "?")
+        rows = lite.execute(select).fetchall()
+        lite.execute("ROLLBACK")
+    finally:
+        lite.close()
+    return normalised(rows)
+
+
+def assert_rollup_right(url: str, published: int) -> None:
+    found = kept(url)
+    assert found == rebuilt(url)
+    assert sum(v[0] for v in found.values()) == published  # every published sample, once
+
+
+def sample(endpoint: Endpoint, at: datetime, rng: random.Random, workload: str = "1k") -> Sample:
+    """A sample of any kind: ok or failed, one chunk (no output speed) or many, published or not, client-bound."""
+    failure = Failure(rng.choice(KINDS), "boom", 500) if rng.random() < 0.2 else None
+    timing = stream(rng.lognormvariate(5, 0.5), rng.uniform(1, 40), chunks=rng.choice((1, 5)), failure=failure)
+    one_shot = rng.random() < 0.3
+    source: Literal["scheduled", "one-shot"] = "one-shot" if one_shot else "scheduled"
+    published = not one_shot or rng.random() < 0.5
+    bound = rng.random() < 0.2
+    return make_sample("run", endpoint, workload, at, timing, source=source, published=published, client_bound=bound)
+
+
+def test_the_writer_keeps_the_rollup_equal_to_a_rebuild(url: str, store: Store) -> None:
+    rng = random.Random(3)
+    written = []
+    for _ in range(150):
+        endpoint = rng.choice((GROQ, CEREBRAS, DEMO, ANTHROPIC))
+        at = NOW - timedelta(hours=rng.randrange(80)) + timedelta(seconds=rng.choice((0, 0.5, 1800, 3599.999)))
+        written.append(sample(endpoint, at, rng, rng.choice(("1k", "100k"))))
+        store.add_sample(written[-1])
+    store.flush()
+    assert_rollup_right(url, sum(s.published for s in written))
+    assert any(k[5] for k in kept(url)) and any("cancelled" in v[7] for v in kept(url).values())
+
+
+def test_a_refused_write_counts_once_when_it_goes_in_and_never_when_rescued(url: str, store: Store) -> None:
+    rng = random.Random(4)
+    first, second, third = (sample(GROQ, NOW - timedelta(minutes=i), rng) for i in range(3))
+    first, second, third = (make_sample("run", GROQ, "1k", s.started_at, s.timeline) for s in (first, second, third))
+    store.add_sample(first)
+    store.add_sample(first)  # the same id again: refused for its data, rescued, not counted
+    with pytest.raises(StoreError, match="rescued"):
+        store.flush()
+    assert_rollup_right(url, 1)
+    raw(url, "ALTER TABLE sample_hours RENAME TO hours_away")  # the sample goes in, its rollup row cannot
+    store.add_sample(second)
+    with pytest.raises(StoreError):
+        store.flush()
+    assert store.unsaved == [second] and len(raw(url, "SELECT id FROM samples")) == 1  # the insert rolled back
+    raw(url, "ALTER TABLE hours_away RENAME TO sample_hours")
+    store.add_sample(third)
+    store.flush()
+    assert store.unsaved == []
+    assert_rollup_right(url, 3)
+
+
+def test_the_migration_builds_the_rollup_from_samples_already_there(url: str) -> None:
+    """A database at version 3 (before published/client_bound): migration 4 unpublishes one-shot runs' samples,
+    and the rollup, built last, counts only the others; windows read through it equal a recompute."""
+    rng = random.Random(5)
+    old = [c for c in SAMPLE_COLUMNS if c not in ORIGIN_COLUMNS]
+    before = []
+    for i in range(60):
+        s = sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=37 * i), rng)
+        before.append(make_sample(("serve-run", "cli-run")[i % 2], s.endpoint, s.workload, s.started_at, s.timeline))
+    statements = [BOOTSTRAP, *(s for _, steps in MIGRATIONS[:3] for s in steps)]
+    statements += [f"INSERT INTO schema_migrations VALUES ({v}, 0)" for v, _ in MIGRATIONS[:3]]  # noqa: S608
+    run = "INSERT INTO runs (id, started_at, finished_at, command, concurrency, requested, completed, client_bound, "
+    run += "tool_version) VALUES ('{}', 0, 0, '{}', 1, 1, 1, 0, 'x')"
+    statements += [run.format("serve-run", "tokenpace serve"), run.format("cli-run", "tokenpace run groq")]
+    for statement in statements:
+        raw(url, str(statement))
+    insert = f"INSERT INTO samples ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})"  # noqa: S608
+    for s in before:
+        values = sample_values(s)
+        values |= {"started_at": epoch(s.started_at), "simulated": int(s.endpoint.simulated), "ok": int(s.ok)}
+        raw(url, insert, tuple(values[c] for c in old))
+    with open_store(url) as store:
+        migrated = store.samples()
+        assert_rollup_right(url, 30)
+        assert_windows_equal_a_recompute(store, [s for s in migrated if s.published], [NOW])
+
+
+def recompute(samples: Sequence[Sample], window: Window, now: datetime, long: Sequence[str], include: bool) -> Any:
+    """What a window should say, from the samples themselves: per key, counts, kinds, times and Figures."""
+    found: dict[tuple[str, ...], list[Sample]] = {}
+    for s in samples:
+        if s.published and epoch(now) - window.span(s.workload, long) < epoch(s.started_at) <= epoch(now):
+            e = s.endpoint
+            found.setdefault((e.provider, e.plan, e.model, s.workload), []).append(s)
+    expected = {}
+    for key, group in sorted(found.items()):
+        used = [s for s in group if s.ok and (include or not s.client_bound)]
+        figures = [figure([v for s in used if (v := getattr(s.metrics, m)) is not None]) for m in METRICS]
+        kinds = Counter(s.error_kind.value for s in group if s.error_kind and not s.ok)
+        times = min(s.started_at for s in group), max(s.started_at for s in group)
+        expected[key] = (len(group), sum(s.ok for s in group), sum(s.client_bound for s in group), len(used),
+                         sum(s.source == "one-shot" for s in group), dict(kinds), times, figures)  # fmt: skip
+    return expected
+
+
+def assert_windows_equal_a_recompute(store: Store, samples: Sequence[Sample], nows: Sequence[datetime]) -> None:
+    for now in nows:
+        for window, long in ((WINDOWS["24h"], ()), (WINDOWS["72h"], ("100k",)), (WINDOWS["7d"], ("100k",))):
+            for include in (False, True):
+                rows = endpoint_rows(store, window, now, long, include_client_bound=include)
+                got = {
+                    (r.provider, r.plan, r.model, r.workload): (
+                        r.samples, r.ok, r.client_bound, r.usable, r.one_shot, dict(r.errors),
+                        (r.first_at, r.last_at), [r.figure(m) for m in METRICS],
+                    )
+                    for r in rows
+                }  # fmt: skip
+                assert got == recompute(samples, window, now, long, include), (now, window.name, include)
+                for workload in ("1k", "100k"):  # a board's read: one workload, the span its own
+                    one = endpoint_rows(store, window, now, long, workload=workload, include_client_bound=include)
+                    assert one == [r for r in rows if r.workload == workload]
+            menus = {(k[0], k[1], k[3]) for k in recompute(samples, window, now, long, False)}
+            assert sorted(present(store, window, now, long)) == sorted(menus)
+
+
+def test_windows_whose_edges_cut_hours_equal_a_recompute(store: Store) -> None:
+    """Now on the hour and inside one; samples exactly at now - span, at now, after now, on hour boundaries."""
+    rng = random.Random(6)
+    nows = [NOW, NOW + timedelta(minutes=30, microseconds=250_000), NOW - timedelta(microseconds=1)]
+    times = [NOW - timedelta(hours=rng.uniform(0, 15 * 24)) for _ in range(120)]
+    for now in nows:
+        for span in (timedelta(hours=24), timedelta(hours=72), timedelta(days=7), timedelta(days=14)):
+            start = now - span
+            on_hour = start.replace(minute=0, second=0, microsecond=0)
+            times += [start, start + timedelta(microseconds=1), on_hour, on_hour + timedelta(hours=1)]
+        times += [now, now + timedelta(seconds=1), now.replace(minute=0, second=0, microsecond=0)]
+    written = []
+    for i, at in enumerate(times):
+        written.append(sample((GROQ, CEREBRAS, DEMO)[i % 3], at, rng, ("1k", "100k")[i % 2]))
+        store.add_sample(written[-1])
+    store.flush()
+    assert_windows_equal_a_recompute(store, written, nows)
