@@ -20,6 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from tokenpace import sim
+from tokenpace.store.database import Store, open_store
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -216,3 +217,11 @@ async def refusing_server() -> AsyncIterator[tuple[str, Counter[str]]]:
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1", sent
     await runner.cleanup()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """An open, empty store: a SQLite file, or a fresh PostgreSQL schema."""
+    url = str(tmp_path / "s.db") if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+    with open_store(url) as s:
+        yield s

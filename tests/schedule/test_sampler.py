@@ -225,13 +225,6 @@ async def test_budgets_are_never_exceeded_and_skips_are_counted(store: Store) ->
     assert usage(store, "p", "tight", T0 - DAY) == sum((u for _, u in per_plan["tight"]), Spend())
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = str(tmp_path / "s.db") if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
-    with open_store(url) as s:
-        yield s
-
-
 async def test_concurrency_is_counted_in_requests_in_flight(store: Store) -> None:
     clock = FakeClock()
     runs = Runs(store, clock, duration=900)  # runs outlast the interval: they always compete
