@@ -158,9 +158,8 @@ def decode(text: str) -> list[float]:
 def _larger(table: str, column: str, *, smaller: bool = False) -> str:
     """The upsert's MAX (or MIN) of the kept and the new value: CASE, as SQLite and PostgreSQL spell it alike."""
     op = "<" if smaller else ">"
-    return (
-        f"{column} = CASE WHEN excluded.{column} {op} {table}.{column} THEN excluded.{column} ELSE {table}.{column} END"  # noqa: E501
-    )
+    kept, new = f"{table}.{column}", f"excluded.{column}"
+    return f"{column} = CASE WHEN {new} {op} {kept} THEN {new} ELSE {kept} END"
 
 
 def _upsert_set(t: str) -> str:
