@@ -1,5 +1,6 @@
-"""The hourly rollup (issue 10, item 3): always what a rebuild from ``samples`` gives, on SQLite and PostgreSQL,
-and windows read through it (whole hours from the rollup, edge hours raw) equal a recompute from the samples."""
+"""The hourly and daily rollups (issue 10, item 3): always what a rebuild from ``samples`` gives, on SQLite and
+PostgreSQL, and windows read through them (whole days, whole hours at the day edges, edge hours raw) equal a
+recompute from the samples."""
 
 from __future__ import annotations
 
@@ -52,13 +53,13 @@ def normalised(rows: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], tuple[Any
     return found
 
 
-def kept(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-    return normalised(raw(url, f"SELECT {', '.join(rollup.COLUMNS)} FROM sample_hours"))  # noqa: S608
+def kept(url: str, level: rollup.Level = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    return normalised(raw(url, f"SELECT {', '.join(level.columns)} FROM {level.table}"))  # noqa: S608
 
 
-def rebuilt(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+def rebuilt(url: str, level: rollup.Level = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     """What rollup.rebuild makes of the samples, on a connection of the test's own, rolled back afterwards."""
-    select = f"SELECT {', '.join(rollup.COLUMNS)} FROM sample_hours"  # noqa: S608
+    select = f"SELECT {', '.join(level.columns)} FROM {level.table}"  # noqa: S608
     if url.startswith("postgresql://"):
         with psycopg.connect(url) as pg:
             rollup.rebuild(pg, "%s")
@@ -77,9 +78,21 @@ def rebuilt(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
 
 
 def assert_rollup_right(url: str, published: int) -> None:
-    found = kept(url)
-    assert found == rebuilt(url)
-    assert sum(v[0] for v in found.values()) == published  # every published sample, once
+    """Every level equals its rebuild and counts every published sample once; a day is its 24 hours summed."""
+    for level in rollup.LEVELS:
+        found = kept(url, level)
+        assert found == rebuilt(url, level), level.table
+        assert sum(v[0] for v in found.values()) == published, level.table
+    days: dict[tuple[Any, ...], list[Any]] = {}
+    for key, hour in kept(url).items():
+        day = days.setdefault((*key[:4], key[4] // 24, key[5]), [0, 0, 0, [], [], [], []])
+        for i in range(3):
+            day[i] += hour[i]
+        for i in range(4):
+            day[3 + i] = sorted(day[3 + i] + hour[7 + i])
+    assert {k: (*v[:3], *v[3:]) for k, v in days.items()} == {
+        k: (*v[:3], *v[7:]) for k, v in kept(url, rollup.DAYS).items()
+    }
 
 
 def sample(endpoint: Endpoint, at: datetime, rng: random.Random, workload: str = "1k") -> Sample:
@@ -106,7 +119,10 @@ def test_the_writer_keeps_the_rollup_equal_to_a_rebuild(url: str, store: Store) 
     assert any(k[5] for k in kept(url)) and any("cancelled" in v[7] for v in kept(url).values())
 
 
-def test_a_refused_write_counts_once_when_it_goes_in_and_never_when_rescued(url: str, store: Store) -> None:
+@pytest.mark.parametrize("level", rollup.LEVELS, ids=lambda level: level.table)
+def test_a_refused_write_counts_once_when_it_goes_in_and_never_when_rescued(
+    url: str, store: Store, level: rollup.Level
+) -> None:
     rng = random.Random(4)
     first, second, third = (sample(GROQ, NOW - timedelta(minutes=i), rng) for i in range(3))
     first, second, third = (make_sample("run", GROQ, "1k", s.started_at, s.timeline) for s in (first, second, third))
@@ -115,12 +131,12 @@ def test_a_refused_write_counts_once_when_it_goes_in_and_never_when_rescued(url:
     with pytest.raises(StoreError, match="rescued"):
         store.flush()
     assert_rollup_right(url, 1)
-    raw(url, "ALTER TABLE sample_hours RENAME TO hours_away")  # the sample goes in, its rollup row cannot
+    raw(url, f"ALTER TABLE {level.table} RENAME TO rows_away")  # the sample goes in, one of its rollup rows cannot
     store.add_sample(second)
     with pytest.raises(StoreError):
         store.flush()
     assert store.unsaved == [second] and len(raw(url, "SELECT id FROM samples")) == 1  # the insert rolled back
-    raw(url, "ALTER TABLE hours_away RENAME TO sample_hours")
+    raw(url, f"ALTER TABLE rows_away RENAME TO {level.table}")
     store.add_sample(third)
     store.flush()
     assert store.unsaved == []
@@ -209,3 +225,49 @@ def test_windows_whose_edges_cut_hours_equal_a_recompute(store: Store) -> None:
         store.add_sample(written[-1])
     store.flush()
     assert_windows_equal_a_recompute(store, written, nows)
+
+
+def test_windows_whose_edges_cut_days_and_hours_equal_a_recompute(store: Store) -> None:
+    """Now at midnight, just before and after it, and inside a day; samples on day and hour boundaries around
+    both edges of every span, so whole days, the hours at their edges and the raw edges all hold some."""
+    rng = random.Random(7)
+    midnight = NOW.replace(hour=0)
+    nows = [midnight, midnight - timedelta(microseconds=1), midnight + timedelta(hours=1, microseconds=1),
+            NOW + timedelta(hours=9, minutes=17)]  # fmt: skip
+    times = [NOW - timedelta(hours=rng.uniform(0, 16 * 24)) for _ in range(150)]
+    for now in nows:
+        for span in (timedelta(hours=24), timedelta(hours=72), timedelta(days=7), timedelta(days=14)):
+            start = now - span
+            day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+            hour = start.replace(minute=0, second=0, microsecond=0)
+            for edge in (day, day + timedelta(days=1), hour, hour + timedelta(hours=1), start):
+                times += [edge - timedelta(microseconds=1), edge, edge + timedelta(microseconds=1)]
+        day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        times += [now, now + timedelta(seconds=1), day, day - timedelta(microseconds=1), day + timedelta(hours=23)]
+    written = []
+    for i, at in enumerate(times):
+        written.append(sample((GROQ, CEREBRAS, DEMO)[i % 3], at, rng, ("1k", "100k")[i % 2]))
+        store.add_sample(written[-1])
+    store.flush()
+    assert_windows_equal_a_recompute(store, written, nows)
+
+
+def test_cover_tiles_the_span_with_days_hours_and_two_raw_edges() -> None:
+    """Each hour strictly inside (low, now] is read once, from a day or an hour; the raw edges hold the rest."""
+    rng = random.Random(8)
+    day, hour = rollup.DAY, rollup.HOUR
+    spans = [(0.0, 1.0), (0.0, float(day)), (1.0, 3.0 * day), (float(day), 2.0 * day), (5.5, 5.5 + 14 * day)]
+    spans += [(low, low + rng.uniform(0, 15 * day)) for low in (rng.uniform(1e9, 2e9) for _ in range(300))]
+    for low, now in spans:
+        ranges, edges = rollup.cover(low, now)
+        hours = Counter(h for level, a, b in ranges for u in range(a, b) for h in range(u * level.seconds // hour,
+                        (u + 1) * level.seconds // hour))  # fmt: skip
+        h0, h1 = rollup.hour_of(low) + 1, rollup.hour_of(now)
+        assert hours == Counter(range(h0, h1)), (low, now)
+        assert sum(level is rollup.DAYS for level, _, _ in ranges) <= 1
+        if h0 < h1:
+            assert edges == [(">", low, "<", float(h0 * hour)), (">=", float(h1 * hour), "<=", now)]
+            whole = [(a, b) for level, a, b in ranges if level is rollup.DAYS]
+            assert len(whole) == (-(-h0 // 24) < h1 // 24)  # a day is read whole whenever one fits
+        else:
+            assert ranges == [] and edges == [(">", low, "<=", now)]

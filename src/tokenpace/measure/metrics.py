@@ -42,9 +42,17 @@ class Metrics:
 
 def percentile(values: Sequence[float], q: float) -> float | None:
     """q-th percentile (0-100) by linear interpolation between closest ranks (NumPy's default)."""
-    if not values:
+    return percentile_sorted(sorted(values), q)
+
+
+def percentile_sorted(ordered: Sequence[float], q: float) -> float | None:
+    """:func:`percentile` of values already in ascending order, without sorting a copy.
+
+    With n values v[0] <= ... <= v[n-1]: pos = (n - 1) * q / 100, lo = floor(pos), hi = ceil(pos), and the
+    percentile is v[lo] + (v[hi] - v[lo]) * (pos - lo); None when there are no values.
+    """
+    if not ordered:
         return None
-    ordered = sorted(values)
     pos = (len(ordered) - 1) * q / 100
     lo, hi = math.floor(pos), math.ceil(pos)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

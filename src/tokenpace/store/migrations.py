@@ -9,9 +9,9 @@ Columns are written out here rather than derived from the dataclasses: a migrati
 (``ALTER TABLE samples ADD COLUMN ...``); the store's tests fail until it exists.
 
 A step is SQL text or a function of the connection and its placeholder, for what SQL cannot say alike on both
-databases (rebuilding the hourly rollup, ``rollup.py``, whose values must round-trip exactly). A migration that
-changes published samples' counted columns (``rollup.RAW``) must end with ``rollup.rebuild``, so that the
-rollup still equals a recompute from ``samples``.
+databases (rebuilding the hourly and daily rollups, ``rollup.py``, whose values must round-trip exactly). A
+migration that changes published samples' counted columns (``rollup.RAW``) must end with ``rollup.rebuild``, so
+that both rollups still equal a recompute from ``samples``.
 """
 
 from __future__ import annotations
@@ -141,7 +141,15 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         (
             # The hourly rollup the windows read (rollup.py), built from the samples already there.
             *rollup.SCHEMA,
-            rollup.rebuild,
+            rollup.rebuild_hours,
+        ),
+    ),
+    (
+        7,
+        (
+            # The daily rollup (rollup.py): a 72 h window reads its whole days from it, 14 days of 100k too.
+            *rollup.DAYS.schema(),
+            rollup.rebuild_days,
         ),
     ),
 )

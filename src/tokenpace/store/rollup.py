@@ -1,4 +1,4 @@
-"""The hourly rollup: what the leaderboard's windows need of the published samples, one row per endpoint hour.
+"""The rollup: what the leaderboard's windows need of the published samples, one row per endpoint hour and day.
 
 A window over a million samples ranked 70,000 of them per read (0.4 s for 24 h, 2-3 s for 72 h on SQLite).
 ``sample_hours`` holds, per (provider, plan, model, workload, hour = floor(started_at / 3600), client_bound) of
@@ -7,15 +7,18 @@ flag (their maxima, as the windows report them), the failures' kinds (`` kind`` 
 each metric's values themselves, NULLs skipped, as text: 16 hex digits per value, its IEEE 754 bits big-endian
 (:func:`encode`). That round-trips every float exactly, concatenates as text in both databases, and decodes
 ~200,000 values in a few milliseconds (:func:`decode`; ``float()`` of decimal text took ten times as long).
-So a window's whole hours are a handful of rows per endpoint, and its percentiles stay exact: the values are all
-there, only grouped.
+``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`Level` each): a 72 h window holds
+two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
+per endpoint. So a window's whole days and hours are a handful of rows per endpoint, and its percentiles stay
+exact: the values are all there, only grouped.
 
-The single writer keeps it in the transaction that inserts the sample (:func:`add`, an upsert whose text
-columns grow by concatenation, ``||`` in both databases); :func:`rebuild` recomputes it from ``samples``, as the
-migration that created it did and as a migration that changes samples must (the tests check that a rebuild
-equals what the writer kept). Hours are exact: :func:`hour_of` gives h with h * 3600 <= t < (h + 1) * 3600,
-compared as the database compares, so a window can read the hours it holds whole from here and its two edge
-hours from ``samples`` without counting a sample twice or missing one.
+The single writer keeps both in the transaction that inserts the sample (:func:`add`, an upsert per level whose
+text columns grow by concatenation, ``||`` in both databases); :func:`rebuild` recomputes them from ``samples``,
+as the migrations that created them did and as a migration that changes samples must (the tests check that a
+rebuild equals what the writer kept). Hours and days are exact: :func:`hour_of` gives h with
+h * 3600 <= t < (h + 1) * 3600, compared as the database compares, and a day is 24 whole hours (:func:`day_of`),
+so a window can read the days and hours it holds whole from here (:func:`cover`) and its two edge hours from
+``samples`` without counting a sample twice or missing one.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tokenpace.store.columns import SAMPLE_COLUMNS
 from tokenpace.store.dialects import Connection
 
 HOUR = 3600
+DAY = 24 * HOUR
 METRICS = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures, columns of ``samples``
 KEY = ("provider", "plan", "model", "workload", "hour", "client_bound")
 COLUMNS = (
@@ -43,13 +47,36 @@ RAW = (
     + ", ".join(METRICS)
 )
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it
-SCHEMA = (
-    """CREATE TABLE sample_hours (
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """A rollup table: its rows hold the samples of one ``unit`` (a column counting ``seconds`` since the epoch)."""
+
+    table: str
+    unit: str
+    seconds: int
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(self.unit if c == "hour" else c for c in KEY)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.unit if c == "hour" else c for c in COLUMNS)
+
+    def of(self, t: float) -> int:
+        """The unit holding t (exactly, as :func:`hour_of`)."""
+        return hour_of(t) // (self.seconds // HOUR)
+
+    def schema(self) -> tuple[str, str]:
+        return (
+            f"""CREATE TABLE {self.table} (
         provider TEXT NOT NULL,
         plan TEXT NOT NULL,
         model TEXT NOT NULL,
         workload TEXT NOT NULL,
-        hour INTEGER NOT NULL,
+        {self.unit} INTEGER NOT NULL,
         client_bound INTEGER NOT NULL,
         samples INTEGER NOT NULL,
         ok INTEGER NOT NULL,
@@ -62,11 +89,17 @@ SCHEMA = (
         output_speed TEXT NOT NULL,
         ttft_ms TEXT NOT NULL,
         e2e_ms TEXT NOT NULL,
-        PRIMARY KEY (provider, plan, model, workload, hour, client_bound)
+        PRIMARY KEY (provider, plan, model, workload, {self.unit}, client_bound)
     )""",
-    # Covering for the filter menus (windows.present); a board's read narrows by hour, then workload.
-    "CREATE INDEX sample_hours_time ON sample_hours (hour, workload, provider, plan, model)",
-)
+            # Covering for the filter menus (windows.present); a board's read narrows by unit, then workload.
+            f"CREATE INDEX {self.table}_time ON {self.table} ({self.unit}, workload, provider, plan, model)",
+        )
+
+
+HOURS = Level("sample_hours", "hour", HOUR)
+DAYS = Level("sample_days", "day", DAY)
+LEVELS = (HOURS, DAYS)
+SCHEMA = HOURS.schema()  # migration 6
 _INDEX = {c: i for i, c in enumerate(SAMPLE_COLUMNS)}
 _PICK = tuple(_INDEX[c.strip()] for c in RAW.split(","))
 
@@ -79,6 +112,34 @@ def hour_of(t: float) -> int:
     while (h + 1) * HOUR <= t:
         h += 1
     return h
+
+
+def day_of(t: float) -> int:
+    """The day d holding t: d * 86400 <= t < (d + 1) * 86400, the day of its hour (24 whole hours)."""
+    return DAYS.of(t)
+
+
+Range = tuple[Level, int, int]  # a level's units [first, end)
+Edge = tuple[str, float, str, float]  # started_at above (">" or ">=") a time and below ("<" or "<=") another
+
+
+def cover(low: float, now: float) -> tuple[list[Range], list[Edge]]:
+    """The span (low, now] as whole days and hours of the rollup and at most two raw edges, each sample in one.
+
+    The whole hours are [h0, h1), h0 the hour after low's and h1 now's; of them the whole days [d0, d1) come from
+    ``sample_days`` and the hours before and after from ``sample_hours``. The edges are the part of low's hour
+    after low and now's hour up to now (which may hold samples after now, so it is never read from the rollup).
+    """
+    h0, h1 = hour_of(low) + 1, hour_of(now)
+    if h0 >= h1:
+        return [], [(">", low, "<=", now)]
+    edges = [(">", low, "<", float(h0 * HOUR)), (">=", float(h1 * HOUR), "<=", now)]
+    per = DAY // HOUR
+    d0, d1 = -(-h0 // per), h1 // per
+    if d0 >= d1:
+        return [(HOURS, h0, h1)], edges
+    ranges = [(HOURS, h0, d0 * per), (DAYS, d0, d1), (HOURS, d1 * per, h1)]
+    return [r for r in ranges if r[1] < r[2]], edges
 
 
 def encode(value: float) -> str:
@@ -94,21 +155,23 @@ def decode(text: str) -> list[float]:
     return values.tolist()
 
 
-def _larger(column: str, *, smaller: bool = False) -> str:
+def _larger(table: str, column: str, *, smaller: bool = False) -> str:
     """The upsert's MAX (or MIN) of the kept and the new value: CASE, as SQLite and PostgreSQL spell it alike."""
     op = "<" if smaller else ">"
-    return f"{column} = CASE WHEN excluded.{column} {op} sample_hours.{column} THEN excluded.{column} ELSE sample_hours.{column} END"  # noqa: E501
+    kept, new = f"{table}.{column}", f"excluded.{column}"
+    return f"{column} = CASE WHEN {new} {op} {kept} THEN {new} ELSE {kept} END"
 
 
-_UPSERT_SET = ", ".join(
-    [f"{c} = sample_hours.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot")]
-    + [_larger("first_at", smaller=True), _larger("last_at"), _larger("protocol"), _larger("simulated")]
-    + [f"{c} = sample_hours.{c} || excluded.{c}" for c in ("failures", *METRICS)]
-)
+def _upsert_set(t: str) -> str:
+    return ", ".join(
+        [f"{c} = {t}.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot")]
+        + [_larger(t, "first_at", smaller=True), _larger(t, "last_at"), _larger(t, "protocol")]
+        + [_larger(t, "simulated"), *(f"{c} = {t}.{c} || excluded.{c}" for c in ("failures", *METRICS))]
+    )
 
 
 @dataclass
-class _Hour:
+class _Row:
     """One rollup row being built: from one sample (the writer) or from many (a rebuild)."""
 
     protocol: str
@@ -141,17 +204,17 @@ class _Hour:
         return (*key, *counts, "".join(self.failures), *("".join(v) for v in self.values))
 
 
-def _key(raw: Sequence[Any]) -> tuple[Any, ...]:
-    return (*raw[:4], hour_of(raw[4]), int(raw[8]))
+def _key(raw: Sequence[Any], level: Level) -> tuple[Any, ...]:
+    return (*raw[:4], level.of(raw[4]), int(raw[8]))
 
 
-def _start(raw: Sequence[Any]) -> _Hour:
-    return _Hour(raw[9], int(raw[10]), raw[4], raw[4])
+def _start(raw: Sequence[Any]) -> _Row:
+    return _Row(raw[9], int(raw[10]), raw[4], raw[4])
 
 
-def _insert(ph: str, rows: int = 1) -> str:
+def _insert(level: Level, ph: str, rows: int = 1) -> str:
     one = f"({', '.join([ph] * len(COLUMNS))})"
-    return f"INSERT INTO sample_hours ({', '.join(COLUMNS)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
+    return f"INSERT INTO {level.table} ({', '.join(level.columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
 
 
 def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
@@ -159,36 +222,50 @@ def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     if not values[_INDEX["published"]]:
         return
     raw = [values[i] for i in _PICK]
-    hour = _start(raw)
-    hour.add(raw)
-    upsert = f"{_insert(ph)} ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {_UPSERT_SET}"
-    conn.execute(upsert, hour.row(_key(raw)))
+    one = _start(raw)
+    one.add(raw)
+    for level in LEVELS:
+        upsert = f"{_insert(level, ph)} ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {_upsert_set(level.table)}"
+        conn.execute(upsert, one.row(_key(raw, level)))
 
 
-def fold(raws: Iterable[Sequence[Any]]) -> dict[tuple[Any, ...], _Hour]:
-    """Samples (``RAW`` columns) grouped into rollup rows."""
-    hours: dict[tuple[Any, ...], _Hour] = {}
+def fold(raws: Iterable[Sequence[Any]], level: Level = HOURS) -> dict[tuple[Any, ...], _Row]:
+    """Samples (``RAW`` columns) grouped into a level's rollup rows."""
+    rows: dict[tuple[Any, ...], _Row] = {}
     for raw in raws:
-        key = _key(raw)
-        hour = hours.get(key)
-        if hour is None:
-            hour = hours[key] = _start(raw)
-        hour.add(raw)
-    return hours
+        key = _key(raw, level)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = _start(raw)
+        row.add(raw)
+    return rows
 
 
-def rebuild(conn: Connection, ph: str, batch: int = 500) -> None:
-    """Recompute the whole rollup from ``samples``, a day of samples at a time (a day is whole hours)."""
-    conn.execute("DELETE FROM sample_hours")
+def rebuild(conn: Connection, ph: str, levels: Sequence[Level] = LEVELS, batch: int = 500) -> None:
+    """Recompute the levels' rollups from ``samples``, a day of samples at a time (whole hours and a whole day)."""
+    for level in levels:
+        conn.execute(f"DELETE FROM {level.table}")  # noqa: S608
     published = "FROM samples WHERE published = 1"
     nxt = f"SELECT MIN(started_at) {published} AND started_at >= {ph}"
     day = f"SELECT {RAW} {published} AND started_at >= {ph} AND started_at < {ph}"
     at = conn.execute(f"SELECT MIN(started_at) {published}").fetchone()[0]
     while at is not None:
-        start = float(hour_of(at) * HOUR)
-        end = start + 24 * HOUR
-        rows = [h.row(k) for k, h in fold(conn.execute(day, (start, end)).fetchall()).items()]
-        for i in range(0, len(rows), batch):
-            chunk = rows[i : i + batch]
-            conn.execute(_insert(ph, len(chunk)), [v for r in chunk for v in r])
+        start = float(day_of(at) * DAY)
+        end = start + DAY
+        raws = conn.execute(day, (start, end)).fetchall()
+        for level in levels:
+            rows = [r.row(k) for k, r in fold(raws, level).items()]
+            for i in range(0, len(rows), batch):
+                chunk = rows[i : i + batch]
+                conn.execute(_insert(level, ph, len(chunk)), [v for r in chunk for v in r])
         at = conn.execute(nxt, (end,)).fetchone()[0]
+
+
+def rebuild_hours(conn: Connection, ph: str) -> None:
+    """Migration 6: the hourly rollup alone (the daily one came later)."""
+    rebuild(conn, ph, (HOURS,))
+
+
+def rebuild_days(conn: Connection, ph: str) -> None:
+    """Migration 7: the daily rollup, from the samples (the hourly one is already right)."""
+    rebuild(conn, ph, (DAYS,))

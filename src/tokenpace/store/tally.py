@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenpace.measure.stats import Figure, figure
+from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.store.rollup import UNKNOWN, decode
 
 
@@ -78,14 +78,14 @@ class Tally:
         return self.ok if include_bound else self.ok - self.bound_ok
 
     def figures(self, include_bound: bool) -> list[Figure]:
-        """Each metric's Figure over the values that count, sorted once (percentile then finds them in order)."""
+        """Each metric's Figure over the values that count, sorted once (stats.figure_sorted)."""
         found = []
         for i in range(len(self.values)):
             texts = self.texts[i] + self.bound_texts[i] if include_bound else self.texts[i]
             values = decode("".join(texts))
             values += self.values[i] + self.bound_values[i] if include_bound else self.values[i]
             values.sort()
-            found.append(figure(values))
+            found.append(figure_sorted(values))
         return found
 
 

@@ -28,7 +28,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, success_rate
 from tokenpace.store.database import Store, epoch, utc
-from tokenpace.store.rollup import HOUR, RAW, hour_of
+from tokenpace.store.rollup import HOUR, RAW, cover
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures, columns of ``samples``
 from tokenpace.store.tally import Tally, tally
 
@@ -137,26 +137,24 @@ def _selects(
     where: Select = ("", []),
     group: str = "",
 ) -> tuple[list[Select], list[Select]]:
-    """Per span: a SELECT of ``columns[0]`` from the rollup's whole hours [h0, h1) inside (now - span, now], and
+    """Per span: SELECTs of ``columns[0]`` from the rollup's whole days and hours inside (now - span, now], and
     SELECTs of ``columns[1]`` from the published samples of its two edges, each one indexed range of started_at.
 
     The edges are the part of the first hour after now - span and the hour holding now (which may hold samples
-    after now): a sample is in exactly one of them or in a whole hour, as rollup.hour_of places it.
+    after now): a sample is in exactly one of them or in a whole day or hour, as rollup.cover places it.
     """
-    hours, raws = [], []
+    units, raws = [], []
     for span, condition, params in _spans(window, long_workloads, workload):
-        low = now - span
-        h0, h1 = hour_of(low) + 1, hour_of(now)
-        edges = [(">", low, "<=", now)]
-        if h0 < h1:
-            hours_sql = f"SELECT {columns[0]} FROM sample_hours WHERE hour >= ? AND hour < ?{condition}{where[0]}"  # noqa: S608
-            hours.append((hours_sql + group, [h0, h1, *params, *where[1]]))
-            edges = [(">", low, "<", float(h0 * HOUR)), (">=", float(h1 * HOUR), "<=", now)]
-        for above, start, below, end in edges:
+        ranges, edges = cover(now - span, now)
+        for level, first, end in ranges:
+            table, unit = level.table, level.unit
+            sql = f"SELECT {columns[0]} FROM {table} WHERE {unit} >= ? AND {unit} < ?{condition}{where[0]}{group}"  # noqa: S608
+            units.append((sql, [first, end, *params, *where[1]]))
+        for above, start, below, stop in edges:
             raw = f"SELECT {columns[1]} FROM samples WHERE published = 1"  # noqa: S608
             range_ = f" AND started_at {above} ? AND started_at {below} ?"
-            raws.append((f"{raw}{range_}{condition}{where[0]}", [start, end, *params, *where[1]]))
-    return hours, raws
+            raws.append((f"{raw}{range_}{condition}{where[0]}", [start, stop, *params, *where[1]]))
+    return units, raws
 
 
 def _union(selects: list[Select], union: str = "UNION ALL") -> Select:
