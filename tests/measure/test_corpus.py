@@ -10,7 +10,7 @@ import pytest
 from tests.measure.test_prompts import text_of
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
-from tokenpace.measure.corpus import default_corpus, html_text, load_corpus
+from tokenpace.measure.corpus import Document, default_corpus, html_text, load_corpus
 from tokenpace.measure.prompts import build_prompt
 from tokenpace.measure.tokens import count_tokens
 
@@ -61,3 +61,15 @@ def test_corpus_folder_without_documents_is_a_config_error(tmp_path: Path, setup
         load_corpus(folder)
     message = str(info.value)
     assert message.startswith(f"{folder}: ") and "\n" not in message and ".txt" in message
+
+
+def test_tokenize_reads_every_document_once_so_prompts_later_tokenize_nothing() -> None:
+    from tokenpace.measure import corpus
+
+    docs = tuple(Document(f"d{i}", f"A document of its own, number {i}. " * 40) for i in range(5))
+    before = corpus._offsets.cache_info()
+    corpus.tokenize(docs)
+    after = corpus._offsets.cache_info()
+    assert after.misses - before.misses == 5  # each document tokenized now
+    build_prompt(Workload("w", 50, input_tokens=400), 1, docs)
+    assert corpus._offsets.cache_info().misses == after.misses  # and never again for a prompt

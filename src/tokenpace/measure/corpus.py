@@ -124,6 +124,12 @@ def _offsets(text: str) -> array.array[int]:
     return array.array("I", [*starts, len(text)])
 
 
+def tokenize(corpus: Corpus) -> None:
+    """Tokenize every document now (cached for the process), so that no prompt built later pays for it."""
+    for doc in corpus:
+        _offsets(doc.text)
+
+
 def token_length(text: str) -> int:
     """o200k_base tokens in ``text`` (cached: a corpus is tokenized once per process)."""
     return len(_offsets(text)) - 1

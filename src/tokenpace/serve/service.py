@@ -24,7 +24,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from tokenpace.config.settings import ScheduleSettings
 from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.measure import tokens
 from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.corpus import Corpus, load_corpus
+from tokenpace.measure.corpus import Corpus, default_corpus, load_corpus, tokenize
 from tokenpace.measure.prompts import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.sampler import Sampler
@@ -129,14 +129,16 @@ async def _start_simulators(cfg: Config, stack: contextlib.AsyncExitStack) -> li
     ]
 
 
-def _warm(jobs: list[cadence.Job], corpus: Corpus | None) -> None:
-    """Load, once and before the sampler starts, what the first runs would otherwise load while others are timed.
+def warm(jobs: Sequence[cadence.Job], corpus: Corpus | None) -> None:
+    """Load, once and before the sampler starts, what runs would otherwise load while others are timed.
 
-    The vocabulary (a second), the corpus's token counts, Pillow and its font (the vision chart): loaded by the
-    first runs, they would hold the interpreter while runs started beside them are timed, and those samples
-    would be flagged client-bound, honestly but for tokenpace's own start-up.
+    The vocabulary (a second), every document's tokens (tiktoken's offsets are Python: a document met for the
+    first time cost a run ~0.1 s of the interpreter), Pillow and its font (the vision chart): loaded by runs,
+    they would hold the interpreter while runs beside them are timed, and those samples would be flagged
+    client-bound, honestly but for tokenpace's own work.
     """
     tokens.preload()
+    tokenize(default_corpus() if corpus is None else corpus)
     for workload in {job.workload.name: job.workload for job in jobs}.values():
         build_prompt(workload, 0, corpus)
 
@@ -157,7 +159,7 @@ async def serve(
             e.api_key()  # a missing key variable is one line now, not a column of failed samples later
         jobs = cadence.jobs(cfg, endpoints)
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
-        await loop.run_in_executor(None, _warm, jobs, corpus)
+        await loop.run_in_executor(None, warm, jobs, corpus)
         sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
         app = create_app(store, cfg, status=sampler.status)
         server = _Server(server_config(app))
