@@ -156,5 +156,25 @@ def test_overlapping_runs_collect_garbage_at_bounded_intervals(monkeypatch: pyte
     assert gc.isenabled()
 
 
+def test_a_run_collects_the_whole_heap_at_most_every_quiet_max_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full collection on the way in is a pause the loop pays (the board's readers too): young ones suffice."""
+    calls: list[int] = []
+    collect = gc.collect
+
+    def counted(generation: int = 2) -> int:
+        calls.append(generation)
+        return collect(generation)
+
+    monkeypatch.setattr(gc, "collect", counted)
+    monkeypatch.setattr(run, "_full_at", time.monotonic())  # a full collection just happened
+    with run._quiet_interpreter():
+        pass
+    monkeypatch.setattr(run, "_full_at", time.monotonic() - run.QUIET_MAX_S - 1)
+    for _ in range(2):
+        with run._quiet_interpreter():
+            pass
+    assert calls == [1, 2, 1] and gc.isenabled()
+
+
 class Node:
     me: object = None

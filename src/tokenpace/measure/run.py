@@ -44,6 +44,7 @@ _quiet_lock = threading.Lock()
 _quiet_runs = 0  # runs overlap under `tokenpace serve`: the first one in quiets, the last one out restores
 _quiet_restore: tuple[bool, float] = (True, 0.005)
 _quiet_since = 0.0  # time.monotonic() of the last collection while quiet
+_full_at = 0.0  # time.monotonic() of the last full collection on the way in
 
 
 @contextlib.contextmanager
@@ -55,12 +56,18 @@ def _quiet_interpreter() -> Iterator[None]:
     the decoder thread hand the GIL back within a fraction of a millisecond when bytes arrive (default 5 ms).
     Under serve, overlapping runs could keep collection off for good: a run that enters after more than
     QUIET_MAX_S without one collects first, one bounded pause every five minutes at worst rather than
-    unbounded memory.
+    unbounded memory. On the way in, only the young generations are collected unless a full collection is
+    QUIET_MAX_S old: under serve a full one walks the whole heap (pages and rows kept for readers), a pause of
+    tens of milliseconds on the loop that serves the board and times the runs already in flight elsewhere.
     """
-    global _quiet_runs, _quiet_restore, _quiet_since
+    global _quiet_runs, _quiet_restore, _quiet_since, _full_at
     with _quiet_lock:
         if _quiet_runs == 0:
-            gc.collect()
+            if time.monotonic() - _full_at > QUIET_MAX_S:
+                gc.collect()
+                _full_at = time.monotonic()
+            else:
+                gc.collect(1)
             _quiet_restore = (gc.isenabled(), sys.getswitchinterval())
             gc.disable()
             sys.setswitchinterval(DECODER_SWITCH_INTERVAL_S)
