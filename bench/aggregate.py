@@ -100,6 +100,7 @@ def fill_pg(url: str, count: int, now: float) -> None:
         # What autovacuum gives a long-running database: statistics, and the visibility map index-only scans need.
         conn.execute("VACUUM ANALYZE samples")
         conn.execute("VACUUM ANALYZE sample_hours")
+        conn.execute("VACUUM ANALYZE sample_quarters")
         conn.execute("VACUUM ANALYZE sample_days")
 
 

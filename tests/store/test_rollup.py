@@ -83,16 +83,16 @@ def assert_rollup_right(url: str, published: int) -> None:
         found = kept(url, level)
         assert found == rebuilt(url, level), level.table
         assert sum(v[0] for v in found.values()) == published, level.table
-    days: dict[tuple[Any, ...], list[Any]] = {}
-    for key, hour in kept(url).items():
-        day = days.setdefault((*key[:4], key[4] // 24, key[5]), [0, 0, 0, [], [], [], []])
-        for i in range(3):
-            day[i] += hour[i]
-        for i in range(4):
-            day[3 + i] = sorted(day[3 + i] + hour[7 + i])
-    assert {k: (*v[:3], *v[3:]) for k, v in days.items()} == {
-        k: (*v[:3], *v[7:]) for k, v in kept(url, rollup.DAYS).items()
-    }
+    for level in rollup.LEVELS[1:]:  # a quarter or a day is its hours summed
+        per = level.seconds // rollup.HOUR
+        units: dict[tuple[Any, ...], list[Any]] = {}
+        for key, hour in kept(url).items():
+            unit = units.setdefault((*key[:4], key[4] // per, key[5]), [0, 0, 0, [], [], [], []])
+            for i in range(3):
+                unit[i] += hour[i]
+            for i in range(4):
+                unit[3 + i] = sorted(unit[3 + i] + hour[7 + i])
+        assert units == {k: [*v[:3], *v[7:]] for k, v in kept(url, level).items()}, level.table
 
 
 def sample(endpoint: Endpoint, at: datetime, rng: random.Random, workload: str = "1k") -> Sample:
@@ -265,6 +265,8 @@ def test_cover_tiles_the_span_with_days_hours_and_two_raw_edges() -> None:
         h0, h1 = rollup.hour_of(low) + 1, rollup.hour_of(now)
         assert hours == Counter(range(h0, h1)), (low, now)
         assert sum(level is rollup.DAYS for level, _, _ in ranges) <= 1
+        assert all(-(-a // 6) * 6 + 6 > b for level, a, b in ranges if level is rollup.HOURS)  # no whole quarter
+        assert sum(level is rollup.QUARTERS for level, _, _ in ranges) <= 2  # one each side of the days
         if h0 < h1:
             assert edges == [(">", low, "<", float(h0 * hour)), (">=", float(h1 * hour), "<=", now)]
             whole = [(a, b) for level, a, b in ranges if level is rollup.DAYS]

@@ -152,4 +152,12 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             rollup.rebuild_days,
         ),
     ),
+    (
+        8,
+        (
+            # The 6-hour rollup (rollup.py): a window's day edges read a few quarters and hours, not 23 hours.
+            *rollup.QUARTERS.schema(),
+            rollup.rebuild_quarters,
+        ),
+    ),
 )

@@ -9,10 +9,11 @@ each metric's values themselves, NULLs skipped, as text: 16 hex digits per value
 ~200,000 values in a few milliseconds (:func:`decode`; ``float()`` of decimal text took ten times as long).
 ``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`Level` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
-per endpoint. So a window's whole days and hours are a handful of rows per endpoint, and its percentiles stay
+per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
+2 quarters each. So a window's whole days and hours are a handful of rows per endpoint, and its percentiles stay
 exact: the values are all there, only grouped.
 
-The single writer keeps both in the transaction that inserts the sample (:func:`add`, an upsert per level whose
+The single writer keeps every level in the transaction that inserts the sample (:func:`add`, an upsert per level whose
 text columns grow by concatenation, ``||`` in both databases); :func:`rebuild` recomputes them from ``samples``,
 as the migrations that created them did and as a migration that changes samples must (the tests check that a
 rebuild equals what the writer kept). Hours and days are exact: :func:`hour_of` gives h with
@@ -97,8 +98,9 @@ class Level:
 
 
 HOURS = Level("sample_hours", "hour", HOUR)
+QUARTERS = Level("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
 DAYS = Level("sample_days", "day", DAY)
-LEVELS = (HOURS, DAYS)
+LEVELS = (HOURS, QUARTERS, DAYS)
 SCHEMA = HOURS.schema()  # migration 6
 _INDEX = {c: i for i, c in enumerate(SAMPLE_COLUMNS)}
 _PICK = tuple(_INDEX[c.strip()] for c in RAW.split(","))
@@ -123,23 +125,31 @@ Range = tuple[Level, int, int]  # a level's units [first, end)
 Edge = tuple[str, float, str, float]  # started_at above (">" or ">=") a time and below ("<" or "<=") another
 
 
-def cover(low: float, now: float) -> tuple[list[Range], list[Edge]]:
-    """The span (low, now] as whole days and hours of the rollup and at most two raw edges, each sample in one.
+def _tile(h0: int, h1: int, levels: Sequence[Level]) -> list[Range]:
+    """The whole hours [h0, h1) as the coarsest level's whole units, the rest from finer levels at both ends."""
+    level, finer = levels[-1], levels[:-1]
+    if not finer:
+        return [(level, h0, h1)] if h0 < h1 else []
+    per = level.seconds // HOUR
+    first, end = -(-h0 // per), h1 // per
+    if first >= end:
+        return _tile(h0, h1, finer)
+    return [*_tile(h0, first * per, finer), (level, first, end), *_tile(end * per, h1, finer)]
 
-    The whole hours are [h0, h1), h0 the hour after low's and h1 now's; of them the whole days [d0, d1) come from
-    ``sample_days`` and the hours before and after from ``sample_hours``. The edges are the part of low's hour
-    after low and now's hour up to now (which may hold samples after now, so it is never read from the rollup).
+
+def cover(low: float, now: float) -> tuple[list[Range], list[Edge]]:
+    """The span (low, now] as whole days, quarters and hours of the rollup and at most two raw edges, each
+    sample in one.
+
+    The whole hours are [h0, h1), h0 the hour after low's and h1 now's; of them the whole days come from
+    ``sample_days``, the whole quarters (6 h) before and after them from ``sample_quarters``, and the hours left
+    at both ends from ``sample_hours``. The edges are the part of low's hour after low and now's hour up to now
+    (which may hold samples after now, so it is never read from the rollup).
     """
     h0, h1 = hour_of(low) + 1, hour_of(now)
     if h0 >= h1:
         return [], [(">", low, "<=", now)]
-    edges = [(">", low, "<", float(h0 * HOUR)), (">=", float(h1 * HOUR), "<=", now)]
-    per = DAY // HOUR
-    d0, d1 = -(-h0 // per), h1 // per
-    if d0 >= d1:
-        return [(HOURS, h0, h1)], edges
-    ranges = [(HOURS, h0, d0 * per), (DAYS, d0, d1), (HOURS, d1 * per, h1)]
-    return [r for r in ranges if r[1] < r[2]], edges
+    return _tile(h0, h1, LEVELS), [(">", low, "<", float(h0 * HOUR)), (">=", float(h1 * HOUR), "<=", now)]
 
 
 def encode(value: float) -> str:
@@ -269,3 +279,8 @@ def rebuild_hours(conn: Connection, ph: str) -> None:
 def rebuild_days(conn: Connection, ph: str) -> None:
     """Migration 7: the daily rollup, from the samples (the hourly one is already right)."""
     rebuild(conn, ph, (DAYS,))
+
+
+def rebuild_quarters(conn: Connection, ph: str) -> None:
+    """Migration 8: the 6-hour rollup, from the samples (the others are already right)."""
+    rebuild(conn, ph, (QUARTERS,))
