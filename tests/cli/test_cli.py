@@ -183,3 +183,27 @@ def test_sim_in_any_protocol(tmp_path: Path, protocol: str) -> None:
     assert json.loads(result.stdout)["endpoints"][0]["ok"] == 2
     with open_store(str(tmp_path / "t.db")) as store:
         assert {s.endpoint.protocol for s in store.samples()} == {protocol}
+
+
+def test_leaderboard_client_bound_option_is_the_pages_parameter(tmp_path: Path) -> None:
+    """The fastest row here was timed while the client lagged: ranked only with --client-bound include."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.store.test_windows import CEREBRAS, GROQ, put, put_as
+
+    db, now = str(tmp_path / "t.db"), datetime.now(UTC)
+    with open_store(db) as store:
+        for i in range(3):
+            put(store, GROQ, now - timedelta(hours=i + 1), ttft_ms=100)
+            put_as(store, CEREBRAS, now - timedelta(hours=i + 1), ttft_ms=5, client_bound=True)
+        store.flush()
+
+    def first(*extra: str) -> tuple[str, int | None]:
+        result = CliRunner().invoke(main, ["leaderboard", "--db", db, "--sort", "ttft", "--json", *extra])
+        assert result.exit_code == 0, result.output
+        top = json.loads(result.stdout)["entries"][0]
+        return top["name"], top["rank"]
+
+    assert first() == ("groq:free/llama", 1)
+    assert first("--client-bound", "include") == ("cerebras/llama", 1)
+    assert "client-bound" in CliRunner().invoke(main, ["leaderboard", "--help"]).output

@@ -212,6 +212,8 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
               type=click.Choice(["speed", "ttft", "e2e", "success", "samples", "name"]))  # fmt: skip
 @click.option("--order", type=click.Choice(["asc", "desc"]), help="Default: the column's natural order.")
 @click.option("--min-samples", type=click.IntRange(min=0), help="Rank only with this many (default: the config's, 3).")
+@click.option("--client-bound", default="exclude", show_default=True, type=click.Choice(["exclude", "include"]),
+              help="include: figures also from samples timed while the client lagged.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON (as /leaderboard.json).")
 def leaderboard_command(
     config_path: Path | None,
@@ -223,6 +225,7 @@ def leaderboard_command(
     sort: str,
     order: str | None,
     min_samples: int | None,
+    client_bound: str,
     as_json: bool,
 ) -> None:
     """Print the leaderboard from the store: the same table, sorting and filters as the web page.
@@ -241,6 +244,7 @@ def leaderboard_command(
     cfg = endpoints.load(config_path) if config_path is not None else endpoints.Config()
     rules = ranking.rules(cfg, sampler.jobs(cfg, cfg.endpoints))
     given = {"window": window, "workload": workload, "sort": sort, "provider": provider, "plan": plan, "order": order}
+    given |= {"client_bound": client_bound}
     given |= {"min_samples": str(min_samples)} if min_samples is not None else {}
     query = ranking.Query.from_params(
         {k: v for k, v in given.items() if v}, min_samples=rules.min_samples, workload=rules.workload
