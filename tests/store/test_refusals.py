@@ -128,7 +128,8 @@ def test_a_row_refused_for_its_data_is_rescued_and_later_writes_go_through(
         with pytest.raises(StoreError, match=r"written to .*rescued\.jsonl") as err:
             store.flush()
         assert "\n" not in str(err.value)
-        assert store.unsaved == [] and health(store, None, datetime.now(UTC))[0]
+        ok, facts = health(store, None, datetime.now(UTC))
+        assert ok and store.unsaved == [] and facts["store"]["rescued"] == 1  # well, and says one went aside
         store.add_sample(later)
         store.flush()
         assert [s.id for s in store.samples()] == [sample.id, later.id]

@@ -234,7 +234,7 @@ def test_health_and_metrics(client: TestClient, filled: tuple[Store, Fleet]) -> 
     health = client.get("/health").json()
     count = store.query("SELECT COUNT(*) FROM samples")[0][0]
     assert health["ok"] is True and health["store"] == {
-        "reachable": True, "samples": count, "unsaved": 0,
+        "reachable": True, "samples": count, "unsaved": 0, "rescued": 0,
         "last_sample_age_s": pytest.approx(health["store"]["last_sample_age_s"]),
     }  # fmt: skip
     assert 0 <= health["store"]["last_sample_age_s"] < 600 and health["scheduler"]["running"] is False
@@ -292,6 +292,7 @@ def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> Non
         assert metrics["tokenpace_budget_skipped_runs"].samples[0].value >= 1
         health = c.get("/health").json()
         assert health["scheduler"]["running"] is True and health["scheduler"]["jobs"] == 1
+        assert health["scheduler"]["failures"] == 0
         due = c.get("/methodology.json").json()["jobs"]
         assert all(j["next_due"] is not None for j in due)
 
@@ -329,7 +330,7 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
         assert "No samples of this endpoint" in c.get(endpoint_path("fastco", "default", "sim-fast")).text
         assert c.get("/methodology").status_code == 200 and c.get("/metrics").status_code == 200
         assert c.get("/health").json()["store"] == {
-            "reachable": True, "samples": 0, "last_sample_age_s": None, "unsaved": 0
+            "reachable": True, "samples": 0, "last_sample_age_s": None, "unsaved": 0, "rescued": 0
         }  # fmt: skip
         store.close()
         r = c.get("/health")

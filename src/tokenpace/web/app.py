@@ -188,7 +188,8 @@ def _health(request: Request) -> Response:
     if site.status is not None:
         st = site.status()
         jobs = {"jobs": len(st.jobs), "jobs_running": sum(j.running for j in st.jobs)}
-        scheduler = {"running": True, "started_at": st.started_at.isoformat(), **jobs}
+        # failures: exceptions the sampler caught, logged and survived (a bug or a store read): worth a look.
+        scheduler = {"running": True, "started_at": st.started_at.isoformat(), **jobs, "failures": st.failures}
     ok, facts = ops.health(site.store, scheduler, site.now())
     return JSONResponse(facts, 200 if ok else 503)
 

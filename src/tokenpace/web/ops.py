@@ -94,5 +94,6 @@ def health(store: Store, scheduler: Mapping[str, Any] | None, now: datetime) -> 
         facts["store"] = {"reachable": True, "samples": held.samples, "last_sample_age_s": age}
     # Samples whose write failed are held in memory, not lost, but a store that refuses writes is not well.
     facts["store"]["unsaved"] = len(store.unsaved)
+    facts["store"]["rescued"] = len(store.rescued)  # refused for their data, kept in the rescue file: not lost
     ok = facts["store"]["reachable"] and not store.unsaved and (scheduler is None or bool(scheduler.get("running")))
     return ok, {"ok": ok, **facts}
