@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +16,7 @@ import openai
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.conftest import SimThread, free_port
+from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.cli import main
 from tokenpace.store.database import open_store
@@ -146,19 +146,18 @@ def test_api_key_never_leaks(
 
 
 def test_sim_command_serves_the_official_openai_client(tmp_path: Path) -> None:
-    port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenpace", "sim", "--port", str(port), "--ttft-ms", "10", "--tokens-per-s", "500",
+        [sys.executable, "-m", "tokenpace", "sim", "--port", "0", "--ttft-ms", "10", "--tokens-per-s", "500",
          "--output-tokens", "20"],
-        stderr=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert proc.stderr is not None
+        said = proc.stderr.readline()  # written once the port is bound: --port 0 names the one it took
+        found = re.search(r"tokenpace sim on (http://127\.0\.0\.1:(\d+)/v1) ", said)
+        assert found and int(found.group(2)) > 0, said
+        port = int(found.group(2))
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
         stream = client.chat.completions.create(
             model="sim", messages=[{"role": "user", "content": "hi"}], stream=True,

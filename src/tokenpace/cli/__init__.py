@@ -134,9 +134,12 @@ def sim_command(
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:
         raise ConfigError(f"--api-key-env: environment variable {api_key_env} is not set")
-    err.print(f"tokenpace sim on http://{host}:{port}/v1 (TTFT {ttft_ms:g} ms, {tokens_per_s:g} tok/s; Ctrl-C to stop)")
+
+    def bound(url: str) -> None:  # the port actually bound: --port 0 takes any free one
+        err.print(f"tokenpace sim on {url} (TTFT {ttft_ms:g} ms, {tokens_per_s:g} tok/s; Ctrl-C to stop)")
+
     with contextlib.suppress(KeyboardInterrupt):
-        run_async(lambda: sim.serve_forever(sim.Simulator(scenario, api_key=key), host, port))
+        run_async(lambda: sim.serve_forever(sim.Simulator(scenario, api_key=key), host, port, bound))
 
 
 @main.command("serve")

@@ -178,7 +178,9 @@ async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0) -> Async
         await runner.cleanup()
 
 
-async def serve_forever(sim: Simulator, host: str, port: int) -> None:
-    """Serve until cancelled (the ``tokenpace sim`` command); prints nothing, the caller does."""
-    async with serve(sim, host, port):
+async def serve_forever(sim: Simulator, host: str, port: int, ready: Callable[[str], None] | None = None) -> None:
+    """Serve until cancelled (the ``tokenpace sim`` command), telling ``ready`` the base URL actually bound."""
+    async with serve(sim, host, port) as url:
+        if ready is not None:
+            ready(url)
         await asyncio.Event().wait()
