@@ -216,7 +216,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
 @click.option("--order", type=click.Choice(["asc", "desc"]), help="Default: the column's natural order.")
 @click.option("--min-samples", type=click.IntRange(min=0), help="Rank only with this many (default: the config's, 3).")
 @click.option("--client-bound", default="exclude", show_default=True, type=click.Choice(["exclude", "include"]),
-              help="include: figures also from samples timed while the client lagged.")  # fmt: skip
+              help="include: figures also of samples timed while the client lagged.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON (as /leaderboard.json).")
 def leaderboard_command(
     config_path: Path | None,
