@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.store.test_database import ENDPOINT, MS, PG, T0, failed_sample, ok_sample, raw, run_record
+from tests.store.test_database import ENDPOINT, MS, T0, failed_sample, ok_sample, raw, run_record
 from tokenpace.cli import main
 from tokenpace.config.settings import Spend
 from tokenpace.errors import StoreError
@@ -29,8 +29,6 @@ from tokenpace.store.database import open_store
 from tokenpace.store.export import write_samples
 from tokenpace.store.refusals import INT_MAX, INT_MIN, column_types
 from tokenpace.web.ops import health
-
-__all__ = ["PG"]  # the PostgreSQL server these tests need, as test_store names it
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
