@@ -47,7 +47,6 @@ def take(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tokenpace import sim
-    from tokenpace.measure.clients import protocol_for
     from tokenpace.measure.run import Refusals, run_workload
 
     command = _safe_command(sys.argv[1:], store.url)
@@ -74,15 +73,7 @@ def take(
             progress.advance(task)
 
         async with contextlib.AsyncExitStack() as stack:
-            roots = {p: await stack.enter_async_context(sim.serve(sim.Simulator(sc))) for p, sc in scenarios.items()}
-            targets = [
-                dataclasses.replace(
-                    e, base_url=roots[e.provider].removesuffix("/v1") + protocol_for(e.protocol).default_base
-                )
-                if e.simulated
-                else e
-                for e in chosen
-            ]
+            targets = await sim.started_for(chosen, scenarios, stack)
             # What endpoints refuse is learnt for this command only: the next one asks afresh.
             return await run_workload(targets, workload, options, store, keep, command, texts, refusals=Refusals())
 

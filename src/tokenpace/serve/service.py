@@ -32,11 +32,10 @@ import uvicorn
 
 from tokenpace import sim
 from tokenpace.config import endpoints
-from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.endpoints import Config
 from tokenpace.config.settings import ScheduleSettings
 from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.measure import tokens
-from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.corpus import Corpus, default_corpus, load_corpus, tokenize
 from tokenpace.measure.prompts import build_prompt
 from tokenpace.schedule import cadence
@@ -115,20 +114,6 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def _start_simulators(cfg: Config, stack: contextlib.AsyncExitStack) -> list[Endpoint]:
-    """The config's endpoints, simulated ones pointed at a simulator started for their provider."""
-    roots: dict[str, str] = {}
-    for provider, scenario in sim.scenarios(cfg).items():
-        url = await stack.enter_async_context(sim.serve(sim.Simulator(scenario)))
-        roots[provider] = url.removesuffix("/v1")
-    return [
-        dataclasses.replace(e, base_url=roots[e.provider] + protocol_for(e.protocol).default_base)
-        if e.provider in roots
-        else e
-        for e in cfg.endpoints
-    ]
-
-
 def warm(jobs: Sequence[cadence.Job], corpus: Corpus | None) -> None:
     """Load, once and before the sampler starts, what runs would otherwise load while others are timed.
 
@@ -154,7 +139,7 @@ async def serve(
     """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM."""
     loop = asyncio.get_running_loop()
     async with contextlib.AsyncExitStack() as stack:
-        endpoints = await _start_simulators(cfg, stack)
+        endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
         for e in endpoints:
             e.api_key()  # a missing key variable is one line now, not a column of failed samples later
         jobs = cadence.jobs(cfg, endpoints)

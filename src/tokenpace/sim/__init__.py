@@ -35,7 +35,7 @@ equals the output tokens the simulator reports.
 """
 
 from tokenpace.sim.scenario import ERRORS, NON_ASCII_WORDS, WORDS, Scenario, Truth, scenarios
-from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever
+from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever, started_for
 
 __all__ = [
     "ERRORS",
@@ -49,4 +49,5 @@ __all__ = [
     "scenarios",
     "serve",
     "serve_forever",
+    "started_for",
 ]

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from tokenpace.errors import SimulatorError
+from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim.anthropic import Anthropic
 from tokenpace.sim.gemini import Gemini
@@ -27,6 +29,9 @@ from tokenpace.sim.openai_responses import Responses
 from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import Call, complete, reply_at_once, stream
 from tokenpace.sim.wire import Reply, Wire, dumps
+
+if TYPE_CHECKING:
+    from tokenpace.config.endpoints import Endpoint
 
 WIRES: tuple[type[Wire], ...] = (Chat, Completions, Responses, Anthropic, Ollama, Gemini)
 SIMULATOR_HEADER = "X-Tokenpace-Simulator"
@@ -184,3 +189,19 @@ async def serve_forever(sim: Simulator, host: str, port: int, ready: Callable[[s
         if ready is not None:
             ready(url)
         await asyncio.Event().wait()
+
+
+async def started_for(
+    endpoints: Sequence[Endpoint], scenarios: Mapping[str, Scenario], stack: contextlib.AsyncExitStack
+) -> list[Endpoint]:
+    """The endpoints, each simulated one whose provider has a scenario pointed at a simulator started for that
+    provider (stopped with ``stack``), at the base URL its protocol takes; the others as they are."""
+    roots = {
+        p: (await stack.enter_async_context(serve(Simulator(sc)))).removesuffix("/v1") for p, sc in scenarios.items()
+    }
+    return [
+        dataclasses.replace(e, base_url=roots[e.provider] + protocol_for(e.protocol).default_base)
+        if e.simulated and e.provider in roots
+        else e
+        for e in endpoints
+    ]
