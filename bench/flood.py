@@ -37,7 +37,6 @@ from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.run import RunOptions, run_workload
-from tokenpace.schedule.cadence import Job
 from tokenpace.serve import service
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
@@ -111,8 +110,9 @@ async def main_async(args: argparse.Namespace, db: Path, port: int) -> None:
     endpoint = Endpoint("truth", "sim", f"http://127.0.0.1:{port}/v1", simulated=True)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     # As serve does before its sampler starts: the vocabulary and every document's tokens loaded, off the loop.
-    jobs = [Job(endpoint, BUILTIN["1k"], args.every, 0.0, 1)]
-    await asyncio.gather(asyncio.to_thread(service.warm, jobs, None), asyncio.sleep(2))  # and the simulator starts
+    await asyncio.gather(
+        asyncio.to_thread(service.warm, [BUILTIN["1k"]], None), asyncio.sleep(2)
+    )  # and the simulator starts
     sampler = asyncio.create_task(sample(endpoint, store, args.every, stop))
     client = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--client", url, "--rate", str(args.rate), "--seconds", str(args.seconds),

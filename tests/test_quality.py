@@ -23,10 +23,3 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_clean(command: list[str]) -> None:
     result = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_public_api_is_honest() -> None:
-    import tokenpace
-
-    for name in tokenpace.__all__:
-        assert hasattr(tokenpace, name), name

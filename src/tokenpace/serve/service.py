@@ -24,7 +24,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from tokenpace import sim
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Config
 from tokenpace.config.settings import ScheduleSettings
+from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.measure import tokens
 from tokenpace.measure.corpus import Corpus, default_corpus, load_corpus, tokenize
@@ -114,7 +115,7 @@ class _Server(uvicorn.Server):
         yield
 
 
-def warm(jobs: Sequence[cadence.Job], corpus: Corpus | None) -> None:
+def warm(workloads: Iterable[Workload], corpus: Corpus | None) -> None:
     """Load, once and before the sampler starts, what runs would otherwise load while others are timed.
 
     The vocabulary (a second), every document's tokens (tiktoken's offsets are Python: a document met for the
@@ -124,7 +125,7 @@ def warm(jobs: Sequence[cadence.Job], corpus: Corpus | None) -> None:
     """
     tokens.preload()
     tokenize(default_corpus() if corpus is None else corpus)
-    for workload in {job.workload.name: job.workload for job in jobs}.values():
+    for workload in {w.name: w for w in workloads}.values():
         build_prompt(workload, 0, corpus)
 
 
@@ -144,7 +145,7 @@ async def serve(
             e.api_key()  # a missing key variable is one line now, not a column of failed samples later
         jobs = cadence.jobs(cfg, endpoints)
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
-        await loop.run_in_executor(None, warm, jobs, corpus)
+        await loop.run_in_executor(None, warm, [job.workload for job in jobs], corpus)
         sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
         app = create_app(store, cfg, status=sampler.status)
         server = _Server(server_config(app))
