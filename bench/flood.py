@@ -2,16 +2,18 @@
 
 The set-up of issue 9's finding (200 page requests/s against 150k samples served 22.6 req/s, p99 61 s, and a
 truth endpoint read TTFT 379 ms against a true 150): a SQLite store with ``--samples`` synthetic samples
-(bench/aggregate.py's bulk fill, rollups rebuilt; issue 10 asks for 1M), the board's web server with the
-service's limits on one event loop with a sampler that measures a simulator (its own process: TTFT 150 ms,
-50 tok/s) every ``--every`` seconds, and a flood client in another process sending ``--rate`` requests/s for
-``--seconds`` over the board's pages:
+(bench/aggregate.py's bulk fill, rollups rebuilt; issue 10 asks for 1M), the board as serve builds it
+(``service.board``: its worker process, its first pages rendered in advance, the service's limits) on one
+event loop with a sampler that measures a simulator (its own process: TTFT 150 ms, 50 tok/s) every ``--every``
+seconds, and a flood client in another process sending ``--rate`` requests/s for ``--seconds`` over eight
+of the board's pages (``--reuse FILE`` keeps the filled store for the next run):
 
-    uv run python bench/flood.py [--samples 1000000] [--rate 200] [--seconds 10]
+    uv run --group dev python bench/flood.py [--samples 1000000] [--rate 200] [--seconds 10] [--reuse FILE]
 
-It prints what the flood got (served req/s, latency percentiles over all of it and over what was sent after
-its first second, when every page's first, cold render is done; each page's first answer; 503s, errors), what
-a cold and a warm ``/`` cost, and what the sampler measured meanwhile against the simulator's truth.
+It prints what the flood got (served req/s, latency percentiles over all of it, over what was sent after its
+first second, when every page's first, cold render is done, and per second; each page's first answer; 503s,
+errors), what the first and a warm ``/`` cost, and what the sampler measured meanwhile against the simulator's
+truth.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +42,6 @@ from tokenpace.measure.metrics import percentile
 from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.serve import service
 from tokenpace.store.database import Store, open_store
-from tokenpace.web import create_app
 
 PAGES = ("/", "/leaderboard.json", "/?sort=ttft", "/?window=24h", "/leaderboard.csv", "/model/model03",
          "/endpoint/provider01/default/model01", "/metrics")  # fmt: skip
@@ -84,10 +86,13 @@ async def flood(url: str, rate: float, seconds: float) -> dict[str, Any]:
         elapsed = time.perf_counter() - start
     ms = sorted(x * 1000 for _, x in latencies)
     later = sorted(x * 1000 for at, x in latencies if at >= 1)  # once the first second's cold renders are done
+    seconds_ms = [sorted(x * 1000 for at, x in latencies if int(at) == n) for n in range(int(seconds))]
+    by_second = [None if (p99 := percentile(ms_n, 99)) is None else round(p99, 1) for ms_n in seconds_ms]
     return {
         "sent": i, "statuses": dict(statuses), "served_per_s": statuses["200"] / elapsed,
         "latency_p50_ms": percentile(ms, 50), "latency_p99_ms": percentile(ms, 99),
         "latency_p99_after_1s_ms": percentile(later, 99), "latency_max_after_1s_ms": later[-1] if later else None,
+        "latency_p99_ms_by_second": by_second,
         "first_answer_ms": first, "cold_root_ms": warm[0], "warm_root_ms_p50": statistics.median(warm[1:]),
     }  # fmt: skip
 
@@ -105,7 +110,8 @@ async def main_async(args: argparse.Namespace, db: Path, port: int) -> None:
     store = open_store(str(db))
     sock = service.listen("127.0.0.1", 0)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = service._Server(service.server_config(create_app(store, Config())))
+    stack = contextlib.AsyncExitStack()
+    server = service._Server(service.server_config(await service.board(store, str(db), Config(), None, stack)))
     stop = asyncio.Event()
     endpoint = Endpoint("truth", "sim", f"http://127.0.0.1:{port}/v1", simulated=True)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
@@ -123,6 +129,7 @@ async def main_async(args: argparse.Namespace, db: Path, port: int) -> None:
     await sampler
     server.should_exit = True
     await serving
+    await stack.aclose()
     store.flush()
     rows = store.query("SELECT ttft_ms, output_speed, client_bound FROM samples WHERE provider = 'truth' AND ok = 1")
     store.close()
@@ -143,6 +150,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0, help="page requests per second")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--every", type=float, default=0.5, help="seconds between truth samples")
+    parser.add_argument("--reuse", type=Path, help="a filled store kept here and copied for each run (made if absent)")
     parser.add_argument("--client", help=argparse.SUPPRESS)  # the flood itself, in its own process
     args = parser.parse_args()
     if args.client:
@@ -151,8 +159,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "flood.db"
         started = time.perf_counter()
-        fill_sqlite(db, args.samples, datetime.now(UTC).timestamp())
-        print(f"{args.samples:,} samples written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        if args.reuse is None or not args.reuse.exists():
+            fill_sqlite(args.reuse or db, args.samples, datetime.now(UTC).timestamp())
+            print(f"{args.samples:,} samples written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        if args.reuse is not None:  # samples hours old still fill the 24 h and 72 h windows
+            shutil.copyfile(args.reuse, db)
         probe = service.listen("127.0.0.1", 0)
         port = probe.getsockname()[1]
         probe.close()

@@ -354,6 +354,24 @@ def test_pages_show_a_sample_as_soon_as_it_is_stored(filled: tuple[Store, Fleet]
         assert (entry["samples"], entry["failures"]) == (1, 1)
 
 
+def test_a_page_past_its_refresh_is_answered_while_the_next_is_rendered(
+    filled: tuple[Store, Fleet], tmp_path: Path
+) -> None:
+    """Under a flood no request waits for a render: the one that starts it gets the last page too."""
+    _, fleet = filled
+    app = create_app(store := open_store(str(tmp_path / "swr.db")), fleet.config, page_refresh_s=1)
+    with store, TestClient(app) as c:
+        assert c.get("/leaderboard.json").json()["entries"] == []
+        store.add_sample(make_sample("run", fleet.slow, "1k", datetime.now(UTC), Timeline(0, None, 1000, ())))
+        store.flush()
+        time.sleep(1.1)  # past its refresh, within twice that
+        assert c.get("/leaderboard.json").json()["entries"] == []  # the last page, while the next is rendered
+        deadline = time.monotonic() + 10
+        while not c.get("/leaderboard.json").json()["entries"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(c.get("/leaderboard.json").json()["entries"]) == 1
+
+
 def test_health_is_not_ok_while_writes_fail(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
     _, fleet = filled
     with open_store(str(tmp_path / "full.db")) as store, TestClient(create_app(store, fleet.config)) as c:
@@ -405,6 +423,17 @@ def test_the_memo_recomputes_once_at_a_time(tmp_path: Path) -> None:
         release.set()
         worker.join(10)
         assert calls == ["slow", "second"] and memo.get("k", lambda: "never") == "second"
+
+
+def test_a_stale_page_is_answered_only_while_it_is_recent(tmp_path: Path) -> None:
+    """So that a flood never waits for a render, and a quiet board's visitor never sees an old page."""
+    with open_store(str(tmp_path / "memo.db")) as store:
+        memo = Memo(store, stale_s=0.5)
+        memo.get("k", lambda: "page")
+        store.writes += 1
+        assert memo.peek("k") is None and memo.peek("k", stale=True) == "page"
+        time.sleep(0.6)
+        assert memo.peek("k", stale=True) is None
 
 
 def test_the_filter_form_keeps_the_sort_and_ranking_minimum(client: TestClient) -> None:

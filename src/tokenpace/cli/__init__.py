@@ -165,7 +165,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     """
     from tokenpace.config import endpoints
     from tokenpace.serve import service  # the web stack loads only for the command that serves it
-    from tokenpace.store.database import open_store
+    from tokenpace.store.database import default_db_path, open_store
 
     # One line per run and per skipped run, so a terminal shows the service at work.
     handler = logging.StreamHandler()
@@ -193,7 +193,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         chosen, notes = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
         for note in notes:
             err.print(note, soft_wrap=True)
-        await service.serve(chosen, store, sock, grace_s=grace, ready=ready)
+        await service.serve(chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready)
 
     try:
         run_async(go)

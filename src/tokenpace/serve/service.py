@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 import uvicorn
+from starlette.applications import Starlette
 
 from tokenpace import sim
 from tokenpace.config import endpoints
@@ -40,13 +41,16 @@ from tokenpace.measure import tokens
 from tokenpace.measure.corpus import Corpus, default_corpus, load_corpus, tokenize
 from tokenpace.measure.prompts import build_prompt
 from tokenpace.schedule import cadence
-from tokenpace.schedule.sampler import Sampler
+from tokenpace.schedule.sampler import Sampler, Status
 from tokenpace.serve import discover
 from tokenpace.store.database import Store
 from tokenpace.web.app import create_app
 from tokenpace.web.limits import BACKLOG, server_options
+from tokenpace.web.site import Site
+from tokenpace.web.worker import fetch
 
 log = logging.getLogger(__name__)
+FIRST_PAGES = ("/", "/leaderboard.json", "/leaderboard.csv", "/metrics")  # rendered before the board answers
 REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in serve)
 
 
@@ -129,15 +133,34 @@ def warm(workloads: Iterable[Workload], corpus: Corpus | None) -> None:
         build_prompt(workload, 0, corpus)
 
 
+async def board(
+    store: Store, store_url: str, cfg: Config, status: Callable[[], Status] | None, stack: contextlib.AsyncExitStack
+) -> Starlette:
+    """The board's app, its pages rendered by a worker process over ``store_url`` (closed with ``stack``).
+
+    The pages most asked for are rendered before it answers anyone: cold, over a million samples, they take
+    about a second between them, and the first visitors would wait that long.
+    """
+    app = create_app(store, cfg, status=status, worker_store=store_url)
+    site: Site = app.state.site
+    if site.worker is not None:
+        stack.callback(site.worker.close)
+    for path in FIRST_PAGES:
+        await fetch(app, path)
+    return app
+
+
 async def serve(
     cfg: Config,
     store: Store,
     sock: socket.socket,
     *,
+    store_url: str,
     grace_s: float = 5.0,
     ready: Callable[[list[cadence.Job]], None] | None = None,
 ) -> None:
-    """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM."""
+    """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM; ``store_url`` opens
+    ``store`` again for the process rendering pages."""
     loop = asyncio.get_running_loop()
     async with contextlib.AsyncExitStack() as stack:
         endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
@@ -147,7 +170,7 @@ async def serve(
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
         await loop.run_in_executor(None, warm, [job.workload for job in jobs], corpus)
         sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
-        app = create_app(store, cfg, status=sampler.status)
+        app = await board(store, store_url, cfg, sampler.status, stack)
         server = _Server(server_config(app))
         if public(sock):
             host, port = sock.getsockname()[:2]

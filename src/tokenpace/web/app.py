@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from tokenpace.board import ranking
 from tokenpace.config.endpoints import Config
-from tokenpace.errors import BadRequest, ConfigError, StoreError
+from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
 from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
@@ -38,6 +38,7 @@ from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
+from tokenpace.web.worker import Call, Worker
 
 CACHE = {"Cache-Control": "public, max-age=86400"}  # plotly.min.js is 4.8 MB: fetch it once a day at most
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
@@ -101,7 +102,7 @@ def _raw_tail(request: Request, prefix: str) -> str:
 
 def _error(request: Request, exc: Exception) -> Response:
     """One line for the user: 400 for a bad parameter, 404, 503 when the store fails; JSON for JSON routes."""
-    code = 400 if isinstance(exc, BadRequest) else 503 if isinstance(exc, StoreError) else 500
+    code = 400 if isinstance(exc, BadRequest) else 503 if isinstance(exc, StoreError | WorkerError) else 500
     message = str(exc)
     if isinstance(exc, HTTPException):
         code, message = exc.status_code, str(exc.detail)
@@ -117,29 +118,62 @@ def _error(request: Request, exc: Exception) -> Response:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+class _Uncached(Exception):  # not an error: a worker's answer that is not a page to keep
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def _in_worker(site: Site, worker: Worker, request: Request) -> Response:
+    """The worker's response to ``request``; one that is not a 200 is answered but not kept."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    status = None if site.status is None else site.status()
+    call = Call(request.url.path, raw, request.scope.get("query_string", b""), site.store.writes, status)
+    rendered = worker.render(call)
+    if rendered.status != 200:
+        raise _Uncached(rendered.response())
+    return rendered.response()
+
+
 def _cached(view: Callable[[Site, Request], Response]) -> Handler:
     """A route whose response is kept per path and parameters read until the store changes (memo.py).
 
-    A warm one is answered on the loop. A cold one is computed on the view pool once per key: requests that
-    arrive meanwhile get the previous response if there is one, else wait for the same computation (so a
-    flood queues no second copy of it behind the first).
+    A warm one is answered on the loop. A cold one is computed once per key on the view pool, or by the
+    worker process when there is one: meanwhile every request, the one that started it included, gets the
+    previous response if it is recent (two page refreshes), else waits for the same computation (so a flood
+    queues no second copy of it behind the first).
     """
     pending: dict[Hashable, asyncio.Future[Response]] = {}
+
+    def compute(site: Site, request: Request) -> Response:
+        if site.worker is not None:
+            return _in_worker(site, site.worker, request)
+        return view(site, request)
+
+    def done(key: Hashable, computed: asyncio.Future[Response]) -> None:
+        pending.pop(key, None)
+        if not computed.cancelled():
+            computed.exception()  # retrieved: a failure nobody waited for is not an asyncio warning
 
     async def handle(request: Request) -> Response:
         site: Site = request.app.state.site
         raw = request.scope.get("raw_path") or request.url.path.encode()
         key = (raw, tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k in READ and v)))
-        computing = pending.get(key)
-        response: Response | None = site.pages.peek(key, stale=computing is not None)
+        response: Response | None = site.pages.peek(key)
         if response is not None:
             return response
+        computing = pending.get(key)
         if computing is None:
             computing = pending[key] = asyncio.ensure_future(
-                site.pool.run(lambda: site.pages.get(key, lambda: view(site, request)))
+                site.pool.run(lambda: site.pages.get(key, lambda: compute(site, request)))
             )
-            computing.add_done_callback(lambda _: pending.pop(key, None))
-        return await asyncio.shield(computing)
+            computing.add_done_callback(lambda computed: done(key, computed))
+        last: Response | None = site.pages.peek(key, stale=True)  # the last answer, while the next is computed
+        if last is not None:
+            return last
+        try:
+            return await asyncio.shield(computing)
+        except _Uncached as answered:
+            return answered.response
 
     return handle
 
@@ -206,13 +240,19 @@ def create_app(
     now: Callable[[], datetime] = _utcnow,
     stale_after: Callable[[EndpointRow], float | None] | None = None,
     page_refresh_s: float = PAGE_REFRESH_S,
+    worker_store: str | None = None,
 ) -> Starlette:
     """The leaderboard app over a store; ``status`` is the running sampler's, when there is one.
 
     Staleness follows the sampler's jobs, or without a sampler the jobs the config describes; ``stale_after``
     replaces that rule. A rendered page stands for ``page_refresh_s`` whatever is stored meanwhile, then
-    until the next sample is stored (a minute at most).
+    until the next sample is stored (a minute at most); until it is twice that old it is still answered while
+    the next one is rendered. With ``worker_store`` (the store's URL, password
+    included) pages are rendered by a worker process over that store (worker.py), and ``now`` and
+    ``stale_after`` must be left as they are: the worker uses the clock and the jobs' own rules.
     """
+    if worker_store is not None and (now is not _utcnow or stale_after is not None):
+        raise ValueError("a worker renders with the clock and the jobs' rules: pass neither now nor stale_after")
     jobs, jobs_problem = _jobs(config, status)
     rules = ranking.rules(config, jobs)
     home = _page(lambda site, request: leaderboard.leaderboard_page(site, _params(request)))
@@ -230,7 +270,7 @@ def create_app(
         Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
         Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
     ]
-    handlers = {exc: _error for exc in (BadRequest, StoreError, HTTPException)}
+    handlers = {exc: _error for exc in (BadRequest, StoreError, WorkerError, HTTPException)}
     app = Starlette(routes=routes, exception_handlers=handlers, middleware=[Middleware(InFlightLimit)])
     app.state.site = Site(
         store=store,
@@ -245,9 +285,12 @@ def create_app(
         jobs_problem=jobs_problem,
         env=render.environment(),
         memo=Memo(store),
-        pages=Memo(store, min_age_s=page_refresh_s),  # apart from memo: pages come and go, the rows they share stay
+        pages=Memo(
+            store, min_age_s=page_refresh_s, stale_s=2 * page_refresh_s
+        ),  # apart from memo: pages come and go, the rows they share stay
         pool=ViewPool(),
         secrets=tuple(ops.secrets(config)),
+        worker=None if worker_store is None else Worker(create_app, worker_store, config, status and status()),
     )
     collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, app.state.site.memo)
     app.state.registry = prom.registry(collector)

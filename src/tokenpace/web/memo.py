@@ -26,22 +26,28 @@ MAX_ITEMS = 256  # distinct queries kept; past that the memo starts over rather 
 class Memo:
     """``get(key, compute)``: the value computed for ``key`` since the store's last write, else a fresh one."""
 
-    def __init__(self, store: Store, max_age_s: float = MAX_AGE_S, min_age_s: float = 0.0) -> None:
+    def __init__(self, store: Store, max_age_s: float = MAX_AGE_S, min_age_s: float = 0.0, stale_s: float = 0.0):
         self._store = store
         self._max_age_s = max_age_s
         self._min_age_s = min_age_s  # younger than this, a value stands even if the store has changed
+        self._stale_s = stale_s  # younger than this, peek(stale=True) answers it while the next is computed
         self._items: dict[Hashable, tuple[int, float, Any]] = {}
         self._computing: set[Hashable] = set()
         self._lock = threading.Lock()  # views run on Starlette's thread pool
 
     def peek(self, key: Hashable, stale: bool = False) -> Any | None:
-        """The value for ``key`` if it is fresh, or the last one while it is recomputed (or ``stale``); else None."""
+        """The value for ``key`` if it is fresh, or the last one while it is recomputed; else None.
+
+        ``stale``: also the last one if it is younger than ``stale_s``, so that no one waits for the next, under
+        a flood, while a quiet board's visitor still waits for the sample stored since a page an hour old.
+        """
         writes = self._store.writes
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
                 return None
-            if self._fresh(hit, writes) or stale or key in self._computing:
+            recent = time.monotonic() - hit[1] < self._stale_s
+            if self._fresh(hit, writes) or (stale and recent) or key in self._computing:
                 return hit[2]
         return None
 

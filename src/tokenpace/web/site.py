@@ -15,6 +15,7 @@ from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.web.limits import ViewPool
 from tokenpace.web.memo import Memo
+from tokenpace.web.worker import Worker
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Site:
     pages: Memo  # rendered responses, per path and parameters
     pool: ViewPool
     secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
+    worker: Worker | None = None  # the process rendering pages, when they are not rendered on pool threads
 
     def scrub(self, text: str | None) -> str | None:
         """``text`` with every known secret replaced by ***."""

@@ -1,0 +1,140 @@
+"""Pages rendered in another process, so that rendering never holds the interpreter the event loop needs.
+
+Under a flood of 200 page requests/s over a million samples (bench/flood.py), views on threads beside the
+event loop held the GIL for the whole of each render: whenever a page's memo expired, requests answered from
+the memo waited behind it (p99 0.2-0.4 s in those seconds), and a sample timed in the same process shared that
+interpreter. In ``tokenpace serve`` views run in a worker process instead: it opens its own store (a reader,
+as any other process would), runs the same app with views on its own threads, and hands back each response
+whole. The serving process keeps the page memo and answers warm pages from it, as before.
+
+What the worker cannot see for itself comes with each request: the serving store's write count (its memos
+expire when a sample is stored) and the sampler's status (budgets, late jobs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message
+
+from tokenpace.config.endpoints import Config
+from tokenpace.errors import WorkerError
+from tokenpace.schedule.sampler import Status
+from tokenpace.store.database import Store, open_store
+
+NICENESS = 10  # rendering is background work: on a busy machine, serving and timing get the CPU first
+# create_app(store, config, *, status, page_refresh_s): passed in, so that this module needs no import of app.py
+AppFactory = Callable[..., ASGIApp]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One GET for the worker: the path as routed and as sent, its query string, and what only we know."""
+
+    path: str
+    raw_path: bytes
+    query_string: bytes
+    writes: int  # the serving store's write count
+    status: Status | None  # the sampler's, when there is one
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """A whole response: status, headers as sent, body."""
+
+    status: int
+    headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+
+    def response(self) -> Response:
+        response = Response(self.body, self.status)
+        response.raw_headers = list(self.headers)
+        return response
+
+
+async def fetch(app: ASGIApp, path: str, raw_path: bytes | None = None, query_string: bytes = b"") -> Rendered:
+    """GET ``path`` from ``app`` in this process, as a server would, and collect the response."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+        "path": path, "raw_path": raw_path or path.encode(), "query_string": query_string, "root_path": "",
+        "headers": [(b"host", b"localhost")], "client": None, "server": None,
+    }  # fmt: skip
+    sent: list[Message] = []
+    done = asyncio.Event()
+
+    async def receive() -> Message:
+        if not sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await done.wait()  # the response is complete: now the client "leaves"
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            done.set()
+
+    try:
+        await app(scope, receive, send)
+    except Exception:  # Starlette has already sent its 500 when it re-raises; else we do
+        if not sent:
+            return Rendered(500, ((b"content-type", b"text/plain; charset=utf-8"),), b"Internal Server Error")
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return Rendered(start["status"], tuple(start.get("headers", ())), body)
+
+
+class Worker:
+    """A process rendering pages with its own store and its own copy of the app; one render at a time."""
+
+    def __init__(self, factory: AppFactory, store_url: str, config: Config, status: Status | None) -> None:
+        self._args = (factory, store_url, config, status)
+        self._lock = threading.Lock()
+        self._pool = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        # spawn, not fork: a fork would copy this process's threads' locks in whatever state they are in.
+        context = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(1, mp_context=context, initializer=_start, initargs=self._args)
+
+    def render(self, call: Call) -> Rendered:
+        """The response to ``call``, blocking (on a view thread); WorkerError if the process died doing it."""
+        pool = self._pool
+        try:
+            return pool.submit(_render, call).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:  # the first to notice starts the next one
+                    self._pool = self._start()
+            raise WorkerError("the process rendering pages stopped; a new one is starting: retry") from None
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
+# In the worker process only: its store, app, event loop and the status the latest call brought.
+_here: dict[str, Any] = {}
+
+
+def _start(factory: AppFactory, store_url: str, config: Config, status: Status | None) -> None:
+    os.nice(NICENESS)
+    store = open_store(store_url)
+    _here.update(store=store, status=status, loop=asyncio.new_event_loop())
+    now_status = (lambda: _here["status"]) if status is not None else None
+    _here["app"] = factory(store, config, status=now_status, page_refresh_s=0.0)
+
+
+def _render(call: Call) -> Rendered:
+    store: Store = _here["store"]
+    store.writes = call.writes  # this process writes nothing: its memos follow the serving store's count
+    _here["status"] = call.status
+    loop: asyncio.AbstractEventLoop = _here["loop"]
+    return loop.run_until_complete(fetch(_here["app"], call.path, call.raw_path, call.query_string))

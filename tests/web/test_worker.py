@@ -1,0 +1,105 @@
+"""Pages rendered by a worker process over its own connection to a real SQLite store, against the same app on
+threads: the same answers, fresh after a write, errors not kept, and a worker that dies replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.webkit import Fleet, filled_store
+from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.sample import make_sample
+from tokenpace.measure.timing import Timeline
+from tokenpace.store.database import Store, open_store
+from tokenpace.web import create_app
+from tokenpace.web.paths import endpoint_path, model_path
+from tokenpace.web.site import Site
+from tokenpace.web.worker import Worker, fetch
+
+# What the clock writes: the two apps render a second apart.
+GENERATED = re.compile(rb'Generated [-0-9]+ [:0-9]+ UTC|\d+ (?:s|min|h) ago|"generated_at":"[^"]*"')
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Fleet]]:
+    store, fleet = filled_store(tmp_path_factory.mktemp("worker") / "worker.db")
+    with store:
+        yield store, fleet
+
+
+def worker_of(client: TestClient) -> Worker:
+    site: Site = client.app.state.site  # type: ignore[attr-defined]
+    assert site.worker is not None
+    return site.worker
+
+
+@pytest.fixture
+def in_worker(filled: tuple[Store, Fleet]) -> Iterator[TestClient]:
+    store, fleet = filled
+    with TestClient(create_app(store, fleet.config, page_refresh_s=0, worker_store=store.url)) as c:
+        yield c
+        worker_of(c).close()
+
+
+def test_the_worker_answers_as_the_threads_do(filled: tuple[Store, Fleet], in_worker: TestClient) -> None:
+    store, fleet = filled
+    paths = [
+        "/", "/leaderboard.json", "/?sort=ttft&order=asc", "/leaderboard.csv?window=24h", "/methodology.json",
+        model_path(fleet.fast.model) + ".json", endpoint_path(fleet.fast.provider, "default", fleet.fast.model),
+        "/endpoint/nobody/default/nothing.json", "/?window=1y", "/model/x%00y",
+    ]  # fmt: skip
+    with TestClient(create_app(store, fleet.config)) as on_threads:
+        for path in paths:
+            want, got = on_threads.get(path), in_worker.get(path)
+            assert (got.status_code, got.headers["content-type"]) == (want.status_code, want.headers["content-type"])
+            assert GENERATED.sub(b"", got.content) == GENERATED.sub(b"", want.content), path
+    assert [in_worker.get(p).status_code for p in paths[-3:]] == [404, 400, 400]  # errors come through as such
+
+
+def test_the_worker_sees_a_sample_as_soon_as_the_serving_store_has_it(
+    filled: tuple[Store, Fleet], tmp_path: Path
+) -> None:
+    """The worker's own connection has nothing to count; the serving store's write count comes with each call."""
+    _, fleet = filled
+    store = open_store(str(tmp_path / "fresh.db"))
+    with store, TestClient(create_app(store, fleet.config, page_refresh_s=0, worker_store=store.url)) as c:
+        assert c.get("/leaderboard.json").json()["entries"] == []
+        failure = Failure(ErrorKind.HTTP_ERROR, "overloaded", 503)
+        timeline = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=1000, events=(), failure=failure)
+        store.add_sample(make_sample("run", fleet.slow, "1k", datetime.now(UTC), timeline))
+        store.flush()
+        (entry,) = c.get("/leaderboard.json").json()["entries"]
+        assert (entry["samples"], entry["failures"]) == (1, 1)
+        worker_of(c).close()
+
+
+def test_a_worker_that_dies_is_a_503_then_replaced(in_worker: TestClient) -> None:
+    assert in_worker.get("/leaderboard.json").status_code == 200
+    pool = worker_of(in_worker)._pool
+    for pid in list(pool._processes):
+        os.kill(pid, signal.SIGKILL)
+    r = in_worker.get("/leaderboard.json?window=24h")  # not in the memo: it needs the worker
+    assert r.status_code == 503 and "the process rendering pages stopped" in r.json()["error"]
+    assert in_worker.get("/leaderboard.json?window=24h").status_code == 200  # a new worker
+    assert worker_of(in_worker)._pool is not pool
+
+
+def test_fetch_gets_a_page_from_an_app_in_process(filled: tuple[Store, Fleet]) -> None:
+    store, fleet = filled
+    got = asyncio.run(fetch(create_app(store, fleet.config), "/leaderboard.json"))
+    assert got.status == 200 and b'"entries"' in got.body
+    assert (b"content-type", b"application/json") in got.headers
+
+
+def test_a_worker_renders_with_the_clock(filled: tuple[Store, Fleet]) -> None:
+    store, fleet = filled
+    with pytest.raises(ValueError, match="neither now nor stale_after"):
+        create_app(store, fleet.config, now=lambda: datetime.now(UTC), worker_store=store.url)
