@@ -48,8 +48,8 @@ PAGES = ("/", "/leaderboard.json", "/?sort=ttft", "/?window=24h", "/leaderboard.
 TRUE_TTFT_MS, TRUE_SPEED = 150.0, 50.0
 
 
-async def flood(url: str, rate: float, seconds: float) -> dict[str, Any]:
-    """Open loop: a request every 1/rate s whatever the answers, each with a 60 s limit."""
+async def flood(url: str, rate: float, seconds: float, pages: list[str]) -> dict[str, Any]:
+    """Open loop: a request every 1/rate s whatever the answers, each with a 60 s limit, ``pages`` in turn."""
     latencies: list[tuple[float, float]] = []  # (sent at, seconds after the flood began; latency, seconds)
     first: dict[str, float] = {}  # each page's first answer, in ms: a cold render (its SQL and template)
     statuses: Counter[str] = Counter()
@@ -78,7 +78,7 @@ async def flood(url: str, rate: float, seconds: float) -> dict[str, Any]:
         start, tasks, i = time.perf_counter(), [], 0
         while (now := time.perf_counter() - start) < seconds:
             if i < now * rate:
-                tasks.append(asyncio.create_task(one(PAGES[i % len(PAGES)])))
+                tasks.append(asyncio.create_task(one(pages[i % len(pages)])))
                 i += 1
             else:
                 await asyncio.sleep(1 / rate / 2)
@@ -122,7 +122,7 @@ async def main_async(args: argparse.Namespace, db: Path, port: int) -> None:
     sampler = asyncio.create_task(sample(endpoint, store, args.every, stop))
     client = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--client", url, "--rate", str(args.rate), "--seconds", str(args.seconds),
-        stdout=asyncio.subprocess.PIPE,
+        *(f"--page={page}" for page in args.page or ()), stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, _ = await client.communicate()
     stop.set()
@@ -151,10 +151,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--every", type=float, default=0.5, help="seconds between truth samples")
     parser.add_argument("--reuse", type=Path, help="a filled store kept here and copied for each run (made if absent)")
+    parser.add_argument("--page", action="append", help="a page to flood instead of the eight (repeatable)")
     parser.add_argument("--client", help=argparse.SUPPRESS)  # the flood itself, in its own process
     args = parser.parse_args()
     if args.client:
-        print(json.dumps(asyncio.run(flood(args.client, args.rate, args.seconds))))
+        print(json.dumps(asyncio.run(flood(args.client, args.rate, args.seconds, args.page or list(PAGES)))))
         return
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "flood.db"

@@ -23,6 +23,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+import jinja2
+from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message
 
@@ -33,7 +35,7 @@ from tokenpace.store.database import Store, open_store
 
 NICENESS = 10  # rendering is background work: on a busy machine, serving and timing get the CPU first
 # create_app(store, config, *, status, page_refresh_s): passed in, so that this module needs no import of app.py
-AppFactory = Callable[..., ASGIApp]
+AppFactory = Callable[..., Starlette]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,10 @@ def _start(factory: AppFactory, store_url: str, config: Config, status: Status |
     store = open_store(store_url)
     _here.update(store=store, status=status, loop=asyncio.new_event_loop())
     now_status = (lambda: _here["status"]) if status is not None else None
-    _here["app"] = factory(store, config, status=now_status, page_refresh_s=0.0)
+    app = _here["app"] = factory(store, config, status=now_status, page_refresh_s=0.0)
+    env: jinja2.Environment = app.state.site.env
+    for name in env.list_templates(filter_func=lambda name: name.endswith(".html")):
+        env.get_template(name)  # compiled now, not while the first visitor of each page waits (~30 ms each)
 
 
 def _render(call: Call) -> Rendered:
