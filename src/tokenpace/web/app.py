@@ -247,9 +247,9 @@ def create_app(
     Staleness follows the sampler's jobs, or without a sampler the jobs the config describes; ``stale_after``
     replaces that rule. A rendered page stands for ``page_refresh_s`` whatever is stored meanwhile, then
     until the next sample is stored (a minute at most); until it is twice that old it is still answered while
-    the next one is rendered. With ``worker_store`` (the store's URL, password
-    included) pages are rendered by a worker process over that store (worker.py), and ``now`` and
-    ``stale_after`` must be left as they are: the worker uses the clock and the jobs' own rules.
+    the next one is rendered. With ``worker_store`` (the store's URL, password included) pages are rendered by
+    a worker process over that store (worker.py), and ``now`` and ``stale_after`` must be left as they are:
+    the worker uses the clock and the jobs' own rules.
     """
     if worker_store is not None and (now is not _utcnow or stale_after is not None):
         raise ValueError("a worker renders with the clock and the jobs' rules: pass neither now nor stale_after")
