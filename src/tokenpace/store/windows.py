@@ -234,7 +234,8 @@ def endpoint_rows(
 
 @dataclass(frozen=True, slots=True)
 class ModelRow:
-    """A model on one workload: the median across its endpoints of each endpoint's headline figure."""
+    """A model on one workload: the median across its endpoints of each endpoint's headline figure, and the
+    success rate over every sample of every endpoint serving it."""
 
     model: str
     workload: str
@@ -255,21 +256,29 @@ def _median(values: Iterable[float | None]) -> float | None:
 def model_rows(rows: Sequence[EndpointRow], statistic: str, *, min_samples: int = 1) -> list[ModelRow]:
     """Per (model, workload): median across endpoints of their headline figures, sorted by model, workload.
 
-    Endpoints with fewer than ``min_samples`` counted samples are left out: too few to speak for a model.
+    Endpoints with fewer than ``min_samples`` counted samples are left out of the figures: too few to speak
+    for a model. The success rate pools every endpoint's samples: a provider that fails every request has no
+    counted sample, and the median of the others' rates would hide it.
     """
-    by_model: dict[tuple[str, str], list[EndpointRow]] = {}
+    every: dict[tuple[str, str], list[EndpointRow]] = {}
     for r in rows:
-        if r.counted >= min_samples:
-            by_model.setdefault((r.model, r.workload), []).append(r)
-    return [_model_row(model, workload, group, statistic) for (model, workload), group in sorted(by_model.items())]
+        every.setdefault((r.model, r.workload), []).append(r)
+    found = []
+    for (model, workload), group in sorted(every.items()):
+        speaking = [r for r in group if r.counted >= min_samples]
+        if speaking:
+            found.append(_model_row(model, workload, speaking, group, statistic))
+    return found
 
 
-def _model_row(model: str, workload: str, group: Sequence[EndpointRow], statistic: str) -> ModelRow:
+def _model_row(
+    model: str, workload: str, group: Sequence[EndpointRow], every: Sequence[EndpointRow], statistic: str
+) -> ModelRow:
     def med(metric: str) -> float | None:
         return _median(r.figure(metric).headline(statistic) for r in group)
 
+    pooled = success_rate(sum(r.ok for r in every), sum(r.samples for r in every), sum(r.cancelled for r in every))
     return ModelRow(
         model, workload, len(group), sum(r.samples for r in group),
-        med("output_speed"), med("ttft_ms"), med("e2e_ms"),
-        _median(r.success_rate for r in group), any(r.simulated for r in group),
+        med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in group),
     )  # fmt: skip
