@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, workload_from_config
+from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, ordered, workload_from_config
 from tokenpace.errors import ConfigError
 from tokenpace.measure.prompts import build_prompt
 
@@ -58,3 +58,10 @@ def test_bad_workload_config_is_one_line(table: dict[str, object], expected: str
     with pytest.raises(ConfigError) as info:
         workload_from_config("bad", table)
     assert str(info.value).startswith(expected) and "\n" not in str(info.value)
+
+
+def test_workloads_are_listed_in_one_order_built_ins_first() -> None:
+    """Not as text sorts them ("100k" < "10k" < "1k"): the built-ins by size, then a config's own by name."""
+    assert ordered(["short", "100k", "parallel", "1k", "10k", "vision", "1k", "alpha"]) == [
+        "1k", "10k", "100k", "vision", "parallel", "alpha", "short"
+    ]  # fmt: skip

@@ -193,7 +193,8 @@ def test_methodology_comes_from_the_config(client: TestClient, filled: tuple[Sto
     _, fleet = filled
     page = client.get("/methodology").text
     assert "o200k_base" in page and "(tokens - first-chunk tokens) / (t_last - t_first)" in page
-    assert "72 h median (Artificial Analysis)" in page and "What is not measured" in page
+    assert "72 h median" in page and "What is not measured" in page
+    assert "follow Artificial Analysis's published methodology" in page  # credited here, not in every label
     data = client.get("/methodology.json").json()
     assert data["min_samples"] == 3 and data["tokenizer"] == "o200k_base"
     jobs = {(j["endpoint"], j["workload"]): j for j in data["jobs"]}
@@ -257,6 +258,11 @@ def test_plotly_and_our_static_files_are_served(client: TestClient) -> None:
     assert "max-age" in js.headers["cache-control"]
     assert client.get("/static/style.css").status_code == 200
     assert client.get("/static/app.js").status_code == 200
+    icon = client.get("/favicon.ico", follow_redirects=False)
+    assert icon.status_code == 301 and icon.headers["location"] == "/static/favicon.svg"
+    svg = client.get("/favicon.ico")
+    assert svg.headers["content-type"].startswith("image/svg+xml") and svg.content.startswith(b"<svg")
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in client.get("/").text
 
 
 def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> None:

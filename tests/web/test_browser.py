@@ -189,6 +189,35 @@ def test_sort_by_ttft_then_open_an_endpoint_chart(served: str) -> None:
             browser.close()
 
 
+def test_a_phone_sees_speed_and_ttft_without_scrolling(served: str) -> None:
+    """Issue 13 part 8: at 390 px the board keeps its two headline columns on screen."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+            page.goto(f"{served}/?workload=short&client_bound=include")
+            assert page.locator("#leaderboard tbody tr").count() == 3
+            for col in ("speed", "ttft"):
+                for cell in (f'th[data-sort="{col}"]', f'#leaderboard tbody tr:first-child td[data-col="{col}"]'):
+                    box = page.locator(cell).bounding_box()
+                    assert box is not None and box["width"] > 20, cell
+                    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (cell, box)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing off to the side
+            assert page.locator('th[data-sort="e2e"]').is_hidden()  # on the endpoint's page instead
+            assert (
+                page.locator(
+                    "#leaderboard tbody tr:first-child .badge.stale, #leaderboard tbody tr:first-child time"
+                ).count()
+                > 0
+            )
+            page.screenshot(path=str(ARTIFACTS / "leaderboard-phone.png"), full_page=True)
+        finally:
+            browser.close()
+
+
 def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> None:
     """Issue 9 items 3 and 7, as a reader sees them: the board counts client-bound samples apart, and an
     endpoint's recent samples say why each failure failed."""

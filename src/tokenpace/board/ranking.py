@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
+from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.errors import BadRequest
 from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
@@ -270,7 +271,7 @@ def arrange(
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples)
     return Board(
         query, window, now, tuple(entries), tuple(models),
-        workloads=tuple(sorted({x[2] for x in m.menus})),
+        workloads=tuple(ordered_workloads(x[2] for x in m.menus)),
         providers=tuple(sorted({x[0] for x in m.menus})),
         plans=tuple(sorted({x[1] for x in m.menus})),
     )  # fmt: skip

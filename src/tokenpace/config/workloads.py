@@ -8,7 +8,7 @@ config file declares more (``[workloads.NAME]``); ``measure.prompts`` builds eac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -71,6 +71,12 @@ BUILTIN: dict[str, Workload] = {
     "parallel": Workload("parallel", 500, input_tokens=1_000, concurrency=10),
 }
 DEFAULT = BUILTIN["1k"]
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """Workload names in the one order every list uses: the built-ins as above, then the others by name."""
+    builtin = list(BUILTIN)
+    return sorted(set(names), key=lambda n: (builtin.index(n) if n in BUILTIN else len(builtin), n))
 
 
 class _Table(pydantic.BaseModel):

@@ -53,8 +53,8 @@ class Window:
 WINDOWS: dict[str, Window] = {
     w.name: w
     for w in (
-        Window("24h", DAY, "mean", "24 h mean (TokenDyno)"),
-        Window("72h", 72 * HOUR, "median", "72 h median (Artificial Analysis)", long_seconds=14 * DAY),
+        Window("24h", DAY, "mean", "24 h mean"),  # as TokenDyno's board
+        Window("72h", 72 * HOUR, "median", "72 h median", long_seconds=14 * DAY),  # as Artificial Analysis
         Window("7d", 7 * DAY, "median", "7 d median"),
     )
 }

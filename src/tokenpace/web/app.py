@@ -22,7 +22,14 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -268,6 +275,8 @@ def create_app(
         Route("/health", _health),
         Route("/metrics", _cached(_metrics)),
         Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
+        # Asked for by browsers and feed readers that never read the page's <link rel="icon">.
+        Route("/favicon.ico", lambda _: RedirectResponse("/static/favicon.svg", 301)),
         Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
     ]
     handlers = {exc: _error for exc in (BadRequest, StoreError, WorkerError, HTTPException)}

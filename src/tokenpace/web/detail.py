@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board.rows import row_dict
+from tokenpace.config.workloads import ordered
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
 from tokenpace.web import charts
@@ -79,7 +80,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         **facts,
         "window": window,
         "provider_url": "/?" + urlencode({"provider": provider}),
-        "menus": [window_menu(window), _workload_menu(sorted({r.workload for r in rows}), workload or "", "all")],
+        "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
         "stats_rows": [(r.workload, None, False, r) for r in shown],
         "chart_titles": charts.TITLES,
         "figures": charts.figures(groups),
@@ -102,7 +103,7 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
     rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model, include_client_bound=include)
     if not rows and not any(e.model == model for e in site.config.endpoints):
         raise HTTPException(404, f"no endpoint serving model {model} has samples or is configured")
-    workloads = sorted({r.workload for r in rows})
+    workloads = ordered(r.workload for r in rows)
     usual = site.default_workload
     workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]

@@ -8,22 +8,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokenpace.board import ranking
+from tokenpace.config.workloads import ordered
 from tokenpace.schedule.sampler import BudgetStatus
 from tokenpace.store.windows import WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
-# Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link.
+# Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link. "wide": left out on a
+# phone's width, where the endpoint's name already says its provider, plan and model.
 COLUMNS = (
-    ("name", "Endpoint", ""),
-    ("provider", "Provider", ""),
-    ("plan", "Plan", ""),
-    ("model", "Model", ""),
+    ("name", "Endpoint", "name"),
+    ("provider", "Provider", "wide"),
+    ("plan", "Plan", "wide"),
+    ("model", "Model", "wide"),
     ("speed", "Output speed", "num"),
     ("ttft", "TTFT", "num"),
-    ("e2e", "End-to-end", "num"),
+    ("e2e", "End-to-end", "num wide"),
     ("success", "Success", "num"),
-    ("samples", "Samples", "num"),
+    ("samples", "Samples", "num wide"),
     ("last", "Last sample", "num"),
 )
 _ARROWS = {"asc": "▲", "desc": "▼"}
@@ -65,7 +67,7 @@ def _budgets(site: Site) -> list[BudgetStatus]:
 
 def _menus(board: ranking.Board) -> list[dict[str, object]]:
     q = board.query
-    workloads = sorted({*board.workloads, q.workload})
+    workloads = ordered([*board.workloads, q.workload])
     return [
         window_menu(WINDOWS[q.window]),
         {"name": "workload", "label": "Workload", "selected": q.workload, "options": [(w, w) for w in workloads]},

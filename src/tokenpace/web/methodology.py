@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenpace.board import numbers
+from tokenpace.config.workloads import ordered
 from tokenpace.measure import metrics
 from tokenpace.measure.tokens import ENCODING
 from tokenpace.store.windows import WINDOWS
@@ -82,7 +83,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "tokenizer": ENCODING,
         "formulas": dict(FORMULAS),
         "windows": windows,
-        "long_workloads": sorted(site.long_workloads),
+        "long_workloads": ordered(site.long_workloads),
         "min_samples": site.min_samples,
         "jitter": cfg.schedule.jitter,
         "jobs": jobs,
