@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 from rich.console import Console
+from starlette.testclient import TestClient
 
 from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
 from tests.webkit import Steady
@@ -31,6 +32,7 @@ from tokenpace.measure.stats import Figure
 from tokenpace.schedule.sampler import jobs
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.windows import EndpointRow
+from tokenpace.web import create_app
 
 SLOW = Endpoint("slowco", "big", "http://slow.invalid/v1")
 FEW = Endpoint("[bold]fewco", "tiny", "http://few.invalid/v1")  # rich markup in a name must print as it is
@@ -278,3 +280,33 @@ def test_client_bound_rows_show_their_count_and_rank_on_the_rest(tmp_path: Path)
         included = read_board(store, Query(min_samples=1, client_bound="include"), NOW)
         assert names(included)[0] == "cerebras/llama" and included.entries[0].rank == 1
         assert Query.from_params({"client_bound": "include"}).params() == "client_bound=include"
+
+
+def test_endpoints_whose_intervals_overlap_share_a_rank(tmp_path: Path) -> None:
+    """Issue 13 part 5: 120 vs 125 ms medians over five spread samples cannot be told apart; 420 ms can."""
+    with open_store(str(tmp_path / "ties.db")) as store:
+        for i in range(5):
+            at = NOW - timedelta(hours=i + 1)
+            put(store, GROQ, at, ttft_ms=100 + 10 * i)  # median 120, 95 % interval 100-140 (n = 5: the extremes)
+            put(store, CEREBRAS, at, ttft_ms=105 + 10 * i)  # median 125, 105-145: overlaps
+            put(store, SLOW, at, ttft_ms=400 + 10 * i)  # median 420, 400-440: wholly behind both
+        store.flush()
+        board = read_board(store, Query(sort="ttft"), NOW)
+        assert [(e.row.name, e.rank, e.tied) for e in board.entries] == [
+            ("groq:free/llama", 1, True), ("cerebras/llama", 1, True), ("slowco/big", 3, False)
+        ]  # fmt: skip
+        assert [e["tied"] for e in as_dict(board)["entries"]] == [True, True, False]
+        header, rows = csv_table(board)
+        assert [(r[header.index("rank")], r[header.index("tied")]) for r in rows] == [(1, True), (1, True), (3, False)]
+        ttft_lo = rows[0][header.index("ttft_ms_p50_lo")]
+        assert ttft_lo == pytest.approx(100, abs=2)  # the interval itself, as measured (timing adds a little)
+        console = Console(record=True, width=200)
+        print_board(console, board)
+        assert "=1" in console.export_text()
+        # Reversed (slowest first), the slow one leads alone and the two quick ones share the next rank.
+        slowest = read_board(store, Query(sort="ttft", order="desc"), NOW)
+        assert [(e.rank, e.tied) for e in slowest.entries] == [(1, False), (2, True), (2, True)]
+        with TestClient(create_app(store, endpoints.Config(), now=lambda: NOW)) as c:
+            page = c.get("/?sort=ttft").text
+        assert page.count('title="95 % intervals overlap: not told apart">=1</span>') == 2
+        assert "lies wholly better than its own" in page  # the page says how ties are decided

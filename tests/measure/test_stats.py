@@ -34,7 +34,31 @@ def test_a_figure_and_the_success_rate_over_many_samples() -> None:
 
     assert figure([]) == Figure(0) and figure([]).headline("median") is None
     f = figure([4.0, 1.0, 3.0, 2.0, 5.0])
-    assert dataclasses.astuple(f) == pytest.approx((5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8))
+    half = 1.959963984540054 * (2.5**0.5) / (5**0.5)  # z · s / √n, s² = 2.5
+    assert dataclasses.astuple(f) == pytest.approx((5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8, 3 - half, 3 + half, 1.0, 5.0))
     assert f.headline("mean") == 3.0 and f.headline("median") == 3.0
+    assert f.interval("mean") == pytest.approx((3 - half, 3 + half)) and f.interval("median") == (1.0, 5.0)
+    assert figure([7.0]).interval("median") is None and figure([7.0]).interval("mean") is None
+    same = figure([0.1 + 0.2] * 7)  # rounding could make Σx² - n·mean² a hair below zero: the interval is a point
+    assert same.interval("mean") == pytest.approx((0.3, 0.3)) and same.interval("median") == (same.p50, same.p50)
     assert success_rate(2, 4, 1) == pytest.approx(2 / 3) and success_rate(0, 3, 0) == 0.0
     assert success_rate(0, 2, 2) is None  # every sample cancelled: nothing judged
+
+
+def test_the_median_interval_is_the_textbook_one_and_covers_95_percent() -> None:
+    """n = 100: the 40th and 61st values (Conover's table); over 2000 draws of 30 lognormal values the
+    interval holds the true median about 95 % of the time (order statistics: at least, with rounding out)."""
+    import math
+    import random
+
+    from tokenpace.measure.stats import median_interval
+
+    assert median_interval([float(i) for i in range(1, 101)]) == (40.0, 61.0)
+    rng = random.Random(7)
+    true_median = math.exp(5.0)
+    held = 0
+    for _ in range(2000):
+        lo, hi = median_interval(sorted(rng.lognormvariate(5.0, 0.5) for _ in range(30)))
+        assert lo is not None and hi is not None
+        held += lo <= true_median <= hi
+    assert 0.94 <= held / 2000 <= 0.99

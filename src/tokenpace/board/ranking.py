@@ -10,7 +10,9 @@ many of its samples came from one-shot runs published with ``run --publish``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+import math
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -173,12 +175,14 @@ def rules(config: Config, jobs: Collection[Job]) -> Rules:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale."""
+    """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale;
+    ``tied`` when another row shares its rank (shown "=N")."""
 
     row: EndpointRow
     rank: int | None
     too_few: bool
     stale: bool
+    tied: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,10 +251,29 @@ def snapshot(
         return Snapshot(window, tuple(rows), tuple(menus.result()))
 
 
+def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[int]:
+    """Ranks of rows in board order. By a figure: rank = 1 + the rows whose 95 % interval lies wholly on the
+    better side of this row's, never ahead of the row above (a row without an interval overlaps every other).
+    By anything else: the place in the order."""
+    if query.sort not in METRIC_OF:
+        return list(range(1, len(rows) + 1))
+    unknown = (-math.inf, math.inf)
+    spans = [r.figure(METRIC_OF[query.sort]).interval(statistic) or unknown for r in rows]
+    if query.direction == "desc":  # higher first: better means lying wholly above
+        better = [sum(lo > hi_i for lo, _ in spans) for _, hi_i in spans]
+    else:
+        better = [sum(hi < lo_i for _, hi in spans) for lo_i, _ in spans]
+    ranks, last = [], 1
+    for count in better:
+        last = max(last, 1 + count)
+        ranks.append(last)
+    return ranks
+
+
 def arrange(
     m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
 ) -> Board:
-    """The board for a query: rank = place among rows with enough samples and a figure to sort by.
+    """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
     An entry is stale when now - last sample > stale_after(row) seconds (None: never stale).
     """
@@ -259,14 +282,16 @@ def arrange(
     ordered = _ordered(shown, query, window.statistic)
     enough = [r for r in ordered if r.counted >= query.min_samples]
     ranked = enough + [r for r in ordered if r.counted < query.min_samples]
-    entries, rank = [], 0
+    rankable = [r for r in enough if sort_value(r, query.sort, window.statistic) is not None]
+    rank_of = dict(zip(map(id, rankable), _ranks(rankable, query, window.statistic), strict=True))
+    shared = Counter(rank_of.values())
+    entries = []
     for r in ranked:
         too_few = r.counted < query.min_samples
-        rankable = not too_few and sort_value(r, query.sort, window.statistic) is not None
-        rank += rankable
+        rank = rank_of.get(id(r))
         limit = stale_after(r)
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
-        entries.append(Entry(r, rank if rankable else None, too_few, stale))
+        entries.append(Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1))
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples)
     return Board(
@@ -300,7 +325,10 @@ def as_dict(b: Board) -> dict[str, Any]:
         "generated_at": b.generated_at.isoformat(),
         "window": dataclasses.asdict(b.window),
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
-        "entries": [{"rank": e.rank, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)} for e in b.entries],
+        "entries": [
+            {"rank": e.rank, "tied": e.tied, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)}
+            for e in b.entries
+        ],
         "models": [dataclasses.asdict(m) for m in b.models],
         "workloads": list(b.workloads),
         "providers": list(b.providers),
@@ -309,10 +337,11 @@ def as_dict(b: Board) -> dict[str, Any]:
 
 
 def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
-    """Header and one row per entry: identity, counts, then n / headline / mean / percentiles per metric."""
-    stats = ("n", "headline", "mean", "p5", "p25", "p50", "p75", "p95")
+    """Header and one row per entry: identity, counts, then n / headline / mean / percentiles / the 95 %
+    intervals of the mean and median, per metric."""
+    stats = ("n", "headline", "mean", "p5", "p25", "p50", "p75", "p95", "mean_lo", "mean_hi", "p50_lo", "p50_hi")
     header = [
-        "rank", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
+        "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
         "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats),
     ]  # fmt: skip
@@ -321,8 +350,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         r = e.row
         figures = [figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
         table.append([
-            e.rank, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol, r.simulated,
-            b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
+            e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol,
+            r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
             iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
         ])  # fmt: skip
     return header, table
