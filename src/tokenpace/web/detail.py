@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
+from tokenpace.board import uptime
 from tokenpace.board.rows import row_dict
 from tokenpace.config.workloads import ordered
 from tokenpace.store.series import Point, model_series, series
@@ -60,6 +61,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     # With every workload shown, the since above is the longest span; trim each workload to its own.
     points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
     points = _scrubbed(site, points)
+    hours = uptime.hourly(points, now, span)
     groups: dict[str, list[Point]] = {}
     for p in points:
         if p.charted(include):
@@ -88,10 +90,12 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "recent_label": "Workload",
         "open_recent": not shown,  # nothing published to chart: the recent samples are all there is
         "include_client_bound": include,
+        "uptime": hours,
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
-    data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent}
+    data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
+            "uptime": hours}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     return Page("endpoint.html", context, data, json_url=json_url)
 
