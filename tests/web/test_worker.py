@@ -7,6 +7,9 @@ import asyncio
 import os
 import re
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,3 +106,43 @@ def test_a_worker_renders_with_the_clock(filled: tuple[Store, Fleet]) -> None:
     store, fleet = filled
     with pytest.raises(ValueError, match="neither now nor stale_after"):
         create_app(store, fleet.config, now=lambda: datetime.now(UTC), worker_store=store.url)
+
+
+SCRIPT = """
+import sys
+from tokenpace.config.endpoints import Config
+from tokenpace.store.database import open_store
+from tokenpace.web import create_app
+from tokenpace.web.worker import Call
+
+if __name__ == "__main__":
+    store = open_store(sys.argv[1])
+    worker = create_app(store, Config(), worker_store=sys.argv[1]).state.site.worker
+    worker.render(Call("/leaderboard.json", b"/leaderboard.json", b"", 0, None))
+    print(*worker._pool._processes, flush=True)
+    sys.stdin.read()  # until killed
+"""
+
+
+def test_a_worker_ends_with_the_process_it_serves_even_one_killed_outright(tmp_path: Path) -> None:
+    script = tmp_path / "serving.py"
+    script.write_text(SCRIPT)
+    serving = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "killed.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert serving.stdout is not None
+        (pid,) = map(int, serving.stdout.readline().split())
+        os.kill(pid, 0)  # the worker runs (else ProcessLookupError)
+    finally:
+        serving.kill()  # SIGKILL: no clean-up of its own
+        serving.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the worker outlived the process it served")

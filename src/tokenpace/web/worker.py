@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.connection
 import os
 import threading
 from collections.abc import Callable
@@ -128,6 +129,9 @@ _here: dict[str, Any] = {}
 
 def _start(factory: AppFactory, store_url: str, config: Config, status: Status | None) -> None:
     os.nice(NICENESS)
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # a serving process killed outright (kill -9) must not leave its worker behind
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
     store = open_store(store_url)
     _here.update(store=store, status=status, loop=asyncio.new_event_loop())
     now_status = (lambda: _here["status"]) if status is not None else None
@@ -135,6 +139,11 @@ def _start(factory: AppFactory, store_url: str, config: Config, status: Status |
     env: jinja2.Environment = app.state.site.env
     for name in env.list_templates(filter_func=lambda name: name.endswith(".html")):
         env.get_template(name)  # compiled now, not while the first visitor of each page waits (~30 ms each)
+
+
+def _exit_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
 
 
 def _render(call: Call) -> Rendered:
