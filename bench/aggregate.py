@@ -102,9 +102,6 @@ def fill_pg(url: str, count: int, now: float) -> None:
         conn.execute("VACUUM ANALYZE sample_hours")
         conn.execute("VACUUM ANALYZE sample_quarters")
         conn.execute("VACUUM ANALYZE sample_days")
-        # And the bulk load's dirty pages written out, as a running database's long since are: else the timings
-        # below share the disk with the checkpoint that follows a million rows (72 h: 82-101 ms against 67-75).
-        conn.execute("CHECKPOINT")
 
 
 def time_windows(store: Store, now: datetime, repeat: int) -> None:
