@@ -1,8 +1,9 @@
 """The leaderboard's web app: routes, error pages and the app factory; the views live beside it.
 
 Views run on a small pool of threads (limits.py): a view waits on the store's writer thread, and in
-``tokenpace serve`` the event loop it would otherwise block is the one timing streams. A rendered page, JSON
-or CSV is kept until the store takes a new sample (memo.py), so a warm page is a dict lookup on the loop.
+``tokenpace serve`` the event loop it would otherwise block is the one timing streams; there each thread only
+waits, while a worker process renders (worker.py). A rendered page, JSON or CSV is kept until the store takes
+a new sample (memo.py), so a warm page is a dict lookup on the loop.
 No compression middleware for the same reason (gzip would run on the loop); plotly.min.js is cached instead.
 Query parameters and path parts holding a NUL are refused with one line: PostgreSQL refuses NUL in text, and
 the failure would otherwise read as a store outage (503) or cut a CSV short.
