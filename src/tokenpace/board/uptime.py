@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.stats import success_rate
-from tokenpace.store.rollup import HOUR, hour_of
+from tokenpace.measure.stats import commonest, success_rate
+from tokenpace.store.rollup import HOUR, UNKNOWN, hour_of
 from tokenpace.store.series import Point
 
 
@@ -49,11 +49,11 @@ def hourly(points: Iterable[Point], now: datetime, span_s: float) -> list[Hour]:
         tally[0] += 1
         tally[1] += p.ok
         if not p.ok:
-            kinds.setdefault(h, Counter())[p.error_kind or "unknown"] += 1
+            kinds.setdefault(h, Counter())[p.error_kind or UNKNOWN] += 1
     hours = []
     for h in range(first, last + 1):
         samples, ok = counts.get(h, (0, 0))
-        errors = tuple(sorted(kinds.get(h, Counter()).items(), key=lambda e: (-e[1], e[0])))
+        errors = commonest(kinds.get(h, {}))
         rate = success_rate(ok, samples, dict(errors).get(ErrorKind.CANCELLED.value, 0))
         hours.append(Hour(datetime.fromtimestamp(h * HOUR, UTC), samples, ok, errors, rate))
     return hours

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import operator
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tokenpace.measure.metrics import percentile_sorted
@@ -84,6 +84,11 @@ def median_interval(ordered: Sequence[float]) -> tuple[float | None, float | Non
     lower = max(1, math.floor(n / 2 - spread))
     upper = min(n, math.ceil(n / 2 + 1 + spread))
     return ordered[lower - 1], ordered[upper - 1]
+
+
+def commonest(kinds: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """Failure kinds and their counts, commonest first, ties by name: the one order every list of them uses."""
+    return tuple(sorted(kinds.items(), key=lambda e: (-e[1], e[0])))
 
 
 def success_rate(ok: int, samples: int, cancelled: int) -> float | None:

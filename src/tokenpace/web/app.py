@@ -102,10 +102,14 @@ def _params(request: Request) -> Mapping[str, str]:
     return request.query_params
 
 
+def _raw_path(request: Request) -> bytes:
+    """The path as sent, still percent-encoded."""
+    return bytes(request.scope.get("raw_path") or request.url.path.encode())
+
+
 def _raw_tail(request: Request, prefix: str) -> str:
     """What follows ``prefix`` in the path as sent, still percent-encoded (paths.py decodes it part by part)."""
-    raw = request.scope.get("raw_path") or request.url.path.encode()
-    return str(raw.decode("latin-1").split(prefix, 1)[-1])
+    return _raw_path(request).decode("latin-1").split(prefix, 1)[-1]
 
 
 def _error(request: Request, exc: Exception) -> Response:
@@ -133,9 +137,8 @@ class _Uncached(Exception):  # not an error: a worker's answer that is not a pag
 
 def _in_worker(site: Site, worker: Worker, request: Request) -> Response:
     """The worker's response to ``request``; one that is not a 200 is answered but not kept."""
-    raw = request.scope.get("raw_path") or request.url.path.encode()
     status = None if site.status is None else site.status()
-    call = Call(request.url.path, raw, request.scope.get("query_string", b""), site.store.writes, status)
+    call = Call(request.url.path, _raw_path(request), request.scope.get("query_string", b""), site.store.writes, status)
     rendered = worker.render(call)
     if rendered.status != 200:
         raise _Uncached(rendered.response())
@@ -164,8 +167,10 @@ def _cached(view: Callable[[Site, Request], Response]) -> Handler:
 
     async def handle(request: Request) -> Response:
         site: Site = request.app.state.site
-        raw = request.scope.get("raw_path") or request.url.path.encode()
-        key = (raw, tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k in READ and v)))
+        key = (
+            _raw_path(request),
+            tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k in READ and v)),
+        )
         response: Response | None = site.pages.peek(key)
         if response is not None:
             return response
