@@ -208,6 +208,16 @@ def assert_windows_equal_a_recompute(store: Store, samples: Sequence[Sample], no
             assert sorted(present(store, window, now, long)) == sorted(menus)
 
 
+def write_then_recompute(store: Store, times: list[datetime], rng: random.Random, nows: list[datetime]) -> None:
+    """A sample at each time, on three endpoints and two workloads in turn; every window then equals a recompute."""
+    written = []
+    for i, at in enumerate(times):
+        written.append(sample((GROQ, CEREBRAS, DEMO)[i % 3], at, rng, ("1k", "100k")[i % 2]))
+        store.add_sample(written[-1])
+    store.flush()
+    assert_windows_equal_a_recompute(store, written, nows)
+
+
 def test_windows_whose_edges_cut_hours_equal_a_recompute(store: Store) -> None:
     """Now on the hour and inside one; samples exactly at now - span, at now, after now, on hour boundaries."""
     rng = random.Random(6)
@@ -219,12 +229,7 @@ def test_windows_whose_edges_cut_hours_equal_a_recompute(store: Store) -> None:
             on_hour = start.replace(minute=0, second=0, microsecond=0)
             times += [start, start + timedelta(microseconds=1), on_hour, on_hour + timedelta(hours=1)]
         times += [now, now + timedelta(seconds=1), now.replace(minute=0, second=0, microsecond=0)]
-    written = []
-    for i, at in enumerate(times):
-        written.append(sample((GROQ, CEREBRAS, DEMO)[i % 3], at, rng, ("1k", "100k")[i % 2]))
-        store.add_sample(written[-1])
-    store.flush()
-    assert_windows_equal_a_recompute(store, written, nows)
+    write_then_recompute(store, times, rng, nows)
 
 
 def test_windows_whose_edges_cut_days_and_hours_equal_a_recompute(store: Store) -> None:
@@ -244,12 +249,7 @@ def test_windows_whose_edges_cut_days_and_hours_equal_a_recompute(store: Store) 
                 times += [edge - timedelta(microseconds=1), edge, edge + timedelta(microseconds=1)]
         day = now.replace(hour=0, minute=0, second=0, microsecond=0)
         times += [now, now + timedelta(seconds=1), day, day - timedelta(microseconds=1), day + timedelta(hours=23)]
-    written = []
-    for i, at in enumerate(times):
-        written.append(sample((GROQ, CEREBRAS, DEMO)[i % 3], at, rng, ("1k", "100k")[i % 2]))
-        store.add_sample(written[-1])
-    store.flush()
-    assert_windows_equal_a_recompute(store, written, nows)
+    write_then_recompute(store, times, rng, nows)
 
 
 def test_cover_tiles_the_span_with_days_hours_and_two_raw_edges() -> None:

@@ -345,10 +345,17 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
         assert r.status_code == 503 and "the store is closed" in r.text
 
 
-def test_pages_show_a_sample_as_soon_as_it_is_stored(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
-    """With no refresh floor (serve's pages stand 5 s, so that a flood of readers costs one render a page)."""
+@pytest.mark.parametrize("in_worker", [False, True], ids=["threads", "worker"])
+def test_pages_show_a_sample_as_soon_as_it_is_stored(
+    filled: tuple[Store, Fleet], tmp_path: Path, in_worker: bool, request: pytest.FixtureRequest
+) -> None:
+    """With no refresh floor (serve's pages stand 5 s, so that a flood of readers costs one render a page). A
+    worker process's own connection has nothing to count: the serving store's write count comes with each call."""
     _, fleet = filled
-    app = create_app(store := open_store(str(tmp_path / "memo.db")), fleet.config, page_refresh_s=0)
+    store = open_store(str(tmp_path / "memo.db"))
+    app = create_app(store, fleet.config, page_refresh_s=0, worker_store=store.url if in_worker else None)
+    if app.state.site.worker is not None:
+        request.addfinalizer(app.state.site.worker.close)
     with store, TestClient(app) as c:
         assert c.get("/leaderboard.json").json()["entries"] == []
         assert c.get("/leaderboard.json").json()["entries"] == []  # the memo's answer, still right

@@ -1,5 +1,6 @@
 """Pages rendered by a worker process over its own connection to a real SQLite store, against the same app on
-threads: the same answers, fresh after a write, errors not kept, and a worker that dies replaced."""
+threads: the same answers, errors not kept, and a worker that dies replaced (fresh after a write: test_app.py's
+test_pages_show_a_sample_as_soon_as_it_is_stored, in both modes)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.webkit import Fleet, filled_store
-from tokenpace.measure.failures import ErrorKind, Failure
-from tokenpace.measure.sample import make_sample
-from tokenpace.measure.timing import Timeline
-from tokenpace.store.database import Store, open_store
+from tokenpace.store.database import Store
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path, model_path
 from tokenpace.web.site import Site
@@ -65,23 +63,6 @@ def test_the_worker_answers_as_the_threads_do(filled: tuple[Store, Fleet], in_wo
             assert (got.status_code, got.headers["content-type"]) == (want.status_code, want.headers["content-type"])
             assert GENERATED.sub(b"", got.content) == GENERATED.sub(b"", want.content), path
     assert [in_worker.get(p).status_code for p in paths[-3:]] == [404, 400, 400]  # errors come through as such
-
-
-def test_the_worker_sees_a_sample_as_soon_as_the_serving_store_has_it(
-    filled: tuple[Store, Fleet], tmp_path: Path
-) -> None:
-    """The worker's own connection has nothing to count; the serving store's write count comes with each call."""
-    _, fleet = filled
-    store = open_store(str(tmp_path / "fresh.db"))
-    with store, TestClient(create_app(store, fleet.config, page_refresh_s=0, worker_store=store.url)) as c:
-        assert c.get("/leaderboard.json").json()["entries"] == []
-        failure = Failure(ErrorKind.HTTP_ERROR, "overloaded", 503)
-        timeline = Timeline(t_sent_ns=0, t_headers_ns=None, t_end_ns=1000, events=(), failure=failure)
-        store.add_sample(make_sample("run", fleet.slow, "1k", datetime.now(UTC), timeline))
-        store.flush()
-        (entry,) = c.get("/leaderboard.json").json()["entries"]
-        assert (entry["samples"], entry["failures"]) == (1, 1)
-        worker_of(c).close()
 
 
 def test_a_worker_that_dies_is_a_503_then_replaced(in_worker: TestClient) -> None:
