@@ -18,9 +18,21 @@ provider is two endpoints. A config file looks like::
     requests = 1                          # samples per scheduled run of a sequential workload (default 1)
     budget = { requests = 100, input_tokens = 2_000_000, output_tokens = 50_000 }  # each plan, any 24 h
 
+    price = { input = 0.05, output = 0.08, cached_input = 0.01, as_of = "2026-11-01", source = "https://..." }
+    quantization = { "llama-3.1-8b-instant" = "fp16" }  # optional, per model: as the provider states it
+
+    [providers.groq.prices."llama-3.3-70b-versatile"]   # one model's price ($ per 1M tokens; see prices.py)
+    input = 0.59
+    output = 0.79
+    as_of = 2026-11-01
+
     [providers.groq.plans.dev]            # more plans: each inherits the provider's fields, and may set its
-    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests and budget (a budget table whole)
-    models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]
+    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests, budget (a budget table whole), price
+    models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]   # and prices (the most specific wins)
+
+    [models."llama-3.1-8b"]               # one name per model (see models.py): ids joined under one canonical
+    aliases = ["llama-3.1-8b-instant", "llama3.1-8b"]   # name, and what is known of it
+    context_window = 131072
 
     [providers.demo]                      # a simulator run in-process, labelled simulated everywhere
     simulate = { ttft_ms = 120, tokens_per_s = 300 }  # any tokenpace.sim.Scenario field; models default ["sim"]
@@ -50,13 +62,17 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 
+from tokenpace.config.models import BUILTIN as BUILTIN_MODELS
+from tokenpace.config.models import Models, ModelTable
+from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
 from tokenpace.config.presets import PRESETS, Protocol, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
+from tokenpace.config.prices import Price, PriceTable, pick
 from tokenpace.config.settings import (
     DEFAULT_CONCURRENCY,
     MIN_EVERY_S,
@@ -123,12 +139,17 @@ def check_header(name: str, value: str) -> None:
         raise ValueError(f"header {name!r}: names are one word and values one line without control characters")
 
 
+Quantization = Annotated[str, pydantic.Field(min_length=1, max_length=40, pattern=r"^[\w.+-]+$")]
+
+
 class _Plan(_Strict, PlanKeys):
     api_key_env: str | None = None
     base_url: pydantic.HttpUrl | None = None
     protocol: Protocol | None = None
     headers: dict[str, str] = {}
     models: list[str] = pydantic.Field(min_length=1)
+    price: PriceTable | None = None
+    prices: dict[str, PriceTable] = {}
 
 
 class _Provider(_Strict, PlanKeys):
@@ -142,6 +163,9 @@ class _Provider(_Strict, PlanKeys):
     plans: dict[str, _Plan] = {}
     concurrency: int = pydantic.Field(default=DEFAULT_CONCURRENCY, ge=1)
     simulate: dict[str, Any] | None = None  # checked by sim.scenarios when a simulator is started
+    price: PriceTable | None = None
+    prices: dict[str, PriceTable] = {}
+    quantization: dict[str, Quantization] = {}  # model -> what the provider states, e.g. "fp8"
 
 
 class _File(_Strict):
@@ -149,6 +173,7 @@ class _File(_Strict):
     workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
     corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
     schedule: ScheduleTable = ScheduleTable()
+    models: dict[str, ModelTable] = {}
 
 
 @dataclass(frozen=True)
@@ -161,6 +186,18 @@ class Config:
     concurrency: Mapping[str, int] = field(default_factory=dict)  # per provider; default DEFAULT_CONCURRENCY
     simulators: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # provider -> Scenario fields
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    prices: Mapping[tuple[str, str, str], Price] = field(default_factory=dict)  # (provider, plan, model)
+    quantization: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (provider, model)
+    models: Models = field(default_factory=lambda: Models(BUILTIN_MODELS))
+
+    def price_of(self, provider: str, plan: str, model: str) -> Price | None:
+        """An endpoint's price: the file's (see prices.pick), else, for a provider the file does not declare,
+        its preset's for the preset's default model; None where nobody stated one."""
+        found = self.prices.get((provider, plan, model))
+        if found is not None or any(e.provider == provider for e in self.endpoints):
+            return found
+        pre = PRESETS.get(provider)
+        return pre.price if pre is not None and pre.model == model else None
 
     def plan_of(self, endpoint: Endpoint) -> PlanSettings:
         """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
@@ -199,8 +236,8 @@ class Config:
         return found
 
 
-def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, PlanSettings]]:
-    """The provider's endpoints, each with its plan's schedule settings."""
+def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, PlanSettings, Price | None]]:
+    """The provider's endpoints, each with its plan's schedule settings and its price."""
     plans = dict(p.plans)
     if p.models and p.plan in plans:
         raise ConfigError(
@@ -218,6 +255,12 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
             seen.add(model)
     if not plans:
         raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
+    served = {m for plan in plans.values() for m in plan.models}
+    named = [(f"providers.{name}.{key}", m, served) for key in ("prices", "quantization") for m in getattr(p, key)]
+    named += [(f"providers.{name}.plans.{n}.prices", m, set(pl.models)) for n, pl in p.plans.items() for m in pl.prices]
+    for key, model, models in named:  # a price or label for a model not measured here is a typo
+        if model not in models:
+            raise ConfigError(f'{source}: {key}: "{model}" is not one of the models listed here ({", ".join(models)})')
     base: str | None
     if p.simulate is not None:  # a simulator needs no address or key: the service starts it
         tables: list[_Provider | _Plan] = [p, *plans.values()]
@@ -256,7 +299,9 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
                 headers=tuple(sorted({**p.headers, **plan.headers}.items())),
                 simulated=p.simulate is not None,
             )
-            out.append((endpoint, settings))
+            preset_price = pre.price if pre is not None and pre.model == model else None
+            price = pick(model, plan.price, plan.prices, p.price, p.prices, preset_price)
+            out.append((endpoint, settings, price))
     return out
 
 
@@ -277,20 +322,24 @@ def load(path: str | Path) -> Config:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:
         raise ConfigError(f"{path}: {first_problem(exc, _File)}") from None
-    found = [pair for name, p in parsed.providers.items() for pair in _endpoints(str(path), name, p)]
+    found = [three for name, p in parsed.providers.items() for three in _endpoints(str(path), name, p)]
     try:
         workloads = {name: workload_from_config(name, table) for name, table in parsed.workloads.items()}
         schedule = schedule_settings(parsed.schedule, {**BUILTIN, **workloads})
+        table = model_table(parsed.models)
     except (ConfigError, ValueError) as exc:  # each message starts with the key it is about
         raise ConfigError(f"{path}: {exc}") from None
     simulators = {name: p.simulate for name, p in parsed.providers.items() if p.simulate is not None}
     return Config(
-        endpoints=tuple(e for e, _ in found),
+        endpoints=tuple(e for e, _, _ in found),
         source=str(path),
         workloads=workloads,
         corpus=None if parsed.corpus is None else path.parent / parsed.corpus,
-        plans={(e.provider, e.plan): settings for e, settings in found},
+        plans={(e.provider, e.plan): settings for e, settings, _ in found},
         concurrency={name: p.concurrency for name, p in parsed.providers.items()},
         simulators=simulators,
         schedule=schedule,
+        prices={(e.provider, e.plan, e.model): price for e, _, price in found if price is not None},
+        quantization={(name, m): q for name, p in parsed.providers.items() for m, q in p.quantization.items()},
+        models=table,
     )

@@ -76,6 +76,7 @@ _EXPECTED = {
     "list": 'a list such as ["a", "b"]',
     "dict": "a table",
     "model": "a table",
+    "date": "a day such as 2026-11-01",
 }
 
 
@@ -105,6 +106,8 @@ def problem(error: Any, model: type[pydantic.BaseModel]) -> str:
         return f"{where(loc)}: must not be empty" if least == 1 else f"{where(loc)}: give {least} items"
     if kind == "too_long":
         return f"{where(loc)}: give at most {ctx.get('max_length')} items"
+    if kind == "finite_number":
+        return f"{where(loc)}: must be a finite number, not {_shown(value)}"
     if kind.startswith("url_"):
         return f'{where(loc)}: {_shown(value)} is not a URL; give one such as "https://api.example.com/v1"'
     if kind == "value_error":

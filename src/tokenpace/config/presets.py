@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
+from datetime import date
 from types import MappingProxyType
 from typing import Literal
 
+from tokenpace.config.prices import Price
 from tokenpace.errors import ConfigError
 
 # The wire protocols' names, here rather than in config so the command line's choices cost no import.
@@ -30,6 +32,9 @@ class Preset:
     # served model of the provider's (a retired name shows up as http_error samples, not silence). Local
     # servers have none: their own model list says what they serve.
     model: str | None = None
+    # The list price of ``model`` where we are sure of it, dated and with its source: prices change, so pages
+    # mark one older than prices.STALE_DAYS. None where unsure: no figure beats a wrong one.
+    price: Price | None = None
 
 
 _ALL = (
@@ -40,6 +45,7 @@ _ALL = (
         "OPENAI_API_KEY",
         "OpenAI; reasoning models also on openai-responses",
         model="gpt-4o-mini",
+        price=Price(0.15, 0.60, 0.075, date(2025, 10, 1), "https://openai.com/api/pricing/"),
     ),
     Preset(
         "anthropic",
@@ -48,6 +54,7 @@ _ALL = (
         "ANTHROPIC_API_KEY",
         "Anthropic Messages API",
         model="claude-haiku-4-5",
+        price=Price(1.00, 5.00, 0.10, date(2025, 10, 15), "https://www.anthropic.com/pricing"),
     ),
     Preset(
         "gemini",
@@ -56,6 +63,7 @@ _ALL = (
         "GEMINI_API_KEY",
         "Google AI Studio (Gemini API)",
         model="gemini-2.5-flash",
+        price=Price(0.30, 2.50, None, date(2025, 10, 1), "https://ai.google.dev/gemini-api/docs/pricing"),
     ),
     Preset(
         "groq",
@@ -64,6 +72,7 @@ _ALL = (
         "GROQ_API_KEY",
         "Groq LPUs, OpenAI-compatible",
         model="llama-3.1-8b-instant",
+        price=Price(0.05, 0.08, None, date(2025, 10, 1), "https://groq.com/pricing"),
     ),
     Preset(
         "cerebras",
@@ -72,6 +81,7 @@ _ALL = (
         "CEREBRAS_API_KEY",
         "Cerebras wafer-scale inference, OpenAI-compatible",
         model="llama3.1-8b",
+        price=Price(0.10, 0.10, None, date(2025, 10, 1), "https://www.cerebras.ai/pricing"),
     ),
     Preset(
         "together",
@@ -80,6 +90,7 @@ _ALL = (
         "TOGETHER_API_KEY",
         "Together AI, OpenAI-compatible",
         model="meta-llama/Llama-3.3-70B-Instruct-Turbo",
+        price=Price(0.88, 0.88, None, date(2025, 10, 1), "https://www.together.ai/pricing"),
     ),
     Preset(
         "fireworks",
@@ -88,6 +99,7 @@ _ALL = (
         "FIREWORKS_API_KEY",
         "Fireworks AI; models named accounts/fireworks/models/...",
         model="accounts/fireworks/models/llama-v3p1-8b-instruct",
+        price=Price(0.20, 0.20, None, date(2025, 10, 1), "https://fireworks.ai/pricing"),
     ),
     Preset(
         "openrouter",
@@ -104,6 +116,7 @@ _ALL = (
         "DEEPSEEK_API_KEY",
         "DeepSeek; reasoning streams as reasoning_content",
         model="deepseek-chat",
+        price=Price(0.28, 0.42, 0.028, date(2025, 9, 29), "https://api-docs.deepseek.com/quick_start/pricing"),
     ),
     Preset(
         "mistral",
