@@ -21,7 +21,15 @@ from tokenpace.measure.stats import success_rate
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import model_series, series
-from tokenpace.store.windows import METRICS, WINDOWS, EndpointRow, endpoint_rows, model_rows, present
+from tokenpace.store.windows import (
+    METRICS,
+    WINDOWS,
+    EndpointRow,
+    endpoint_rows,
+    model_rows,
+    present,
+    present_models,
+)
 
 MS = 1_000_000
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -270,3 +278,21 @@ def test_client_bound_samples_are_counted_apart_and_left_out_of_figures(store: S
     assert (included.usable, included.client_bound, included.ttft_ms.n) == (5, 3, 5)
     assert included.ttft_ms.p95 == pytest.approx(900) and included.ttft_ms.p50 == pytest.approx(100)
     assert model_rows([row], "median", min_samples=4) == []  # 3 usable samples: too few to speak for the model
+
+
+def test_model_rows_group_providers_ids_of_one_model_and_rows_read_several_ids(store: Store) -> None:
+    groq = Endpoint("groq", "llama-3.1-8b-instant", "http://groq.invalid/v1")
+    cerebras = Endpoint("cerebras", "llama3.1-8b", "http://cerebras.invalid/v1")
+    for endpoint, ttft in ((groq, 100), (cerebras, 300), (DEMO, 50)):
+        for _ in range(3):
+            put(store, endpoint, NOW - timedelta(hours=1), ttft_ms=ttft)
+    store.flush()
+    assert present_models(store, H72, NOW) == ["llama-3.1-8b-instant", "llama3.1-8b", "sim"]
+    joined = endpoint_rows(store, H72, NOW, model=["llama-3.1-8b-instant", "llama3.1-8b"])
+    assert [r.name for r in joined] == ["cerebras/llama3.1-8b", "groq/llama-3.1-8b-instant"]
+    assert endpoint_rows(store, H72, NOW, model=[]) == []
+    canonical = {"llama-3.1-8b-instant": "llama-3.1-8b", "llama3.1-8b": "llama-3.1-8b"}
+    llama, sim = model_rows(endpoint_rows(store, H72, NOW), "median", canonical=lambda m: canonical.get(m, m))
+    assert (llama.model, llama.providers, llama.samples) == ("llama-3.1-8b", 2, 6)
+    assert llama.ttft_ms == pytest.approx(200) and sim.model == "sim"
+    assert len(model_rows(endpoint_rows(store, H72, NOW), "median")) == 3  # by default every id is its own model

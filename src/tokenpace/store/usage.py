@@ -1,4 +1,4 @@
-"""What a plan has spent: requests and tokens since a time, as a budget counts them.
+"""What a plan has spent: requests and tokens since a time, as a budget counts them; per day; per request.
 
 Only sane counts are summed (finite, 0 to ``MAX_TOKEN_COUNT``, as :func:`timing.token_count` says): a
 provider's impossible count gives way to tokenpace's own, so a stored Inf cannot stop the sampler and a
@@ -6,9 +6,16 @@ negative one cannot refund. Input is the provider's count, else o200k's; output 
 
 Samples whose write failed (a full disk) or that the database refused (rescued to a file) were spent all the
 same, so they are counted here too, the same way, in Python.
+
+The same counts give what each endpoint spent per UTC day (:func:`daily`, which the board prices) and the tokens
+a typical request of an endpoint's workload takes (:func:`typical`, the mean over its successful published
+samples in a window: what a request costs, times its price).
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
 
 from tokenpace.config.settings import Spend
 from tokenpace.measure.sample import Sample
@@ -48,3 +55,54 @@ def spent(store: Store, provider: str, plan: str, since: float) -> Spend:
         if s.endpoint.provider == provider and s.endpoint.plan == plan and s.started_at.timestamp() >= since:
             totals = [a + b for a, b in zip(totals, _one(s), strict=True)]
     return Spend(*totals)
+
+
+DAY = 86400
+MAX_DAYS = 31  # a daily table longer than a month is a report, not a notice
+
+
+@dataclass(frozen=True, slots=True)
+class DaySpend:
+    """An endpoint's use over one UTC day (day = floor(epoch seconds / 86400)), as budgets count it."""
+
+    provider: str
+    plan: str
+    model: str
+    day: int
+    spend: Spend
+
+
+def daily(store: Store, days: int, now: float) -> list[DaySpend]:
+    """Each endpoint's use per UTC day, over the ``days`` days up to the one holding now; oldest day first."""
+    today = int(now // DAY)
+    first = today - max(1, min(days, MAX_DAYS)) + 1
+    selects = [  # one indexed range per day: portable, where FLOOR and integer casts differ between databases
+        f"SELECT {day}, provider, plan, model, COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT}) FROM samples"  # noqa: S608
+        " WHERE started_at >= ? AND started_at < ? GROUP BY provider, plan, model"
+        for day in range(first, today + 1)
+    ]
+    params = [t for day in range(first, today + 1) for t in (day * DAY, (day + 1) * DAY)]
+    totals: dict[tuple[int, str, str, str], Spend] = defaultdict(Spend)
+    for day, provider, plan, model, count, tokens_in, tokens_out in store.query(" UNION ALL ".join(selects), params):
+        totals[(int(day), provider, plan, model)] += Spend(int(count), int(tokens_in or 0), int(tokens_out or 0))
+    for s in (*store.unsaved, *store.rescued):  # spent all the same
+        day, e = int(s.started_at.timestamp() // DAY), s.endpoint
+        if first <= day <= today:
+            totals[(day, e.provider, e.plan, e.model)] += Spend(*_one(s))
+    return [DaySpend(p, plan, m, day, spend) for (day, p, plan, m), spend in sorted(totals.items())]
+
+
+Key = tuple[str, str, str, str]  # provider, plan, model, workload
+
+
+def typical(store: Store, since: float, until: float, workload: str | None = None) -> dict[Key, tuple[float, float]]:
+    """Per endpoint x workload: the mean input and output tokens billed of its successful published samples."""
+    sql = (
+        f"SELECT provider, plan, model, workload, AVG({_SPENT_IN}), AVG({_SPENT_OUT}) FROM samples"  # noqa: S608
+        " WHERE published = 1 AND ok = 1 AND started_at >= ? AND started_at <= ?"
+    )
+    params: list[object] = [since, until]
+    if workload is not None:
+        sql, params = sql + " AND workload = ?", [*params, workload]
+    rows = store.query(sql + " GROUP BY provider, plan, model, workload", params)
+    return {(p, plan, m, w): (float(i), float(o)) for p, plan, m, w, i, o in rows if i is not None and o is not None}

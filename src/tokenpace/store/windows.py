@@ -19,7 +19,7 @@ the edge hours' samples instead of ranking ~70,000 samples. Measured by bench/ag
 from __future__ import annotations
 
 import statistics
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -168,6 +168,13 @@ def present(store: Store, window: Window, now: datetime, long_workloads: Collect
     return [tuple(r) for r in store.query(f"{sql} ORDER BY {menu}", params)]
 
 
+def present_models(store: Store, window: Window, now: datetime, long_workloads: Collection[str] = ()) -> list[str]:
+    """The distinct model ids with a sample in the window: the ids a model page gathers under one name."""
+    hours, raws = _selects(window, epoch(now), long_workloads, ("model", "model"))
+    sql, params = _union(hours + raws, "UNION")
+    return sorted(r[0] for r in store.query(sql, params))
+
+
 # A rollup row as it is, summed in Python (Tally.hours): grouping in SQL (SUM, string_agg) cost PostgreSQL a sort
 # and an aggregate over multi-kilobyte texts, ~10 % of a 72 h board over 1M samples, to save a few hundred rows.
 _ROLLUP_ROW = (
@@ -183,16 +190,20 @@ def endpoint_rows(
     long_workloads: Collection[str] = (),
     *,
     workload: str | None = None,
-    model: str | None = None,
+    model: str | Collection[str] | None = None,
     provider: str | None = None,
     plan: str | None = None,
     include_client_bound: bool = False,
 ) -> list[EndpointRow]:
     """Every endpoint x workload with a sample in the window (only those matching the filters), sorted by key.
 
-    ``include_client_bound``: figures also from successful samples timed while the client lagged.
+    ``include_client_bound``: figures also from successful samples timed while the client lagged. ``model``: one
+    id, or several (the ids of one canonical model).
     """
     where: Select = ("", [])
+    if model is not None and not isinstance(model, str):
+        ids = sorted(model) or [""]  # no id: no row
+        where, model = (f" AND model IN ({', '.join('?' * len(ids))})", ids), None
     # A page shows one workload, model or endpoint: reading only its rows saves everyone else's.
     for column, value in (("workload", workload), ("model", model), ("provider", provider), ("plan", plan)):
         if value is not None:
@@ -246,8 +257,13 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def model_rows(rows: Sequence[EndpointRow], statistic: str, *, min_samples: int = 1) -> list[ModelRow]:
+def model_rows(
+    rows: Sequence[EndpointRow], statistic: str, *, min_samples: int = 1, canonical: Callable[[str], str] = str
+) -> list[ModelRow]:
     """Per (model, workload): median across endpoints of their headline figures, sorted by model, workload.
+
+    ``canonical`` names the model a provider's id means (config.models: one name for the same weights), so
+    ``llama-3.1-8b-instant`` and ``llama3.1-8b`` are one model row; by default every id is its own model.
 
     Endpoints with fewer than ``min_samples`` counted samples are left out of the figures: too few to speak
     for a model. The success rate pools every endpoint's samples: a provider that fails every request has no
@@ -255,7 +271,7 @@ def model_rows(rows: Sequence[EndpointRow], statistic: str, *, min_samples: int 
     """
     every: dict[tuple[str, str], list[EndpointRow]] = {}
     for r in rows:
-        every.setdefault((r.model, r.workload), []).append(r)
+        every.setdefault((canonical(r.model), r.workload), []).append(r)
     found = []
     for (model, workload), group in sorted(every.items()):
         speaking = [r for r in group if r.counted >= min_samples]
