@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tokenpace.board.numbers import DASH, ago, figure, interval, percent, when
+from tokenpace.board.numbers import DASH, ago, dollars, figure, interval, percent, when
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,11 @@ def test_times_and_intervals() -> None:
     assert (when(now), when(now, seconds=False), when(None)) == ("2025-01-31 12:00:05", "2025-01-31 12:00", DASH)
     assert ago(now, now.replace(hour=9)) == "3 h ago" and ago(now, now) == "0 s ago"
     assert (interval(600), interval(14400), interval(604800), interval(90)) == ("10 min", "4 h", "7 d", "90 s")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "—"), (0, "$0"), (0.0575, "$0.0575"), (0.000123456, "$0.000123"), (1.5, "$1.50"), (1234.5, "$1,234.50")],
+)
+def test_dollars_have_cents_or_three_significant_digits(value: float | None, text: str) -> None:
+    assert dollars(value) == text

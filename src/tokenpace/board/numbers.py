@@ -1,12 +1,14 @@
 """How figures are written for people, once: the web's templates and the terminal both call these.
 
 A tok/s figure has one decimal below 100 and none from 100 on (the decimal of 1,234 tok/s is noise); ms are
-whole; a share is a percentage with one decimal unless it is whole (99.5%, and 99.96% is "100.0%", never "100%").
+whole; a share is a percentage with one decimal unless it is whole (99.5%, and 99.96% is "100.0%", never "100%");
+dollars have cents, or three significant digits below a dollar ($0.000123: a request costs fractions of a cent).
 A missing value is a dash. JSON and CSV carry the numbers as they are: formatting is for reading only.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Literal
 
@@ -33,6 +35,16 @@ def percent(share: float | None) -> str:
         return DASH
     whole = abs(share * 100 - round(share * 100)) < 1e-9  # 0.1 * 100 is 10.000000000000002
     return f"{share:.0%}" if whole else f"{share:.1%}"
+
+
+def dollars(value: float | None) -> str:
+    """Dollars: "$1,234.50" from a dollar on, three significant digits below ("$0.0581", "$0.000123"), "$0"."""
+    if value is None:
+        return DASH
+    if value >= 1 or value == 0:
+        return f"${value:,.2f}" if value else "$0"
+    places = 2 - math.floor(math.log10(value))  # three significant digits
+    return f"${value:.{places}f}"
 
 
 def when(value: datetime | None, seconds: bool = True) -> str:

@@ -4,7 +4,7 @@ A board is every endpoint's row for one workload over one window, filtered, sort
 successful samples than ``min_samples`` are shown but not ranked: a median of two samples is an anecdote.
 Client-bound samples (timed while this client's own loop lagged) count neither in figures nor towards
 ``min_samples`` unless the query says ``client_bound=include``; each row shows how many there were, and how
-many of its samples came from one-shot runs published with ``run --publish``.
+many of its samples came from one-shot runs published with ``run --publish``. Prices and costs: ``cost.py``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from datetime import datetime
 from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
+from tokenpace.board import cost
 from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.errors import BadRequest
 from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
+from tokenpace.store.usage import Key, typical
 from tokenpace.store.windows import (
     DEFAULT_WINDOW,
     METRICS,
@@ -183,6 +185,7 @@ class Entry:
     too_few: bool
     stale: bool
     tied: bool = False
+    cost: cost.RowCost | None = None  # price, canonical model and cost per request
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +231,7 @@ class Snapshot:
     window: Window
     rows: tuple[EndpointRow, ...]
     menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload) present in the window
+    tokens: Mapping[Key, tuple[float, float]] = dataclasses.field(default_factory=dict)  # usage.typical's
 
 
 def snapshot(
@@ -248,7 +252,8 @@ def snapshot(
         rows = endpoint_rows(
             store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
         )
-        return Snapshot(window, tuple(rows), tuple(menus.result()))
+        tokens = typical(store, epoch(now) - window.span(workload, long_workloads), epoch(now), workload)
+        return Snapshot(window, tuple(rows), tuple(menus.result()), tokens)
 
 
 def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[int]:
@@ -271,12 +276,15 @@ def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[in
 
 
 def arrange(
-    m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
-) -> Board:
+    m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    config: Config | None = None,
+) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
-    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale).
+    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale); prices from config.
     """
+    config = config or Config()
+    costs = cost.row_costs(config, m.rows, m.tokens, now.date())
     window = m.window
     shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
     ordered = _ordered(shown, query, window.statistic)
@@ -291,9 +299,10 @@ def arrange(
         rank = rank_of.get(id(r))
         limit = stale_after(r)
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
-        entries.append(Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1))
+        priced = costs[(r.provider, r.plan, r.model, r.workload)]
+        entries.append(Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1, cost=priced))
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
-    models = model_rows(m.rows, window.statistic, min_samples=query.min_samples)
+    models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
     return Board(
         query, window, now, tuple(entries), tuple(models),
         workloads=tuple(ordered_workloads(x[2] for x in m.menus)),
@@ -309,13 +318,14 @@ def read_board(
     *,
     stale_after: Callable[[EndpointRow], float | None] = never_stale,
     long_workloads: Collection[str] = (),
+    config: Config | None = None,
 ) -> Board:
     """The leaderboard for a query, read from the store now."""
     m = snapshot(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
         include_client_bound=query.include_client_bound,
     )  # fmt: skip
-    return arrange(m, query, now, stale_after=stale_after)
+    return arrange(m, query, now, stale_after=stale_after, config=config)
 
 
 def as_dict(b: Board) -> dict[str, Any]:
@@ -327,6 +337,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
         "entries": [
             {"rank": e.rank, "tied": e.tied, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)}
+            | cost.cost_dict(e.cost, b.generated_at.date())
             for e in b.entries
         ],
         "models": [dataclasses.asdict(m) for m in b.models],
@@ -343,7 +354,7 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     header = [
         "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
-        "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats),
+        "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats), *cost.CSV_COLUMNS,
     ]  # fmt: skip
     table = []
     for e in b.entries:
@@ -352,6 +363,6 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         table.append([
             e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
-            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
+            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures, *cost.csv_values(e.cost),
         ])  # fmt: skip
     return header, table

@@ -256,7 +256,7 @@ def leaderboard_command(
     try:
         now = datetime.now(UTC)
         board = ranking.read_board(
-            store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads
+            store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads, config=cfg
         )
     finally:
         close_store(store)
