@@ -3,6 +3,8 @@ per typical request."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.schedule.test_sampler import DAY, T0, fake_sample, job
@@ -48,3 +50,11 @@ def test_typical_request_is_the_mean_of_successful_published_samples(any_store: 
     ((key, tokens),) = found.items()
     assert key == ("p", "default", "m", "small") and tokens == pytest.approx((750.0, 75.0))
     assert typical(store, T0 - DAY, T0 + 10, workload="other") == {}
+
+
+def test_daily_spend_leaves_out_private_one_shot_samples(any_store: Store) -> None:
+    store, a = any_store, job("m")
+    store.add_sample(fake_sample(a, T0))
+    store.add_sample(dataclasses.replace(fake_sample(a, T0 + 1), source="one-shot", published=False))
+    assert [d.spend.requests for d in daily(any_store, 1, T0 + 2)] == [1]
+    assert usage(store, "p", "default", T0 - 1).requests == 2  # a budget counts both

@@ -73,12 +73,16 @@ class DaySpend:
 
 
 def daily(store: Store, days: int, now: float) -> list[DaySpend]:
-    """Each endpoint's use per UTC day, over the ``days`` days up to the one holding now; oldest day first."""
+    """Each endpoint's use per UTC day, over the ``days`` days up to the one holding now; oldest day first.
+
+    Published samples only (the schedule's, and one-shot runs published on purpose): pages show this, and a
+    private one-shot run is nobody else's business. A budget counts those too (:func:`spent`).
+    """
     today = int(now // DAY)
     first = today - max(1, min(days, MAX_DAYS)) + 1
     selects = [  # one indexed range per day: portable, where FLOOR and integer casts differ between databases
         f"SELECT {day}, provider, plan, model, COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT}) FROM samples"  # noqa: S608
-        " WHERE started_at >= ? AND started_at < ? GROUP BY provider, plan, model"
+        " WHERE published = 1 AND started_at >= ? AND started_at < ? GROUP BY provider, plan, model"
         for day in range(first, today + 1)
     ]
     params = [t for day in range(first, today + 1) for t in (day * DAY, (day + 1) * DAY)]
@@ -87,7 +91,7 @@ def daily(store: Store, days: int, now: float) -> list[DaySpend]:
         totals[(int(day), provider, plan, model)] += Spend(int(count), int(tokens_in or 0), int(tokens_out or 0))
     for s in (*store.unsaved, *store.rescued):  # spent all the same
         day, e = int(s.started_at.timestamp() // DAY), s.endpoint
-        if first <= day <= today:
+        if first <= day <= today and s.published:
             totals[(day, e.provider, e.plan, e.model)] += Spend(*_one(s))
     return [DaySpend(p, plan, m, day, spend) for (day, p, plan, m), spend in sorted(totals.items())]
 
