@@ -131,7 +131,8 @@ BASE = '[providers.groq]\nmodels = ["m"]\n'
         ),
         (BASE + 'quantization = { m = "fp8; drop" }\n', r"providers\.groq\.quantization\.m: "),
         (
-            '[providers.groq.plans.p]\nmodels = ["m"]\nprices = { n = { input = 1, output = 1, as_of = 2026-01-01 } }\n',
+            '[providers.groq.plans.p]\nmodels = ["m"]\n'
+            "prices = { n = { input = 1, output = 1, as_of = 2026-01-01 } }\n",
             r'providers\.groq\.plans\.p\.prices: "n" is not one of the models listed here \(m\)',
         ),
     ],

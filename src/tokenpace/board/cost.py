@@ -44,6 +44,7 @@ class RowCost:
     input_tokens: float | None = None  # the typical request's, as billed
     output_tokens: float | None = None
     cost: float | None = None  # dollars per typical request
+    quantization: str | None = None  # as the provider states it (config)
 
     @property
     def blended(self) -> float | None:
@@ -54,11 +55,13 @@ def row_cost(config: Config, row: EndpointRow, tokens: tuple[float, float] | Non
     """The price and cost per request of one row (None where no price or no successful sample is known)."""
     price = config.price_of(row.provider, row.plan, row.model)
     canonical = config.models.canonical(row.model)
+    quantization = config.quantization.get((row.provider, row.model))
     if price is None:
-        return RowCost(canonical)
+        return RowCost(canonical, quantization=quantization)
     if tokens is None:
-        return RowCost(canonical, price, price.stale(today))
-    return RowCost(canonical, price, price.stale(today), tokens[0], tokens[1], request_cost(price, *tokens))
+        return RowCost(canonical, price, price.stale(today), quantization=quantization)
+    cost = request_cost(price, *tokens)
+    return RowCost(canonical, price, price.stale(today), tokens[0], tokens[1], cost, quantization)
 
 
 def row_costs(
@@ -89,12 +92,13 @@ def cost_dict(c: RowCost | None, today: date) -> dict[str, Any]:
     return {
         "canonical_model": c.canonical or None, "price": price_dict(c.price, today), "blended_price": c.blended,
         "typical_input_tokens": c.input_tokens, "typical_output_tokens": c.output_tokens, "cost_per_request": c.cost,
+        "quantization": c.quantization,
     }  # fmt: skip
 
 
 CSV_COLUMNS = (
     "canonical_model", "price_input", "price_output", "price_cached_input", "price_as_of", "price_stale",
-    "blended_price", "typical_input_tokens", "typical_output_tokens", "cost_per_request",
+    "blended_price", "typical_input_tokens", "typical_output_tokens", "cost_per_request", "quantization",
 )  # fmt: skip
 
 
@@ -103,10 +107,10 @@ def csv_values(c: RowCost | None) -> list[Any]:
     c = c or RowCost("")
     p = c.price
     if p is None:
-        return [c.canonical or None, *[None] * (len(CSV_COLUMNS) - 1)]
+        return [c.canonical or None, *[None] * (len(CSV_COLUMNS) - 2), c.quantization]
     as_of = None if p.as_of is None else p.as_of.isoformat()
     return [c.canonical, p.input, p.output, p.cached_input, as_of, c.stale, c.blended, c.input_tokens,
-            c.output_tokens, c.cost]  # fmt: skip
+            c.output_tokens, c.cost, c.quantization]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("e2e", "End-to-end (ms)"),
     ("success", "Success"),
     ("samples", "Samples"),
+    ("price", "$/1M (3:1)"),
+    ("cost", "$/request"),
     ("last", "Last sample"),
 )
 

@@ -91,6 +91,11 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "samples":
         # Client-bound samples are left out of the figures (unless included): say how many.
         return str(r.samples) + (f" [yellow]({r.client_bound} client-bound)[/]" if r.client_bound else "")
+    if key == "price":  # blended: the one figure that fits a column; JSON has every rate
+        c = e.cost
+        return numbers.dollars(c.blended if c else None) + (" [yellow](old price)[/]" if c and c.stale else "")
+    if key == "cost":
+        return numbers.dollars(e.cost.cost if e.cost else None)
     last = numbers.DASH if r.last_at is None else f"{numbers.when(r.last_at, seconds=False)} UTC"
     return last + (" [yellow](stale)[/]" if e.stale else "")
 
@@ -160,6 +165,9 @@ def print_leaderboard(console: Console, board: Board) -> None:
             figures.append(f"{numbers.figure(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
         console.print("     " + "  ·  ".join(figures), style=style, soft_wrap=True, highlight=False)
         rest = f"success {_cell(board, e, 'success')}  ·  samples {_cell(board, e, 'samples')}"
+        rest += (
+            f"  ·  {_cell(board, e, 'price')}/1M, {_cell(board, e, 'cost')}/request" if e.cost and e.cost.price else ""
+        )
         console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
     if not board.entries:
         print_board(console, board)  # its own line for an empty board
