@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
-from tokenpace.board import uptime
+from tokenpace.board import cost, uptime
 from tokenpace.board.rows import row_dict
 from tokenpace.config.workloads import ordered
+from tokenpace.store.database import epoch
 from tokenpace.store.series import Point, model_series, series
-from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
+from tokenpace.store.usage import typical
+from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows, model_rows, present_models
 from tokenpace.web import charts
 from tokenpace.web.paths import endpoint_path, model_path
 from tokenpace.web.render import Page
@@ -39,6 +41,16 @@ def _recent(points: Sequence[tuple[str, Point]]) -> list[tuple[str, Point]]:
 
 def _scrubbed(site: Site, points: Sequence[Point]) -> list[Point]:
     return [dataclasses.replace(p, error_message=site.scrub(p.error_message)) if p.error_message else p for p in points]
+
+
+def _costs(site: Site, rows: Sequence[EndpointRow], window: Window, now: datetime) -> list[cost.RowCost]:
+    """Each row's price and cost per request, its typical request read over its own workload's span."""
+    out = []
+    for r in rows:
+        since = epoch(now) - window.span(r.workload, site.long_workloads)
+        tokens = typical(site.store, since, epoch(now), r.workload).get((r.provider, r.plan, r.model, r.workload))
+        out.append(cost.row_cost(site.config, r, tokens, now.date()))
+    return out
 
 
 def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
@@ -77,6 +89,9 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "name": name,
         "simulated": simulated,
         "protocol": protocol,
+        "canonical_model": site.config.models.canonical(model),
+        "quantization": site.config.quantization.get((provider, model)),
+        "price": cost.price_dict(site.config.price_of(provider, plan, model), now.date()),
     }
     context = {
         **facts,
@@ -93,34 +108,47 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "uptime": hours,
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
-    rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
+    # the leaderboard JSON's shape of a row
+    rows_data = [
+        row_dict(r, window.statistic) | cost.cost_dict(c, now.date())
+        for r, c in zip(shown, _costs(site, shown, window, now), strict=True)
+    ]
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
             "uptime": hours}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     return Page("endpoint.html", context, data, json_url=json_url)
 
 
-def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
-    """A model on every endpoint that serves it, one workload at a time."""
+def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
+    """A model on every endpoint that serves it, one workload at a time: every provider's id of the same
+    weights (config.models), so ``/model/llama-3.1-8b-instant`` shows the page of ``llama-3.1-8b``."""
     window, include = window_param(params), client_bound_param(params)
-    now = site.now()
-    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=model, include_client_bound=include)
-    if not rows and not any(e.model == model for e in site.config.endpoints):
-        raise HTTPException(404, f"no endpoint serving model {model} has samples or is configured")
+    now, models = site.now(), site.config.models
+    model = models.canonical(asked)
+    seen = present_models(site.store, window, now, site.long_workloads)
+    ids = models.ids(model, [*seen, *(e.model for e in site.config.endpoints)])
+    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=ids, include_client_bound=include)
+    if not rows and not any(e.model in ids for e in site.config.endpoints):
+        raise HTTPException(404, f"no endpoint serving model {asked} has samples or is configured")
     workloads = ordered(r.workload for r in rows)
     usual = site.default_workload
     workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]
-    summary = model_rows(shown, window.statistic, min_samples=site.min_samples)
+    summary = model_rows(shown, window.statistic, min_samples=site.min_samples, canonical=models.canonical)
     since = now - timedelta(seconds=window.span(workload, site.long_workloads))
-    named = model_series(site.store, model=model, workload=workload, since=since)
+    costs = _costs(site, shown, window, now)
+    named = [x for m in ids for x in model_series(site.store, model=m, workload=workload, since=since)]
+    named.sort(key=lambda x: x[1].started_at)  # stable: one id's samples keep their order among equal times
     points = list(zip([name for name, _ in named], _scrubbed(site, [p for _, p in named]), strict=True))
     groups: dict[str, list[Point]] = {}
     for name, p in points:
         if p.charted(include):
             groups.setdefault(name, []).append(p)
+    info = models.info_of(model)
+    facts = {"model": model, "asked": asked, "ids": ids, "context_window": info.context_window if info else None}
     context = {
-        "model": model,
+        **facts,
+        "providers": list(zip(shown, costs, strict=True)),
         "workload": workload,
         "window": window,
         "summary": summary[0] if summary else None,
@@ -133,8 +161,10 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
         "open_recent": False,
         "include_client_bound": include,
     }
-    endpoints = [row_dict(r, window.statistic) for r in shown]
-    data = {"model": model, "workload": workload, "window": window, "summary": summary[0] if summary else None,
+    endpoints = [
+        row_dict(r, window.statistic) | cost.cost_dict(c, now.date()) for r, c in zip(shown, costs, strict=True)
+    ]
+    data = {**facts, "workload": workload, "window": window, "summary": summary[0] if summary else None,
             "endpoints": endpoints, "series": groups, "recent": _recent(points)}  # fmt: skip
     return Page(
         "model.html",

@@ -7,7 +7,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from tokenpace.board import ranking
+from tokenpace.board import cost, ranking
 from tokenpace.config.workloads import ordered
 from tokenpace.schedule.sampler import BudgetStatus
 from tokenpace.store.windows import WINDOWS
@@ -26,6 +26,8 @@ COLUMNS = (
     ("e2e", "End-to-end", "num wide"),
     ("success", "Success", "num"),
     ("samples", "Samples", "num wide"),
+    ("price", "Price, $/1M (3:1)", "num wide"),
+    ("cost", "$ per request", "num wide"),
     ("last", "Last sample", "num"),
 )
 _ARROWS = {"asc": "▲", "desc": "▼"}
@@ -65,6 +67,12 @@ def _budgets(site: Site) -> list[BudgetStatus]:
     return [] if site.status is None else [b for b in site.status().budgets if b.recent_skips > 0]
 
 
+def _spend_today(site: Site) -> list[cost.PlanDay]:
+    """What each plan spent today (UTC), priced: beside the budget notice, and in the JSON."""
+    now = site.now()
+    return site.memo.get(("spend", now.date()), lambda: cost.spend(site.store, site.config, 1, now))
+
+
 def _menus(board: ranking.Board) -> list[dict[str, object]]:
     q = board.query
     workloads = ordered([*board.workloads, q.workload])
@@ -89,13 +97,14 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
             site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
         ),
     )
-    return ranking.arrange(m, query, now, stale_after=site.stale_after)
+    return ranking.arrange(m, query, now, stale_after=site.stale_after, config=site.config)
 
 
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     board = _board(site, params)
     q = board.query
     budgets = _budgets(site)
+    spent = _spend_today(site)
     # What the filter form does not show but must keep: the sort, and a ranking minimum other than the default.
     kept = {"sort": q.sort if q.sort != "speed" else "", "order": q.order or ""}
     kept["min_samples"] = str(q.min_samples) if q.min_samples != q.default_min_samples else ""
@@ -109,6 +118,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "entries": board.entries,
         "models": board.models,
         "budgets": budgets,
+        "spend": spent,
         "headers": _headers(q),
         "sort_label": _SORTED_BY[q.sort],
         "menus": _menus(board),
@@ -118,7 +128,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
     }
-    data = {**ranking.as_dict(board), "budgets_hit": budgets}
+    data = {**ranking.as_dict(board), "budgets_hit": budgets, "spend_today": [cost.plan_day_dict(d) for d in spent]}
     return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
 
 

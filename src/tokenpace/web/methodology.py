@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tokenpace.board import numbers
+from tokenpace.board import cost, numbers
+from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.workloads import ordered
 from tokenpace.measure import metrics
 from tokenpace.measure.tokens import ENCODING
@@ -36,7 +37,7 @@ NOT_MEASURED = (
     "in TTFT; tokenpace sees only when bytes arrive.",
     "Reasoning tokens a provider hides: output speed counts the tokens that arrive (o200k_base), so a model that "
     "thinks without streaming its thoughts looks slow to start rather than fast.",
-    "Prices, rate limits and quality of the answers.",
+    "Rate limits and quality of the answers; prices are stated (config, presets), not read from bills.",
     "Tokens as the provider's own tokenizer counts them: every model is counted with o200k_base, so speeds "
     "compare across providers (the provider-reported counts are kept beside them in the raw samples).",
     "Regions other than where this server runs, and cold starts a provider hides behind a warm pool.",
@@ -58,8 +59,15 @@ def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     return rows, site.jobs_problem
 
 
+SPEND_DAYS = 7
+
+
 def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
     cfg = site.config
+    now = site.now()
+    spend = site.memo.get(("spend", now.date(), SPEND_DAYS), lambda: cost.spend(site.store, cfg, SPEND_DAYS, now))
+    prices = {"stale_days": STALE_DAYS, "blended": _doc(cost.blended), "cost": _doc(cost.request_cost),
+              "spend_days": SPEND_DAYS, "aliases": sum(len(i.aliases) for i in cfg.models.infos)}  # fmt: skip
     jobs, problem = _jobs(site)
     budgets = [
         {"provider": p, "plan": plan, "budget": s.budget} for (p, plan), s in sorted(cfg.plans.items()) if s.budget
@@ -91,5 +99,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "budgets": budgets,
         "workloads": workloads,
         "not_measured": list(NOT_MEASURED),
+        "prices": prices,
+        "spend": [cost.plan_day_dict(d) for d in spend],
     }
     return Page("methodology.html", data, data, json_url="/methodology.json")

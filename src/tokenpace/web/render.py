@@ -58,7 +58,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(fmt=numbers.figure, pct=numbers.percent, when=numbers.when)
+    env.filters.update(fmt=numbers.figure, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
     env.globals.update(
         version=__version__,
         endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model),
