@@ -10,6 +10,7 @@ import pytest
 from tests.schedule.test_sampler import DAY, T0, fake_sample, job
 from tokenpace.board.cost import (
     CSV_COLUMNS,
+    MAX_DAYS,
     PlanDay,
     RowCost,
     blended,
@@ -25,7 +26,7 @@ from tokenpace.config.prices import Price
 from tokenpace.config.settings import Spend
 from tokenpace.measure.stats import Figure
 from tokenpace.store.database import Store
-from tokenpace.store.usage import DaySpend
+from tokenpace.store.usage import HourSpend
 from tokenpace.store.windows import EndpointRow
 
 GROQ = Price(0.05, 0.08, 0.01, date(2026, 11, 1), "https://groq.com/pricing")
@@ -85,9 +86,10 @@ def cents(days: list[PlanDay]) -> list[PlanDay]:
 def test_plan_days_price_each_model_and_count_the_unpriced_apart() -> None:
     cfg = config(groq=GROQ)
     spends = [
-        DaySpend("groq", "default", "llama-3.1-8b-instant", 20000, Spend(2, 2_000_000, 1_000_000)),
-        DaySpend("groq", "default", "mystery", 20000, Spend(1, 10, 10)),
-        DaySpend("groq", "default", "llama-3.1-8b-instant", 20001, Spend(1, 0, 0)),
+        HourSpend("groq", "default", "llama-3.1-8b-instant", 20000 * 24, Spend(1, 1_000_000, 0)),
+        HourSpend("groq", "default", "llama-3.1-8b-instant", 20000 * 24 + 23, Spend(1, 1_000_000, 1_000_000)),
+        HourSpend("groq", "default", "mystery", 20000 * 24 + 5, Spend(1, 10, 10)),
+        HourSpend("groq", "default", "llama-3.1-8b-instant", 20001 * 24, Spend(1, 0, 0)),
     ]
     assert cents(plan_days(cfg, spends)) == [
         PlanDay("groq", "default", date(2024, 10, 4), 3, 2_000_010, 1_000_010, 0.18, 1),
@@ -111,3 +113,15 @@ def test_spend_per_plan_per_day_from_stored_samples(any_store: Store) -> None:
         PlanDay("groq", "default", date.fromordinal(day.toordinal() - 1), 1, 500, 50,
                 round(request_cost(GROQ, 500, 50), 9), 0),
     ]  # fmt: skip
+    # Hours over FINAL_AFTER_S old were read once and kept; the last ones are read again each time.
+    store.add_sample(fake_sample(on, today - 5 * 3600, input_tokens=1, output_tokens=1))  # too late: kept as read
+    store.add_sample(fake_sample(on, today + 50, input_tokens=1, output_tokens=1))  # this hour: read again
+    again = spend(store, config(groq=GROQ), 2, datetime.fromtimestamp(today + 100, UTC))
+    assert [(d.day, d.plan, d.provider, d.requests) for d in again] == [
+        (day, "default", "groq", 3),
+        (day, "default", "p", 1),
+        (date.fromordinal(day.toordinal() - 1), "default", "groq", 1),
+    ]
+    assert spend(store, config(), 10_000, datetime.fromtimestamp(today, UTC))[-1].day >= date.fromordinal(
+        day.toordinal() - MAX_DAYS + 1
+    )  # bounded however many days asked

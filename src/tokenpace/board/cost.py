@@ -4,12 +4,15 @@ Prices are dollars per 1M tokens. A row's cost per request is its workload's typ
 billed input and output tokens of the endpoint's successful samples, ``usage.typical``) at the endpoint's price;
 the blended price weighs input 3:1 against output, as Artificial Analysis does. Cached input is shown beside the
 price but not used: tokenpace's prompts are fresh each time, so they are billed as uncached input. What a plan
-spent per day is ``usage.daily`` priced per model; a model without a price leaves the plan's dollars partial,
-and says so (``unpriced``).
+spent per day is ``usage.hourly`` summed per day and priced per model; a model without a price leaves the
+plan's dollars partial, and says so (``unpriced``). An hour that ended long enough ago is final (no sample of it
+can still arrive), so it is read once and kept: a week's table costs, after its first read, the last few hours.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -18,7 +21,7 @@ from typing import Any
 from tokenpace.config.endpoints import Config
 from tokenpace.config.prices import Price
 from tokenpace.store.database import Store
-from tokenpace.store.usage import DAY, DaySpend, Key, daily
+from tokenpace.store.usage import HOUR, HourSpend, Key, hourly
 from tokenpace.store.windows import EndpointRow
 
 PER = 1_000_000  # prices are per this many tokens
@@ -127,11 +130,11 @@ class PlanDay:
     unpriced: int  # requests of models without a price: dollars leaves them out
 
 
-def plan_days(config: Config, spends: Sequence[DaySpend]) -> list[PlanDay]:
-    """Per plan and day, the sums of usage.daily's rows, each model's tokens priced by request_cost."""
+def plan_days(config: Config, spends: Sequence[HourSpend]) -> list[PlanDay]:
+    """Per plan and UTC day, the sums of usage.hourly's rows, each model's tokens priced by request_cost."""
     sums: dict[tuple[str, str, int], list[float]] = {}
     for s in spends:
-        acc = sums.setdefault((s.provider, s.plan, s.day), [0, 0, 0, 0.0, 0])
+        acc = sums.setdefault((s.provider, s.plan, s.hour // 24), [0, 0, 0, 0.0, 0])
         u, price = s.spend, config.price_of(s.provider, s.plan, s.model)
         acc[0], acc[1], acc[2] = acc[0] + u.requests, acc[1] + u.input_tokens, acc[2] + u.output_tokens
         if price is None:
@@ -139,7 +142,7 @@ def plan_days(config: Config, spends: Sequence[DaySpend]) -> list[PlanDay]:
         else:
             acc[3] += request_cost(price, u.input_tokens, u.output_tokens)
     return [
-        PlanDay(provider, plan, datetime.fromtimestamp(day * DAY, UTC).date(), int(a[0]), int(a[1]), int(a[2]),
+        PlanDay(provider, plan, datetime.fromtimestamp(day * 24 * HOUR, UTC).date(), int(a[0]), int(a[1]), int(a[2]),
                 a[3], int(a[4]))
         for (provider, plan, day), a in sorted(sums.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1]))
     ]  # fmt: skip
@@ -151,7 +154,28 @@ def plan_day_dict(d: PlanDay) -> dict[str, Any]:
             "unpriced_requests": d.unpriced}  # fmt: skip
 
 
+MAX_DAYS = 31
+FINAL_AFTER_S = 2 * HOUR  # a sample is stored when its request ends: no request runs longer than this after
+_FINAL: weakref.WeakKeyDictionary[Store, dict[int, list[HourSpend]]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
 def spend(store: Store, config: Config, days: int, now: datetime) -> list[PlanDay]:
-    """What each plan spent on each of the last ``days`` UTC days (today included), newest day first."""
-    found = plan_days(config, daily(store, days, now.timestamp()))
-    return sorted(found, key=lambda d: d.day, reverse=True)  # stable: plans stay in name order within a day
+    """What each plan spent on each of the last ``days`` UTC days (today included, at most MAX_DAYS), newest
+    day first. Hours over FINAL_AFTER_S old are read once per store and kept; the rest are read each time."""
+    last = int(now.timestamp() // HOUR)
+    first = (last // 24 - min(max(days, 1), MAX_DAYS) + 1) * 24
+    final = int((now.timestamp() - FINAL_AFTER_S) // HOUR)  # hours before this one are complete
+    with _LOCK:
+        kept = _FINAL.setdefault(store, {})
+        for hour in [h for h in kept if h < first - MAX_DAYS * 24]:
+            del kept[hour]  # long out of every table
+        known = dict(kept)
+    read = hourly(store, [h for h in range(first, last + 1) if h not in known])
+    fresh: dict[int, list[HourSpend]] = {h: [] for h in range(first, last + 1) if h not in known}
+    for s in read:
+        fresh[s.hour].append(s)
+    with _LOCK:
+        kept.update({h: rows for h, rows in fresh.items() if h < final})
+    every = [s for h in range(first, last + 1) for s in known.get(h, fresh.get(h, []))]
+    return sorted(plan_days(config, every), key=lambda d: d.day, reverse=True)  # plans stay in name order

@@ -254,7 +254,8 @@ def snapshot(
         rows = endpoint_rows(
             store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
         )
-        tokens = typical(store, epoch(now) - window.span(workload, long_workloads), epoch(now), workload)
+        keys = [(r.provider, r.plan, r.model, r.workload) for r in rows]
+        tokens = typical(store, keys, epoch(now) - window.span(workload, long_workloads), epoch(now))
         return Snapshot(window, tuple(rows), tuple(menus.result()), tokens)
 
 

@@ -7,14 +7,15 @@ negative one cannot refund. Input is the provider's count, else o200k's; output 
 Samples whose write failed (a full disk) or that the database refused (rescued to a file) were spent all the
 same, so they are counted here too, the same way, in Python.
 
-The same counts give what each endpoint spent per UTC day (:func:`daily`, which the board prices) and the tokens
-a typical request of an endpoint's workload takes (:func:`typical`, the mean over its successful published
-samples in a window: what a request costs, times its price).
+The same counts give what each endpoint spent per UTC hour (:func:`hourly`, which the board sums per day and
+prices) and the tokens a typical request of an endpoint's workload takes (:func:`typical`, the mean over its
+last successful published samples in a window: what a request costs, times its price).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tokenpace.config.settings import Spend
@@ -57,56 +58,66 @@ def spent(store: Store, provider: str, plan: str, since: float) -> Spend:
     return Spend(*totals)
 
 
-DAY = 86400
-MAX_DAYS = 31  # a daily table longer than a month is a report, not a notice
+HOUR = 3600
+_HOURS_PER_STATEMENT = 48  # a week's first read is 168 hours: a few statements, each a UNION of indexed ranges
 
 
 @dataclass(frozen=True, slots=True)
-class DaySpend:
-    """An endpoint's use over one UTC day (day = floor(epoch seconds / 86400)), as budgets count it."""
+class HourSpend:
+    """An endpoint's use over one UTC hour (hour = floor(epoch seconds / 3600)), as budgets count it."""
 
     provider: str
     plan: str
     model: str
-    day: int
+    hour: int
     spend: Spend
 
 
-def daily(store: Store, days: int, now: float) -> list[DaySpend]:
-    """Each endpoint's use per UTC day, over the ``days`` days up to the one holding now; oldest day first.
+def hourly(store: Store, hours: Iterable[int]) -> list[HourSpend]:
+    """Each endpoint's use in each of the given UTC hours, sorted by hour, provider, plan and model.
 
-    Published samples only (the schedule's, and one-shot runs published on purpose): pages show this, and a
-    private one-shot run is nobody else's business. A budget counts those too (:func:`spent`).
+    Published samples only (the schedule's, and one-shot runs published on purpose): pages show this, and an
+    unpublished one-shot run is nobody else's business. A budget counts those too (:func:`spent`).
     """
-    today = int(now // DAY)
-    first = today - max(1, min(days, MAX_DAYS)) + 1
-    selects = [  # one indexed range per day: portable, where FLOOR and integer casts differ between databases
-        f"SELECT {day}, provider, plan, model, COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT}) FROM samples"  # noqa: S608
-        " WHERE published = 1 AND started_at >= ? AND started_at < ? GROUP BY provider, plan, model"
-        for day in range(first, today + 1)
-    ]
-    params = [t for day in range(first, today + 1) for t in (day * DAY, (day + 1) * DAY)]
+    wanted = sorted(set(hours))
     totals: dict[tuple[int, str, str, str], Spend] = defaultdict(Spend)
-    for day, provider, plan, model, count, tokens_in, tokens_out in store.query(" UNION ALL ".join(selects), params):
-        totals[(int(day), provider, plan, model)] += Spend(int(count), int(tokens_in or 0), int(tokens_out or 0))
+    for first in range(0, len(wanted), _HOURS_PER_STATEMENT):
+        chunk = wanted[first : first + _HOURS_PER_STATEMENT]
+        selects = [  # one indexed range per hour: portable, where FLOOR and integer casts differ between databases
+            f"SELECT {hour}, provider, plan, model, COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT}) FROM samples"  # noqa: S608
+            " WHERE published = 1 AND started_at >= ? AND started_at < ? GROUP BY provider, plan, model"
+            for hour in chunk
+        ]
+        params = [t for hour in chunk for t in (hour * HOUR, (hour + 1) * HOUR)]
+        for hour, provider, plan, model, n, tokens_in, tokens_out in store.query(" UNION ALL ".join(selects), params):
+            totals[(int(hour), provider, plan, model)] += Spend(int(n), int(tokens_in or 0), int(tokens_out or 0))
+    asked = set(wanted)
     for s in (*store.unsaved, *store.rescued):  # spent all the same
-        day, e = int(s.started_at.timestamp() // DAY), s.endpoint
-        if first <= day <= today and s.published:
-            totals[(day, e.provider, e.plan, e.model)] += Spend(*_one(s))
-    return [DaySpend(p, plan, m, day, spend) for (day, p, plan, m), spend in sorted(totals.items())]
+        hour, e = int(s.started_at.timestamp() // HOUR), s.endpoint
+        if hour in asked and s.published:
+            totals[(hour, e.provider, e.plan, e.model)] += Spend(*_one(s))
+    return [HourSpend(p, plan, m, hour, spend) for (hour, p, plan, m), spend in sorted(totals.items())]
 
 
 Key = tuple[str, str, str, str]  # provider, plan, model, workload
+TYPICAL = 20  # the last this many successful samples make a typical request: its prompt size and output cap
+_CHUNK = 100  # keys per statement: 700 parameters, well under SQLite's limit
 
 
-def typical(store: Store, since: float, until: float, workload: str | None = None) -> dict[Key, tuple[float, float]]:
-    """Per endpoint x workload: the mean input and output tokens billed of its successful published samples."""
-    sql = (
-        f"SELECT provider, plan, model, workload, AVG({_SPENT_IN}), AVG({_SPENT_OUT}) FROM samples"  # noqa: S608
-        " WHERE published = 1 AND ok = 1 AND started_at >= ? AND started_at <= ?"
-    )
-    params: list[object] = [since, until]
-    if workload is not None:
-        sql, params = sql + " AND workload = ?", [*params, workload]
-    rows = store.query(sql + " GROUP BY provider, plan, model, workload", params)
-    return {(p, plan, m, w): (float(i), float(o)) for p, plan, m, w, i, o in rows if i is not None and o is not None}
+def typical(store: Store, keys: Iterable[Key], since: float, until: float) -> dict[Key, tuple[float, float]]:
+    """Per endpoint x workload: the mean input and output tokens billed of its last TYPICAL successful
+    published samples in [since, until] (each an indexed read of a few rows, not a scan of the window)."""
+    keys, found = list(dict.fromkeys(keys)), {}
+    for first in range(0, len(keys), _CHUNK):
+        chunk = keys[first : first + _CHUNK]
+        one = (
+            f"SELECT {{i}}, AVG(i), AVG(o) FROM (SELECT {_SPENT_IN} AS i, {_SPENT_OUT} AS o FROM samples"  # noqa: S608
+            " WHERE provider = ? AND model = ? AND workload = ? AND started_at >= ? AND started_at <= ?"
+            f" AND plan = ? AND published = 1 AND ok = 1 ORDER BY started_at DESC LIMIT {TYPICAL}) AS t"
+        )
+        sql = " UNION ALL ".join(one.format(i=i) for i in range(len(chunk)))
+        params = [v for p, plan, m, w in chunk for v in (p, m, w, since, until, plan)]
+        for i, tokens_in, tokens_out in store.query(sql, params):
+            if tokens_in is not None and tokens_out is not None:
+                found[chunk[int(i)]] = (float(tokens_in), float(tokens_out))
+    return found

@@ -48,7 +48,8 @@ def _costs(site: Site, rows: Sequence[EndpointRow], window: Window, now: datetim
     out = []
     for r in rows:
         since = epoch(now) - window.span(r.workload, site.long_workloads)
-        tokens = typical(site.store, since, epoch(now), r.workload).get((r.provider, r.plan, r.model, r.workload))
+        key = (r.provider, r.plan, r.model, r.workload)
+        tokens = typical(site.store, [key], since, epoch(now)).get(key)
         out.append(cost.row_cost(site.config, r, tokens, now.date()))
     return out
 
