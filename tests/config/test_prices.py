@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 from pathlib import Path
 
 import pytest
 
 from tests.config.test_endpoints import assert_one_line_error, write
-from tokenpace.config.endpoints import Config, load
+from tokenpace.config.endpoints import Config, Endpoint, load
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.prices import MAX_DOLLARS_PER_M, STALE_DAYS, Price
 
@@ -55,6 +56,11 @@ def test_the_most_specific_price_wins(tmp_path: Path) -> None:
     # A provider the file does not declare (samples of an older config) falls back on its preset.
     assert cfg.price_of("openai", "default", "gpt-4o-mini") == PRESETS["openai"].price
     assert Config().price_of("groq", "default", "llama-3.1-8b-instant") == PRESETS["groq"].price
+    # What serve discovers from a key variable is priced as its preset; a simulator named like one is not.
+    found = Endpoint("groq", "llama-3.1-8b-instant", PRESETS["groq"].base_url, api_key_env="GROQ_API_KEY")
+    assert Config((found,), source="discovery").price_of("groq", "default", found.model) == PRESETS["groq"].price
+    fake = dataclasses.replace(found, simulated=True)
+    assert Config((fake,)).price_of("groq", "default", found.model) is None
 
 
 def test_every_preset_price_is_dated_with_a_source_for_the_presets_own_model() -> None:

@@ -6,16 +6,20 @@ import asyncio
 import csv
 import dataclasses
 import io
+import json
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from tests.webkit import ONE_K, TIMEOUTS, Steady
 from tokenpace import sim
 from tokenpace.board.cost import CSV_COLUMNS, blended
+from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.prices import Price
 from tokenpace.measure.run import RunOptions, run_workload
@@ -50,8 +54,13 @@ async def _fill(store: Store) -> Config:
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    with open_store(str(tmp_path_factory.mktemp("prices") / "p.db")) as store:
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("prices") / "p.db"
+
+
+@pytest.fixture(scope="module")
+def client(db: Path) -> Iterator[TestClient]:
+    with open_store(str(db)) as store:
         config = asyncio.run(_fill(store))
         with TestClient(create_app(store, config)) as c:
             yield c
@@ -153,3 +162,17 @@ def test_endpoint_page_shows_its_price_and_canonical_model(client: TestClient) -
     assert data["canonical_model"] == "llama-3.1-8b" and data["price"]["stale"] is True
     page = client.get("/endpoint/groq/default/llama-3~2E1-8b-instant").text
     assert "(= llama-3.1-8b)" in page and "fp16" in page and dataclasses.is_dataclass(FRESH)
+
+
+def test_terminal_board_shows_price_and_cost(client: TestClient, db: Path) -> None:
+    # No config: the presets' prices, so Groq's default model has one (dated 2025: marked old) and Cerebras's too.
+    out = CliRunner().invoke(main, ["leaderboard", "--db", str(db)], catch_exceptions=False, terminal_width=250)
+    assert out.exit_code == 0, out.output
+    assert "$0.0575/1M (old price), $" in out.stdout  # (3 * 0.05 + 0.08) / 4, read in 2025
+    wide = CliRunner().invoke(main, ["leaderboard", "--db", str(db)], env={"COLUMNS": "400"})
+    assert "$/request" in wide.stdout and "$0.0575 (old price)" in wide.stdout, wide.stdout
+    entries = {e["name"]: e for e in json.loads(
+        CliRunner().invoke(main, ["leaderboard", "--db", str(db), "--json"], catch_exceptions=False).stdout
+    )["entries"]}  # fmt: skip
+    assert entries["groq/llama-3.1-8b-instant"]["price"]["source"] == "https://groq.com/pricing"
+    assert entries["other/org/Unrelated-Model"]["price"] is None

@@ -165,9 +165,9 @@ def print_leaderboard(console: Console, board: Board) -> None:
             figures.append(f"{numbers.figure(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
         console.print("     " + "  ·  ".join(figures), style=style, soft_wrap=True, highlight=False)
         rest = f"success {_cell(board, e, 'success')}  ·  samples {_cell(board, e, 'samples')}"
-        rest += (
-            f"  ·  {_cell(board, e, 'price')}/1M, {_cell(board, e, 'cost')}/request" if e.cost and e.cost.price else ""
-        )
+        if (c := e.cost) and c.price:
+            old = " [yellow](old price)[/]" if c.stale else ""
+            rest += f"  ·  {numbers.dollars(c.blended)}/1M{old}, {numbers.dollars(c.cost)}/request"
         console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
     if not board.entries:
         print_board(console, board)  # its own line for an empty board

@@ -191,10 +191,11 @@ class Config:
     models: Models = field(default_factory=lambda: Models(BUILTIN_MODELS))
 
     def price_of(self, provider: str, plan: str, model: str) -> Price | None:
-        """An endpoint's price: the file's (see prices.pick), else, for a provider the file does not declare,
-        its preset's for the preset's default model; None where nobody stated one."""
+        """An endpoint's price: the file's (see prices.pick), else the preset's of that name for its default model
+        (what serve discovered, or samples of a provider the file no longer lists); None where nobody stated one
+        and for a simulator, whatever its name."""
         found = self.prices.get((provider, plan, model))
-        if found is not None or any(e.provider == provider for e in self.endpoints):
+        if found is not None or any(e.provider == provider and e.simulated for e in self.endpoints):
             return found
         pre = PRESETS.get(provider)
         return pre.price if pre is not None and pre.model == model else None
