@@ -34,7 +34,17 @@ def test_times_and_intervals() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(None, "—"), (0, "$0"), (0.0575, "$0.0575"), (0.000123456, "$0.000123"), (1.5, "$1.50"), (1234.5, "$1,234.50")],
+    [
+        (None, "—"),
+        (0, "$0"),
+        (0.0575, "$0.0575"),
+        (0.000123456, "$0.000123"),
+        (0.1, "$0.10"),
+        (0.05, "$0.05"),
+        (0.0000512, "$0.0000512"),
+        (1.5, "$1.50"),
+        (1234.5, "$1,234.50"),
+    ],
 )
 def test_dollars_have_cents_or_three_significant_digits(value: float | None, text: str) -> None:
     assert dollars(value) == text

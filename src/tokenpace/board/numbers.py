@@ -2,7 +2,8 @@
 
 A tok/s figure has one decimal below 100 and none from 100 on (the decimal of 1,234 tok/s is noise); ms are
 whole; a share is a percentage with one decimal unless it is whole (99.5%, and 99.96% is "100.0%", never "100%");
-dollars have cents, or three significant digits below a dollar ($0.000123: a request costs fractions of a cent).
+dollars have cents, or up to three significant digits below a dollar ($0.000123: a request costs fractions of a
+cent).
 A missing value is a dash. JSON and CSV carry the numbers as they are: formatting is for reading only.
 """
 
@@ -38,13 +39,15 @@ def percent(share: float | None) -> str:
 
 
 def dollars(value: float | None) -> str:
-    """Dollars: "$1,234.50" from a dollar on, three significant digits below ("$0.0581", "$0.000123"), "$0"."""
+    """Dollars: "$1,234.50" from a dollar on; below, up to three significant digits and at least cents ("$0.10",
+    "$0.0575", "$0.000123"); "$0"."""
     if value is None:
         return DASH
     if value >= 1 or value == 0:
         return f"${value:,.2f}" if value else "$0"
     places = 2 - math.floor(math.log10(value))  # three significant digits
-    return f"${value:.{places}f}"
+    digits = f"{value:.{places}f}"
+    return "$" + digits[: max(len(digits.rstrip("0")), digits.index(".") + 3)]
 
 
 def when(value: datetime | None, seconds: bool = True) -> str:
