@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,3 +97,28 @@ def filled_store(url: str | Path) -> tuple[Store, Fleet]:
     """A new store (a SQLite path or a URL) with 4 samples of each ranked endpoint (1k), 2 of few, 3 of tiny."""
     store = open_store(str(url))
     return store, asyncio.run(_fill(store))
+
+
+_CHART = re.compile(r'<figure class="chart" id="([^"]+)"[^>]*>(<svg.*?</svg>)</figure>', re.S)
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def charts(page: str) -> dict[str, ET.Element]:
+    """The page's charts by element id, each its inline SVG parsed (pygal writes well-formed XML)."""
+    return {chart_id: ET.fromstring(svg) for chart_id, svg in _CHART.findall(page)}  # noqa: S314 (pages we served)
+
+
+def legend(svg: ET.Element) -> list[str]:
+    """A chart's series names, whole (the legend's text may be cut short; its title is not)."""
+    entries = [g for g in svg.iter(f"{SVG}g") if "legend" in g.get("class", "").split()]
+    return [g.findtext(f"{SVG}title") or g.findtext(f"{SVG}text") or "" for g in entries]
+
+
+def marks(svg: ET.Element) -> list[str]:
+    """The tooltip of each value a chart draws (a dot, a box), in drawing order."""
+    return [
+        title.text or ""
+        for g in svg.iter(f"{SVG}g")
+        for title in g.findall(f"{SVG}title")
+        if any(d.get("class", "").startswith("value") for d in g.findall(f"{SVG}desc"))
+    ]

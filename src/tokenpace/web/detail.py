@@ -62,10 +62,11 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
     points = _scrubbed(site, points)
     hours = uptime.hourly(points, now, span)
-    groups: dict[str, list[Point]] = {}
+    groups: dict[str, list[Point]] = {w: [] for w in ordered({p.workload for p in points})}  # the usual order
     for p in points:
         if p.charted(include):
-            groups.setdefault(p.workload, []).append(p)
+            groups[p.workload].append(p)
+    groups = {w: ps for w, ps in groups.items() if ps}
     simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
     protocol = rows[0].protocol if rows else configured[0].protocol
     name = endpoint_name(provider, plan, model)
@@ -84,8 +85,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "provider_url": "/?" + urlencode({"provider": provider}),
         "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
         "stats_rows": [(r.workload, None, False, r) for r in shown],
-        "chart_titles": charts.TITLES,
-        "figures": charts.figures(groups),
+        "charts": charts.sample_charts(groups),
         "recent": _recent([(p.workload, p) for p in points]),
         "recent_label": "Workload",
         "open_recent": not shown,  # nothing published to chart: the recent samples are all there is
@@ -126,8 +126,7 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
         "summary": summary[0] if summary else None,
         "menus": [window_menu(window), _workload_menu(workloads or [workload], workload, None)],
         "stats_rows": [(r.name, endpoint_path(r.provider, r.plan, r.model), r.simulated, r) for r in shown],
-        "chart_titles": charts.TITLES,
-        "figures": charts.figures(groups),
+        "charts": charts.sample_charts(groups),
         "recent": _recent(points),
         "recent_label": "Endpoint",
         "open_recent": False,

@@ -11,6 +11,7 @@ from tokenpace.board import ranking
 from tokenpace.config.workloads import ordered
 from tokenpace.schedule.sampler import BudgetStatus
 from tokenpace.store.windows import WINDOWS
+from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
@@ -92,6 +93,26 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
     return ranking.arrange(m, query, now, stale_after=site.stale_after)
 
 
+def board_charts(board: ranking.Board) -> list[charts.Chart]:
+    """Output speed per endpoint (its percentiles), and each endpoint's TTFT against its output speed."""
+    shown = [e.row for e in board.entries if e.row.output_speed.n]
+    statistic = board.window.statistic
+    speeds = charts.boxes(
+        "chart-board-speed", "Output speed by endpoint: median, P25-P75, P5-P95", "tok/s",
+        {r.name: r.output_speed for r in shown},
+    )  # fmt: skip
+    dots = [
+        charts.Dot(r.provider, r.name, ttft, speed)
+        for r in shown
+        if (ttft := r.ttft_ms.headline(statistic)) is not None and (speed := r.output_speed.headline(statistic))
+    ]
+    scatter = charts.scatter(
+        "chart-board-ttft-speed", f"TTFT against output speed, {board.window.label}", "TTFT (ms)",
+        "output speed (tok/s)", dots,
+    )  # fmt: skip
+    return [speeds, scatter]
+
+
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     board = _board(site, params)
     q = board.query
@@ -117,6 +138,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         # The other view of client-bound samples: what the board would say with them counted, or without.
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
+        "charts": board_charts(board) if board.entries else [],
     }
     data = {**ranking.as_dict(board), "budgets_hit": budgets}
     return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
