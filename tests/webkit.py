@@ -24,6 +24,7 @@ SECRET = "sk-web-test-4b1d9c0e7f"  # noqa: S105 (a test key for a simulator, not
 TIMEOUTS = Timeouts(connect=2, first_token=10, idle=10, total=30)
 ONE_K = dataclasses.replace(BUILTIN["1k"], max_tokens=12)  # the full prompt, a short answer: fast runs
 TINY = Workload("tiny", 8, input_tokens=300)
+BURST = Workload("burst", 8, input_tokens=300, concurrency=3)  # released three at a time, as parallel's ten
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,16 @@ async def _fill(store: Store) -> Fleet:
         await run_workload([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, sink, command="test")
         await run_workload([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), sink, command="test")
         await run_workload([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), sink, command="test")
+        await run_workload([fleet.fast], BURST, dataclasses.replace(plan, requests=6), sink, command="test")
     endpoints = (fleet.fast, fleet.evil, fleet.slow, fleet.few, fleet.flaky)
-    config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY})
+    config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY, "burst": BURST})
     store.flush()
     return dataclasses.replace(fleet, config=config)
 
 
 def filled_store(url: str | Path) -> tuple[Store, Fleet]:
-    """A new store (a SQLite path or a URL) with 4 samples of each ranked endpoint (1k), 2 of few, 3 of tiny."""
+    """A new store (a SQLite path or a URL) with 4 samples of each ranked endpoint (1k), 2 of few, 3 of tiny and
+    two bursts of three of fast."""
     store = open_store(str(url))
     return store, asyncio.run(_fill(store))
 

@@ -452,3 +452,32 @@ def test_the_filter_form_keeps_the_sort_and_ranking_minimum(client: TestClient) 
     assert '<input type="hidden" name="sort" value="ttft">' in page
     assert '<input type="hidden" name="min_samples" value="1">' in page
     assert 'name="min_samples"' not in client.get("/").text  # the default is left out of the form
+
+
+def test_a_burst_workload_shows_how_each_burst_was_served(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    """Issue 13 part 7: requests released together get burst figures on the board and the endpoint's page."""
+    _, fleet = filled
+    board = client.get("/leaderboard.json?workload=burst").json()
+    (fast,) = [e for e in board["entries"] if e["name"] == fleet.fast.name]
+    assert fast["bursts"]["count"] == 2  # six requests, three at a time
+    speed = fast["bursts"]["aggregate_output_speed"]
+    assert speed["count"] == 2 and speed["p5"] <= speed["p50"] <= speed["p95"] and speed["p50"] > 0
+    assert fast["bursts"]["ttft_spread_ms"]["p50"] >= 0
+    assert 'class="num wide burst-speed"' in client.get("/?workload=burst").text
+    assert "Burst throughput" not in client.get("/?workload=1k").text  # a workload of single requests has none
+    link = endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)
+    page = client.get(link + ".json?workload=burst").json()
+    assert page["bursts"]["burst"] == fast["bursts"]  # the page and the board read the same bursts
+    assert 'id="bursts"' in client.get(link + "?workload=burst").text
+
+
+def test_an_endpoint_page_has_its_speed_by_hour_of_the_week(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    link = endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)
+    heat = client.get(link + ".json").json()["hour_of_week"]
+    assert heat["workload"] == "1k" and heat["days"][0] == "Mon" and len(heat["rows"]) == 7
+    filled_cells = [c for day in heat["rows"] for c in day if c["n"]]
+    assert sum(c["n"] for c in filled_cells) == heat["samples"] == 4  # the four 1k samples, all this hour or last
+    assert all(heat["lowest"] <= c["median"] <= heat["highest"] for c in filled_cells)
+    page = client.get(link).text
+    assert 'id="heatmap"' in page and page.count('class="filled"') == len(filled_cells)

@@ -57,7 +57,7 @@ def test_names_are_escaped_and_marks_carry_their_series() -> None:
     svg = _svg(chart)
     _no_script(svg)
     assert [m.split(": ", 1)[0] for m in marks(svg)] == [EVIL] * 3  # the whole name, unescaped once parsed
-    assert marks(svg)[1].endswith("00:01: 101")
+    assert marks(svg)[1].endswith("00:01:00: 101")  # a span of minutes: the clock to the second
     assert legend(svg) == [EVIL]
 
 

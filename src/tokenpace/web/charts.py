@@ -65,7 +65,7 @@ def _tooltips(root: ET.Element) -> ET.Element:
     """pygal's SVG without scripts, each value's ``<desc>`` also a ``<title>`` naming its series: a tooltip
     with no JavaScript."""
     for parent in list(root.iter()):
-        for child in [c for c in parent if c.tag == "script"]:  # a comment's tag is a function: never equal
+        for child in [c for c in parent if c.tag in ("script", ET.Comment)]:  # pygal's config, credits, date
             parent.remove(child)
     legend = {
         g.get("id", "").removeprefix("activate-"): g.findtext("title") or g.findtext("text") or ""
@@ -109,7 +109,8 @@ def _from_zero(values: Sequence[float]) -> tuple[float, float] | None:
     return (0.0, top * 1.06) if top > 0 else None
 
 
-def _svg(chart: Any) -> Markup:  # a pygal chart
+def _svg(chart: Any, chart_id: str) -> Markup:  # a pygal chart
+    chart.uuid = chart_id  # the SVG's id and its CSS scope: the same page twice is the same bytes, not a uuid4
     # pygal builds the SVG with ElementTree, which escapes every name and label it is given.
     return Markup(chart.add_xml_filter(_tooltips).render(is_unicode=True))  # noqa: S704
 
@@ -140,7 +141,7 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -
     chart.x_labels = list(drawn)
     for name, values in drawn.items():
         chart.add(name, values)
-    return Chart(chart_id, title, drawn, _svg(chart))
+    return Chart(chart_id, title, drawn, _svg(chart, chart_id))
 
 
 def scatter(chart_id: str, title: str, x_title: str, y_title: str, dots: Sequence[Dot]) -> Chart:
@@ -156,7 +157,7 @@ def scatter(chart_id: str, title: str, x_title: str, y_title: str, dots: Sequenc
         drawn.setdefault(d.group, []).append((d.label, d.x, d.y))
     for group, marks in drawn.items():
         chart.add(group, [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks])
-    return Chart(chart_id, title, drawn, _svg(chart))
+    return Chart(chart_id, title, drawn, _svg(chart, chart_id))
 
 
 def over_time(chart_id: str, title: str, unit: str, groups: Mapping[str, Sequence[tuple[datetime, float]]]) -> Chart:
@@ -164,8 +165,12 @@ def over_time(chart_id: str, title: str, unit: str, groups: Mapping[str, Sequenc
     dots = sum(len(v) for v in groups.values()) <= MAX_DOTS
     top = _from_zero([v for values in groups.values() for _, v in values])
     times = [t for values in groups.values() for t, _ in values]
-    long = bool(times) and (max(times) - min(times)).total_seconds() > 36 * 3600
-    clock = (lambda t: t.strftime("%d %b")) if long else (lambda t: t.strftime("%H:%M"))  # UTC, as the page
+    span = (max(times) - min(times)).total_seconds() if times else 0.0
+    form = "%d %b" if span > 36 * 3600 else "%H:%M" if span > 2 * 3600 else "%H:%M:%S"  # UTC, as the page says
+
+    def clock(t: datetime) -> str:
+        return t.strftime(form)
+
     chart = pygal.DateTimeLine(
         **_config(
             title, y_title=f"{unit}", x_title="UTC", show_dots=dots, dots_size=2.5, x_value_formatter=clock, range=top
@@ -173,7 +178,7 @@ def over_time(chart_id: str, title: str, unit: str, groups: Mapping[str, Sequenc
     )
     for group, values in groups.items():
         chart.add(group, list(values))
-    return Chart(chart_id, title, groups, _svg(chart))
+    return Chart(chart_id, title, groups, _svg(chart, chart_id))
 
 
 _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_ms", "Time to first token", "ms"))

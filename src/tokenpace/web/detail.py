@@ -15,9 +15,11 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
-from tokenpace.board import uptime
+from tokenpace.board import heatmap, uptime
 from tokenpace.board.rows import row_dict
+from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
+from tokenpace.measure.bursts import bursts, grouped
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
 from tokenpace.web import charts
@@ -39,6 +41,13 @@ def _recent(points: Sequence[tuple[str, Point]]) -> list[tuple[str, Point]]:
 
 def _scrubbed(site: Site, points: Sequence[Point]) -> list[Point]:
     return [dataclasses.replace(p, error_message=site.scrub(p.error_message)) if p.error_message else p for p in points]
+
+
+def _heat_workload(site: Site, chosen: str | None, present: Sequence[str]) -> str | None:
+    """The workload a heatmap shows: the one chosen, else the board's usual one, else the first present."""
+    if chosen:
+        return chosen
+    return site.default_workload if site.default_workload in present else next(iter(ordered(present)), None)
 
 
 def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
@@ -67,6 +76,17 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         if p.charted(include):
             groups[p.workload].append(p)
     groups = {w: ps for w, ps in groups.items() if ps}
+    found = {
+        w: b for w in groups if (b := bursts(grouped(p.member() for p in points if p.published and p.workload == w)))
+    }
+    heat_workload = _heat_workload(site, workload, [r.workload for r in rows])
+    heat = None
+    if heat_workload is not None:
+        weeks = series(site.store, provider=provider, plan=plan, model=model, workload=heat_workload,
+                       since=now - timedelta(weeks=heatmap.WEEKS))  # fmt: skip
+        heat = heatmap.hour_of_week(
+            (p.started_at, p.output_speed) for p in weeks if p.charted(include) and p.output_speed
+        )
     simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
     protocol = rows[0].protocol if rows else configured[0].protocol
     name = endpoint_name(provider, plan, model)
@@ -91,11 +111,18 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "open_recent": not shown,  # nothing published to chart: the recent samples are all there is
         "include_client_bound": include,
         "uptime": hours,
+        "bursts": found,
+        "heat": heat,
+        "heat_workload": heat_workload,
+        "days": heatmap.DAYS,
+        "weeks": heatmap.WEEKS,
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
-            "uptime": hours}  # fmt: skip
+            "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()},
+            "hour_of_week": heat and {"workload": heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS,
+                                      "days": heatmap.DAYS, **dataclasses.asdict(heat)}}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     return Page("endpoint.html", context, data, json_url=json_url)
 
