@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
+from tokenpace.board.changes import Change, Key, change_dict, describe, read_current, row_key
 from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
@@ -176,13 +177,14 @@ def rules(config: Config, jobs: Collection[Job]) -> Rules:
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale;
-    ``tied`` when another row shares its rank (shown "=N")."""
+    ``tied`` when another row shares its rank (shown "=N"); ``change``: its current change (changes.py)."""
 
     row: EndpointRow
     rank: int | None
     too_few: bool
     stale: bool
     tied: bool = False
+    change: Change | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +273,12 @@ def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[in
 
 
 def arrange(
-    m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale
+    m: Snapshot,
+    query: Query,
+    now: datetime,
+    *,
+    stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    changes: Mapping[Key, Change] | None = None,
 ) -> Board:
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
@@ -291,7 +298,8 @@ def arrange(
         rank = rank_of.get(id(r))
         limit = stale_after(r)
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
-        entries.append(Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1))
+        change = (changes or {}).get(row_key(r))
+        entries.append(Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1, change=change))
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples)
     return Board(
@@ -315,7 +323,8 @@ def read_board(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
         include_client_bound=query.include_client_bound,
     )  # fmt: skip
-    return arrange(m, query, now, stale_after=stale_after)
+    changes = read_current(store, [row_key(r) for r in m.rows])
+    return arrange(m, query, now, stale_after=stale_after, changes=changes)
 
 
 def as_dict(b: Board) -> dict[str, Any]:
@@ -327,6 +336,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
         "entries": [
             {"rank": e.rank, "tied": e.tied, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)}
+            | {"change": change_dict(e.change)}
             for e in b.entries
         ],
         "models": [dataclasses.asdict(m) for m in b.models],
@@ -343,7 +353,7 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     header = [
         "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
-        "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats),
+        "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats), "change",
     ]  # fmt: skip
     table = []
     for e in b.entries:
@@ -353,5 +363,6 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
             e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
             iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures,
+            describe(e.change) if e.change else "",
         ])  # fmt: skip
     return header, table

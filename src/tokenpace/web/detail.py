@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import uptime
+from tokenpace.board.changes import change_dict, series_changes
 from tokenpace.board.rows import row_dict
 from tokenpace.config.workloads import ordered
 from tokenpace.store.series import Point, model_series, series
@@ -94,8 +95,10 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
+    # Every change in the window's series, oldest first: the charts mark them (board/changes.py).
+    found = [change_dict(c) for c in series_changes(points, provider, plan, model)]
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
-            "uptime": hours}  # fmt: skip
+            "uptime": hours, "changes": found}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     return Page("endpoint.html", context, data, json_url=json_url)
 

@@ -7,7 +7,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from tokenpace.board import ranking
+from tokenpace.board import changes, ranking
 from tokenpace.config.workloads import ordered
 from tokenpace.schedule.sampler import BudgetStatus
 from tokenpace.store.windows import WINDOWS
@@ -89,7 +89,12 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
             site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
         ),
     )
-    return ranking.arrange(m, query, now, stale_after=site.stale_after)
+    # Each row's current change reads its own last samples, whatever the window: kept like the rows.
+    found = site.memo.get(
+        ("changes", window.name, query.workload, include),
+        lambda: changes.read_current(site.store, [changes.row_key(r) for r in m.rows]),
+    )
+    return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found)
 
 
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
@@ -117,6 +122,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         # The other view of client-bound samples: what the board would say with them counted, or without.
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
+        "describe_change": changes.describe,  # the "changed" badge's title
     }
     data = {**ranking.as_dict(board), "budgets_hit": budgets}
     return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
