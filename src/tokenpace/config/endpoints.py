@@ -40,6 +40,9 @@ provider is two endpoints. A config file looks like::
     "10k" = "3h"                          # declared workloads); defaults 10k and vision 3h, 100k 7d, and
     "parallel" = { every = "1d", jitter = 0.5 }  # parallel daily at a random time of day, as written here
 
+    [[alerts.webhooks]]                   # changes found in the samples are POSTed here (config/alerts.py)
+    url_env = "SLACK_WEBHOOK_URL"
+
 Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
 """
 
@@ -54,6 +57,7 @@ from typing import Any
 
 import pydantic
 
+from tokenpace.config.alerts import Alerts, AlertsTable, alerts
 from tokenpace.config.plain import first_problem
 from tokenpace.config.presets import PRESETS, Protocol, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
@@ -149,6 +153,7 @@ class _File(_Strict):
     workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
     corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
     schedule: ScheduleTable = ScheduleTable()
+    alerts: AlertsTable = AlertsTable()  # webhooks for changes (config/alerts.py)
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,7 @@ class Config:
     concurrency: Mapping[str, int] = field(default_factory=dict)  # per provider; default DEFAULT_CONCURRENCY
     simulators: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # provider -> Scenario fields
     schedule: ScheduleSettings = field(default_factory=ScheduleSettings)
+    alerts: Alerts = field(default_factory=Alerts)
 
     def plan_of(self, endpoint: Endpoint) -> PlanSettings:
         """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
@@ -293,4 +299,5 @@ def load(path: str | Path) -> Config:
         concurrency={name: p.concurrency for name, p in parsed.providers.items()},
         simulators=simulators,
         schedule=schedule,
+        alerts=alerts(parsed.alerts),
     )
