@@ -15,17 +15,15 @@ SECRET_URL = "https://hooks.slack.com/services/T000/B000/sekrit-token-123"  # no
 
 
 def test_webhooks_by_url_and_by_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = load(
-        _write(tmp_path, f'[alerts]\nboard_url = "https://speed.example.com/"\n[[alerts.webhooks]]\nurl = "{SECRET_URL}"\n'
-               '[[alerts.webhooks]]\nurl_env = "TP_TEST_HOOK"\n')
-    )  # fmt: skip
+    text = f'[alerts]\nboard_url = "https://speed.example.com/"\n[[alerts.webhooks]]\nurl = "{SECRET_URL}"\n'
+    cfg = load(_write(tmp_path, text + '[[alerts.webhooks]]\nurl_env = "TP_TEST_HOOK"\n'))
     first, second = cfg.alerts.webhooks
     assert first.target() == SECRET_URL and cfg.alerts.board_url == "https://speed.example.com"
     assert SECRET_URL not in repr(cfg.alerts)
     monkeypatch.setenv("TP_TEST_HOOK", "http://127.0.0.1:9/hook")
     assert second.target() == "http://127.0.0.1:9/hook"
     monkeypatch.delenv("TP_TEST_HOOK")
-    with pytest.raises(ConfigError, match="^alerts.webhooks: environment variable TP_TEST_HOOK is not set$"):
+    with pytest.raises(ConfigError, match=r"^alerts\.webhooks: environment variable TP_TEST_HOOK is not set$"):
         second.target()
 
 
