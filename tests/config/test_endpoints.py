@@ -70,7 +70,10 @@ def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
         ),
         ('[providers.a]\nbase_url = "http://x"\n', r"providers\.a: give 'models'"),
         ("[frobnicate]\n", r"frobnicate: unknown key \(known: providers, workloads, corpus, schedule, alerts\)"),
-        (f"[{'k' * 5000}]\n", r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, alerts\)$"),  # noqa: E501
+        (
+            f"[{'k' * 5000}]\n",
+            r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, alerts\)$",
+        ),
         (
             '[providers.groq]\nmodels = ["m"]\nbiling = "capped"\n',
             r'providers\.groq\.biling: unknown key; did you mean "billing"\?',

@@ -91,19 +91,32 @@ def series_changes(points: Sequence[Point], provider: str, plan: str, model: str
     return sorted(found, key=lambda c: (c.at, c.workload, METRICS.index(c.metric)))
 
 
+def recent(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> list[Change]:
+    """Each metric's latest change in a workload's last :data:`LOOKBACK` points, oldest first (what alerts send)."""
+    latest_of = {c.metric: c for c in workload_changes(points[-LOOKBACK:], provider, plan, model, workload)}
+    return sorted(latest_of.values(), key=lambda c: (c.at, METRICS.index(c.metric)))
+
+
 def current(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> Change | None:
-    """The latest change in a workload's last :data:`LOOKBACK` points, or None."""
-    found = workload_changes(points[-LOOKBACK:], provider, plan, model, workload)
+    """The latest change in a workload's last :data:`LOOKBACK` points, or None (the board's badge)."""
+    found = recent(points, provider, plan, model, workload)
     return found[-1] if found else None
+
+
+def read_recent(store: Store, keys: Collection[Key]) -> list[Change]:
+    """:func:`recent` of each (provider, plan, model, workload), read from the store."""
+    found = []
+    for provider, plan, model, workload in keys:
+        points = latest(store, provider=provider, plan=plan, model=model, workload=workload, limit=LOOKBACK)
+        found += recent(points, provider, plan, model, workload)
+    return found
 
 
 def read_current(store: Store, keys: Collection[Key]) -> dict[Key, Change]:
     """The current change of each (provider, plan, model, workload) that has one, read from the store."""
-    found = {}
-    for provider, plan, model, workload in keys:
-        points = latest(store, provider=provider, plan=plan, model=model, workload=workload, limit=LOOKBACK)
-        if (change := current(points, provider, plan, model, workload)) is not None:
-            found[provider, plan, model, workload] = change
+    found: dict[Key, Change] = {}
+    for change in read_recent(store, keys):  # oldest first: the latest of a key is written last
+        found[change.key] = change
     return found
 
 
