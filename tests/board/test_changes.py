@@ -9,6 +9,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from rich.console import Console
 from starlette.testclient import TestClient
 
 from tests.store.test_windows import GROQ, NOW, fail, put
@@ -23,6 +24,7 @@ from tokenpace.board.changes import (
     read_current,
     series_changes,
 )
+from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store, open_store
@@ -118,6 +120,11 @@ def test_the_board_page_json_and_csv_carry_the_change(tmp_path: Path) -> None:
         doc = ranking.as_dict(board)
         entry = next(e for e in doc["entries"] if e["name"] == "groq:free/llama")
         assert entry["change"] == change_dict(change) and entry["change"]["direction"] == "slower"
+        console = Console(width=200, file=io.StringIO(), color_system=None)
+        print_board(console, board)
+        table = console.file.getvalue()  # type: ignore[attr-defined]
+        assert [line.count("(changed)") for line in table.splitlines() if "llama" in line] in ([1, 0], [0, 1])
+        assert "groq:free/llama (changed)" in table
         header, rows = ranking.csv_table(board)
         texts = {row[header.index("name")]: row[header.index("change")] for row in rows}
         assert texts == {"groq:free/llama": describe(change), "calm/llama": ""}

@@ -5,8 +5,8 @@ rate from every published sample but those tokenpace itself cancelled, as the bo
 its own series: a 100k prompt is slower than a 1k one, which is no change.
 
 The board's badge is the endpoint's *current* change: the latest found in its last :data:`LOOKBACK` samples of the
-workload, so it shows while the new level is recent and goes once the baseline is all after it (at the
-10-minute cadence, about 16 hours). The endpoint page lists every change in its window (:func:`series_changes`).
+workload, so it shows while the new level is recent and goes once fewer than MIN_BEFORE samples before it are
+left in those 96 (76 samples after it: about 13 hours at the 10-minute cadence). The endpoint page lists every change in its window (:func:`series_changes`).
 """
 
 from __future__ import annotations
