@@ -6,12 +6,13 @@ its own series: a 100k prompt is slower than a 1k one, which is no change.
 
 The board's badge is the endpoint's *current* change: the latest found in its last :data:`LOOKBACK` samples of the
 workload, so it shows while the new level is recent and goes once fewer than MIN_BEFORE samples before it are
-left in those 96 (76 samples after it: about 13 hours at the 10-minute cadence). The endpoint page lists every change in its window (:func:`series_changes`).
+left in those 96 (76 samples after it: about 13 hours at the 10-minute cadence). The endpoint page lists every
+change in its window (:func:`series_changes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -145,7 +146,3 @@ def change_dict(c: Change | None) -> dict[str, Any] | None:
         "workload": c.workload, "at": c.at.isoformat(), "before": c.before, "after": c.after,
         "direction": c.direction, "text": describe(c),
     }  # fmt: skip
-
-
-def by_key(changes: Mapping[Key, Change], row: EndpointRow) -> Change | None:
-    return changes.get(row_key(row))
