@@ -35,7 +35,6 @@ TESTED_THROUGH = {
     "store/recent.py": "web/test_app.py",
     "store/series.py": "store/test_windows.py",
     "store/tally.py": "store/test_rollup.py",
-    "web/charts.py": "web/test_origins.py",
     "web/detail.py": "web/test_origins.py",
     "web/leaderboard.py": "web/test_app.py",
     "web/memo.py": "web/test_app.py",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ SECRET = "sk-web-test-4b1d9c0e7f"  # noqa: S105 (a test key for a simulator, not
 TIMEOUTS = Timeouts(connect=2, first_token=10, idle=10, total=30)
 ONE_K = dataclasses.replace(BUILTIN["1k"], max_tokens=12)  # the full prompt, a short answer: fast runs
 TINY = Workload("tiny", 8, input_tokens=300)
+BURST = Workload("burst", 8, input_tokens=300, concurrency=3)  # released three at a time, as parallel's ten
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,40 @@ async def _fill(store: Store) -> Fleet:
         await run_workload([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, sink, command="test")
         await run_workload([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), sink, command="test")
         await run_workload([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), sink, command="test")
+        await run_workload([fleet.fast], BURST, dataclasses.replace(plan, requests=6), sink, command="test")
     endpoints = (fleet.fast, fleet.evil, fleet.slow, fleet.few, fleet.flaky)
-    config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY})
+    config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY, "burst": BURST})
     store.flush()
     return dataclasses.replace(fleet, config=config)
 
 
 def filled_store(url: str | Path) -> tuple[Store, Fleet]:
-    """A new store (a SQLite path or a URL) with 4 samples of each ranked endpoint (1k), 2 of few, 3 of tiny."""
+    """A new store (a SQLite path or a URL) with 4 samples of each ranked endpoint (1k), 2 of few, 3 of tiny and
+    two bursts of three of fast."""
     store = open_store(str(url))
     return store, asyncio.run(_fill(store))
+
+
+_CHART = re.compile(r'<figure class="chart" id="([^"]+)"[^>]*>(<svg.*?</svg>)</figure>', re.S)
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def charts(page: str) -> dict[str, ET.Element]:
+    """The page's charts by element id, each its inline SVG parsed (pygal writes well-formed XML)."""
+    return {chart_id: ET.fromstring(svg) for chart_id, svg in _CHART.findall(page)}  # noqa: S314 (pages we served)
+
+
+def legend(svg: ET.Element) -> list[str]:
+    """A chart's series names, whole (the legend's text may be cut short; its title is not)."""
+    entries = [g for g in svg.iter(f"{SVG}g") if "legend" in g.get("class", "").split()]
+    return [g.findtext(f"{SVG}title") or g.findtext(f"{SVG}text") or "" for g in entries]
+
+
+def marks(svg: ET.Element) -> list[str]:
+    """The tooltip of each value a chart draws (a dot, a box), in drawing order."""
+    return [
+        title.text or ""
+        for g in svg.iter(f"{SVG}g")
+        for title in g.findall(f"{SVG}title")
+        if any(d.get("class", "").startswith("value") for d in g.findall(f"{SVG}desc"))
+    ]

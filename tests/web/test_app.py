@@ -7,7 +7,6 @@ import csv
 import dataclasses
 import html
 import io
-import json
 import re
 import sqlite3
 import threading
@@ -22,7 +21,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from tests.webkit import EVIL, SECRET, Fleet, filled_store
+from tests.webkit import EVIL, SECRET, Fleet, charts, filled_store, legend, marks
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.settings import Budget, PlanSettings
 from tokenpace.errors import StoreError
@@ -36,7 +35,6 @@ from tokenpace.web.memo import Memo
 from tokenpace.web.paths import endpoint_path, model_path
 
 ROW = re.compile(r'<tr class="[^"]*" data-endpoint="([^"]*)">')
-CHART_DATA = re.compile(r'<script type="application/json" id="chart-data">(.*?)</script>', re.S)
 
 
 @pytest.fixture(scope="module")
@@ -129,11 +127,9 @@ def test_leaderboard_csv_matches_the_table(client: TestClient) -> None:
     assert len(table) == 1 + len(entries(client, "?sort=ttft"))
 
 
-def _chart_figures(page: str) -> dict[str, Any]:
-    (block,) = CHART_DATA.findall(page)
-    assert "</" not in block and "<script" not in block  # nothing in it can end the script element
-    figures: dict[str, Any] = json.loads(block)
-    return figures
+def _ttft_ms(mark: str) -> float:
+    """The value of a time chart's mark: "SERIES: HH:MM: VALUE"."""
+    return float(mark.rsplit(": ", 1)[1].replace(",", ""))
 
 
 def test_endpoint_page_charts_and_fallback(client: TestClient, filled: tuple[Store, Fleet]) -> None:
@@ -143,14 +139,13 @@ def test_endpoint_page_charts_and_fallback(client: TestClient, filled: tuple[Sto
     assert f'href="{link}"' in board
     r = client.get(link)
     assert r.status_code == 200
-    assert '<script src="/static/plotly.min.js" defer></script>' in r.text
-    assert 'id="chart-speed"' in r.text and "this chart needs JavaScript" in r.text  # the no-JS note
-    assert 'class="stats"' in r.text and 'class="recent"' in r.text  # the no-JS view of the same figures
-    figures = _chart_figures(r.text)
-    assert set(figures) == {"chart-speed", "chart-ttft", "chart-speed-dist", "chart-ttft-dist"}
-    by_workload = {t["name"]: t for t in figures["chart-ttft"]["data"]}
-    assert set(by_workload) == {"1k", "tiny"}
-    assert len(by_workload["1k"]["y"]) == 4 and all(80 < y < 400 for y in by_workload["1k"]["y"])  # 90 ms TTFT
+    assert r.text.count("<script") == 1  # app.js, which only submits menus: the charts are SVG
+    assert 'class="stats"' in r.text and 'class="recent"' in r.text  # the same figures as tables
+    drawn = charts(r.text)
+    assert set(drawn) == {"chart-speed", "chart-ttft", "chart-speed-dist", "chart-ttft-dist"}
+    assert legend(drawn["chart-ttft"]) == ["1k", "tiny"]  # workloads in their usual order
+    ttfts = [_ttft_ms(m) for m in marks(drawn["chart-ttft"]) if m.startswith("1k: ")]
+    assert len(ttfts) == 4 and all(80 < ms < 400 for ms in ttfts)  # 90 ms TTFT
     data = client.get(link + ".json").json()
     assert data["endpoint"]["name"] == fleet.slow.name and data["endpoint"]["simulated"] is True
     assert {row["workload"] for row in data["rows"]} == {"1k", "tiny"}
@@ -163,7 +158,7 @@ def test_model_page_lists_its_endpoints(client: TestClient, filled: tuple[Store,
     _, fleet = filled
     r = client.get(model_path(fleet.fast.model))
     assert r.status_code == 200 and fleet.fast.name in r.text
-    assert {t["name"] for t in _chart_figures(r.text)["chart-speed"]["data"]} == {fleet.fast.name}
+    assert legend(charts(r.text)["chart-speed"]) == [fleet.fast.name]
     data = client.get(model_path(fleet.fast.model) + ".json?workload=tiny").json()
     assert data["workload"] == "tiny" and data["summary"]["providers"] == 1
     assert [e["provider"] for e in data["endpoints"]] == ["fastco"]
@@ -181,8 +176,7 @@ def test_names_with_script_are_escaped_everywhere(client: TestClient, filled: tu
         assert r.status_code == 200, (url, r.text[:300])
         assert EVIL not in r.text and "<script>alert" not in r.text, url
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text, url
-    names = {t["name"] for t in _chart_figures(client.get(model_path(evil.model)).text)["chart-speed"]["data"]}
-    assert names == {html.escape(evil.name)}  # escaped for Plotly, which reads markup in trace names
+    assert legend(charts(client.get(model_path(evil.model)).text)["chart-speed"]) == [evil.name]  # escaped once
     for url in ("/leaderboard.json", endpoint_path(evil.provider, evil.plan, evil.model) + ".json", "/health"):
         assert client.get(url).headers["content-type"] == "application/json"  # never sniffed as HTML
     for url in ("/leaderboard.csv", "/samples.csv"):
@@ -252,12 +246,16 @@ def test_health_and_metrics(client: TestClient, filled: tuple[Store, Fleet]) -> 
     assert any(s.labels["provider"] == f"evil{EVIL}" for s in speed.samples)  # label values are escaped by the format
 
 
-def test_plotly_and_our_static_files_are_served(client: TestClient) -> None:
-    js = client.get("/static/plotly.min.js")
-    assert js.status_code == 200 and len(js.content) > 1_000_000 and b"plotly" in js.content[:2000].lower()
-    assert "max-age" in js.headers["cache-control"]
-    assert client.get("/static/style.css").status_code == 200
+def test_static_files_and_pages_are_served_gzipped_to_who_takes_it(client: TestClient) -> None:
+    css = client.get("/static/style.css", headers={"Accept-Encoding": "gzip"})
+    assert css.status_code == 200 and css.headers["content-encoding"] == "gzip" and b".charts" in css.content
+    assert "content-encoding" not in client.get("/static/style.css", headers={"Accept-Encoding": "identity"}).headers
     assert client.get("/static/app.js").status_code == 200
+    for path in ("/", "/leaderboard.json", "/leaderboard.csv"):
+        packed = client.get(path, headers={"Accept-Encoding": "gzip"})
+        plain = client.get(path, headers={"Accept-Encoding": "identity"})
+        assert packed.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers, path
+        assert packed.content == plain.content and packed.headers["vary"] == "Accept-Encoding", path
     icon = client.get("/favicon.ico", follow_redirects=False)
     assert icon.status_code == 301 and icon.headers["location"] == "/static/favicon.svg"
     svg = client.get("/favicon.ico")
@@ -454,3 +452,32 @@ def test_the_filter_form_keeps_the_sort_and_ranking_minimum(client: TestClient) 
     assert '<input type="hidden" name="sort" value="ttft">' in page
     assert '<input type="hidden" name="min_samples" value="1">' in page
     assert 'name="min_samples"' not in client.get("/").text  # the default is left out of the form
+
+
+def test_a_burst_workload_shows_how_each_burst_was_served(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    """Issue 13 part 7: requests released together get burst figures on the board and the endpoint's page."""
+    _, fleet = filled
+    board = client.get("/leaderboard.json?workload=burst").json()
+    (fast,) = [e for e in board["entries"] if e["name"] == fleet.fast.name]
+    assert fast["bursts"]["count"] == 2  # six requests, three at a time
+    speed = fast["bursts"]["aggregate_output_speed"]
+    assert speed["count"] == 2 and speed["p5"] <= speed["p50"] <= speed["p95"] and speed["p50"] > 0
+    assert fast["bursts"]["ttft_spread_ms"]["p50"] >= 0
+    assert 'class="num wide burst-speed"' in client.get("/?workload=burst").text
+    assert "Burst throughput" not in client.get("/?workload=1k").text  # a workload of single requests has none
+    link = endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)
+    page = client.get(link + ".json?workload=burst").json()
+    assert page["bursts"]["burst"] == fast["bursts"]  # the page and the board read the same bursts
+    assert 'id="bursts"' in client.get(link + "?workload=burst").text
+
+
+def test_an_endpoint_page_has_its_speed_by_hour_of_the_week(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    _, fleet = filled
+    link = endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)
+    heat = client.get(link + ".json").json()["hour_of_week"]
+    assert heat["workload"] == "1k" and heat["days"][0] == "Mon" and len(heat["rows"]) == 7
+    filled_cells = [c for day in heat["rows"] for c in day if c["n"]]
+    assert sum(c["n"] for c in filled_cells) == heat["samples"] == 4  # the four 1k samples, all this hour or last
+    assert all(heat["lowest"] <= c["median"] <= heat["highest"] for c in filled_cells)
+    page = client.get(link).text
+    assert 'id="heatmap"' in page and page.count('class="filled"') == len(filled_cells)

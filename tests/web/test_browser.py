@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import FloatRect
 
 from tests.conftest import free_port
 from tokenpace.config.endpoints import Endpoint
@@ -56,6 +57,7 @@ workloads = ["short"]
 min_samples = 2
 jitter = 0
 """
+TWINS = ("twin-a", "twin-b")
 # One endpoint whose every request fails with the provider's message, beside one with client-bound samples.
 TROUBLED = """
 [providers.quick]
@@ -145,17 +147,35 @@ def _client_bound_samples(db: Path, count: int) -> None:
             store.add_sample(make_sample("pre", endpoint, "short", datetime.now(UTC), timeline, client_bound=True))
 
 
+def _tied_samples(db: Path, count: int) -> None:
+    """Samples of two endpoints measured alike, stored before serve starts: their intervals are the same."""
+    events = tuple(Event(i * 1_000_000, EventKind.CONTENT, " word") for i in range(5, 10))
+    timeline = Timeline(0, 1_000_000, 11_000_000, (*events, Event(11_000_000, EventKind.DONE)))
+    with open_store(str(db)) as store:
+        for provider in TWINS:
+            endpoint = Endpoint(provider, "sim", "http://127.0.0.1:9/v1", simulated=True)
+            for _ in range(count):
+                store.add_sample(make_sample("pre", endpoint, "short", datetime.now(UTC), timeline))
+
+
 @pytest.fixture
 def troubled(tmp_path: Path) -> Iterator[str]:
-    """quick (2 client-bound samples already stored) and broken (HTTP 500 every time), once both have run."""
+    """quick (2 client-bound samples already stored) and broken (HTTP 500 every time), once both have run;
+    twin-a and twin-b, stored alike beforehand, tied."""
     _chromium()
     _client_bound_samples(tmp_path / "serve.db", 2)
+    _tied_samples(tmp_path / "serve.db", 3)
 
     def ready(board: dict[str, Any]) -> bool:
         rows = {e["name"]: e for e in board["entries"]}
         return "broken/sim" in rows and rows.get("quick/sim", {}).get("samples", 0) >= 3
 
     yield from _serve(tmp_path, TROUBLED, ready)
+
+
+def _width(box: FloatRect | None) -> float:
+    """A bounding box's width; 0 for an element not laid out."""
+    return 0.0 if box is None else box["width"]
 
 
 def test_sort_by_ttft_then_open_an_endpoint_chart(served: str) -> None:
@@ -177,13 +197,22 @@ def test_sort_by_ttft_then_open_an_endpoint_chart(served: str) -> None:
             assert len(ttft) == 3 and ttft == sorted(ttft)
             names = page.locator("#leaderboard tbody tr").evaluate_all("rows => rows.map(r => r.dataset.endpoint)")
             assert names == ["quick/sim", "middling/sim", "sluggish/sim"]  # 15, 60, 150 ms
+            # The board's charts, drawn by the server: a box per endpoint, a dot per endpoint, each in view.
+            assert page.locator("#chart-board-speed svg g.box").count() == 3
+            dots = page.locator("#chart-board-ttft-speed svg circle.dot")
+            assert dots.count() == 3 and all(_width(dots.nth(i).bounding_box()) > 2 for i in range(3))
+            titles = page.locator("#chart-board-ttft-speed svg g.dots > title").evaluate_all(
+                "ts => ts.map(t => t.textContent)")  # fmt: skip
+            assert sorted(t.split(": ")[0] for t in titles) == sorted(names)  # hover names the endpoint
             page.screenshot(path=str(ARTIFACTS / "leaderboard.png"), full_page=True)
 
             page.click('#leaderboard tbody tr:first-child td a[href^="/endpoint/"]')
             page.wait_for_url("**/endpoint/quick/default/sim**")
-            page.wait_for_selector("#chart-speed svg.main-svg", timeout=20_000)
-            assert page.locator("#chart-ttft svg.main-svg").count() > 0
-            assert page.locator(".chart .fallback").count() == 0  # JavaScript replaced the no-JS notes
+            for chart in ("#chart-speed", "#chart-ttft", "#chart-speed-dist", "#chart-ttft-dist"):
+                box = page.locator(f"{chart} svg").bounding_box()
+                assert box is not None and box["width"] > 300 and box["height"] > 100, chart
+            assert page.locator("#chart-ttft svg circle.dot").count() >= 2  # one per sample
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # the hour strip fits too
             page.screenshot(path=str(ARTIFACTS / "endpoint.png"), full_page=True)
         finally:
             browser.close()
@@ -213,7 +242,10 @@ def test_a_phone_sees_speed_and_ttft_without_scrolling(served: str) -> None:
                 ).count()
                 > 0
             )
+            assert 300 < _width(page.locator("#chart-board-speed svg").bounding_box()) <= 390
             page.screenshot(path=str(ARTIFACTS / "leaderboard-phone.png"), full_page=True)
+            page.goto(f"{served}/endpoint/quick/default/sim")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
         finally:
             browser.close()
 
@@ -235,6 +267,9 @@ def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> Non
             found = re.fullmatch(r"(\d+) client-bound", mark.inner_text().strip())
             assert mark.is_visible() and found and int(found.group(1)) >= 2
             assert "left out of figures" in page.locator("p.lead").inner_text()
+            # Endpoints measured alike share a rank, shown "=N" (issue 13 part 5).
+            ranks = [page.locator(f'#leaderboard tr[data-endpoint="{n}/sim"] td.rank').inner_text() for n in TWINS]
+            assert ranks[0] == ranks[1] and re.fullmatch(r"=\d+", ranks[0]), ranks
             page.screenshot(path=str(ARTIFACTS / "client-bound.png"), full_page=True)
 
             page.click('#leaderboard tr[data-endpoint="broken/sim"] td a[href^="/endpoint/"]')

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,7 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.store.test_windows import stream
-from tests.webkit import EVIL
+from tests.webkit import EVIL, charts, marks
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
@@ -35,7 +34,6 @@ BUSY = Endpoint("busy", "m", "http://busy.invalid/v1", api_key_env=KEY_ENV)  # t
 ONCE = Endpoint("once", "m", "http://once.invalid/v1")  # one-shot runs, published
 PRIVATE = Endpoint("private", "m", "http://private.invalid/v1")  # one-shot runs, never published
 MESSAGE = f"model overloaded {EVIL} (key {KEY})"
-CHART_DATA = re.compile(r'<script type="application/json" id="chart-data">(.*?)</script>', re.S)
 
 
 def _write(store: Store) -> None:
@@ -104,9 +102,7 @@ def test_an_endpoint_page_lists_unpublished_samples_labelled_but_draws_none(clie
     r = client.get(endpoint_path("private", "default", "m"))
     assert r.status_code == 200
     assert "unpublished" in r.text and "one-shot" in r.text
-    found = CHART_DATA.search(r.text)
-    charts = json.loads(html.unescape(found.group(1))) if found else {}
-    assert all(not trace["y"] for chart in charts.values() for trace in chart["data"])
+    assert all(not marks(svg) for svg in charts(r.text).values())  # listed, never drawn
 
 
 def test_client_bound_samples_are_counted_apart_unless_included(client: TestClient) -> None:

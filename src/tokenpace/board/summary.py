@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.measure.bursts import Bursts, Member, bursts, grouped
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
@@ -30,48 +31,24 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def group_speed(samples: Sequence[Sample]) -> float | None:
-    """Aggregate output speed of a group = sum of output tokens / (last end - first start), tok/s."""
-    start = min(s.started_at.timestamp() for s in samples)
-    end = max(s.started_at.timestamp() + (s.metrics.e2e_ms or 0) / 1000 for s in samples)
-    return sum(s.metrics.output_tokens for s in samples) / (end - start) if end > start else None
-
-
-def ttft_spread_ms(samples: Sequence[Sample]) -> float | None:
-    """TTFT spread of a group = max TTFT - min TTFT among its requests that produced a token."""
-    ttfts = [s.metrics.ttft_ms for s in samples if s.metrics.ttft_ms is not None]
-    return max(ttfts) - min(ttfts) if ttfts else None
-
-
-@dataclass(frozen=True, slots=True)
-class Groups:
-    """Requests released together (the parallel workload): how the endpoint served each burst."""
-
-    count: int
-    speed: Figure  # aggregate output tokens/s per group
-    ttft_spread: Figure  # ms, per group
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "aggregate_output_speed": _stat_dict(self.speed),
-                "ttft_spread_ms": _stat_dict(self.ttft_spread)}  # fmt: skip
-
-
 def _stat_dict(f: Figure) -> dict[str, Any]:
     # The keys `tokenpace run --json` has always printed (count is Figure.n): a script reading them keeps working.
     return {"count": f.n, "p5": f.p5, "p50": f.p50, "p95": f.p95, "mean": f.mean}
 
 
-def groups(samples: Sequence[Sample]) -> Groups | None:
-    """Figures per group of samples sharing a group id; None when no sample belongs to a group."""
-    by_group: dict[str, list[Sample]] = {}
-    for s in samples:
-        if s.group_id is not None:
-            by_group.setdefault(s.group_id, []).append(s)
-    if not by_group:
-        return None
-    speeds = [v for g in by_group.values() if (v := group_speed(g)) is not None]
-    spreads = [v for g in by_group.values() if (v := ttft_spread_ms(g)) is not None]
-    return Groups(len(by_group), figure(speeds), figure(spreads))
+def bursts_dict(b: Bursts) -> dict[str, Any]:
+    """Burst figures as `run --json` and the web's JSON print them."""
+    return {
+        "count": b.count,
+        "aggregate_output_speed": _stat_dict(b.speed),
+        "ttft_spread_ms": _stat_dict(b.ttft_spread),
+    }
+
+
+def member(s: Sample) -> tuple[str | None, Member]:
+    """A sample as a member of its burst (its group id: None for a request released alone)."""
+    m = s.metrics
+    return s.group_id, Member(s.started_at.timestamp(), m.e2e_ms, m.output_tokens, m.ttft_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +104,7 @@ class Summary:
     ok: int
     errors: dict[str, int]
     figures: dict[str, Figure]
-    groups: Groups | None = None
+    groups: Bursts | None = None
     error_messages: dict[str, list[Message]] = field(default_factory=dict)
     truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
 
@@ -144,7 +121,7 @@ class Summary:
             "success_rate": self.success_rate,
             "errors": self.errors,
             "figures": {name: _stat_dict(s) for name, s in self.figures.items()},
-            "groups": None if self.groups is None else self.groups.as_dict(),
+            "groups": None if self.groups is None else bursts_dict(self.groups),
             "error_messages": {k: [m.as_dict() for m in ms] for k, ms in self.error_messages.items()},
             "truth": self.truth,
         }
@@ -164,7 +141,7 @@ def summarise(endpoint: str, samples: Sequence[Sample], truth: dict[str, float] 
         len(ok),
         dict(sorted(errors.items())),
         figures,
-        groups(samples),
+        bursts(grouped(member(s) for s in samples)),
         messages(samples),
         truth,
     )

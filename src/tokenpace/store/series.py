@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.measure.bursts import Member
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import METRICS, endpoint_name
 
@@ -33,20 +34,26 @@ class Point:
     source: str = "scheduled"
     published: bool = True
     client_bound: bool = False
+    group_id: str | None = None  # requests released together (the parallel workload) share one
+    output_tokens: int | None = None
 
     def charted(self, include_client_bound: bool = False) -> bool:
         """Whether a chart draws it: published, successful and (unless included) not client-bound."""
         return self.published and self.ok and (include_client_bound or not self.client_bound)
 
+    def member(self) -> tuple[str | None, Member]:
+        """The sample as a member of its burst, with the burst's group id (None: released alone)."""
+        return self.group_id, Member(self.started_at.timestamp(), self.e2e_ms, self.output_tokens or 0, self.ttft_ms)
+
 
 _POINT = f"started_at, workload, ok, error_kind, {', '.join(METRICS)}, http_status, error_message, source, published"
-_POINT += ", client_bound"
+_POINT += ", client_bound, group_id, output_tokens"
 
 
 def _point(r: Sequence[Any]) -> Point:
     return Point(
         datetime.fromtimestamp(r[0], UTC), r[1], bool(r[2]), r[3], r[4], r[5], r[6], r[7], r[8],
-        source=r[9], published=bool(r[10]), client_bound=bool(r[11]),
+        source=r[9], published=bool(r[10]), client_bound=bool(r[11]), group_id=r[12], output_tokens=r[13],
     )  # fmt: skip
 
 

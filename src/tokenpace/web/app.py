@@ -4,7 +4,8 @@ Views run on a small pool of threads (limits.py): a view waits on the store's wr
 ``tokenpace serve`` the event loop it would otherwise block is the one timing streams; there each thread only
 waits, while a worker process renders (worker.py). A rendered page, JSON or CSV is kept until the store takes
 a new sample (memo.py), so a warm page is a dict lookup on the loop.
-No compression middleware for the same reason (gzip would run on the loop); plotly.min.js is cached instead.
+A kept page is gzipped once, where it was rendered (gzipped.py), not by a middleware on the loop; the small
+static files are gzipped as they are sent.
 Query parameters and path parts holding a NUL are refused with one line: PostgreSQL refuses NUL in text, and
 the failure would otherwise read as a store outage (503) or cut a CSV short.
 """
@@ -14,17 +15,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from datetime import UTC, datetime
-from importlib import resources
-from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import (
-    FileResponse,
     JSONResponse,
     PlainTextResponse,
     RedirectResponse,
@@ -42,13 +41,13 @@ from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import EndpointRow
 from tokenpace.web import detail, leaderboard, methodology, ops, paths, prom, render
+from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 from tokenpace.web.worker import Call, Worker
 
-CACHE = {"Cache-Control": "public, max-age=86400"}  # plotly.min.js is 4.8 MB: fetch it once a day at most
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
 READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound")
 
@@ -81,12 +80,6 @@ def _jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[sam
         return sampler.jobs(config, config.endpoints), None
     except ConfigError as exc:
         return [], str(exc)
-
-
-def _plotly_js() -> Path:
-    """The plotly.js bundle inside the installed plotly package: served by us, never by a CDN."""
-    with resources.as_file(resources.files("plotly") / "package_data" / "plotly.min.js") as path:
-        return Path(path)
 
 
 def _no_nul(what: str, value: str) -> str:
@@ -153,14 +146,14 @@ def _cached(view: Callable[[Site, Request], Response]) -> Handler:
     previous response if it is recent (two page refreshes), else waits for the same computation (so a flood
     queues no second copy of it behind the first).
     """
-    pending: dict[Hashable, asyncio.Future[Response]] = {}
+    pending: dict[Hashable, asyncio.Future[Answer]] = {}
 
-    def compute(site: Site, request: Request) -> Response:
+    def compute(site: Site, request: Request) -> Answer:
         if site.worker is not None:
-            return _in_worker(site, site.worker, request)
-        return view(site, request)
+            return Answer.of(_in_worker(site, site.worker, request))
+        return Answer.of(view(site, request))
 
-    def done(key: Hashable, computed: asyncio.Future[Response]) -> None:
+    def done(key: Hashable, computed: asyncio.Future[Answer]) -> None:
         pending.pop(key, None)
         if not computed.cancelled():
             computed.exception()  # retrieved: a failure nobody waited for is not an asyncio warning
@@ -171,20 +164,20 @@ def _cached(view: Callable[[Site, Request], Response]) -> Handler:
             _raw_path(request),
             tuple(sorted((k, v) for k, v in request.query_params.multi_items() if k in READ and v)),
         )
-        response: Response | None = site.pages.peek(key)
-        if response is not None:
-            return response
+        answer: Answer | None = site.pages.peek(key)
+        if answer is not None:
+            return answer.to(request)
         computing = pending.get(key)
         if computing is None:
             computing = pending[key] = asyncio.ensure_future(
                 site.pool.run(lambda: site.pages.get(key, lambda: compute(site, request)))
             )
             computing.add_done_callback(lambda computed: done(key, computed))
-        last: Response | None = site.pages.peek(key, stale=True)  # the last answer, while the next is computed
+        last: Answer | None = site.pages.peek(key, stale=True)  # the last answer, while the next is computed
         if last is not None:
-            return last
+            return last.to(request)
         try:
-            return await asyncio.shield(computing)
+            return (await asyncio.shield(computing)).to(request)
         except _Uncached as answered:
             return answered.response
 
@@ -269,7 +262,6 @@ def create_app(
     jobs, jobs_problem = _jobs(config, status)
     rules = ranking.rules(config, jobs)
     home = _page(lambda site, request: leaderboard.leaderboard_page(site, _params(request)))
-    plotly_js = _plotly_js()
     routes = [
         Route("/", home),  # the site's home; its twin is /leaderboard.json
         Route("/leaderboard{format:format}", home),
@@ -280,10 +272,9 @@ def create_app(
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),
         Route("/metrics", _cached(_metrics)),
-        Route("/static/plotly.min.js", lambda _: FileResponse(plotly_js, headers=CACHE)),
         # Asked for by browsers and feed readers that never read the page's <link rel="icon">.
         Route("/favicon.ico", lambda _: RedirectResponse("/static/favicon.svg", 301)),
-        Mount("/static", StaticFiles(packages=[("tokenpace.web", "static")]), name="static"),
+        Mount("/static", GZipMiddleware(StaticFiles(packages=[("tokenpace.web", "static")])), name="static"),
     ]
     handlers = {exc: _error for exc in (BadRequest, StoreError, WorkerError, HTTPException)}
     app = Starlette(routes=routes, exception_handlers=handlers, middleware=[Middleware(InFlightLimit)])

@@ -1,59 +1,202 @@
-"""Plotly figures as plain JSON: the server decides what is drawn, static/app.js only hands it to Plotly.
+"""Charts as inline SVG, drawn on the server by pygal: nothing to fetch, no script, no CDN.
 
-Building the figure dicts here (not with plotly.graph_objects) keeps a page's cost to a few list copies, and
-lets the JSON twin and the tests see exactly what the chart shows. SVG traces (``scatter``, ``box``), not
-WebGL ones: they draw in any browser, including a headless one without a GPU.
+A chart is part of the page it is on: it reads without JavaScript, prints, and costs a few kilobytes
+compressed, where a client-side library cost a 4.8 MB script. Each :class:`Chart` keeps what it draws beside its
+SVG, so tests (and the JSON twin's ``series``) see exactly the values shown. Boxes are drawn from percentiles
+this project computes (measure/stats.py), never from pygal's own quartiles, so a chart and its table agree.
+Hovering a mark shows its value from an SVG ``<title>``: pygal's tooltip script is left out, and so is the
+inline configuration script it writes into every chart.
 """
 
 from __future__ import annotations
 
-import html
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import pygal
+from markupsafe import Markup
+from pygal.style import Style
+
+from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import Point
 
-# (element id, title): the page lays out one box per chart and the JSON block is keyed by the same ids.
-TITLES: tuple[tuple[str, str], ...] = (
-    ("chart-speed", "Output speed over time"),
-    ("chart-ttft", "Time to first token over time"),
-    ("chart-speed-dist", "Output speed distribution"),
-    ("chart-ttft-dist", "TTFT distribution"),
+MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
+LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
+STYLE = Style(
+    font_family="system-ui, -apple-system, 'Segoe UI', sans-serif",
+    background="transparent",
+    plot_background="transparent",
+    foreground="#1f2328",
+    foreground_strong="#1f2328",
+    foreground_subtle="#8c959f",
+    colors=("#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#0a7ea4", "#cf222e", "#4d2d00"),
+    title_font_size=15,
+    legend_font_size=12,
+    label_font_size=11,
+    major_label_font_size=11,
+    tooltip_font_size=12,
 )
-_METRICS = {"speed": ("output_speed", "tok/s"), "ttft": ("ttft_ms", "ms")}
 
 
-def _layout(title: str, unit: str, dates: bool) -> dict[str, Any]:
-    layout: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 14}},
-        "height": 320,
-        "margin": {"l": 56, "r": 16, "t": 40, "b": 40},
-        "yaxis": {"title": {"text": unit}, "rangemode": "tozero", "zeroline": False},
-        "legend": {"orientation": "h", "y": -0.2},
-        "font": {"family": "system-ui, sans-serif", "size": 12},
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """One chart: its element id and title, the values it draws per series, and the SVG drawing them."""
+
+    id: str
+    title: str
+    series: Mapping[str, Sequence[Any]]
+    svg: Markup
+
+
+@dataclass(frozen=True, slots=True)
+class Dot:
+    """One mark of a scatter chart: its series (the legend), its label and where it goes."""
+
+    group: str
+    label: str
+    x: float
+    y: float
+
+
+def _tooltips(root: ET.Element) -> ET.Element:
+    """pygal's SVG without scripts, each value's ``<desc>`` also a ``<title>`` naming its series: a tooltip
+    with no JavaScript."""
+    for parent in list(root.iter()):
+        for child in [c for c in parent if c.tag in ("script", ET.Comment)]:  # pygal's config, credits, date
+            parent.remove(child)
+    legend = {
+        g.get("id", "").removeprefix("activate-"): g.findtext("title") or g.findtext("text") or ""
+        for g in root.iter("g")
     }
-    if dates:
-        layout["xaxis"] = {"type": "date"}
-    return layout
+    for series in root.iter("g"):
+        classes = series.get("class", "").split()
+        if "series" not in classes:
+            continue
+        name = next((legend[c] for c in classes if c in legend), "")
+        for mark in series.iter("g"):
+            desc = {d.get("class", "").split(" ")[0]: d.text or "" for d in mark.findall("desc")}
+            if "value" in desc:
+                title = ET.Element("title")
+                title.text = ": ".join(
+                    t for t in (desc.get("label") or desc.get("x_label") or name, desc["value"]) if t
+                )
+                mark.insert(0, title)
+    return root
 
 
-def figures(groups: Mapping[str, Sequence[Point]]) -> dict[str, dict[str, Any]]:
-    """Time series and box plots of output speed and TTFT, one trace per group (workload or endpoint).
+def _config(title: str, **more: Any) -> dict[str, Any]:
+    return {
+        "title": title,
+        "style": STYLE,
+        "js": [],  # pygal's tooltip script would come from its project's site: never a CDN
+        "disable_xml_declaration": True,  # inline in the page
+        "width": 720,
+        "height": 340,
+        "legend_at_bottom": True,
+        "truncate_legend": LABEL_CHARS,
+        "truncate_label": LABEL_CHARS,
+        "no_data_text": "no successful samples",
+        **more,
+    }
 
-    Only successful samples are drawn: a failed request has no speed, and its count is in the tables.
+
+def _from_zero(values: Sequence[float]) -> tuple[float, float] | None:
+    """An axis from 0 to a little above the largest value: a bar of speed read from zero, never magnified."""
+    top = max(values, default=0.0)
+    return (0.0, top * 1.06) if top > 0 else None
+
+
+def _svg(chart: Any, chart_id: str) -> Markup:  # a pygal chart
+    chart.uuid = chart_id  # the SVG's id and its CSS scope: the same page twice is the same bytes, not a uuid4
+    # pygal builds the SVG with ElementTree, which escapes every name and label it is given.
+    return Markup(chart.add_xml_filter(_tooltips).render(is_unicode=True))  # noqa: S704
+
+
+class _Percentiles(pygal.Box):  # type: ignore[misc]
+    """A box plot from percentiles already computed: box P25-P75, a line at the median, whiskers P5-P95."""
+
+    @staticmethod
+    def _box_points(values: Sequence[float], mode: str | None = None) -> tuple[tuple[float, ...], list[float]]:
+        p5, p25, p50, p75, p95 = values
+        return (p5, p5, p25, p50, p75, p95, p95), []  # pygal's (min, low whisker, Q1, Q2, Q3, high, max)
+
+    def _value_format(self, value: Any, serie: Any) -> str:
+        p5, p25, p50, p75, p95 = (self._y_format(v) for v in serie.points[1:6])
+        return f"median {p50}, P25-P75 {p25}-{p75}, P5-P95 {p5}-{p95}"
+
+
+def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -> Chart:
+    """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order."""
+    drawn: dict[str, list[float]] = {}
+    for name, f in figures.items():
+        spread = [v for v in (f.p5, f.p25, f.p50, f.p75, f.p95) if v is not None]
+        if len(spread) == 5:  # a Figure has all its percentiles or, without values, none
+            drawn[name] = spread
+    rotation = -30 if len(drawn) > 4 else 0
+    top = _from_zero([v[-1] for v in drawn.values()])
+    chart = _Percentiles(**_config(title, y_title=unit, show_legend=False, x_label_rotation=rotation, range=top))
+    chart.x_labels = list(drawn)
+    for name, values in drawn.items():
+        chart.add(name, values)
+    return Chart(chart_id, title, drawn, _svg(chart, chart_id))
+
+
+def scatter(chart_id: str, title: str, x_title: str, y_title: str, dots: Sequence[Dot]) -> Chart:
+    """One dot per item, a series (colour and legend entry) per group."""
+    xs, ys = _from_zero([d.x for d in dots]), _from_zero([d.y for d in dots])
+
+    def said(xy: tuple[float, float]) -> str:
+        return f"{x_title} {xy[0]:,.4g}, {y_title} {xy[1]:,.4g}"
+
+    chart = pygal.XY(**_config(title, stroke=False, x_title=x_title, y_title=y_title, dots_size=5, xrange=xs, range=ys))
+    drawn: dict[str, list[tuple[str, float, float]]] = {}
+    for d in dots:
+        drawn.setdefault(d.group, []).append((d.label, d.x, d.y))
+    for group, marks in drawn.items():
+        chart.add(group, [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks])
+    return Chart(chart_id, title, drawn, _svg(chart, chart_id))
+
+
+def over_time(chart_id: str, title: str, unit: str, groups: Mapping[str, Sequence[tuple[datetime, float]]]) -> Chart:
+    """A line per group through its values in time order; a dot per value while the chart holds few enough."""
+    dots = sum(len(v) for v in groups.values()) <= MAX_DOTS
+    top = _from_zero([v for values in groups.values() for _, v in values])
+    times = [t for values in groups.values() for t, _ in values]
+    span = (max(times) - min(times)).total_seconds() if times else 0.0
+    form = "%d %b" if span > 36 * 3600 else "%H:%M" if span > 2 * 3600 else "%H:%M:%S"  # UTC, as the page says
+
+    def clock(t: datetime) -> str:
+        return t.strftime(form)
+
+    chart = pygal.DateTimeLine(
+        **_config(
+            title, y_title=f"{unit}", x_title="UTC", show_dots=dots, dots_size=2.5, x_value_formatter=clock, range=top
+        )
+    )
+    for group, values in groups.items():
+        chart.add(group, list(values))
+    return Chart(chart_id, title, groups, _svg(chart, chart_id))
+
+
+_METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_ms", "Time to first token", "ms"))
+
+
+def sample_charts(groups: Mapping[str, Sequence[Point]]) -> list[Chart]:
+    """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
+
+    ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
+    its count is in the tables.
     """
-    out: dict[str, dict[str, Any]] = {}
-    for key, (attr, unit) in _METRICS.items():
-        lines, boxes = [], []
-        for group, points in groups.items():
-            name = html.escape(group)  # Plotly reads <b>, <br> and <a href> in trace names as markup
-            shown = [(p.started_at.isoformat(), getattr(p, attr)) for p in points if p.ok]
-            shown = [(t, v) for t, v in shown if v is not None]
-            xs, ys = [t for t, _ in shown], [v for _, v in shown]
-            lines.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": xs, "y": ys})
-            boxes.append({"type": "box", "name": name, "y": ys, "boxpoints": "outliers", "boxmean": True})
-        title = dict(TITLES)
-        out[f"chart-{key}"] = {"data": lines, "layout": _layout(title[f"chart-{key}"], unit, dates=True)}
-        dist = {"data": boxes, "layout": _layout(title[f"chart-{key}-dist"], unit, dates=False) | {"showlegend": False}}
-        out[f"chart-{key}-dist"] = dist
+    out = []
+    for key, attr, label, unit in _METRICS:
+        values = {
+            group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
+            for group, points in groups.items()
+        }
+        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values))
+        spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
+        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread))
     return out

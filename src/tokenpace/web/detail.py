@@ -15,10 +15,12 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
-from tokenpace.board import uptime
+from tokenpace.board import heatmap, uptime
 from tokenpace.board.changes import change_dict, series_changes
 from tokenpace.board.rows import row_dict
+from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
+from tokenpace.measure.bursts import bursts, grouped
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.windows import endpoint_name, endpoint_rows, model_rows
 from tokenpace.web import charts
@@ -42,6 +44,13 @@ def _scrubbed(site: Site, points: Sequence[Point]) -> list[Point]:
     return [dataclasses.replace(p, error_message=site.scrub(p.error_message)) if p.error_message else p for p in points]
 
 
+def _heat_workload(site: Site, chosen: str | None, present: Sequence[str]) -> str | None:
+    """The workload a heatmap shows: the one chosen, else the board's usual one, else the first present."""
+    if chosen:
+        return chosen
+    return site.default_workload if site.default_workload in present else next(iter(ordered(present)), None)
+
+
 def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
     """One endpoint, every workload (or the one chosen): figures per workload and its samples over time."""
     window, include = window_param(params), client_bound_param(params)
@@ -63,10 +72,22 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
     points = _scrubbed(site, points)
     hours = uptime.hourly(points, now, span)
-    groups: dict[str, list[Point]] = {}
+    groups: dict[str, list[Point]] = {w: [] for w in ordered({p.workload for p in points})}  # the usual order
     for p in points:
         if p.charted(include):
-            groups.setdefault(p.workload, []).append(p)
+            groups[p.workload].append(p)
+    groups = {w: ps for w, ps in groups.items() if ps}
+    found = {
+        w: b for w in groups if (b := bursts(grouped(p.member() for p in points if p.published and p.workload == w)))
+    }
+    heat_workload = _heat_workload(site, workload, [r.workload for r in rows])
+    heat = None
+    if heat_workload is not None:
+        weeks = series(site.store, provider=provider, plan=plan, model=model, workload=heat_workload,
+                       since=now - timedelta(weeks=heatmap.WEEKS))  # fmt: skip
+        heat = heatmap.hour_of_week(
+            (p.started_at, p.output_speed) for p in weeks if p.charted(include) and p.output_speed
+        )
     simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
     protocol = rows[0].protocol if rows else configured[0].protocol
     name = endpoint_name(provider, plan, model)
@@ -85,20 +106,26 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "provider_url": "/?" + urlencode({"provider": provider}),
         "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
         "stats_rows": [(r.workload, None, False, r) for r in shown],
-        "chart_titles": charts.TITLES,
-        "figures": charts.figures(groups),
+        "charts": charts.sample_charts(groups),
         "recent": _recent([(p.workload, p) for p in points]),
         "recent_label": "Workload",
         "open_recent": not shown,  # nothing published to chart: the recent samples are all there is
         "include_client_bound": include,
         "uptime": hours,
+        "bursts": found,
+        "heat": heat,
+        "heat_workload": heat_workload,
+        "days": heatmap.DAYS,
+        "weeks": heatmap.WEEKS,
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
     # Every change in the window's series, oldest first: the charts mark them (board/changes.py).
-    found = [change_dict(c) for c in series_changes(points, provider, plan, model)]
+    changed = [change_dict(c) for c in series_changes(points, provider, plan, model)]
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
-            "uptime": hours, "changes": found}  # fmt: skip
+            "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()}, "changes": changed,
+            "hour_of_week": heat and {"workload": heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS,
+                                      "days": heatmap.DAYS, **dataclasses.asdict(heat)}}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     return Page("endpoint.html", context, data, json_url=json_url)
 
@@ -129,8 +156,7 @@ def model_page(site: Site, model: str, params: Mapping[str, str]) -> Page:
         "summary": summary[0] if summary else None,
         "menus": [window_menu(window), _workload_menu(workloads or [workload], workload, None)],
         "stats_rows": [(r.name, endpoint_path(r.provider, r.plan, r.model), r.simulated, r) for r in shown],
-        "chart_titles": charts.TITLES,
-        "figures": charts.figures(groups),
+        "charts": charts.sample_charts(groups),
         "recent": _recent(points),
         "recent_label": "Endpoint",
         "open_recent": False,

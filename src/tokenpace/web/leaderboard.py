@@ -5,12 +5,17 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import changes, ranking
-from tokenpace.config.workloads import ordered
+from tokenpace.board.summary import bursts_dict
+from tokenpace.config.workloads import BUILTIN, ordered
+from tokenpace.measure.bursts import Bursts, bursts, grouped
 from tokenpace.schedule.sampler import BudgetStatus
+from tokenpace.store.series import series
 from tokenpace.store.windows import WINDOWS
+from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
@@ -97,6 +102,48 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
     return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found)
 
 
+def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
+    """Each endpoint's bursts, for a workload that releases its requests together (the parallel one)."""
+    workload = {**BUILTIN, **site.config.workloads}.get(board.query.workload)
+    if workload is None or workload.concurrency is None:
+        return {}
+    since = board.generated_at - timedelta(seconds=board.window.span(workload.name, site.long_workloads))
+
+    def read() -> dict[str, Bursts]:
+        out = {}
+        for e in board.entries:
+            r = e.row
+            points = series(
+                site.store, provider=r.provider, plan=r.plan, model=r.model, workload=r.workload, since=since
+            )
+            found = bursts(grouped(p.member() for p in points if p.published))
+            if found is not None:
+                out[r.name] = found
+        return out
+
+    return site.memo.get(("bursts", board.window.name, workload.name, *(e.row.name for e in board.entries)), read)
+
+
+def board_charts(board: ranking.Board) -> list[charts.Chart]:
+    """Output speed per endpoint (its percentiles), and each endpoint's TTFT against its output speed."""
+    shown = [e.row for e in board.entries if e.row.output_speed.n]
+    statistic = board.window.statistic
+    speeds = charts.boxes(
+        "chart-board-speed", "Output speed by endpoint: median, P25-P75, P5-P95", "tok/s",
+        {r.name: r.output_speed for r in shown},
+    )  # fmt: skip
+    dots = [
+        charts.Dot(r.provider, r.name, ttft, speed)
+        for r in shown
+        if (ttft := r.ttft_ms.headline(statistic)) is not None and (speed := r.output_speed.headline(statistic))
+    ]
+    scatter = charts.scatter(
+        "chart-board-ttft-speed", f"TTFT against output speed, {board.window.label}", "TTFT (ms)",
+        "output speed (tok/s)", dots,
+    )  # fmt: skip
+    return [speeds, scatter]
+
+
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     board = _board(site, params)
     q = board.query
@@ -107,6 +154,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     kept["client_bound"] = "include" if q.include_client_bound else ""
     hidden = [(k, v) for k, v in kept.items() if v]
     qs = q.params()
+    found = _bursts(site, board)
     context = {
         "board": board,
         "query": q,
@@ -122,9 +170,14 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         # The other view of client-bound samples: what the board would say with them counted, or without.
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
+        "charts": board_charts(board) if board.entries else [],
+        "bursts": found,
         "describe_change": changes.describe,  # the "changed" badge's title
     }
     data = {**ranking.as_dict(board), "budgets_hit": budgets}
+    for entry in data["entries"]:  # a burst workload's rows say how each burst was served
+        if entry["name"] in found:
+            entry["bursts"] = bursts_dict(found[entry["name"]])
     return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
 
 

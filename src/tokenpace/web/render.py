@@ -2,8 +2,7 @@
 
 A view computes a Page once: the template's context and the JSON-able data. The HTML route renders the
 template, the ``.json`` route returns the data, so the two never disagree (datasette's pattern). Templates
-autoescape everything; figures reach JavaScript only through Jinja's ``tojson``, which escapes ``<``, ``>``,
-``&`` and ``'`` so a name holding ``</script>`` cannot end the embedding ``<script>`` block.
+autoescape everything; charts arrive as SVG that pygal built with ElementTree, which escapes every name.
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""Charts draw what they are given, where it belongs, as inert SVG: no script, every name escaped."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+
+from tests.webkit import EVIL, SVG, legend, marks
+from tokenpace.measure.stats import figure
+from tokenpace.store.series import Point
+from tokenpace.web import charts
+
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _svg(chart: charts.Chart) -> ET.Element:
+    return ET.fromstring(str(chart.svg))  # noqa: S314 (our own SVG; well-formed, or this fails)
+
+
+def _no_script(svg: ET.Element) -> None:
+    assert not [e for e in svg.iter() if isinstance(e.tag, str) and e.tag.endswith("script")]
+    assert not [k for e in svg.iter() for k in e.attrib if k.lower().startswith("on")]  # no event handlers
+
+
+def test_a_box_spans_p25_to_p75_with_whiskers_at_p5_and_p95() -> None:
+    spread = figure([float(v) for v in range(1, 101)])  # P5 5.95, P25 25.75, P50 50.5, P75 75.25, P95 95.05
+    chart = charts.boxes("b", "Speed", "tok/s", {"wide": spread, "narrow": figure([40.0, 41.0, 42.0])})
+    svg = _svg(chart)
+    _no_script(svg)
+    assert chart.series["wide"] == [spread.p5, spread.p25, spread.p50, spread.p75, spread.p95]
+    box = next(g for g in svg.iter(f"{SVG}g") if g.get("class") == "box")
+    rect = box.find(f"{SVG}rect")
+    assert rect is not None
+    top, height = float(rect.get("y", "nan")), float(rect.get("height", "nan"))
+    # Horizontal strokes: whisker ends and the median, by their y; pygal draws y downwards.
+    ys = sorted(
+        {
+            float(m.group(1))
+            for p in box.iter(f"{SVG}path")
+            if (m := re.match(r"M[\d.]+ ([\d.]+) L[\d.]+ \1", p.get("d", "")))
+        }
+    )
+    low, median, high = ys[-1], ys[1], ys[0]  # P5 lowest on screen (largest y), then the median, P95 highest
+    assert spread.p5 is not None and spread.p25 is not None and spread.p75 is not None and spread.p95 is not None
+    scale = height / (spread.p75 - spread.p25)  # pixels per tok/s, from the box itself
+    assert abs((low - high) - scale * (spread.p95 - spread.p5)) < 0.5
+    assert top < median < top + height
+    assert abs((top + height - median) - scale * (50.5 - spread.p25)) < 0.5
+    assert marks(svg)[0] == "wide: median 50.5, P25-P75 25.75-75.25, P5-P95 5.95-95.05"
+
+
+def test_names_are_escaped_and_marks_carry_their_series() -> None:
+    chart = charts.over_time("t", "TTFT", "ms", {EVIL: [(T0 + timedelta(minutes=i), 100.0 + i) for i in range(3)]})
+    text = str(chart.svg)
+    assert "<script" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    svg = _svg(chart)
+    _no_script(svg)
+    assert [m.split(": ", 1)[0] for m in marks(svg)] == [EVIL] * 3  # the whole name, unescaped once parsed
+    assert marks(svg)[1].endswith("00:01:00: 101")  # a span of minutes: the clock to the second
+    assert legend(svg) == [EVIL]
+
+
+def test_dots_until_a_chart_holds_too_many_then_lines_only() -> None:
+    few = {"1k": [(T0 + timedelta(minutes=i), 10.0) for i in range(charts.MAX_DOTS)]}
+    many = {"1k": [(T0 + timedelta(minutes=i), 10.0) for i in range(charts.MAX_DOTS + 1)]}
+    assert len(marks(_svg(charts.over_time("a", "x", "ms", few)))) == charts.MAX_DOTS
+    busy = _svg(charts.over_time("b", "x", "ms", many))
+    assert marks(busy) == [] and any(p.get("class", "").startswith("line") for p in busy.iter(f"{SVG}path"))
+
+
+def test_a_scatter_has_a_dot_per_item_and_a_series_per_group() -> None:
+    dots = [charts.Dot("groq", "groq/a", 120.0, 300.0), charts.Dot("groq", "groq/b", 200.0, 250.0),
+            charts.Dot("local", "local/c", 40.0, 80.0)]  # fmt: skip
+    chart = charts.scatter("s", "TTFT against speed", "TTFT (ms)", "tok/s", dots)
+    svg = _svg(chart)
+    assert legend(svg) == ["groq", "local"]
+    assert marks(svg) == ["groq/a: TTFT (ms) 120, tok/s 300", "groq/b: TTFT (ms) 200, tok/s 250",
+                          "local/c: TTFT (ms) 40, tok/s 80"]  # fmt: skip
+    labels = [t.text for g in svg.iter(f"{SVG}g") if "axis" in g.get("class", "") for t in g.iter(f"{SVG}text")]
+    assert "0" in labels  # both axes start at zero: a dot's distance from the origin is its figure
+
+
+def test_sample_charts_draw_successful_samples_only() -> None:
+    ok = Point(T0, "1k", True, None, 300.0, 120.0, 1000.0)
+    failed = Point(T0 + timedelta(minutes=1), "1k", False, "http_error", None, None, None, http_status=500)
+    drawn = {c.id: c for c in charts.sample_charts({"1k": [ok, failed]})}
+    assert list(drawn) == ["chart-speed", "chart-speed-dist", "chart-ttft", "chart-ttft-dist"]
+    assert drawn["chart-speed"].series == {"1k": [(T0, 300.0)]}
+    assert drawn["chart-ttft-dist"].series == {"1k": [120.0] * 5}
+    empty = charts.sample_charts({})
+    assert all("no successful samples" in str(c.svg) for c in empty)
