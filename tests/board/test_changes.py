@@ -140,6 +140,8 @@ def test_the_board_page_json_and_csv_carry_the_change(tmp_path: Path) -> None:
             assert describe(change) in [row[lines[0].index("change")] for row in lines[1:]]
             endpoint = client.get(endpoint_path("groq", "free", "llama", "json") + "?window=24h").json()
             assert [c["at"] for c in endpoint["changes"]] == [at(40).isoformat()]
+            page = client.get(endpoint_path("groq", "free", "llama") + "?window=24h").text
+            assert '<ul class="changes"' in page and describe(change).replace(">", "&gt;") in page
             assert client.get(endpoint_path("calm", "default", "llama", "json") + "?window=24h").json()["changes"] == []
 
 

@@ -100,8 +100,11 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "simulated": simulated,
         "protocol": protocol,
     }
+    # Every change in the window's series, oldest first: listed, and for the charts to mark (board/changes.py).
+    changed = [change_dict(c) for c in series_changes(points, provider, plan, model)]
     context = {
         **facts,
+        "changes": changed,
         "window": window,
         "provider_url": "/?" + urlencode({"provider": provider}),
         "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
@@ -120,8 +123,6 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     rows_data = [row_dict(r, window.statistic) for r in shown]  # the leaderboard JSON's shape of a row
-    # Every change in the window's series, oldest first: the charts mark them (board/changes.py).
-    changed = [change_dict(c) for c in series_changes(points, provider, plan, model)]
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
             "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()}, "changes": changed,
             "hour_of_week": heat and {"workload": heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS,
