@@ -66,6 +66,7 @@ def direction(metric: str, before: float, after: float) -> str:
 def _changes(
     metric: str, points: Sequence[Point], splits: Sequence[Split], ids: tuple[str, str, str, str]
 ) -> list[Change]:
+    """One Change per split, dated by the first sample after it (``points`` are the ones the splits index)."""
     return [
         Change(metric, *ids, points[s.index].started_at, s.before, s.after, direction(metric, s.before, s.after))
         for s in splits
@@ -122,6 +123,7 @@ def read_current(store: Store, keys: Collection[Key]) -> dict[Key, Change]:
 
 
 def row_key(row: EndpointRow) -> Key:
+    """(provider, plan, model, workload): what a change is about."""
     return (row.provider, row.plan, row.model, row.workload)
 
 
