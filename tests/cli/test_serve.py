@@ -57,3 +57,10 @@ def test_the_startup_line_names_the_address_bound(tmp_path: Path, host: str, sho
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_webhook_variable_that_is_not_set_is_named_before_anything_starts(tmp_path: Path) -> None:
+    config = tmp_path / "sim.toml"
+    config.write_text(SIM + '[[alerts.webhooks]]\nurl_env = "TOKENPACE_TEST_UNSET_HOOK"\n')
+    message = _refused("--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
+    assert "alerts.webhooks: environment variable TOKENPACE_TEST_UNSET_HOOK is not set" in message

@@ -69,10 +69,13 @@ def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
             r"providers\.a\.protocol: ",
         ),
         ('[providers.a]\nbase_url = "http://x"\n', r"providers\.a: give 'models'"),
-        ("[frobnicate]\n", r"frobnicate: unknown key \(known: providers, workloads, corpus, schedule, models\)"),
+        (
+            "[frobnicate]\n",
+            r"frobnicate: unknown key \(known: providers, workloads, corpus, schedule, models, alerts\)",
+        ),
         (
             f"[{'k' * 5000}]\n",
-            r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, models\)$",
+            r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, models, alerts\)$",
         ),
         (
             '[providers.groq]\nmodels = ["m"]\nbiling = "capped"\n',

@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 from tokenpace.board import cost
+from tokenpace.board.changes import Change, change_dict, describe, read_current, row_key
 from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
@@ -180,7 +181,7 @@ def rules(config: Config, jobs: Collection[Job]) -> Rules:
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale;
-    ``tied`` when another row shares its rank (shown "=N")."""
+    ``tied`` when another row shares its rank (shown "=N"); ``change``: its current change (changes.py)."""
 
     row: EndpointRow
     rank: int | None
@@ -188,6 +189,7 @@ class Entry:
     stale: bool
     tied: bool = False
     cost: cost.RowCost | None = None  # price, canonical model and cost per request
+    change: Change | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +282,7 @@ def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[in
 
 def arrange(
     m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale,
-    config: Config | None = None,
+    config: Config | None = None, changes: Mapping[Key, Change] | None = None,
 ) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
@@ -303,7 +305,10 @@ def arrange(
         limit = stale_after(r)
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
         priced = costs[(r.provider, r.plan, r.model, r.workload)]
-        entries.append(Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1, cost=priced))
+        change = (changes or {}).get(row_key(r))
+        entries.append(
+            Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1, cost=priced, change=change)
+        )
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
     return Board(
@@ -328,7 +333,8 @@ def read_board(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
         include_client_bound=query.include_client_bound,
     )  # fmt: skip
-    return arrange(m, query, now, stale_after=stale_after, config=config)
+    changes = read_current(store, [row_key(r) for r in m.rows])
+    return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes)
 
 
 def as_dict(b: Board) -> dict[str, Any]:
@@ -341,6 +347,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "entries": [
             {"rank": e.rank, "tied": e.tied, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)}
             | cost.cost_dict(e.cost, b.generated_at.date())
+            | {"change": change_dict(e.change)}
             for e in b.entries
         ],
         "models": [dataclasses.asdict(m) for m in b.models],
@@ -358,6 +365,7 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
         "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats), *cost.CSV_COLUMNS,
+        "change",
     ]  # fmt: skip
     table = []
     for e in b.entries:
@@ -367,5 +375,6 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
             e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
             iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures, *cost.csv_values(e.cost),
+            describe(e.change) if e.change else "",
         ])  # fmt: skip
     return header, table

@@ -82,7 +82,8 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         return numbers.DASH if e.rank is None else f"={e.rank}" if e.tied else str(e.rank)
     if key == "name":
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
-        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot
+        changed = " [yellow](changed)[/]" if e.change else ""  # what changed is in --json, too long for a cell
+        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure(figure.headline(statistic))} [dim](n={figure.n})[/]"

@@ -52,6 +52,9 @@ provider is two endpoints. A config file looks like::
     "10k" = "3h"                          # declared workloads); defaults 10k and vision 3h, 100k 7d, and
     "parallel" = { every = "1d", jitter = 0.5 }  # parallel daily at a random time of day, as written here
 
+    [[alerts.webhooks]]                   # changes found in the samples are POSTed here (config/alerts.py)
+    url_env = "SLACK_WEBHOOK_URL"
+
 Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
 """
 
@@ -66,6 +69,7 @@ from typing import Annotated, Any
 
 import pydantic
 
+from tokenpace.config.alerts import Alerts, AlertsTable, alerts
 from tokenpace.config.models import BUILTIN as BUILTIN_MODELS
 from tokenpace.config.models import Models, ModelTable
 from tokenpace.config.models import models as model_table
@@ -174,6 +178,7 @@ class _File(_Strict):
     corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
     schedule: ScheduleTable = ScheduleTable()
     models: dict[str, ModelTable] = {}
+    alerts: AlertsTable = AlertsTable()  # webhooks for changes (config/alerts.py)
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,7 @@ class Config:
     prices: Mapping[tuple[str, str, str], Price] = field(default_factory=dict)  # (provider, plan, model)
     quantization: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (provider, model)
     models: Models = field(default_factory=lambda: Models(BUILTIN_MODELS))
+    alerts: Alerts = field(default_factory=Alerts)
 
     def price_of(self, provider: str, plan: str, model: str) -> Price | None:
         """An endpoint's price: the file's (see prices.pick), else the preset's of that name for its default model
@@ -343,4 +349,5 @@ def load(path: str | Path) -> Config:
         prices={(e.provider, e.plan, e.model): price for e, _, price in found if price is not None},
         quantization={(name, m): q for name, p in parsed.providers.items() for m, q in p.quantization.items()},
         models=table,
+        alerts=alerts(parsed.alerts),
     )

@@ -8,6 +8,9 @@ The web server runs with limits (web/limits.py: a view pool, requests in flight,
 deadline) so readers cannot starve the timing loop; on any address other than loopback it warns that the board
 is public and unauthenticated.
 
+With webhooks in the config's ``[alerts]``, a third task looks for changes in what was sampled and sends them
+(serve/alerts.py); it never holds up the other two, and stops with them.
+
 SIGINT or SIGTERM stops both halves: the web server closes and the sampler starts nothing new, lets runs in
 flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples. A second
 signal cuts the grace period short; the samples are recorded all the same.
@@ -43,6 +46,7 @@ from tokenpace.measure.prompts import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.sampler import Sampler, Status
 from tokenpace.serve import discover
+from tokenpace.serve.alerts import Sender, Watcher, alerting, body
 from tokenpace.store.database import Store
 from tokenpace.web.app import create_app
 from tokenpace.web.limits import BACKLOG, server_options
@@ -104,6 +108,12 @@ def public(sock: socket.socket) -> bool:
         return not ipaddress.ip_address(host).is_loopback
     except ValueError:  # pragma: no cover - getsockname gives addresses, not names
         return True
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def server_config(app: object) -> uvicorn.Config:
@@ -170,6 +180,11 @@ async def serve(
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
         await loop.run_in_executor(None, warm, [job.workload for job in jobs], corpus)
         sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
+        if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
+            sender = Sender([w.target() for w in cfg.alerts.webhooks])
+            watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))
+            alerts = loop.create_task(alerting(watcher, sender), name="tokenpace alerts")
+            stack.push_async_callback(_cancel, alerts)
         app = await board(store, store_url, cfg, sampler.status, stack)
         server = _Server(server_config(app))
         if public(sock):

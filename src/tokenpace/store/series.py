@@ -1,5 +1,7 @@
 """Samples over time, as the charts of an endpoint's or a model's page draw them: one point per sample.
 
+:func:`latest` reads the last samples of one endpoint and workload, as change detection (board/changes.py) needs.
+
 A point carries where its sample came from (scheduled or one-shot, published or not, client-bound or not), so
 a chart can draw only what the board counts while a list of recent samples shows everything, labelled.
 """
@@ -72,3 +74,13 @@ def model_series(store: Store, *, model: str, workload: str | None, since: datet
         sql, params = sql + " AND workload = ?", [*params, workload]
     rows = store.query(sql + " ORDER BY started_at, id", params)
     return [(endpoint_name(r[0], r[1], model), _point(r[2:])) for r in rows]
+
+
+def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[Point]:
+    """An endpoint's latest ``limit`` published samples of a workload, oldest first (what change detection reads)."""
+    rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
+        f"SELECT {_POINT} FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"  # noqa: S608
+        " AND published = 1 ORDER BY started_at DESC, id DESC LIMIT ?",
+        (provider, model, workload, plan, limit),
+    )
+    return [_point(r) for r in reversed(rows)]

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, uptime
+from tokenpace.board.changes import change_dict, series_changes
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
@@ -115,8 +116,11 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "quantization": site.config.quantization.get((provider, model)),
         "price": cost.price_dict(site.config.price_of(provider, plan, model), now.date()),
     }
+    # Every change in the window's series, oldest first: listed, and for the charts to mark (board/changes.py).
+    changed = [change_dict(c) for c in series_changes(points, provider, plan, model)]
     context = {
         **facts,
+        "changes": changed,
         "window": window,
         "provider_url": "/?" + urlencode({"provider": provider}),
         "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
@@ -140,7 +144,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         for r, c in zip(shown, _costs(site, shown, window, now), strict=True)
     ]
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
-            "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()},
+            "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()}, "changes": changed,
             "hour_of_week": heat and {"workload": heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS,
                                       "days": heatmap.DAYS, **dataclasses.asdict(heat)}}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")

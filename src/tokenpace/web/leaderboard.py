@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from tokenpace.board import cost, ranking
+from tokenpace.board import changes, cost, ranking
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import BUILTIN, ordered
 from tokenpace.measure.bursts import Bursts, bursts, grouped
@@ -102,7 +102,12 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
             site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
         ),
     )
-    return ranking.arrange(m, query, now, stale_after=site.stale_after, config=site.config)
+    # Each row's current change reads its own last samples, whatever the window: kept like the rows.
+    found = site.memo.get(
+        ("changes", window.name, query.workload, include),
+        lambda: changes.read_current(site.store, [changes.row_key(r) for r in m.rows]),
+    )
+    return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found, config=site.config)
 
 
 def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
@@ -177,6 +182,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
         "charts": board_charts(board) if board.entries else [],
         "bursts": found,
+        "describe_change": changes.describe,  # the "changed" badge's title
     }
     data = {**ranking.as_dict(board), "budgets_hit": budgets, "spend_today": [cost.plan_day_dict(d) for d in spent]}
     for entry in data["entries"]:  # a burst workload's rows say how each burst was served

@@ -4,6 +4,8 @@ A custom collector rather than gauges kept up to date: the store is the one sour
 the same windowed query as the page (the default window: published samples, client-bound ones left out of the
 figures and counted as their own outcome) and reports what it finds. Times are in seconds, as
 Prometheus's conventions ask. Each app has its own registry, so two apps in one process never collide.
+``tokenpace_change_detected`` is 1 per endpoint, workload and metric with a current change (board/changes.py),
+for the alerting rules in docs/prometheus-alerts.yml.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from tokenpace.board.changes import read_recent, row_key
 from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
@@ -77,7 +80,23 @@ class LeaderboardCollector(Collector):
             if row.last_at is not None:
                 age.add_metric(_labels(row), (now - row.last_at).total_seconds())
         yield from (speed, ttft, e2e, success, samples, age)
+        yield self._changes(rows)
         yield from self._budgets()
+
+    def _changes(self, rows: list[EndpointRow]) -> Metric:
+        changed = GaugeMetricFamily(
+            "tokenpace_change_detected",
+            "1 while the metric's latest samples differ from the ones before them (a change point), by direction",
+            labels=[*LABELS, "metric", "direction"],
+        )
+        found = self._memo.get(("changes", "prom"), lambda: read_recent(self._store, [row_key(r) for r in rows]))
+        simulated = {row_key(r): r.simulated for r in rows}
+        for c in found:
+            changed.add_metric(
+                [c.provider, c.plan, c.model, c.workload, str(simulated.get(c.key, False)).lower(), c.metric,
+                 c.direction], 1.0,
+            )  # fmt: skip
+        return changed
 
     def _budgets(self) -> Iterator[Metric]:
         if self._status is None:

@@ -1,0 +1,150 @@
+"""Changes in an endpoint's output speed, TTFT or success rate, found in its samples (measure/changepoint.py).
+
+Speed and TTFT are read from the samples a chart draws (published, successful, not client-bound); the success
+rate from every published sample but those tokenpace itself cancelled, as the board's rate is. Each workload is
+its own series: a 100k prompt is slower than a 1k one, which is no change.
+
+The board's badge is the endpoint's *current* change: the latest found in its last :data:`LOOKBACK` samples of the
+workload, so it shows while the new level is recent and goes once fewer than MIN_BEFORE samples before it are
+left in those 96 (76 samples after it: about 13 hours at the 10-minute cadence). The endpoint page lists every
+change in its window (:func:`series_changes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from tokenpace.measure.changepoint import Split, outcome_changes, timing_changes
+from tokenpace.measure.failures import ErrorKind
+from tokenpace.store.database import Store
+from tokenpace.store.series import Point, latest
+from tokenpace.store.windows import EndpointRow, endpoint_name
+
+LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
+METRICS = ("output_speed", "ttft_ms", "success_rate")
+LABELS = {"output_speed": "output speed", "ttft_ms": "TTFT", "success_rate": "success rate"}
+UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %"}
+Key = tuple[str, str, str, str]  # provider, plan, model, workload
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A change in one metric of one endpoint and workload: ``at`` is the first changed sample's start,
+    ``before``/``after`` the medians (success rate: the rates, 0 to 1) on either side; ``direction`` is
+    faster/slower for speed and TTFT (a higher TTFT is slower), better/worse for the success rate."""
+
+    metric: str
+    provider: str
+    plan: str
+    model: str
+    workload: str
+    at: datetime
+    before: float
+    after: float
+    direction: str
+
+    @property
+    def endpoint(self) -> str:
+        return endpoint_name(self.provider, self.plan, self.model)
+
+    @property
+    def key(self) -> Key:
+        return (self.provider, self.plan, self.model, self.workload)
+
+
+def direction(metric: str, before: float, after: float) -> str:
+    """faster/slower (speed up is faster, TTFT up is slower) or better/worse (success rate up is better)."""
+    up = after > before
+    if metric == "success_rate":
+        return "better" if up else "worse"
+    return "faster" if up == (metric == "output_speed") else "slower"
+
+
+def _changes(
+    metric: str, points: Sequence[Point], splits: Sequence[Split], ids: tuple[str, str, str, str]
+) -> list[Change]:
+    """One Change per split, dated by the first sample after it (``points`` are the ones the splits index)."""
+    return [
+        Change(metric, *ids, points[s.index].started_at, s.before, s.after, direction(metric, s.before, s.after))
+        for s in splits
+    ]
+
+
+def workload_changes(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> list[Change]:
+    """Every change in one workload's points (chronological), of every metric, oldest first."""
+    ids = (provider, plan, model, workload)
+    points = [p for p in points if p.workload == workload and p.published]
+    found = []
+    for metric in ("output_speed", "ttft_ms"):
+        timed = [p for p in points if p.charted() and getattr(p, metric) is not None]
+        found += _changes(metric, timed, timing_changes([getattr(p, metric) for p in timed]), ids)
+    judged = [p for p in points if p.error_kind != ErrorKind.CANCELLED.value]
+    found += _changes("success_rate", judged, outcome_changes([p.ok for p in judged]), ids)
+    return sorted(found, key=lambda c: (c.at, METRICS.index(c.metric)))
+
+
+def series_changes(points: Sequence[Point], provider: str, plan: str, model: str) -> list[Change]:
+    """Every change in an endpoint's points (any workloads, chronological), oldest first: the chart's markers."""
+    workloads = dict.fromkeys(p.workload for p in points)
+    found = [c for w in workloads for c in workload_changes(points, provider, plan, model, w)]
+    return sorted(found, key=lambda c: (c.at, c.workload, METRICS.index(c.metric)))
+
+
+def recent(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> list[Change]:
+    """Each metric's latest change in a workload's last :data:`LOOKBACK` points, oldest first (what alerts send)."""
+    latest_of = {c.metric: c for c in workload_changes(points[-LOOKBACK:], provider, plan, model, workload)}
+    return sorted(latest_of.values(), key=lambda c: (c.at, METRICS.index(c.metric)))
+
+
+def current(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> Change | None:
+    """The latest change in a workload's last :data:`LOOKBACK` points, or None (the board's badge)."""
+    found = recent(points, provider, plan, model, workload)
+    return found[-1] if found else None
+
+
+def read_recent(store: Store, keys: Collection[Key]) -> list[Change]:
+    """:func:`recent` of each (provider, plan, model, workload), read from the store."""
+    found = []
+    for provider, plan, model, workload in keys:
+        points = latest(store, provider=provider, plan=plan, model=model, workload=workload, limit=LOOKBACK)
+        found += recent(points, provider, plan, model, workload)
+    return found
+
+
+def read_current(store: Store, keys: Collection[Key]) -> dict[Key, Change]:
+    """The current change of each (provider, plan, model, workload) that has one, read from the store."""
+    found: dict[Key, Change] = {}
+    for change in read_recent(store, keys):  # oldest first: the latest of a key is written last
+        found[change.key] = change
+    return found
+
+
+def row_key(row: EndpointRow) -> Key:
+    """(provider, plan, model, workload): what a change is about."""
+    return (row.provider, row.plan, row.model, row.workload)
+
+
+def figure(metric: str, value: float) -> str:
+    """A before/after value as the text says it: speed and TTFT whole, the success rate in percent."""
+    return f"{value * 100:.0f}" if metric == "success_rate" else f"{value:.0f}"
+
+
+def describe(c: Change) -> str:
+    """One line, e.g. "output speed 300 -> 150 tok/s since 2026-12-03 12:03 UTC (slower)"."""
+    since = c.at.strftime("%Y-%m-%d %H:%M UTC")
+    values = f"{figure(c.metric, c.before)} -> {figure(c.metric, c.after)}{UNITS[c.metric]}"
+    return f"{LABELS[c.metric]} {values} since {since} ({c.direction})"
+
+
+def change_dict(c: Change | None) -> dict[str, Any] | None:
+    """A change as JSON-able data; ``text`` is :func:`describe`'s line."""
+    if c is None:
+        return None
+    return {
+        "metric": c.metric, "endpoint": c.endpoint, "provider": c.provider, "plan": c.plan, "model": c.model,
+        "workload": c.workload, "at": c.at.isoformat(), "before": c.before, "after": c.after,
+        "direction": c.direction, "text": describe(c),
+    }  # fmt: skip
