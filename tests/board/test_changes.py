@@ -13,6 +13,7 @@ from rich.console import Console
 from starlette.testclient import TestClient
 
 from tests.store.test_windows import GROQ, NOW, fail, put
+from tests.webkit import charts, legend, marks
 from tokenpace.board import ranking
 from tokenpace.board.changes import (
     LOOKBACK,
@@ -30,6 +31,7 @@ from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import Point, latest
 from tokenpace.web import create_app
+from tokenpace.web.charts import MARKERS
 from tokenpace.web.paths import endpoint_path
 
 T0 = NOW - timedelta(hours=20)
@@ -142,6 +144,9 @@ def test_the_board_page_json_and_csv_carry_the_change(tmp_path: Path) -> None:
             assert [c["at"] for c in endpoint["changes"]] == [at(40).isoformat()]
             page = client.get(endpoint_path("groq", "free", "llama") + "?window=24h").text
             assert '<ul class="changes"' in page and describe(change).replace(">", "&gt;") in page
+            speed = charts(page)["chart-speed"]  # the change marked on its metric's chart, at its new level
+            assert legend(speed)[-1] == MARKERS and marks(speed)[-1].startswith(f"1k: {describe(change)}")
+            assert MARKERS not in legend(charts(page)["chart-ttft"])
             assert client.get(endpoint_path("calm", "default", "llama", "json") + "?window=24h").json()["changes"] == []
 
 

@@ -90,3 +90,13 @@ def test_sample_charts_draw_successful_samples_only() -> None:
     assert drawn["chart-ttft-dist"].series == {"1k": [120.0] * 5}
     empty = charts.sample_charts({})
     assert all("no successful samples" in str(c.svg) for c in empty)
+
+
+def test_change_markers_stay_dots_when_the_samples_are_lines_only() -> None:
+    many = {"1k": [(T0 + timedelta(minutes=i), 300.0 if i < 300 else 150.0) for i in range(charts.MAX_DOTS + 1)]}
+    marker = charts.Marker(T0 + timedelta(minutes=300), 150.0, "1k: output speed 300 -> 150 tok/s (slower)")
+    chart = charts.over_time("m", "Speed", "tok/s", many, [marker])
+    svg = _svg(chart)
+    assert legend(svg) == ["1k", charts.MARKERS]
+    assert marks(svg) == [f"{marker.label}: 05:00: 150"]  # the only dot: what changed, when, to what
+    assert chart.series[charts.MARKERS] == [(marker.at, 150.0)]

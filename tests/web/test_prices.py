@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from tests.webkit import ONE_K, TIMEOUTS, Steady
+from tests.webkit import ONE_K, TIMEOUTS, Steady, charts, legend, marks
 from tokenpace import sim
 from tokenpace.board.cost import CSV_COLUMNS, blended
 from tokenpace.cli import main
@@ -130,6 +130,16 @@ def test_board_page_shows_price_cost_canonical_name_and_stale_prices(client: Tes
     assert "$0.0575" in page  # groq's blended price, (3 * 0.05 + 0.08) / 4
     assert page.count("may be out of date") == 1  # cerebras's price of 2025-10-01
     assert "$ per request" in page and "Price, $/1M (3:1)" in page
+
+
+def test_the_board_charts_speed_against_blended_price_for_the_priced_endpoints(client: TestClient) -> None:
+    drawn = charts(client.get("/").text)
+    price = drawn["chart-board-price-speed"]
+    assert legend(price) == ["groq", "cerebras"] or legend(price) == ["cerebras", "groq"]  # a colour per provider
+    by_endpoint = {m.split(": ")[0]: m for m in marks(price)}
+    assert set(by_endpoint) == {"groq/llama-3.1-8b-instant", "cerebras/llama3.1-8b"}  # other/ has no price
+    assert "$ per 1M tokens 0.0575," in by_endpoint["groq/llama-3.1-8b-instant"]
+    assert len(marks(drawn["chart-board-ttft-speed"])) == 3  # every endpoint, priced or not
 
 
 def test_csv_carries_price_columns(client: TestClient) -> None:

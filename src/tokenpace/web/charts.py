@@ -24,6 +24,7 @@ from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import Point
 
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
+MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
 STYLE = Style(
     font_family="system-ui, -apple-system, 'Segoe UI', sans-serif",
@@ -160,8 +161,24 @@ def scatter(chart_id: str, title: str, x_title: str, y_title: str, dots: Sequenc
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
 
 
-def over_time(chart_id: str, title: str, unit: str, groups: Mapping[str, Sequence[tuple[datetime, float]]]) -> Chart:
-    """A line per group through its values in time order; a dot per value while the chart holds few enough."""
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A point a time chart marks apart from the samples: a detected change, at its time and its new level."""
+
+    at: datetime
+    value: float
+    label: str
+
+
+def over_time(
+    chart_id: str,
+    title: str,
+    unit: str,
+    groups: Mapping[str, Sequence[tuple[datetime, float]]],
+    markers: Sequence[Marker] = (),
+) -> Chart:
+    """A line per group through its values in time order, a dot per value while the chart holds few enough; the
+    markers as a series of their own, large dots without a line."""
     dots = sum(len(v) for v in groups.values()) <= MAX_DOTS
     top = _from_zero([v for values in groups.values() for _, v in values])
     times = [t for values in groups.values() for t, _ in values]
@@ -178,17 +195,21 @@ def over_time(chart_id: str, title: str, unit: str, groups: Mapping[str, Sequenc
     )
     for group, values in groups.items():
         chart.add(group, list(values))
-    return Chart(chart_id, title, groups, _svg(chart, chart_id))
+    if markers:
+        marks = [{"value": (m.at, m.value), "label": m.label} for m in markers]
+        chart.add(MARKERS, marks, stroke=False, show_dots=True, dots_size=7)
+    return Chart(chart_id, title, {**groups, **({MARKERS: [(m.at, m.value) for m in markers]} if markers else {})},
+                 _svg(chart, chart_id))  # fmt: skip
 
 
 _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_ms", "Time to first token", "ms"))
 
 
-def sample_charts(groups: Mapping[str, Sequence[Point]]) -> list[Chart]:
+def sample_charts(groups: Mapping[str, Sequence[Point]], markers: Mapping[str, Sequence[Marker]] = {}) -> list[Chart]:
     """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
 
     ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
-    its count is in the tables.
+    its count is in the tables. ``markers``: per metric (a Point attribute), what its time chart marks.
     """
     out = []
     for key, attr, label, unit in _METRICS:
@@ -196,7 +217,7 @@ def sample_charts(groups: Mapping[str, Sequence[Point]]) -> list[Chart]:
             group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
             for group, points in groups.items()
         }
-        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values))
+        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ())))
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
         out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread))
     return out

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, uptime
-from tokenpace.board.changes import change_dict, series_changes
+from tokenpace.board.changes import change_dict, describe, series_changes
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
@@ -117,7 +117,11 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "price": cost.price_dict(site.config.price_of(provider, plan, model), now.date()),
     }
     # Every change in the window's series, oldest first: listed, and for the charts to mark (board/changes.py).
-    changed = [change_dict(c) for c in series_changes(points, provider, plan, model)]
+    found_changes = series_changes(points, provider, plan, model)
+    changed = [change_dict(c) for c in found_changes]
+    markers: dict[str, list[charts.Marker]] = {}
+    for c in found_changes:  # drawn where the new level starts, on the metric's own chart
+        markers.setdefault(c.metric, []).append(charts.Marker(c.at, c.after, f"{c.workload}: {describe(c)}"))
     context = {
         **facts,
         "changes": changed,
@@ -125,7 +129,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "provider_url": "/?" + urlencode({"provider": provider}),
         "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
         "stats_rows": [(r.workload, None, False, r) for r in shown],
-        "charts": charts.sample_charts(groups),
+        "charts": charts.sample_charts(groups, markers),
         "recent": _recent([(p.workload, p) for p in points]),
         "recent_label": "Workload",
         "open_recent": not shown,  # nothing published to chart: the recent samples are all there is

@@ -133,23 +133,29 @@ def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
 
 
 def board_charts(board: ranking.Board) -> list[charts.Chart]:
-    """Output speed per endpoint (its percentiles), and each endpoint's TTFT against its output speed."""
-    shown = [e.row for e in board.entries if e.row.output_speed.n]
-    statistic = board.window.statistic
+    """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
+    speed against its blended price where it has one."""
+    statistic, label = board.window.statistic, board.window.label
+    shown = [e for e in board.entries if e.row.output_speed.n]
     speeds = charts.boxes(
         "chart-board-speed", "Output speed by endpoint: median, P25-P75, P5-P95", "tok/s",
-        {r.name: r.output_speed for r in shown},
+        {e.row.name: e.row.output_speed for e in shown},
     )  # fmt: skip
-    dots = [
-        charts.Dot(r.provider, r.name, ttft, speed)
-        for r in shown
-        if (ttft := r.ttft_ms.headline(statistic)) is not None and (speed := r.output_speed.headline(statistic))
+    headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
+    timed = [
+        charts.Dot(e.row.provider, e.row.name, t, s) for e, s in headline if (t := e.row.ttft_ms.headline(statistic))
     ]
-    scatter = charts.scatter(
-        "chart-board-ttft-speed", f"TTFT against output speed, {board.window.label}", "TTFT (ms)",
-        "output speed (tok/s)", dots,
-    )  # fmt: skip
-    return [speeds, scatter]
+    out = [speeds, charts.scatter("chart-board-ttft-speed", f"TTFT against output speed, {label}", "TTFT (ms)",
+                                  "output speed (tok/s)", timed)]  # fmt: skip
+    priced = [
+        charts.Dot(e.row.provider, e.row.name, price, s)
+        for e, s in headline
+        if e.cost is not None and (price := e.cost.blended) is not None
+    ]
+    if priced:  # no chart of nothing: prices come from config and presets, and simulators have none
+        title = f"Output speed against blended price (3:1 input:output), {label}"
+        out.append(charts.scatter("chart-board-price-speed", title, "$ per 1M tokens", "output speed (tok/s)", priced))
+    return out
 
 
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
