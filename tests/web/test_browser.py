@@ -68,6 +68,18 @@ every = "2s"
 simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24, error = "500" }
 every = "2s"
 
+[providers.fastlane]                  # two providers' names for one model (config/models.py's built-in table)
+simulate = { ttft_ms = 20, tokens_per_s = 700, output_tokens = 24 }
+models = ["llama-3.1-8b-instant"]
+price = { input = 0.05, output = 0.08, as_of = "2026-11-01" }
+every = "2s"
+
+[providers.wafer]
+simulate = { ttft_ms = 40, tokens_per_s = 300, output_tokens = 24 }
+models = ["llama3.1-8b"]
+price = { input = 0.10, output = 0.10, as_of = "2026-11-01" }
+every = "2s"
+
 [workloads.short]
 input_tokens = 300
 max_tokens = 24
@@ -161,14 +173,17 @@ def _tied_samples(db: Path, count: int) -> None:
 @pytest.fixture
 def troubled(tmp_path: Path) -> Iterator[str]:
     """quick (2 client-bound samples already stored) and broken (HTTP 500 every time), once both have run;
-    twin-a and twin-b, stored alike beforehand, tied."""
+    twin-a and twin-b, stored alike beforehand, tied; fastlane and wafer, one model under two names and priced."""
     _chromium()
     _client_bound_samples(tmp_path / "serve.db", 2)
     _tied_samples(tmp_path / "serve.db", 3)
 
     def ready(board: dict[str, Any]) -> bool:
         rows = {e["name"]: e for e in board["entries"]}
-        return "broken/sim" in rows and rows.get("quick/sim", {}).get("samples", 0) >= 3
+        joined = all(
+            rows.get(n, {}).get("samples", 0) >= 1 for n in ("fastlane/llama-3.1-8b-instant", "wafer/llama3.1-8b")
+        )
+        return "broken/sim" in rows and rows.get("quick/sim", {}).get("samples", 0) >= 3 and joined
 
     yield from _serve(tmp_path, TROUBLED, ready)
 
@@ -281,5 +296,17 @@ def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> Non
             message = failure.locator(".message")
             assert message.is_visible() and "The server had an error" in message.inner_text()
             page.screenshot(path=str(ARTIFACTS / "failure-message.png"), full_page=True)
+
+            # One model under two providers' names: the board links both rows to one model page (part 2), and
+            # charts the two priced endpoints' speed against their price (part 3).
+            page.goto(f"{troubled}/?workload=short&client_bound=include")
+            assert page.locator("#chart-board-price-speed svg circle.dot").count() == 2
+            fastlane = page.locator('#leaderboard tr[data-endpoint="fastlane/llama-3.1-8b-instant"]')
+            fastlane.locator('a[href="/model/llama-3~2E1-8b"]').first.click()
+            page.wait_for_url("**/model/llama-3~2E1-8b**")
+            assert page.locator("h1").inner_text() == "llama-3.1-8b"
+            listed = page.locator("main").inner_text()
+            assert "fastlane/llama-3.1-8b-instant" in listed and "wafer/llama3.1-8b" in listed
+            page.screenshot(path=str(ARTIFACTS / "model-joined.png"), full_page=True)
         finally:
             browser.close()
