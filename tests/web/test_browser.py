@@ -220,6 +220,10 @@ def test_sort_by_ttft_then_open_an_endpoint_chart(served: str) -> None:
                 "ts => ts.map(t => t.textContent)")  # fmt: skip
             assert sorted(t.split(": ")[0] for t in titles) == sorted(names)  # hover names the endpoint
             page.screenshot(path=str(ARTIFACTS / "leaderboard.png"), full_page=True)
+            page.emulate_media(media="print")  # on paper: figures and charts, not the controls
+            assert page.locator("form.filters").is_hidden() and page.locator("header.top nav").is_hidden()
+            assert page.locator("#chart-board-speed svg").is_visible() and page.locator("#leaderboard").is_visible()
+            page.emulate_media(media="screen")
 
             page.click('#leaderboard tbody tr:first-child td a[href^="/endpoint/"]')
             page.wait_for_url("**/endpoint/quick/default/sim**")

@@ -50,6 +50,12 @@ def test_a_box_spans_p25_to_p75_with_whiskers_at_p5_and_p95() -> None:
     assert marks(svg)[0] == "wide: median 50.5, P25-P75 25.75-75.25, P5-P95 5.95-95.05"
 
 
+def test_a_board_of_many_endpoints_gets_a_box_each() -> None:
+    spreads = {f"provider{i:02d}/model": figure([float(i + v) for v in range(20)]) for i in range(40)}
+    svg = _svg(charts.boxes("b", "Speed", "tok/s", spreads))
+    assert len(marks(svg)) == 40 and marks(svg)[39].startswith("provider39/model: median 48.5,")
+
+
 def test_names_are_escaped_and_marks_carry_their_series() -> None:
     chart = charts.over_time("t", "TTFT", "ms", {EVIL: [(T0 + timedelta(minutes=i), 100.0 + i) for i in range(3)]})
     text = str(chart.svg)

@@ -23,6 +23,7 @@ from pygal.style import Style
 from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import Point
 
+MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grows as their square (200: 0.25 s)
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
 MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
@@ -121,7 +122,8 @@ class _Percentiles(pygal.Box):  # type: ignore[misc]
 
     @staticmethod
     def _box_points(values: Sequence[float], mode: str | None = None) -> tuple[tuple[float, ...], list[float]]:
-        p5, p25, p50, p75, p95 = values
+        # pygal pads each series with None to the number of x labels, one per box here
+        p5, p25, p50, p75, p95 = (v for v in values if v is not None)
         return (p5, p5, p25, p50, p75, p95, p95), []  # pygal's (min, low whisker, Q1, Q2, Q3, high, max)
 
     def _value_format(self, value: Any, serie: Any) -> str:

@@ -104,7 +104,7 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
     )
     # Each row's current change reads its own last samples, whatever the window: kept like the rows.
     found = site.memo.get(
-        ("changes", window.name, query.workload, include),
+        ("changes", *(changes.row_key(r) for r in m.rows)),  # the same rows in two windows: one read
         lambda: changes.read_current(site.store, [changes.row_key(r) for r in m.rows]),
     )
     return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found, config=site.config)
@@ -137,9 +137,11 @@ def board_charts(board: ranking.Board) -> list[charts.Chart]:
     speed against its blended price where it has one."""
     statistic, label = board.window.statistic, board.window.label
     shown = [e for e in board.entries if e.row.output_speed.n]
+    boxed = shown[: charts.MAX_BOXES]
+    cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
     speeds = charts.boxes(
-        "chart-board-speed", "Output speed by endpoint: median, P25-P75, P5-P95", "tok/s",
-        {e.row.name: e.row.output_speed for e in shown},
+        "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
+        {e.row.name: e.row.output_speed for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
     timed = [
