@@ -54,8 +54,7 @@ async def flood(url: str, rate: float, seconds: float, pages: list[str]) -> dict
     first: dict[str, float] = {}  # each page's first answer, in ms: a cold render (its SQL and template)
     statuses: Counter[str] = Counter()
     timeout = aiohttp.ClientTimeout(total=60)
-    # auto_decompress off: aiohttp inflates a large gzip body on the loop's default executor, which in this one
-    # process the service shares (a steady 44 ms per warm page): the flood times serving, not a client's zlib.
+    # auto_decompress off: the flood times serving, not a client's zlib in the process the service shares.
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:
         warm = []
