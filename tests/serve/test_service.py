@@ -195,3 +195,29 @@ def test_serve_on_a_public_address_warns_that_the_board_is_unauthenticated(tmp_p
         if s.proc.poll() is None:
             s.proc.kill()
             s.proc.wait()
+
+
+async def test_connections_send_small_responses_at_once_on_a_plain_asyncio_loop() -> None:
+    """Nagle off on every accepted connection, as uvloop does: without it, a page under one TCP segment sent after
+    its headers waited ~40 ms for the client's delayed ACK (bench/flood.py saw 44 ms per board)."""
+    import socket
+
+    from tokenpace.serve import service
+
+    accepted: list[asyncio.Transport] = []
+
+    class Keep(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            accepted.append(transport)  # type: ignore[arg-type]
+
+    sock = service.listen("127.0.0.1", 0)
+    server = await asyncio.get_running_loop().create_server(Keep, sock=sock)
+    async with server:
+        _, writer = await asyncio.open_connection(*sock.getsockname())
+        for _ in range(100):
+            if accepted:
+                break
+            await asyncio.sleep(0.01)
+        conn = accepted[0].get_extra_info("socket")
+        assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        writer.close()

@@ -86,7 +86,10 @@ def listen(host: str, port: int) -> socket.socket:
         family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
     except ValueError:
         family = socket.AF_INET  # a host name: resolved by bind
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio turns Nagle off only on connections whose proto says TCP, and with Nagle
+    # on, a response body under one segment waited ~40 ms for the client's delayed ACK of its headers (uvloop
+    # turns it off whatever the proto; plain asyncio is what runs where uvloop is not installed).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
