@@ -22,9 +22,7 @@ from tokenpace.web.site import Site, window_menu
 # Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link. "wide": left out on a
 # phone's width, where the endpoint's name already says its provider, plan and model.
 COLUMNS = (
-    ("name", "Endpoint", "name"),
-    ("provider", "Provider", "wide"),
-    ("plan", "Plan", "wide"),
+    ("name", "Endpoint", "name"),  # provider:plan/model, so the provider and plan need no columns of their own
     ("model", "Model", "wide"),
     ("speed", "Output speed", "num"),
     ("ttft", "TTFT", "num"),
