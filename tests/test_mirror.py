@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tokenpace"
 
 TESTED_THROUGH = {
+    "config/price_tables.py": "config/test_prices.py",
     "board/summary.py": "cli/test_oneshot.py",
     "board/terminal.py": "cli/test_narrow.py",
     "cli/kit.py": "cli/test_input.py",

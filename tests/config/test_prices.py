@@ -11,7 +11,8 @@ import pytest
 from tests.config.test_endpoints import assert_one_line_error, write
 from tokenpace.config.endpoints import Config, Endpoint, load
 from tokenpace.config.presets import PRESETS
-from tokenpace.config.prices import MAX_DOLLARS_PER_M, STALE_DAYS, Price
+from tokenpace.config.price_tables import MAX_DOLLARS_PER_M
+from tokenpace.config.prices import STALE_DAYS, Price
 
 PRICED = """
 [providers.groq]

@@ -76,7 +76,8 @@ from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
 from tokenpace.config.presets import PRESETS, Protocol, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
-from tokenpace.config.prices import Price, PriceTable, pick
+from tokenpace.config.price_tables import PriceTable, pick
+from tokenpace.config.prices import Price
 from tokenpace.config.settings import (
     DEFAULT_CONCURRENCY,
     MIN_EVERY_S,
@@ -197,7 +198,7 @@ class Config:
     alerts: Alerts = field(default_factory=Alerts)
 
     def price_of(self, provider: str, plan: str, model: str) -> Price | None:
-        """An endpoint's price: the file's (see prices.pick), else the preset's of that name for its default model
+        """An endpoint's price: the file's (see price_tables.pick), else the preset's of that name for its default model
         (what serve discovered, or samples of a provider the file no longer lists); None where nobody stated one
         and for a simulator, whatever its name."""
         found = self.prices.get((provider, plan, model))

@@ -17,22 +17,16 @@ and a page marks one older than :data:`STALE_DAYS` days. In a config file::
 
 An endpoint's price is the first found of: its plan's ``prices`` for its model, its plan's ``price``, its
 provider's ``prices`` for its model, its provider's ``price``, then the preset's price for the preset's default
-model (:func:`pick`).
+model (``price_tables.pick``). The file's tables are read in ``price_tables.py``: this module stays free of
+pydantic, so the presets (and ``tokenpace --help``, which lists them) load without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from typing import Annotated
-
-import pydantic
+from datetime import date
 
 STALE_DAYS = 90  # a price read longer ago than this is marked as possibly out of date
-MAX_DOLLARS_PER_M = 10_000.0  # far above any listed price (the dearest are ~$600 per 1M): a typo, not a price
-MAX_SOURCE = 300
-EARLIEST = date(2020, 1, 1)  # before per-token LLM APIs were sold: a mistyped year
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,51 +47,3 @@ class Price:
         """Whether the price is older than STALE_DAYS days (an undated one is stale: nobody knows)."""
         age = self.age_days(today)
         return age is None or age > STALE_DAYS
-
-
-def _one_line(text: str) -> str:
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ValueError("give one line of text without control characters")
-    return text
-
-
-def _dated(day: date) -> date:
-    today = datetime.now(UTC).date()
-    if not EARLIEST <= day <= today:
-        raise ValueError(f"{day.isoformat()} is not a day from {EARLIEST.isoformat()} to today ({today.isoformat()})")
-    return day
-
-
-Dollars = Annotated[float, pydantic.Field(ge=0, le=MAX_DOLLARS_PER_M, allow_inf_nan=False, strict=True)]
-Day = Annotated[date, pydantic.AfterValidator(_dated)]
-Source = Annotated[str, pydantic.Field(min_length=1, max_length=MAX_SOURCE), pydantic.AfterValidator(_one_line)]
-
-
-class PriceTable(pydantic.BaseModel):
-    """``{ input, output, cached_input, as_of, source }`` as a config file gives it."""
-
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-    input: Dollars
-    output: Dollars
-    cached_input: Dollars | None = None
-    as_of: Day
-    source: Source | None = None
-
-    def price(self) -> Price:
-        return Price(self.input, self.output, self.cached_input, self.as_of, self.source)
-
-
-def pick(
-    model: str,
-    plan_price: PriceTable | None,
-    plan_prices: Mapping[str, PriceTable],
-    provider_price: PriceTable | None,
-    provider_prices: Mapping[str, PriceTable],
-    preset: Price | None = None,
-) -> Price | None:
-    """The most specific price stated for a model: plan's per model, plan's, provider's per model, provider's,
-    then the preset's."""
-    for found in (plan_prices.get(model), plan_price, provider_prices.get(model), provider_price):
-        if found is not None:
-            return found.price()
-    return preset

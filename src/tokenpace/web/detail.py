@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, uptime
-from tokenpace.board.changes import change_dict, describe, series_changes
+from tokenpace.board.changes import change_dict, describe, read_current, row_key, series_changes
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
@@ -55,6 +56,17 @@ def _costs(site: Site, rows: Sequence[EndpointRow], window: Window, now: datetim
         tokens = typical(site.store, [key], since, epoch(now)).get(key)
         out.append(cost.row_cost(site.config, r, tokens, now.date()))
     return out
+
+
+def _rows_data(
+    site: Site, rows: Sequence[EndpointRow], costs: Sequence[cost.RowCost], window: Window, now: datetime
+) -> list[dict[str, Any]]:
+    """The rows as the leaderboard's JSON writes them: figures, price and cost, current change."""
+    current = read_current(site.store, [row_key(r) for r in rows])
+    return [
+        row_dict(r, window.statistic) | cost.cost_dict(c, now.date()) | {"change": change_dict(current.get(row_key(r)))}
+        for r, c in zip(rows, costs, strict=True)
+    ]
 
 
 def _heat_workload(site: Site, chosen: str | None, present: Sequence[str]) -> str | None:
@@ -143,10 +155,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     }
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     # the leaderboard JSON's shape of a row
-    rows_data = [
-        row_dict(r, window.statistic) | cost.cost_dict(c, now.date())
-        for r, c in zip(shown, _costs(site, shown, window, now), strict=True)
-    ]
+    rows_data = _rows_data(site, shown, _costs(site, shown, window, now), window, now)
     data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
             "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()}, "changes": changed,
             "hour_of_week": heat and {"workload": heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS,
@@ -196,9 +205,7 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
         "open_recent": False,
         "include_client_bound": include,
     }
-    endpoints = [
-        row_dict(r, window.statistic) | cost.cost_dict(c, now.date()) for r, c in zip(shown, costs, strict=True)
-    ]
+    endpoints = _rows_data(site, shown, costs, window, now)
     data = {**facts, "workload": workload, "window": window, "summary": summary[0] if summary else None,
             "endpoints": endpoints, "series": groups, "recent": _recent(points)}  # fmt: skip
     return Page(
