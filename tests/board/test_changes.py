@@ -18,6 +18,7 @@ from tokenpace.board import ranking
 from tokenpace.board.changes import (
     LOOKBACK,
     Change,
+    Kept,
     change_dict,
     current,
     describe,
@@ -30,6 +31,7 @@ from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import Point, latest
+from tokenpace.store.windows import WINDOWS, endpoint_rows
 from tokenpace.web import create_app
 from tokenpace.web.charts import MARKERS
 from tokenpace.web.paths import endpoint_path
@@ -105,6 +107,24 @@ def test_read_current_finds_the_store_s_change_and_only_it(tmp_path: Path) -> No
         assert list(found) == [("groq", "free", "llama", "1k")]
         change = found["groq", "free", "llama", "1k"]
         assert (change.metric, change.direction, change.at) == ("output_speed", "slower", at(40))
+
+
+def test_kept_changes_are_read_again_only_when_a_row_s_last_sample_moves(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    key = ("groq", "free", "llama", "1k")
+    with open_store(str(tmp_path / "t.db")) as store:
+        fill(store, GROQ, noisy(rng, 5, 40))
+        before = endpoint_rows(store, WINDOWS["24h"], NOW, ())
+        kept = Kept(store)
+        assert kept.current(before) == {} and kept.recent(before) == {key: []}
+        for i, gap in enumerate(noisy(rng, 10, 10)):  # the endpoint halves its speed
+            put(store, GROQ, at(40 + i), ttft_ms=100.0, gap_ms=gap)
+        store.flush()
+        assert key in read_current(store, [key])
+        assert kept.current(before) == {}  # its last sample as kept: not read again (the cache at work)
+        after = endpoint_rows(store, WINDOWS["24h"], NOW, ())
+        assert kept.current(after) == read_current(store, [key])  # its last sample moved: read again
+        assert Kept(store, max_keys=0).current(after) == read_current(store, [key])  # a full cache starts over
 
 
 def test_the_board_page_json_and_csv_carry_the_change(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tokenpace.board import ranking
+from tokenpace.board.changes import Kept
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
 from tokenpace.schedule import sampler
@@ -291,6 +292,7 @@ def create_app(
         jobs_problem=jobs_problem,
         env=render.environment(),
         memo=Memo(store),
+        changes=Kept(store),
         pages=Memo(
             store, min_age_s=page_refresh_s, stale_s=2 * page_refresh_s
         ),  # apart from memo: pages come and go, the rows they share stay
@@ -298,6 +300,7 @@ def create_app(
         secrets=tuple(ops.secrets(config)),
         worker=None if worker_store is None else Worker(create_app, worker_store, config, status and status()),
     )
-    collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, app.state.site.memo)
+    site = app.state.site
+    collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, site.memo, site.changes)
     app.state.registry = prom.registry(collector)
     return app

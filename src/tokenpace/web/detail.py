@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, uptime
-from tokenpace.board.changes import change_dict, describe, read_current, row_key, series_changes
+from tokenpace.board.changes import change_dict, describe, row_key, series_changes
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
@@ -62,7 +62,7 @@ def _rows_data(
     site: Site, rows: Sequence[EndpointRow], costs: Sequence[cost.RowCost], window: Window, now: datetime
 ) -> list[dict[str, Any]]:
     """The rows as the leaderboard's JSON writes them: figures, price and cost, current change."""
-    current = read_current(site.store, [row_key(r) for r in rows])
+    current = site.changes.current(rows)
     return [
         row_dict(r, window.statistic) | cost.cost_dict(c, now.date()) | {"change": change_dict(current.get(row_key(r)))}
         for r, c in zip(rows, costs, strict=True)

@@ -100,11 +100,8 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
             site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
         ),
     )
-    # Each row's current change reads its own last samples, whatever the window: kept like the rows.
-    found = site.memo.get(
-        ("changes", *(changes.row_key(r) for r in m.rows)),  # the same rows in two windows: one read
-        lambda: changes.read_current(site.store, [changes.row_key(r) for r in m.rows]),
-    )
+    # Each row's current change, from its own last samples whatever the window: re-read when it takes a sample.
+    found = site.changes.current(m.rows)
     return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found, config=site.config)
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from tokenpace.board.changes import read_recent, row_key
+from tokenpace.board.changes import Kept, row_key
 from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
@@ -48,9 +48,11 @@ class LeaderboardCollector(Collector):
         status: Callable[[], Status] | None,
         long_workloads: Collection[str] = (),
         memo: Memo | None = None,
+        changes: Kept | None = None,
     ) -> None:
         self._store, self._now, self._status, self._long = store, now, status, long_workloads
         self._memo = memo or Memo(store)
+        self._changes_kept = changes or Kept(store)
 
     def collect(self) -> Iterator[Metric]:
         window = WINDOWS[DEFAULT_WINDOW]
@@ -89,7 +91,7 @@ class LeaderboardCollector(Collector):
             "1 while the metric's latest samples differ from the ones before them (a change point), by direction",
             labels=[*LABELS, "metric", "direction"],
         )
-        found = self._memo.get(("changes", "prom"), lambda: read_recent(self._store, [row_key(r) for r in rows]))
+        found = [c for changes in self._changes_kept.recent(rows).values() for c in changes]
         simulated = {row_key(r): r.simulated for r in rows}
         for c in found:
             changed.add_metric(

@@ -9,6 +9,7 @@ from datetime import datetime
 import jinja2
 
 from tokenpace.board import ranking
+from tokenpace.board.changes import Kept
 from tokenpace.config.endpoints import Config
 from tokenpace.schedule.sampler import Job, Status
 from tokenpace.store.database import Store
@@ -32,6 +33,7 @@ class Site:
     jobs_problem: str | None  # why there are none: the config's schedule is refused
     env: jinja2.Environment
     memo: Memo  # rows computed by SQL, shared by pages
+    changes: Kept  # each row's recent changes, until its last sample moves
     pages: Memo  # rendered responses, per path and parameters
     pool: ViewPool
     secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
