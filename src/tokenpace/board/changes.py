@@ -22,6 +22,7 @@ from tokenpace.measure.changepoint import Split, outcome_changes, timing_changes
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
 from tokenpace.store.series import Point, latest
+from tokenpace.store.usage import Key  # (provider, plan, model, workload): a row's key
 from tokenpace.store.windows import EndpointRow, endpoint_name
 
 LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
@@ -29,7 +30,6 @@ MAX_KEPT = 10_000  # rows whose changes Kept holds
 METRICS = ("output_speed", "ttft_ms", "success_rate")
 LABELS = {"output_speed": "output speed", "ttft_ms": "TTFT", "success_rate": "success rate"}
 UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %"}
-Key = tuple[str, str, str, str]  # provider, plan, model, workload
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,9 +28,10 @@ from typing import Any
 
 import aiohttp
 
-from tokenpace.board.changes import LABELS, UNITS, Change, Key, change_dict, figure, read_recent
+from tokenpace.board.changes import LABELS, UNITS, Change, change_dict, figure, read_recent
 from tokenpace.config.alerts import host
 from tokenpace.store.database import Store
+from tokenpace.store.usage import Key
 from tokenpace.web.paths import endpoint_path
 
 log = logging.getLogger(__name__)
