@@ -21,7 +21,7 @@ from typing import Any
 from tokenpace.measure.changepoint import Split, outcome_changes, timing_changes
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
-from tokenpace.store.series import Point, latest
+from tokenpace.store.series import Point, last_started, latest
 from tokenpace.store.usage import Key  # (provider, plan, model, workload): a row's key
 from tokenpace.store.windows import EndpointRow, endpoint_name
 
@@ -139,15 +139,24 @@ class Kept:
 
     def recent(self, rows: Sequence[EndpointRow]) -> dict[Key, list[Change]]:
         """:func:`recent` of each row, oldest first, read only for the rows whose last sample moved."""
+        return self._recent([(row_key(r), r.last_at) for r in rows])
+
+    def recent_of(self, keys: Collection[Key]) -> dict[Key, list[Change]]:
+        """:func:`recent` of each key, its last sample's time read first (one indexed row each): what the alert
+        watcher asks every minute, with no board rows at hand."""
+        return self._recent([(k, last_started(self._store, *k)) for k in keys])
+
+    def _recent(self, stamped: Sequence[tuple[Key, datetime | None]]) -> dict[Key, list[Change]]:
         with self._lock:
-            kept = {row_key(r): self._kept.get(row_key(r)) for r in rows}
+            kept = {key: self._kept.get(key) for key, _ in stamped}
         out, fresh = {}, {}
-        for r in rows:
-            key, hit = row_key(r), kept[row_key(r)]
-            if hit is None or hit[0] != r.last_at:
-                points = latest(self._store, provider=r.provider, plan=r.plan, model=r.model, workload=r.workload,
+        for key, last_at in stamped:
+            hit = kept[key]
+            if hit is None or hit[0] != last_at:
+                provider, plan, model, workload = key
+                points = latest(self._store, provider=provider, plan=plan, model=model, workload=workload,
                                 limit=LOOKBACK)  # fmt: skip
-                hit = fresh[key] = (r.last_at, recent(points, *key))
+                hit = fresh[key] = (last_at, recent(points, *key))
             out[key] = hit[1]
         with self._lock:
             if len(self._kept) + len(fresh) > self._max:

@@ -1,10 +1,11 @@
 """Alerts: ``tokenpace serve`` POSTs each change it finds in the samples to the configured webhooks.
 
 Two tasks beside the sampler, never in its way. The :class:`Watcher` looks for changes (board/changes.py) once a
-minute, on a thread (the reads and the tests are the store's and the CPU's, not the timing loop's), and only
-after something new was stored. The :class:`Sender` delivers them, one task and one bounded queue per webhook,
-so a webhook that hangs delays only its own messages: each POST has a timeout, a failure is retried with
-exponential backoff (1, 2, 4, 8 s), a full queue drops its oldest message with a counted warning.
+minute, on a thread (the reads and the tests are the store's and the CPU's, not the timing loop's), only after
+something new was stored, and then only for the endpoints and workloads whose last sample moved. The
+:class:`Sender` delivers them, one task and one bounded queue per webhook, so a webhook that hangs delays only its
+own messages: each POST has a timeout, a failure is retried with exponential backoff (1, 2, 4, 8 s), a full queue
+drops its oldest message with a counted warning.
 
 Each change is sent once: the watcher remembers, per endpoint, workload and metric, the last change it sent
 and when. A change found later is the same one (a later sample moved its estimate) unless its direction differs
@@ -28,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from tokenpace.board.changes import LABELS, UNITS, Change, change_dict, figure, read_recent
+from tokenpace.board.changes import LABELS, UNITS, Change, Kept, change_dict, figure
 from tokenpace.config.alerts import host
 from tokenpace.store.database import Store
 from tokenpace.store.usage import Key
@@ -158,6 +159,7 @@ class Watcher:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._store, self._keys, self._send, self._every, self._now = store, list(keys), send, every_s, now
+        self._kept = Kept(store)  # each key re-read and tested only once its last sample moved
         self._sent: dict[tuple[Key, str], tuple[Change, datetime]] = {}  # per key and metric: last sent, when
         self._writes = -1
         self.failures = 0
@@ -178,7 +180,7 @@ class Watcher:
             return []
         self._writes = self._store.writes
         now = self._now()
-        found = await asyncio.to_thread(read_recent, self._store, self._keys)
+        found = [c for cs in (await asyncio.to_thread(self._kept.recent_of, self._keys)).values() for c in cs]
         fresh = self.new(found, now)
         for c in fresh:
             log.info("%s", text(c))

@@ -84,3 +84,13 @@ def latest(store: Store, *, provider: str, plan: str, model: str, workload: str,
         (provider, model, workload, plan, limit),
     )
     return [_point(r) for r in reversed(rows)]
+
+
+def last_started(store: Store, provider: str, plan: str, model: str, workload: str) -> datetime | None:
+    """When an endpoint's latest published sample of a workload started; None without one."""
+    rows = store.query(  # one row off the end of the (provider, model, workload, started_at) index
+        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
+        " AND published = 1 ORDER BY started_at DESC LIMIT 1",
+        (provider, model, workload, plan),
+    )
+    return datetime.fromtimestamp(rows[0][0], UTC) if rows else None
