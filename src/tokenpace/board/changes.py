@@ -22,8 +22,7 @@ from tokenpace.measure.changepoint import Split, outcome_changes, timing_changes
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
 from tokenpace.store.series import Point, last_started, latest
-from tokenpace.store.usage import Key  # (provider, plan, model, workload): a row's key
-from tokenpace.store.windows import EndpointRow, endpoint_name
+from tokenpace.store.windows import EndpointRow, Key, endpoint_name
 
 LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
 MAX_KEPT = 10_000  # rows whose changes Kept holds
@@ -65,9 +64,7 @@ def direction(metric: str, before: float, after: float) -> str:
     return "faster" if up == (metric == "output_speed") else "slower"
 
 
-def _changes(
-    metric: str, points: Sequence[Point], splits: Sequence[Split], ids: tuple[str, str, str, str]
-) -> list[Change]:
+def _changes(metric: str, points: Sequence[Point], splits: Sequence[Split], ids: Key) -> list[Change]:
     """One Change per split, dated by the first sample after it (``points`` are the ones the splits index)."""
     return [
         Change(metric, *ids, points[s.index].started_at, s.before, s.after, direction(metric, s.before, s.after))
@@ -139,7 +136,7 @@ class Kept:
 
     def recent(self, rows: Sequence[EndpointRow]) -> dict[Key, list[Change]]:
         """:func:`recent` of each row, oldest first, read only for the rows whose last sample moved."""
-        return self._recent([(row_key(r), r.last_at) for r in rows])
+        return self._recent([(r.key, r.last_at) for r in rows])
 
     def recent_of(self, keys: Collection[Key]) -> dict[Key, list[Change]]:
         """:func:`recent` of each key, its last sample's time read first (one indexed row each): what the alert
@@ -167,11 +164,6 @@ class Kept:
     def current(self, rows: Sequence[EndpointRow]) -> dict[Key, Change]:
         """The current change of each row that has one (the latest of its recent ones)."""
         return {key: found[-1] for key, found in self.recent(rows).items() if found}
-
-
-def row_key(row: EndpointRow) -> Key:
-    """(provider, plan, model, workload): what a change is about."""
-    return (row.provider, row.plan, row.model, row.workload)
 
 
 def figure(metric: str, value: float) -> str:

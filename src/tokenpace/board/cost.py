@@ -21,8 +21,8 @@ from typing import Any
 from tokenpace.config.endpoints import Config
 from tokenpace.config.prices import Price
 from tokenpace.store.database import Store
-from tokenpace.store.usage import HOUR, HourSpend, Key, hourly
-from tokenpace.store.windows import EndpointRow
+from tokenpace.store.usage import HOUR, HourSpend, hourly
+from tokenpace.store.windows import EndpointRow, Key
 
 PER = 1_000_000  # prices are per this many tokens
 
@@ -71,11 +71,7 @@ def row_costs(
     config: Config, rows: Iterable[EndpointRow], tokens: Mapping[Key, tuple[float, float]], today: date
 ) -> dict[Key, RowCost]:
     """:func:`row_cost` of every row, by (provider, plan, model, workload)."""
-    out = {}
-    for r in rows:
-        key = (r.provider, r.plan, r.model, r.workload)
-        out[key] = row_cost(config, r, tokens.get(key), today)
-    return out
+    return {r.key: row_cost(config, r, tokens.get(r.key), today) for r in rows}
 
 
 def price_dict(p: Price | None, today: date) -> dict[str, Any] | None:

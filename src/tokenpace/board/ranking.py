@@ -20,19 +20,20 @@ from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 from tokenpace.board import cost
-from tokenpace.board.changes import Change, change_dict, describe, read_current, row_key
+from tokenpace.board.changes import Change, change_dict, describe, read_current
 from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.errors import BadRequest
 from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.usage import Key, typical
+from tokenpace.store.usage import typical
 from tokenpace.store.windows import (
     DEFAULT_WINDOW,
     METRICS,
     WINDOWS,
     EndpointRow,
+    Key,
     ModelRow,
     Window,
     endpoint_rows,
@@ -160,10 +161,10 @@ class Rules:
     min_samples: int
     workload: str  # shown when none is asked for: 1k where it is scheduled, else the first scheduled
     long_workloads: frozenset[str]
-    stale_s: Mapping[tuple[str, str, str, str], float]  # per job key: silence longer than this is stale
+    stale_s: Mapping[Key, float]  # per job key: silence longer than this is stale
 
     def stale_after(self, row: EndpointRow) -> float | None:
-        return self.stale_s.get((row.provider, row.plan, row.model, row.workload))
+        return self.stale_s.get(row.key)
 
 
 def rules(config: Config, jobs: Collection[Job]) -> Rules:
@@ -256,8 +257,7 @@ def snapshot(
         rows = endpoint_rows(
             store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
         )
-        keys = [(r.provider, r.plan, r.model, r.workload) for r in rows]
-        tokens = typical(store, keys, epoch(now) - window.span(workload, long_workloads), epoch(now))
+        tokens = typical(store, [r.key for r in rows], epoch(now) - window.span(workload, long_workloads), epoch(now))
         return Snapshot(window, tuple(rows), tuple(menus.result()), tokens)
 
 
@@ -304,8 +304,8 @@ def arrange(
         rank = rank_of.get(id(r))
         limit = stale_after(r)
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
-        priced = costs[(r.provider, r.plan, r.model, r.workload)]
-        change = (changes or {}).get(row_key(r))
+        priced = costs[r.key]
+        change = (changes or {}).get(r.key)
         entries.append(
             Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1, cost=priced, change=change)
         )
@@ -333,7 +333,7 @@ def read_board(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
         include_client_bound=query.include_client_bound,
     )  # fmt: skip
-    changes = read_current(store, [row_key(r) for r in m.rows])
+    changes = read_current(store, [r.key for r in m.rows])
     return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes)
 
 

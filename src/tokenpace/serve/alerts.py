@@ -32,7 +32,7 @@ import aiohttp
 from tokenpace.board.changes import LABELS, UNITS, Change, Kept, change_dict, figure
 from tokenpace.config.alerts import host
 from tokenpace.store.database import Store
-from tokenpace.store.usage import Key
+from tokenpace.store.windows import Key
 from tokenpace.web.paths import endpoint_path
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ from tokenpace.config.settings import Spend
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.store.database import Store
+from tokenpace.store.windows import Key
 
 
 def _sane(column: str) -> str:
@@ -99,7 +100,6 @@ def hourly(store: Store, hours: Iterable[int]) -> list[HourSpend]:
     return [HourSpend(p, plan, m, hour, spend) for (hour, p, plan, m), spend in sorted(totals.items())]
 
 
-Key = tuple[str, str, str, str]  # provider, plan, model, workload
 TYPICAL = 20  # the last this many successful samples make a typical request: its prompt size and output cap
 _CHUNK = 100  # keys per statement: 700 parameters, well under SQLite's limit
 

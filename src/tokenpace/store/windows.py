@@ -61,6 +61,9 @@ WINDOWS: dict[str, Window] = {
 DEFAULT_WINDOW = "72h"
 
 
+Key = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
+
+
 def endpoint_name(provider: str, plan: str, model: str) -> str:
     """``provider/model`` or ``provider:plan/model``: the one naming rule, Endpoint.name's."""
     return Endpoint(provider, model, "", plan).name
@@ -94,6 +97,11 @@ class EndpointRow:
     @property
     def name(self) -> str:
         return endpoint_name(self.provider, self.plan, self.model)
+
+    @property
+    def key(self) -> Key:
+        """(provider, plan, model, workload): what prices, typical requests and changes are kept under."""
+        return (self.provider, self.plan, self.model, self.workload)
 
     @property
     def ok(self) -> int:

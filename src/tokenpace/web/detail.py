@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, uptime
-from tokenpace.board.changes import change_dict, describe, row_key, series_changes
+from tokenpace.board.changes import change_dict, describe, series_changes
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
@@ -52,8 +52,7 @@ def _costs(site: Site, rows: Sequence[EndpointRow], window: Window, now: datetim
     out = []
     for r in rows:
         since = epoch(now) - window.span(r.workload, site.long_workloads)
-        key = (r.provider, r.plan, r.model, r.workload)
-        tokens = typical(site.store, [key], since, epoch(now)).get(key)
+        tokens = typical(site.store, [r.key], since, epoch(now)).get(r.key)
         out.append(cost.row_cost(site.config, r, tokens, now.date()))
     return out
 
@@ -64,7 +63,7 @@ def _rows_data(
     """The rows as the leaderboard's JSON writes them: figures, price and cost, current change."""
     current = site.changes.current(rows)
     return [
-        row_dict(r, window.statistic) | cost.cost_dict(c, now.date()) | {"change": change_dict(current.get(row_key(r)))}
+        row_dict(r, window.statistic) | cost.cost_dict(c, now.date()) | {"change": change_dict(current.get(r.key))}
         for r, c in zip(rows, costs, strict=True)
     ]
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from tokenpace.board.changes import Kept, row_key
+from tokenpace.board.changes import Kept
 from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
@@ -92,7 +92,7 @@ class LeaderboardCollector(Collector):
             labels=[*LABELS, "metric", "direction"],
         )
         found = [c for changes in self._changes_kept.recent(rows).values() for c in changes]
-        simulated = {row_key(r): r.simulated for r in rows}
+        simulated = {r.key: r.simulated for r in rows}
         for c in found:
             changed.add_metric(
                 [c.provider, c.plan, c.model, c.workload, str(simulated.get(c.key, False)).lower(), c.metric,
