@@ -205,7 +205,7 @@ class Config:
         if found is not None or any(e.provider == provider and e.simulated for e in self.endpoints):
             return found
         pre = PRESETS.get(provider)
-        return pre.price if pre is not None and pre.model == model else None
+        return None if pre is None else pre.price_for(model)
 
     def plan_of(self, endpoint: Endpoint) -> PlanSettings:
         """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
@@ -307,7 +307,7 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
                 headers=tuple(sorted({**p.headers, **plan.headers}.items())),
                 simulated=p.simulate is not None,
             )
-            preset_price = pre.price if pre is not None and pre.model == model else None
+            preset_price = None if pre is None else pre.price_for(model)
             price = pick(model, plan.price, plan.prices, p.price, p.prices, preset_price)
             out.append((endpoint, settings, price))
     return out

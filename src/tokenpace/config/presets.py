@@ -36,6 +36,10 @@ class Preset:
     # mark one older than prices.STALE_DAYS. None where unsure: no figure beats a wrong one.
     price: Price | None = None
 
+    def price_for(self, model: str) -> Price | None:
+        """The preset's price where ``model`` is its default one; None for any other model."""
+        return self.price if model == self.model else None
+
 
 _ALL = (
     Preset(
