@@ -10,7 +10,8 @@ from typing import Any
 
 from tokenpace.board import changes, cost, ranking
 from tokenpace.board.summary import bursts_dict
-from tokenpace.config.workloads import BUILTIN, ordered
+from tokenpace.config.workloads import ordered
+from tokenpace.errors import ConfigError
 from tokenpace.measure.bursts import Bursts, bursts, grouped
 from tokenpace.schedule.sampler import BudgetStatus
 from tokenpace.store.series import series
@@ -107,8 +108,11 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
 
 def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
     """Each endpoint's bursts, for a workload that releases its requests together (the parallel one)."""
-    workload = {**BUILTIN, **site.config.workloads}.get(board.query.workload)
-    if workload is None or workload.concurrency is None:
+    try:
+        workload = site.config.workload(board.query.workload)
+    except ConfigError:  # a workload the store holds and the config no longer names: no way to tell
+        return {}
+    if workload.concurrency is None:
         return {}
     since = board.generated_at - timedelta(seconds=board.window.span(workload.name, site.long_workloads))
 
