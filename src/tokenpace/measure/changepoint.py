@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 MIN_BEFORE = 20  # baseline samples a split needs before it
@@ -130,29 +130,33 @@ def _best_outcome_split(oks: Sequence[bool], lo: int, hi: int) -> Split | None:
     return best
 
 
-def timing_changes(values: Sequence[float]) -> list[Split]:
-    """Change points of a timing series (speed, TTFT), oldest first: binary segmentation with Mann-Whitney."""
+def _segments(n: int, best: Callable[[int, int], Split | None], weak: Callable[[Split], bool]) -> list[Split]:
+    """Binary segmentation of [0, n): the ``best`` split of a span, kept unless ``weak``, then each side's again."""
     found: list[Split] = []
-    todo = [(0, len(values))]
+    todo = [(0, n)]
     while todo:
         lo, hi = todo.pop()
-        best = _best_timing_split(values, lo, hi)
-        if best is None or abs(best.z) < Z or abs(relative_change(best.before, best.after)) < MIN_RATIO:
+        split = best(lo, hi)
+        if split is None or weak(split):
             continue
-        found.append(best)
-        todo += [(lo, best.index), (best.index, hi)]
+        found.append(split)
+        todo += [(lo, split.index), (split.index, hi)]
     return sorted(found, key=lambda s: s.index)
+
+
+def timing_changes(values: Sequence[float]) -> list[Split]:
+    """Change points of a timing series (speed, TTFT), oldest first: binary segmentation with Mann-Whitney."""
+    return _segments(
+        len(values),
+        lambda lo, hi: _best_timing_split(values, lo, hi),
+        lambda s: abs(s.z) < Z or abs(relative_change(s.before, s.after)) < MIN_RATIO,
+    )
 
 
 def outcome_changes(oks: Sequence[bool]) -> list[Split]:
     """Change points of a success series, oldest first: binary segmentation with the two-proportion z test."""
-    found: list[Split] = []
-    todo = [(0, len(oks))]
-    while todo:
-        lo, hi = todo.pop()
-        best = _best_outcome_split(oks, lo, hi)
-        if best is None or abs(best.z) < Z_OUTCOME or abs(best.after - best.before) < MIN_POINTS:
-            continue
-        found.append(best)
-        todo += [(lo, best.index), (best.index, hi)]
-    return sorted(found, key=lambda s: s.index)
+    return _segments(
+        len(oks),
+        lambda lo, hi: _best_outcome_split(oks, lo, hi),
+        lambda s: abs(s.z) < Z_OUTCOME or abs(s.after - s.before) < MIN_POINTS,
+    )
