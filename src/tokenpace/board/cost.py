@@ -1,7 +1,7 @@
 """What a request costs and what a plan spent: prices (config.prices) times the tokens the store counted.
 
-Prices are dollars per 1M tokens. A row's cost per request is its workload's typical request (the window's mean
-billed input and output tokens of the endpoint's successful samples, ``usage.typical``) at the endpoint's price;
+Prices are dollars per 1M tokens. A row's cost per request is its workload's typical request (the mean billed
+input and output tokens of the endpoint's last 20 successful samples in the window, ``usage.typical``) at its price;
 the blended price weighs input 3:1 against output, as Artificial Analysis does. Cached input is shown beside the
 price but not used: tokenpace's prompts are fresh each time, so they are billed as uncached input. What a plan
 spent per day is ``usage.hourly`` summed per day and priced per model; a model without a price leaves the
