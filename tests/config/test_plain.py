@@ -7,7 +7,7 @@ from typing import Literal
 import pydantic
 import pytest
 
-from tokenpace.config.plain import first_problem, where
+from tokenpace.config.plain import first_problem, one_line, where
 
 
 class _Inner(pydantic.BaseModel):
@@ -52,3 +52,8 @@ def test_each_mistake_is_one_line_in_plain_words(doc: object, message: str) -> N
 def test_more_mistakes_are_counted_and_a_huge_value_is_cut() -> None:
     line = said({"providers": {"g": {"requests": "x" * 10_000, "billing": "y"}}})
     assert line.endswith("(and 1 more)") and len(line) < 200 and "\n" not in line
+
+
+def test_one_line_refuses_every_control_character() -> None:
+    assert one_line("https://groq.com/pricing · fp8 ü")
+    assert not any(one_line(f"a{chr(c)}b") for c in [*range(32), 127])

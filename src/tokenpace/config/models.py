@@ -24,6 +24,8 @@ from typing import Annotated
 
 import pydantic
 
+from tokenpace.config.plain import one_line
+
 MAX_NAME = 200
 MAX_ALIASES = 100
 MAX_CONTEXT = 100_000_000
@@ -68,7 +70,7 @@ BUILTIN: tuple[ModelInfo, ...] = (
 
 
 def _one_line(text: str) -> str:
-    if not text.strip() or any(ord(c) < 32 or ord(c) == 127 for c in text):
+    if not text.strip() or not one_line(text):
         raise ValueError("give a name on one line, without control characters")
     return text
 
@@ -113,7 +115,7 @@ def models(tables: Mapping[str, ModelTable]) -> Models:
     """The built-in table with a config's ``[models.NAME]`` tables (ValueError ``key: what is wrong``)."""
     owner: dict[str, str] = {}
     for name, table in tables.items():
-        if len(name) > MAX_NAME or not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        if len(name) > MAX_NAME or not name.strip() or not one_line(name):
             raise ValueError(f"models: a model's name is one line of 1 to {MAX_NAME} characters")
         for i, alias in enumerate([name, *table.aliases]):
             other = owner.setdefault(normal(alias), name)

@@ -15,6 +15,11 @@ from typing import Any
 import pydantic
 
 
+def one_line(text: str) -> bool:
+    """Whether text holds no control character (C0 or DEL): a name or a note that stays on its line."""
+    return not any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
 def where(loc: tuple[int | str, ...]) -> str:
     """``providers.a.models[0]``: a TOML key path as a person would write it."""
     out = ""

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import pydantic
 
+from tokenpace.config.plain import one_line
 from tokenpace.config.prices import Price
 
 MAX_DOLLARS_PER_M = 10_000.0  # far above any listed price (the dearest are ~$600 per 1M): a typo, not a price
@@ -19,7 +20,7 @@ EARLIEST = date(2020, 1, 1)  # before per-token LLM APIs were sold: a mistyped y
 
 
 def _one_line(text: str) -> str:
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+    if not one_line(text):
         raise ValueError("give one line of text without control characters")
     return text
 
