@@ -20,6 +20,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics, compute
+from tokenpace.measure.network import Network
 from tokenpace.measure.sample import RunRecord, Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
@@ -233,8 +234,9 @@ def test_every_field_has_a_column(url: str) -> None:
     open_store(url).close()
     sample_columns = set(columns(url, "samples"))
     assert {f.name for f in dataclasses.fields(Metrics)} <= sample_columns
-    stored = {f.name for f in dataclasses.fields(Sample)} - {"endpoint", "metrics"}
+    stored = {f.name for f in dataclasses.fields(Sample)} - {"endpoint", "metrics", "network"}
     assert stored <= sample_columns
+    assert {f"net_{f.name}" for f in dataclasses.fields(Network)} <= sample_columns
     assert {"headers"}.isdisjoint(sample_columns)
     # The one column list (store.columns) is the schema's, in its order, and every value has its column.
     assert columns(url, "samples") == list(SAMPLE_COLUMNS) == list(sample_values(ok_sample()))

@@ -70,6 +70,7 @@ from typing import Annotated, Any
 import pydantic
 
 from tokenpace.config.alerts import Alerts, AlertsTable, alerts
+from tokenpace.config.regions import Region, RegionsTable, regions
 from tokenpace.config.models import BUILTIN as BUILTIN_MODELS
 from tokenpace.config.models import Models, ModelTable
 from tokenpace.config.models import models as model_table
@@ -180,6 +181,7 @@ class _File(_Strict):
     schedule: ScheduleTable = ScheduleTable()
     models: dict[str, ModelTable] = {}
     alerts: AlertsTable = AlertsTable()  # webhooks for changes (config/alerts.py)
+    regions: RegionsTable = RegionsTable()  # where probe agents measure from (config/regions.py)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ class Config:
     quantization: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (provider, model)
     models: Models = field(default_factory=lambda: Models(BUILTIN_MODELS))
     alerts: Alerts = field(default_factory=Alerts)
+    regions: tuple[Region, ...] = ()  # none: serve measures in-process, as it always has
 
     def price_of(self, provider: str, plan: str, model: str) -> Price | None:
         """An endpoint's price: the file's (see price_tables.pick), else the preset's of that name for its default model
@@ -351,4 +354,5 @@ def load(path: str | Path) -> Config:
         quantization={(name, m): q for name, p in parsed.providers.items() for m, q in p.quantization.items()},
         models=table,
         alerts=alerts(parsed.alerts),
+        regions=regions(parsed.regions),
     )

@@ -32,7 +32,7 @@ from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.failures import Failure
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.prompts import Prompt, build_prompt
-from tokenpace.measure.sample import RunRecord, Sample, Source, make_sample
+from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
 
@@ -143,6 +143,7 @@ class RunOptions:
     source: Source = "one-shot"  # the service's sampler says "scheduled"
     publish: bool = False  # rank these samples on the board (always, for scheduled ones)
     limits: Limits = field(default_factory=Limits)  # bytes a response may bring
+    origin: Origin = field(default_factory=Origin)  # a region's agent and its job; this process by default
 
 
 async def _measure_endpoint(
@@ -183,7 +184,7 @@ async def _measure_endpoint(
         published = options.publish or options.source == "scheduled"
         return make_sample(
             run_id, endpoint, workload.name, started, timeline, prompts[i], group, options.keep_prompts,
-            source=options.source, published=published, client_bound=bound,
+            source=options.source, published=published, client_bound=bound, origin=options.origin, seq=i,
         )  # fmt: skip
 
     def decoded(future: asyncio.Future[Sample]) -> None:

@@ -10,12 +10,24 @@ from typing import Literal
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import Metrics, compute
+from tokenpace.measure.network import Network
 from tokenpace.measure.prompts import Prompt
 from tokenpace.measure.timing import Timeline
 from tokenpace.version import __version__
 
 Source = Literal["scheduled", "one-shot"]
 SOURCES: tuple[Source, ...] = ("scheduled", "one-shot")
+LOCAL = ""  # the region of samples taken by the process that stores them (run, serve without agents)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a run measured from: a region's probe agent and the queued job it ran, or this process (LOCAL)."""
+
+    region: str = LOCAL
+    agent: str | None = None  # the agent's name, as `tokenpace agents` lists it
+    job_id: str | None = None  # the queue's job: the database keeps one sample per (job_id, job_seq)
+    network: Network | None = None  # the path to the endpoint, measured just before the run
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +51,11 @@ class Sample:
     source: Source = "scheduled"  # who took it: the service's schedule, or a one-shot `tokenpace run`
     published: bool = True  # ranked on the board; a one-shot run's samples only with `run --publish`
     client_bound: bool = False  # the client's own loop lagged while this request was timed
+    region: str = LOCAL
+    agent: str | None = None
+    job_id: str | None = None
+    job_seq: int | None = None  # the request's index within its job: a retried job cannot store it twice
+    network: Network | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,8 +87,11 @@ def make_sample(
     source: Source = "scheduled",
     published: bool = True,
     client_bound: bool = False,
+    origin: Origin | None = None,
+    seq: int | None = None,
 ) -> Sample:
-    """A sample with a fresh id and its metrics computed from the timeline."""
+    """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job."""
+    origin = origin or Origin()
     return Sample(
         id=uuid.uuid4().hex,
         run_id=run_id,
@@ -89,6 +109,11 @@ def make_sample(
         source=source,
         published=published,
         client_bound=client_bound,
+        region=origin.region,
+        agent=origin.agent,
+        job_id=origin.job_id,
+        job_seq=None if origin.job_id is None else seq,
+        network=origin.network,
     )
 
 

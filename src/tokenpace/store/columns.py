@@ -26,11 +26,15 @@ METRIC_COLUMNS = tuple(f.name for f in dataclasses.fields(Metrics))
 ENDPOINT_COLUMNS = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
 PROMPT_COLUMNS = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
 ORIGIN_COLUMNS = ("source", "published", "client_bound")  # which samples the board counts
+REGION_COLUMNS = ("region", "agent", "job_id", "job_seq")  # where it was measured from, by which queued job
+NETWORK_COLUMNS = ("net_connect_ms", "net_tls_ms", "net_rtt_ms")  # measure/network.py, before the run
 SAMPLE_COLUMNS = (
     *("id", "run_id", *ENDPOINT_COLUMNS, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *METRIC_COLUMNS, "timeline", "tool_version"),
     *PROMPT_COLUMNS,
     *ORIGIN_COLUMNS,
+    *REGION_COLUMNS,
+    *NETWORK_COLUMNS,
 )
 HIDDEN = frozenset({"base_url", "api_key_env", "prompt_text", "timeline"})  # stored, never exported
 EXPORTED = tuple(c for c in SAMPLE_COLUMNS if c not in HIDDEN)
@@ -46,5 +50,7 @@ def sample_values(s: Sample) -> dict[str, Any]:
     values |= {"error_message": s.error_message, "http_status": s.http_status}
     values |= dataclasses.asdict(s.metrics)
     values |= {"timeline": s.timeline.to_json(), "tool_version": s.tool_version}
-    values |= {c: getattr(s, c) for c in (*PROMPT_COLUMNS, *ORIGIN_COLUMNS)}
+    values |= {c: getattr(s, c) for c in (*PROMPT_COLUMNS, *ORIGIN_COLUMNS, *REGION_COLUMNS)}
+    net = s.network
+    values |= dict(zip(NETWORK_COLUMNS, (None, None, None) if net is None else dataclasses.astuple(net), strict=True))
     return values

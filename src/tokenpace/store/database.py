@@ -39,6 +39,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics
+from tokenpace.measure.network import Network
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
 from tokenpace.store import columns, rollup
@@ -53,6 +54,7 @@ RESCUED_KEPT = 10_000  # rescued samples remembered (lightly) so that budgets st
 ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
 _FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: Dialect.errors
 _METRICS, _ENDPOINT, _PROMPT = columns.METRIC_COLUMNS, columns.ENDPOINT_COLUMNS, columns.PROMPT_COLUMNS
+_NETWORK = columns.NETWORK_COLUMNS
 _SAMPLE_COLUMNS = columns.SAMPLE_COLUMNS
 _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
 
@@ -129,6 +131,8 @@ def _sample(row: dict[str, Any]) -> Sample:
         source=row["source"],
         published=bool(row["published"]),
         client_bound=bool(row["client_bound"]),
+        **{f: row[f] for f in columns.REGION_COLUMNS},
+        network=None if all(row[f] is None for f in _NETWORK) else Network(*(row[f] for f in _NETWORK)),
     )
 
 
@@ -191,7 +195,8 @@ class Store:
         self._begin = dialect.begin
         self.dialect = dialect.name
         self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
-        insert = _insert("samples", _SAMPLE_COLUMNS, self._ph)
+        # A queued job's request is stored once, whoever retried it (agent restarts, the queue's retry).
+        insert = _insert("samples", _SAMPLE_COLUMNS, self._ph) + " ON CONFLICT (job_id, job_seq) DO NOTHING"
         self._samples = _Table("sample", insert, _SAMPLE_COLUMNS, _sample_row, self.unsaved)
         # A run may be written when it starts and again when it ends: the last write wins.
         upsert = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
@@ -252,8 +257,8 @@ class Store:
         values, changed = storable(table.columns, table.row(record))
         if self._begin:
             self._conn.execute(self._begin)
-        self._conn.execute(table.sql, values)
-        if table is self._samples:  # the hourly rollup, in the same transaction
+        inserted = self._conn.execute(table.sql, values).rowcount != 0
+        if table is self._samples and inserted:  # the rollups, in the same transaction
             rollup.add(self._conn, self._ph, values)
         self._conn.commit()
         self.writes += 1

@@ -160,4 +160,34 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             rollup.rebuild_quarters,
         ),
     ),
+    (
+        9,
+        (
+            # Regions (issue 11): where a sample was measured from, by which probe agent and queued job; '' is
+            # the storing process itself. One sample per (job, request): a retried job cannot store twice.
+            "ALTER TABLE samples ADD COLUMN region TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE samples ADD COLUMN agent TEXT",
+            "ALTER TABLE samples ADD COLUMN job_id TEXT",
+            "ALTER TABLE samples ADD COLUMN job_seq INTEGER",
+            "CREATE UNIQUE INDEX samples_job ON samples (job_id, job_seq)",
+            # The path to the endpoint as the agent saw it just before the run (measure/network.py).
+            "ALTER TABLE samples ADD COLUMN net_connect_ms DOUBLE PRECISION",
+            "ALTER TABLE samples ADD COLUMN net_tls_ms DOUBLE PRECISION",
+            "ALTER TABLE samples ADD COLUMN net_rtt_ms DOUBLE PRECISION",
+            # Probe agents, one row each, written by the agent itself (store/agents.py).
+            """CREATE TABLE agents (
+                name TEXT PRIMARY KEY,
+                region TEXT NOT NULL,
+                host TEXT NOT NULL,
+                version TEXT NOT NULL,
+                started_at DOUBLE PRECISION NOT NULL,
+                heartbeat_at DOUBLE PRECISION NOT NULL,
+                stopped_at DOUBLE PRECISION,
+                jobs_done INTEGER NOT NULL DEFAULT 0,
+                jobs_failed INTEGER NOT NULL DEFAULT 0,
+                jobs_dropped INTEGER NOT NULL DEFAULT 0,
+                clock_offset_ms DOUBLE PRECISION
+            )""",
+        ),
+    ),
 )
