@@ -35,7 +35,7 @@ def test_no_table_means_no_regions(tmp_path: Path) -> None:
         ("[regions.EU]\n", r"regions: .*region 'EU': use lower-case letters"),
         ('[regions."eu west"]\n', r"region 'eu west': use lower-case"),
         ('[regions."-eu"]\n', r"region '-eu'"),
-        (f'[regions.{"a" * 41}]\n', r"at most 40"),
+        (f"[regions.{'a' * 41}]\n", r"at most 40"),
         ("[regions.eu]\ncolour = 1\n", r"regions\.eu\.colour"),
         ('[regions.eu]\nlabel = "a\\u0007b"\n', r"regions\.eu\.label"),
         (f'[regions.eu]\nlabel = "{"x" * 61}"\n', r"regions\.eu\.label"),

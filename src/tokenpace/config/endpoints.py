@@ -70,7 +70,6 @@ from typing import Annotated, Any
 import pydantic
 
 from tokenpace.config.alerts import Alerts, AlertsTable, alerts
-from tokenpace.config.regions import Region, RegionsTable, regions
 from tokenpace.config.models import BUILTIN as BUILTIN_MODELS
 from tokenpace.config.models import Models, ModelTable
 from tokenpace.config.models import models as model_table
@@ -79,6 +78,7 @@ from tokenpace.config.presets import PRESETS, Protocol, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
 from tokenpace.config.price_tables import PriceTable, pick
 from tokenpace.config.prices import Price
+from tokenpace.config.regions import Region, RegionsTable, regions
 from tokenpace.config.settings import (
     DEFAULT_CONCURRENCY,
     MIN_EVERY_S,

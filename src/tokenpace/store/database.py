@@ -363,6 +363,25 @@ class Store:
         except self._foreign as exc:
             raise StoreError(self._say(exc)) from None
 
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One write of the store's own modules, on the writer thread after the writes queued before it, committed;
+        returns the rows it changed. For small tables beside the samples (``agents``), not for samples or runs."""
+        sql = sql.replace("?", self._ph)
+
+        def write() -> int:
+            if self._begin:
+                self._conn.execute(self._begin)
+            try:
+                changed = self._conn.execute(sql, params).rowcount
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._conn.rollback()
+                raise
+            self._conn.commit()
+            return int(changed)
+
+        return self._call(lambda: self._on_connection(write))
+
     def samples(self, run_id: str | None = None, limit: int | None = None) -> list[Sample]:
         """Samples oldest first (of one run if given); ``limit`` keeps the first ``limit`` of them."""
         sql = f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM samples"  # noqa: S608 (column names only)

@@ -1,0 +1,80 @@
+"""Probe agents as the database knows them: one row each, written by the agent, read by the board and the CLI.
+
+An agent upserts its row when it starts and on every heartbeat (its counts of jobs done, failed and dropped,
+and its clock's offset from the database's), and stamps ``stopped_at`` when it stops cleanly. An agent whose
+heartbeat is older than :data:`DOWN_AFTER_S` without a stop is down: killed, cut off, or its machine gone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from tokenpace.store.database import Store, utc
+
+DOWN_AFTER_S = 30.0  # three missed heartbeats (agent/worker.py beats every 10 s)
+COLUMNS = (
+    "name", "region", "host", "version", "started_at", "heartbeat_at", "stopped_at",
+    "jobs_done", "jobs_failed", "jobs_dropped", "clock_offset_ms",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """One agent's row: who, where, which version, when it last beat, what it did."""
+
+    name: str
+    region: str
+    host: str
+    version: str
+    started_at: datetime
+    heartbeat_at: datetime
+    stopped_at: datetime | None = None
+    jobs_done: int = 0
+    jobs_failed: int = 0
+    jobs_dropped: int = 0  # taken after their deadline: counted, not run late
+    clock_offset_ms: float | None = None  # the database's clock minus the agent's
+
+    def state(self, now: datetime) -> str:
+        """``stopped`` (cleanly), ``down`` (no heartbeat for DOWN_AFTER_S) or ``up``."""
+        if self.stopped_at is not None:
+            return "stopped"
+        return "down" if (now - self.heartbeat_at).total_seconds() > DOWN_AFTER_S else "up"
+
+
+def beat(store: Store, agent: Agent) -> None:
+    """Insert or update the agent's row (the whole row: the agent holds its own counts)."""
+    values = [
+        agent.name, agent.region, agent.host, agent.version, agent.started_at.timestamp(),
+        agent.heartbeat_at.timestamp(), None if agent.stopped_at is None else agent.stopped_at.timestamp(),
+        agent.jobs_done, agent.jobs_failed, agent.jobs_dropped, agent.clock_offset_ms,
+    ]  # fmt: skip
+    cols = ", ".join(COLUMNS)
+    update = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
+    marks = ", ".join("?" * len(COLUMNS))
+    store.execute(f"INSERT INTO agents ({cols}) VALUES ({marks}) ON CONFLICT (name) DO UPDATE SET {update}", values)  # noqa: S608
+
+
+def read(store: Store) -> list[Agent]:
+    """Every agent, by region then name."""
+    rows = store.query(f"SELECT {', '.join(COLUMNS)} FROM agents ORDER BY region, name")  # noqa: S608
+    out = []
+    for row in rows:
+        d = dict(zip(COLUMNS, row, strict=True))
+        times = {c: utc(d[c]) for c in ("started_at", "heartbeat_at", "stopped_at")}
+        out.append(Agent(**d | times))
+    return out
+
+
+def clock_offset_ms(store: Store) -> float:
+    """database clock - (our clock before + after) / 2, in ms: the database's time read between two of ours."""
+    now = (
+        "SELECT EXTRACT(EPOCH FROM clock_timestamp())"
+        if store.dialect == "postgresql"
+        else ("SELECT (julianday('now') - 2440587.5) * 86400.0")
+    )
+    before = time.time()
+    ((theirs,),) = store.query(now, fresh=True)
+    after = time.time()
+    return (float(theirs) - (before + after) / 2) * 1000

@@ -1,0 +1,35 @@
+"""The agents table: an agent's row written and read back whole, its state from its heartbeat, the clock offset."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tokenpace.store import agents
+from tokenpace.store.agents import Agent
+from tokenpace.store.database import open_store
+
+T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
+
+
+def test_an_agents_row_round_trips_and_updates(url: str) -> None:
+    first = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0)
+    later = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0 + timedelta(seconds=10), None, 3, 1, 2, 0.5)
+    other = Agent("iad-1", "us-east", "iad-host", "0.1.0", T0, T0, T0 + timedelta(minutes=1))
+    with open_store(url) as store:
+        agents.beat(store, first)
+        agents.beat(store, other)
+        agents.beat(store, later)
+        assert agents.read(store) == [later, other]
+
+
+def test_state_from_heartbeat_and_stop() -> None:
+    agent = Agent("a", "eu-west", "h", "v", T0, T0)
+    assert agent.state(T0 + timedelta(seconds=agents.DOWN_AFTER_S)) == "up"
+    assert agent.state(T0 + timedelta(seconds=agents.DOWN_AFTER_S + 1)) == "down"
+    stopped = Agent("a", "eu-west", "h", "v", T0, T0, T0)
+    assert stopped.state(T0 + timedelta(days=1)) == "stopped"
+
+
+def test_clock_offset_is_small_against_a_database_on_this_machine(url: str) -> None:
+    with open_store(url) as store:
+        assert abs(agents.clock_offset_ms(store)) < 50  # the same machine's clock, read twice
