@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from tokenpace.cli import oneshot
+from tokenpace.cli import oneshot, regions
 from tokenpace.cli.kit import Finite, Group, close_store, err, run_async
 from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.version import __version__
@@ -264,3 +264,7 @@ def leaderboard_command(
         click.echo(json.dumps(ranking.as_dict(board), indent=2))
     else:
         terminal.print_leaderboard(Console(), board)
+
+
+main.add_command(regions.agent_command)
+main.add_command(regions.db_group)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.settings import DEFAULT_CONCURRENCY, Budget, Spend
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
+from tokenpace.measure.sample import LOCAL
 
 STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
@@ -25,6 +26,7 @@ OUTPUT_MARGIN = 1.5
 # Anthropic ~1.3k, and a worst case must hold for every provider.
 IMAGE_TOKEN_ALLOWANCE = 40_000
 Key = tuple[str, str, str, str]  # provider, plan, model, workload
+Slot = tuple[str, ...]  # a key, and its region where agents measure it: what the sampler schedules
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,7 @@ class Job:
     requests: int
     budget: Budget | None = None  # the plan's, shared with every job of the plan
     concurrency: int = DEFAULT_CONCURRENCY  # the provider's limit on requests in flight
+    region: str = LOCAL  # where an agent measures it from; LOCAL: this process does
 
     @property
     def key(self) -> Key:
@@ -45,8 +48,13 @@ class Job:
         return (e.provider, e.plan, e.model, self.workload.name)
 
     @property
+    def slot(self) -> Slot:
+        """What the sampler schedules: the key, and the region where there is one."""
+        return self.key if self.region == LOCAL else (*self.key, self.region)
+
+    @property
     def name(self) -> str:
-        return f"{self.endpoint.name} {self.workload.name}"
+        return f"{self.endpoint.name} {self.workload.name}" + (f" @{self.region}" if self.region else "")
 
     @property
     def width(self) -> int:
@@ -72,7 +80,7 @@ class Job:
 
 
 def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
-    """A job per endpoint and scheduled workload; its interval = max(plan cadence, workload cadence)."""
+    """A job per endpoint, scheduled workload and region; its interval = max(plan cadence, workload cadence)."""
     out = []
     schedule = config.schedule
     for e in endpoints:
@@ -89,7 +97,7 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
             job = Job(e, workload, every, jitter, requests, plan.budget, limit)
             _check_budget(config.source, job)
-            out.append(job)
+            out += [replace(job, region=r.name) for r in config.regions] or [job]
     return out
 
 
@@ -122,8 +130,8 @@ def next_due(job: Job, last_started: float | None, now: float) -> float:
     runs missed together spread out instead of bursting. Call it once per ``last_started`` and keep the answer.
     """
     if last_started is None:
-        return now + STAGGER_S * _unit(job.key)
-    h = _unit(job.key, last_started)
+        return now + STAGGER_S * _unit(job.slot)
+    h = _unit(job.slot, last_started)
     due = last_started + job.every_s * (1 + job.jitter * (2 * h - 1))
     return due if due > now else now + STAGGER_S * h
 

@@ -23,7 +23,7 @@ from typing import Literal, Protocol, TypeVar
 from tokenpace.config.settings import Budget, Spend
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
-from tokenpace.schedule.cadence import Job, Key, jobs, next_due, stale_after
+from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
 from tokenpace.store.usage import spent
@@ -49,7 +49,7 @@ def last_started(store: Store, job: Job) -> float | None:
     """When the job's latest sample started, or None if it has none; one cancelled at shutdown is left out,
     so that a run cut short is retried soon rather than an interval later."""
     provider, plan, model, workload = job.key
-    return recent.last_started(store, provider=provider, plan=plan, model=model, workload=workload)
+    return recent.last_started(store, provider=provider, plan=plan, model=model, workload=workload, region=job.region)
 
 
 class Clock(Protocol):
@@ -112,9 +112,9 @@ class Sampler:
     ) -> None:
         """``run_job`` defaults to measuring the job into ``store``. Reads run on a thread so the loop keeps
         timing streams meanwhile; ``inline_reads`` runs them on the loop, for a virtual clock in tests."""
-        first: dict[Key, Job] = {}
+        first: dict[Slot, Job] = {}
         for job in jobs:
-            first.setdefault(job.key, job)  # one job per key
+            first.setdefault(job.slot, job)  # one job per key and region
         self.jobs = tuple(first.values())
         self.store = store
         self.clock = clock or SystemClock()
@@ -124,9 +124,9 @@ class Sampler:
         self.refused_fields = Refusals()  # learnt by the first run of each endpoint, for every later one
         self._inline = inline_reads
         self._started = self.clock.now()
-        self._last: dict[Key, float] = {}
-        self._due: dict[Key, float] = {}  # absent while a job runs
-        self._running: dict[Key, asyncio.Task[None]] = {}
+        self._last: dict[Slot, float] = {}
+        self._due: dict[Slot, float] = {}  # absent while a job runs
+        self._running: dict[Slot, asyncio.Task[None]] = {}
         self._in_flight: Counter[str] = Counter()  # requests, per provider
         self._limit: dict[str, int] = {}
         for job in self.jobs:
@@ -178,8 +178,8 @@ class Sampler:
             except Exception as exc:  # unknown: it starts soon, as a job never sampled does
                 self._failed(f"cannot read when {job.name} last ran", exc)
             if last is not None:
-                self._last[job.key] = last
-            self._due[job.key] = next_due(job, last, now)
+                self._last[job.slot] = last
+            self._due[job.slot] = next_due(job, last, now)
         for provider, plan in self._budgets:
             try:
                 self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
@@ -205,7 +205,7 @@ class Sampler:
         now = self.clock.now()
         blocked: set[str] = set()
         waiting: set[tuple[str, str]] = set()
-        due = sorted((t, job.name, job) for job in self.jobs if (t := self._due.get(job.key)) is not None)
+        due = sorted((t, job.name, job) for job in self.jobs if (t := self._due.get(job.slot)) is not None)
         for t, _, job in due:
             provider, plan = job.key[:2]
             if t > now or provider in blocked or (provider, plan) in waiting:
@@ -220,11 +220,11 @@ class Sampler:
                 waiting.add((provider, plan))  # later jobs of the plan wait too, as for a provider's room
                 continue
             if fit == "later":
-                self._due[job.key] = next_due(job, now, now)  # as if it had run: try again an interval later
+                self._due[job.slot] = next_due(job, now, now)  # as if it had run: try again an interval later
                 continue
-            del self._due[job.key]
+            del self._due[job.slot]
             self._in_flight[provider] += job.width
-            self._running[job.key] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
+            self._running[job.slot] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
         return blocked, waiting
 
     async def _fits(self, job: Job, budget: Budget, now: float) -> Fit:
@@ -241,7 +241,7 @@ class Sampler:
             refusals.popleft()
         self._used[plan] = used = sum((u for _, u in refusals), used)
         # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
-        reserved = sum((j.worst_case() for j in self.jobs if j.key in self._running and j.key[:2] == plan), Spend())
+        reserved = sum((j.worst_case() for j in self.jobs if j.slot in self._running and j.key[:2] == plan), Spend())
         if (used + reserved + job.worst_case()).fits(budget):
             return "run"
         if (used + job.worst_case()).fits(budget):  # only room held for runs in flight: free when they end
@@ -270,7 +270,7 @@ class Sampler:
                 await self._read(self.store.flush)
             except Exception as exc:
                 self._failed(f"after {job.name}", exc)
-            before = self._last.get(job.key)
+            before = self._last.get(job.slot)
             try:
                 last = await self._read(partial(last_started, self.store, job))
             except Exception as exc:
@@ -280,13 +280,13 @@ class Sampler:
             # run (at its launch), so a failing job is not retried at once.
             if last is None or (before is not None and last <= before):
                 last = started
-            self._last[job.key] = last
-            self._due[job.key] = next_due(job, last, self.clock.now())
+            self._last[job.slot] = last
+            self._due[job.slot] = next_due(job, last, self.clock.now())
         finally:
-            if job.key not in self._due:  # whatever went wrong above, the job stays on the schedule
-                self._due[job.key] = next_due(job, started, self.clock.now())
+            if job.slot not in self._due:  # whatever went wrong above, the job stays on the schedule
+                self._due[job.slot] = next_due(job, started, self.clock.now())
             self._in_flight[job.endpoint.provider] -= job.width
-            del self._running[job.key]
+            del self._running[job.slot]
             self._wake.set()
 
     def _failed(self, what: str, exc: Exception) -> None:
@@ -325,7 +325,7 @@ class Sampler:
     def status(self) -> Status:
         """Each job's next due time and last start, and each budget's use and skips (as of its last check)."""
         job_states = tuple(
-            JobStatus(j, utc(self._due.get(j.key)), j.key in self._running, utc(self._last.get(j.key)))
+            JobStatus(j, utc(self._due.get(j.slot)), j.slot in self._running, utc(self._last.get(j.slot)))
             for j in self.jobs
         )
         now = self.clock.now()

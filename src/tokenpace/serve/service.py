@@ -8,6 +8,9 @@ The web server runs with limits (web/limits.py: a view pool, requests in flight,
 deadline) so readers cannot starve the timing loop; on any address other than loopback it warns that the board
 is public and unauthenticated.
 
+With ``[regions]`` in the config (and a PostgreSQL store) it measures nothing itself: each due run becomes an
+order in its region's queue (schedule/dispatch.py), taken by ``tokenpace agent`` processes there.
+
 With webhooks in the config's ``[alerts]``, a third task looks for changes in what was sampled and sends them
 (serve/alerts.py); it never holds up the other two, and stops with them.
 
@@ -44,10 +47,12 @@ from tokenpace.measure import tokens
 from tokenpace.measure.corpus import Corpus, default_corpus, load_corpus, tokenize
 from tokenpace.measure.prompts import build_prompt
 from tokenpace.schedule import cadence
+from tokenpace.schedule.dispatch import Dispatcher
 from tokenpace.schedule.sampler import Sampler, Status
 from tokenpace.serve import discover
 from tokenpace.serve.alerts import Sender, Watcher, alerting, body
 from tokenpace.store.database import Store
+from tokenpace.store.queue import Queue
 from tokenpace.web.app import create_app
 from tokenpace.web.limits import BACKLOG, server_options
 from tokenpace.web.site import Site
@@ -163,6 +168,18 @@ async def board(
     return app
 
 
+async def regional(store_url: str, stack: contextlib.AsyncExitStack) -> Dispatcher:
+    """The region queues, opened (their tables created if absent), and their dispatcher; closed by ``stack``."""
+    queue = Queue(store_url)
+    await queue.open()
+    stack.push_async_callback(queue.close)
+    if await queue.install():
+        log.info("created the region queues' tables (procrastinate) in %s", queue.shown)
+    dispatcher = Dispatcher(queue)
+    stack.push_async_callback(dispatcher.close)
+    return dispatcher
+
+
 async def serve(
     cfg: Config,
     store: Store,
@@ -176,13 +193,19 @@ async def serve(
     ``store`` again for the process rendering pages."""
     loop = asyncio.get_running_loop()
     async with contextlib.AsyncExitStack() as stack:
-        endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
-        for e in endpoints:
-            e.api_key()  # a missing key variable is one line now, not a column of failed samples later
+        if cfg.regions:  # the agents measure, with their own keys and simulators: this process only queues
+            dispatcher = await regional(store_url, stack)
+            endpoints = list(cfg.endpoints)
+        else:
+            dispatcher = None
+            endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
+            for e in endpoints:
+                e.api_key()  # a missing key variable is one line now, not a column of failed samples later
         jobs = cadence.jobs(cfg, endpoints)
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
-        await loop.run_in_executor(None, warm, [job.workload for job in jobs], corpus)
-        sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus)
+        if dispatcher is None:
+            await loop.run_in_executor(None, warm, [job.workload for job in jobs], corpus)
+        sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher)
         if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
             sender = Sender([w.target() for w in cfg.alerts.webhooks])
             watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.sample import LOCAL
 from tokenpace.store.database import Store
 
 
@@ -16,15 +17,17 @@ class Totals:
     last_started: float | None
 
 
-def last_started(store: Store, *, provider: str, plan: str, model: str, workload: str) -> float | None:
+def last_started(
+    store: Store, *, provider: str, plan: str, model: str, workload: str, region: str = LOCAL
+) -> float | None:
     """When the endpoint's latest sample of a workload started, or None if it has none.
 
     One cancelled at shutdown is left out, so that a run cut short is retried soon rather than an interval later.
     """
     rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
-        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
+        "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ? AND region = ?"
         " AND (error_kind IS NULL OR error_kind <> ?) ORDER BY started_at DESC LIMIT 1",
-        (provider, model, workload, plan, ErrorKind.CANCELLED.value),
+        (provider, model, workload, plan, region, ErrorKind.CANCELLED.value),
     )
     return float(rows[0][0]) if rows else None
 

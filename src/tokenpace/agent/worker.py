@@ -1,0 +1,155 @@
+"""A probe agent: a procrastinate worker on its region's queue that measures each order with the same client as serve.
+
+For each order it takes, the agent resolves the endpoint by name in its own config (keys come from its own
+environment, never from the queue), measures the network path to it (measure/network.py), runs the workload
+and stores the samples tagged with its region, its name and the job (one sample per job and request: a
+retried job cannot store twice). An order taken after its deadline is dropped and counted, not run late.
+
+Beside the worker it beats: every ``heartbeat_s`` it writes its row in ``agents`` (counts, clock offset
+against the database), which is how the board and ``tokenpace agents`` tell up from down. Samples whose write
+failed (the database away) stay in ``Store.unsaved`` and go in with the next write that succeeds; on the way
+out, what is still unsaved goes to the rescue file, so nothing measured is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from procrastinate import JobContext
+
+from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.corpus import Corpus
+from tokenpace.measure.network import measure_network
+from tokenpace.measure.run import Refusals, RunOptions, run_workload
+from tokenpace.measure.sample import Origin
+from tokenpace.store import agents
+from tokenpace.store.database import Store
+from tokenpace.store.queue import TASK, Order, Queue, queue_name
+from tokenpace.version import __version__
+
+log = logging.getLogger(__name__)
+HEARTBEAT_S = 10.0
+
+
+def default_name(region: str) -> str:
+    """``HOST/REGION``: one agent per region and machine; give --name to run more."""
+    return f"{socket.gethostname()}/{region}"
+
+
+@dataclass
+class Counts:
+    done: int = 0
+    failed: int = 0
+    dropped: int = 0
+
+
+class Agent:
+    """One region's worker: takes orders, measures them into the store, beats while it runs."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        endpoints: list[Endpoint],
+        store: Store,
+        queue: Queue,
+        region: str,
+        *,
+        name: str | None = None,
+        concurrency: int = 10,
+        heartbeat_s: float = HEARTBEAT_S,
+        corpus: Corpus | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.endpoints = {e.name: e for e in endpoints}
+        self.store = store
+        self.queue = queue
+        self.region = region
+        self.name = name or default_name(region)
+        self.concurrency = concurrency
+        self.heartbeat_s = heartbeat_s
+        self.corpus = corpus
+        self.timeouts = timeouts or Timeouts()
+        self.counts = Counts()
+        self.refusals = Refusals()
+        self._row = agents.Agent(self.name, region, socket.gethostname(), __version__, _now(), _now())
+        queue.app.task(name=TASK, queue=queue_name(region), pass_context=True)(self._measure)
+
+    async def _measure(self, context: JobContext, /, **kwargs: Any) -> None:
+        job = context.job
+        try:
+            order = Order.from_kwargs(kwargs)
+            if order.region != self.region:
+                raise ValueError(f"an order for region {order.region[:40]!r} in the queue of {self.region}")
+            endpoint = self.endpoints.get(order.endpoint)
+            if endpoint is None:
+                raise ValueError(f"endpoint {order.endpoint[:200]!r} is not in this agent's config {self.cfg.source}")
+            workload = self.cfg.workload(order.workload)
+        except Exception as exc:  # a job this agent cannot run: failed, with why, never a crash of the worker
+            self.counts.failed += 1
+            log.warning("job %s failed: %s", job.id, exc)
+            raise
+        if job.attempts == 0 and time.time() > order.deadline:
+            self.counts.dropped += 1
+            log.info("job %s (%s %s) taken after its deadline: dropped", job.id, order.endpoint, order.workload)
+            return
+        network = await measure_network(endpoint, self.timeouts)
+        origin = Origin(self.region, self.name, str(job.id), network)
+        options = RunOptions(order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin)
+        done = await run_workload(
+            [endpoint], workload, options, self.store, command=f"tokenpace agent {self.region}",
+            corpus=self.corpus, refusals=self.refusals,
+        )  # fmt: skip
+        try:
+            await asyncio.to_thread(self.store.flush)  # kept in Store.unsaved if it fails: written later
+        except Exception as exc:
+            log.warning("job %s: samples kept until the database takes them: %s", job.id, exc)
+        self.counts.done += 1
+        ok = sum(s.ok for s in done.samples)
+        log.info("job %s: %s %s, %d samples, %d ok", job.id, endpoint.name, workload.name, len(done.samples), ok)
+
+    async def beat(self, stopped: bool = False) -> None:
+        """Write the agent's row: its counts, its clock's offset from the database's, ``stopped_at`` on the way out."""
+        try:
+            offset = await asyncio.to_thread(agents.clock_offset_ms, self.store)
+            c = self.counts
+            self._row = replace(
+                self._row, heartbeat_at=_now(), stopped_at=_now() if stopped else None, jobs_done=c.done,
+                jobs_failed=c.failed, jobs_dropped=c.dropped, clock_offset_ms=offset,
+            )  # fmt: skip
+            await asyncio.to_thread(agents.beat, self.store, self._row)
+        except Exception as exc:  # the database away: the next beat tries again
+            log.warning("heartbeat of %s failed: %s", self.name, exc)
+
+    async def _beating(self) -> None:
+        while True:
+            await self.beat()
+            await asyncio.sleep(self.heartbeat_s)
+
+    async def run(self, grace_s: float = 30.0) -> None:
+        """Work until cancelled; on cancellation running jobs get ``grace_s`` to finish, then are aborted."""
+        beating = asyncio.create_task(self._beating(), name="tokenpace heartbeat")
+        try:
+            await self.queue.app.run_worker_async(
+                queues=[queue_name(self.region)], name=self.name, concurrency=self.concurrency,
+                install_signal_handlers=False, update_heartbeat_interval=self.heartbeat_s,
+                stalled_worker_timeout=3 * self.heartbeat_s, shutdown_graceful_timeout=grace_s,
+                fetch_job_polling_interval=max(1.0, self.heartbeat_s), delete_jobs="never",
+            )  # fmt: skip
+        finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
+            await self.beat(stopped=True)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

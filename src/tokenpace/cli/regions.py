@@ -1,0 +1,116 @@
+"""``tokenpace agent`` (a probe agent for one region) and ``tokenpace db grant-agent`` (its PostgreSQL role)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from pathlib import Path
+
+import click
+
+from tokenpace.cli.kit import Finite, close_store, err, run_async
+
+
+@click.command("agent")
+@click.option("--region", required=True, help="The region it measures from, as named in the config's [regions].")
+@click.option("--db", required=True, envvar="TOKENPACE_DB", help="The postgresql:// store the central serve uses.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The config the central serve uses (default: the embedded one, simulated endpoints).")  # fmt: skip
+@click.option("--name", help="How `tokenpace agents` lists it (default: HOST/REGION; unique per agent).")
+@click.option("--concurrency", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="Jobs it runs at once.")  # fmt: skip
+@click.option("--heartbeat", default=10.0, show_default=True, type=Finite(min=0.2, max=300),
+              help="Seconds between heartbeats; three missed and it is listed down, its job retried once.")  # fmt: skip
+@click.option("--grace", default=30.0, show_default=True, type=Finite(min=0),
+              help="Seconds running jobs may take to finish after SIGINT/SIGTERM.")  # fmt: skip
+def agent_command(
+    region: str, db: str, config_path: Path | None, name: str | None, concurrency: int, heartbeat: float, grace: float
+) -> None:
+    """Take REGION's jobs from the queue in --db and measure them (Ctrl-C stops after running jobs end).
+
+    API keys come from this machine's environment, under the variable names the config gives.
+    """
+    import asyncio
+    import contextlib
+
+    from tokenpace import sim
+    from tokenpace.agent.worker import Agent
+    from tokenpace.config import endpoints
+    from tokenpace.config.regions import check_name
+    from tokenpace.errors import ConfigError
+    from tokenpace.measure import tokens
+    from tokenpace.measure.corpus import load_corpus
+    from tokenpace.serve.service import default_config
+    from tokenpace.store.database import open_store
+    from tokenpace.store.queue import Queue
+
+    try:
+        check_name(region)
+    except ValueError as exc:
+        raise ConfigError(f"--region: {exc}") from None
+    cfg = endpoints.load(config_path) if config_path is not None else default_config()
+    if cfg.regions and region not in {r.name for r in cfg.regions}:
+        known = ", ".join(r.name for r in cfg.regions)
+        raise ConfigError(f"--region {region}: {cfg.source} declares no such region (known: {known})")
+    queue = Queue(db)  # refuses anything but PostgreSQL, in one line
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logging.getLogger("tokenpace").addHandler(handler)
+    logging.getLogger("tokenpace").setLevel(logging.INFO)
+    store = open_store(db)
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        async with contextlib.AsyncExitStack() as stack:
+            found = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
+            for e in found:
+                e.api_key()  # a missing key variable is one line now
+            await loop.run_in_executor(None, tokens.preload)
+            corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
+            await queue.open()
+            stack.push_async_callback(queue.close)
+            agent = Agent(
+                cfg, found, store, queue, region, name=name, concurrency=concurrency, heartbeat_s=heartbeat,
+                corpus=corpus,
+            )  # fmt: skip
+            task = asyncio.current_task()
+            assert task is not None
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+            err.print(f"tokenpace agent {agent.name}: region {region}, store {store.url}", soft_wrap=True)
+            with contextlib.suppress(asyncio.CancelledError):
+                await agent.run(grace_s=grace)
+
+    try:
+        run_async(go)
+    finally:
+        close_store(store)
+    err.print("stopped: every sample taken is in the store")
+
+
+@click.group("db")
+def db_group() -> None:
+    """The PostgreSQL store's set-up for region agents."""
+
+
+@db_group.command("grant-agent")
+@click.argument("role")
+@click.option("--region", required=True, help="The one region whose jobs the role may take.")
+@click.option("--db", envvar="TOKENPACE_DB", help="Apply the statements to this postgresql:// store (else print them).")
+def grant_agent_command(role: str, region: str, db: str | None) -> None:
+    """Print (or apply with --db) the GRANTs for an agent's own PostgreSQL ROLE: its region's jobs, inserting
+    samples and heartbeats, nothing else. Create the role first (CREATE ROLE ... LOGIN PASSWORD ...)."""
+    from tokenpace.config.regions import check_name
+    from tokenpace.errors import ConfigError
+    from tokenpace.store import grants
+
+    try:
+        check_name(region)
+        statements = grants.for_agent(role, region)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if db is None:
+        click.echo("\n".join(f"{s};" for s in statements))
+        return
+    grants.apply(db, statements)
+    err.print(f"granted {role} an agent's rights for region {region}")

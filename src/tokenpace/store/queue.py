@@ -1,0 +1,174 @@
+"""The region queues: one procrastinate queue per region in the PostgreSQL store, the only job engine tokenpace has.
+
+``tokenpace serve`` with ``[regions]`` defers a :class:`Order` per due (endpoint, workload, region); agents of
+that region take them (agent/worker.py). procrastinate does the hard parts: LISTEN/NOTIFY dispatch, one worker
+per job (``FOR UPDATE SKIP LOCKED``), worker heartbeats, graceful shutdown. tokenpace adds, here:
+
+- a queueing lock per (endpoint, workload, region): while one order waits, no second is queued behind it, so
+  jobs never pile up for an agent that is away;
+- a deadline in every order: one taken after it is dropped and counted, not run late;
+- a stalled job (its worker's heartbeat older than ``stalled_after_s``: the agent was killed or cut off) is
+  retried once, then recorded as failed (:meth:`Queue.recover`); the database's unique (job_id, job_seq)
+  keeps a retried job's requests from being stored twice.
+
+An order names its endpoint and workload, never a key: each agent reads keys from its own environment.
+procrastinate's errors become :class:`StoreError` here, as the store's own do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tokenpace.errors import StoreError
+from tokenpace.store.dialects import hide_password
+
+log = logging.getLogger(__name__)
+TASK = "tokenpace.measure"  # procrastinate's name of the one task: measure an order
+DONE = frozenset({"succeeded", "failed", "cancelled", "aborted"})
+RETRIES = 1  # a stalled job is retried this many times, then recorded as failed
+
+
+def queue_name(region: str) -> str:
+    """The procrastinate queue of a region: ``tokenpace-REGION``."""
+    return f"tokenpace-{region}"
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """What a region's agent is asked: ``requests`` samples of an endpoint and workload, started by ``deadline``."""
+
+    endpoint: str  # Endpoint.name, resolved by the agent in its own config
+    workload: str
+    region: str
+    requests: int
+    deadline: float  # UTC epoch seconds: taken later, the order is dropped and counted
+
+    @property
+    def lock(self) -> str:
+        """The queueing lock: one waiting order per (endpoint, workload, region)."""
+        return f"{self.endpoint}\x1f{self.workload}\x1f{self.region}"
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict[str, Any]) -> Order:
+        """The order a job carries; ValueError when it is not one (a hostile or foreign row)."""
+        try:
+            order = cls(
+                str(kwargs["endpoint"]), str(kwargs["workload"]), str(kwargs["region"]),
+                int(kwargs["requests"]), float(kwargs["deadline"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a tokenpace order: {type(exc).__name__} {exc}") from None
+        if not 1 <= order.requests <= 10_000 or len(order.endpoint) > 1000 or len(order.workload) > 200:
+            raise ValueError("not a tokenpace order: a value is out of bounds")
+        return order
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    status: str  # procrastinate's: todo, doing, succeeded, failed, cancelled, aborted
+    attempts: int
+
+
+def _foreign() -> tuple[type[Exception], ...]:
+    import procrastinate.exceptions
+    import psycopg
+
+    return (procrastinate.exceptions.ProcrastinateException, psycopg.Error, OSError)
+
+
+class Queue:
+    """The region queues of one PostgreSQL database, as the central scheduler and the agents use them."""
+
+    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+        import procrastinate
+
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise StoreError("regions need a PostgreSQL store: give --db postgresql://USER@HOST/DB")
+        self.shown, self._secrets = hide_password(url)
+        connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size)
+        self.app = procrastinate.App(connector=connector)
+        self._errors = _foreign()
+
+    def _say(self, exc: BaseException) -> StoreError:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return StoreError(f"{self.shown}: {text}")
+
+    @contextlib.asynccontextmanager
+    async def _mapped(self) -> AsyncIterator[None]:
+        try:
+            yield
+        except self._errors as exc:
+            raise self._say(exc) from None
+
+    async def open(self) -> None:
+        async with self._mapped():
+            await self.app.open_async()
+
+    async def close(self) -> None:
+        with contextlib.suppress(*self._errors):
+            await self.app.close_async()
+
+    async def install(self) -> bool:
+        """Create procrastinate's tables if absent (the central process does, never an agent); True if it did."""
+        async with self._mapped():
+            found = await self.app.connector.execute_query_one_async(
+                "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
+            )
+            if found["present"]:
+                return False
+            await self.app.schema_manager.apply_schema_async()
+            return True
+
+    async def defer(self, order: Order) -> int:
+        """Queue the order; the id of the order of the same lock that already waits, if one does."""
+        import procrastinate.exceptions
+
+        async with self._mapped():
+            deferrer = self.app.configure_task(TASK, queue=queue_name(order.region), queueing_lock=order.lock)
+            try:
+                return await deferrer.defer_async(**asdict(order))
+            except procrastinate.exceptions.AlreadyEnqueued:
+                row = await self.app.connector.execute_query_one_async(
+                    "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %(lock)s AND status = 'todo'",
+                    lock=order.lock,
+                )
+                return int(row["id"])
+
+    async def states(self, ids: Iterable[int]) -> dict[int, State]:
+        """Each job's status and attempts, in one query (a job deleted since is absent)."""
+        async with self._mapped():
+            rows = await self.app.connector.execute_query_all_async(
+                "SELECT id, status::text AS status, attempts FROM procrastinate_jobs WHERE id = ANY(%(ids)s)",
+                ids=list(ids),
+            )
+        return {int(r["id"]): State(r["status"], int(r["attempts"])) for r in rows}
+
+    async def cancel(self, job_id: int) -> bool:
+        """Cancel a job that has not started; False if an agent already took it."""
+        async with self._mapped():
+            return bool(await self.app.job_manager.cancel_job_by_id_async(job_id))
+
+    async def recover(self, stalled_after_s: float, among: Sequence[int] | None = None) -> list[tuple[int, str]]:
+        """Jobs whose agent stopped beating mid-run: retried once, then recorded failed; (id, "retried"|"failed")."""
+        import procrastinate
+
+        done = []
+        async with self._mapped():
+            for job in await self.app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after_s):
+                if job.id is None or (among is not None and job.id not in among):
+                    continue
+                if job.attempts < RETRIES:
+                    await self.app.job_manager.retry_job(job)
+                    done.append((job.id, "retried"))
+                else:
+                    await self.app.job_manager.finish_job(job, procrastinate.jobs.Status.FAILED, delete_job=False)
+                    done.append((job.id, "failed"))
+        for job_id, what in done:
+            log.warning("job %d: its agent stopped answering mid-run: %s", job_id, what)
+        return done
