@@ -12,9 +12,9 @@ T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 
 def test_an_agents_row_round_trips_and_updates(url: str) -> None:
-    first = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0)
-    later = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0 + timedelta(seconds=10), None, 3, 1, 2, 0.5)
-    other = Agent("iad-1", "us-east", "iad-host", "0.1.0", T0, T0, T0 + timedelta(minutes=1))
+    first = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0, 10)
+    later = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0 + timedelta(seconds=10), 10, None, 3, 1, 2, 0.5)
+    other = Agent("iad-1", "us-east", "iad-host", "0.1.0", T0, T0, 2, T0 + timedelta(minutes=1))
     with open_store(url) as store:
         agents.beat(store, first)
         agents.beat(store, other)
@@ -23,10 +23,10 @@ def test_an_agents_row_round_trips_and_updates(url: str) -> None:
 
 
 def test_state_from_heartbeat_and_stop() -> None:
-    agent = Agent("a", "eu-west", "h", "v", T0, T0)
-    assert agent.state(T0 + timedelta(seconds=agents.DOWN_AFTER_S)) == "up"
-    assert agent.state(T0 + timedelta(seconds=agents.DOWN_AFTER_S + 1)) == "down"
-    stopped = Agent("a", "eu-west", "h", "v", T0, T0, T0)
+    agent = Agent("a", "eu-west", "h", "v", T0, T0, 10)
+    assert agent.state(T0 + timedelta(seconds=agents.MISSED * 10)) == "up"
+    assert agent.state(T0 + timedelta(seconds=agents.MISSED * 10 + 1)) == "down"
+    stopped = Agent("a", "eu-west", "h", "v", T0, T0, 10, T0)
     assert stopped.state(T0 + timedelta(days=1)) == "stopped"
 
 

@@ -80,7 +80,7 @@ class Agent:
         self.timeouts = timeouts or Timeouts()
         self.counts = Counts()
         self.refusals = Refusals()
-        self._row = agents.Agent(self.name, region, socket.gethostname(), __version__, _now(), _now())
+        self._row = agents.Agent(self.name, region, socket.gethostname(), __version__, _now(), _now(), heartbeat_s)
         queue.app.task(name=TASK, queue=queue_name(region), pass_context=True)(self._measure)
 
     async def _measure(self, context: JobContext, /, **kwargs: Any) -> None:
@@ -141,7 +141,7 @@ class Agent:
             await self.queue.app.run_worker_async(
                 queues=[queue_name(self.region)], name=self.name, concurrency=self.concurrency,
                 install_signal_handlers=False, update_heartbeat_interval=self.heartbeat_s,
-                stalled_worker_timeout=3 * self.heartbeat_s, shutdown_graceful_timeout=grace_s,
+                stalled_worker_timeout=agents.MISSED * self.heartbeat_s, shutdown_graceful_timeout=grace_s,
                 fetch_job_polling_interval=max(1.0, self.heartbeat_s), delete_jobs="never",
             )  # fmt: skip
         finally:

@@ -2,7 +2,8 @@
 
 An agent upserts its row when it starts and on every heartbeat (its counts of jobs done, failed and dropped,
 and its clock's offset from the database's), and stamps ``stopped_at`` when it stops cleanly. An agent whose
-heartbeat is older than :data:`DOWN_AFTER_S` without a stop is down: killed, cut off, or its machine gone.
+heartbeat is older than :data:`MISSED` of its own intervals without a stop is down: killed, cut off, or its
+machine gone.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from datetime import datetime
 
 from tokenpace.store.database import Store, utc
 
-DOWN_AFTER_S = 30.0  # three missed heartbeats (agent/worker.py beats every 10 s)
+MISSED = 3  # heartbeats missed before an agent is listed down (and its running job retried)
 COLUMNS = (
-    "name", "region", "host", "version", "started_at", "heartbeat_at", "stopped_at",
+    "name", "region", "host", "version", "started_at", "heartbeat_at", "heartbeat_s", "stopped_at",
     "jobs_done", "jobs_failed", "jobs_dropped", "clock_offset_ms",
 )  # fmt: skip
 
@@ -30,6 +31,7 @@ class Agent:
     version: str
     started_at: datetime
     heartbeat_at: datetime
+    heartbeat_s: float  # how often it beats
     stopped_at: datetime | None = None
     jobs_done: int = 0
     jobs_failed: int = 0
@@ -37,17 +39,17 @@ class Agent:
     clock_offset_ms: float | None = None  # the database's clock minus the agent's
 
     def state(self, now: datetime) -> str:
-        """``stopped`` (cleanly), ``down`` (no heartbeat for DOWN_AFTER_S) or ``up``."""
+        """``stopped`` (cleanly), ``down`` (no heartbeat for MISSED x heartbeat_s) or ``up``."""
         if self.stopped_at is not None:
             return "stopped"
-        return "down" if (now - self.heartbeat_at).total_seconds() > DOWN_AFTER_S else "up"
+        return "down" if (now - self.heartbeat_at).total_seconds() > MISSED * self.heartbeat_s else "up"
 
 
 def beat(store: Store, agent: Agent) -> None:
     """Insert or update the agent's row (the whole row: the agent holds its own counts)."""
     values = [
         agent.name, agent.region, agent.host, agent.version, agent.started_at.timestamp(),
-        agent.heartbeat_at.timestamp(), None if agent.stopped_at is None else agent.stopped_at.timestamp(),
+        agent.heartbeat_at.timestamp(), agent.heartbeat_s, None if agent.stopped_at is None else agent.stopped_at.timestamp(),
         agent.jobs_done, agent.jobs_failed, agent.jobs_dropped, agent.clock_offset_ms,
     ]  # fmt: skip
     cols = ", ".join(COLUMNS)

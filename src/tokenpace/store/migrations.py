@@ -182,6 +182,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
                 version TEXT NOT NULL,
                 started_at DOUBLE PRECISION NOT NULL,
                 heartbeat_at DOUBLE PRECISION NOT NULL,
+                heartbeat_s DOUBLE PRECISION NOT NULL,
                 stopped_at DOUBLE PRECISION,
                 jobs_done INTEGER NOT NULL DEFAULT 0,
                 jobs_failed INTEGER NOT NULL DEFAULT 0,
