@@ -138,6 +138,12 @@ class Agent:
         """Work until cancelled; on cancellation running jobs get ``grace_s`` to finish, then are aborted."""
         beating = asyncio.create_task(self._beating(), name="tokenpace heartbeat")
         try:
+            said = False
+            while not await self.queue.installed():  # an agent may start before serve has created the queues
+                if not said:
+                    log.warning("waiting for `tokenpace serve` (with [regions]) to create the region queues")
+                    said = True
+                await asyncio.sleep(self.heartbeat_s)
             await self.queue.app.run_worker_async(
                 queues=[queue_name(self.region)], name=self.name, concurrency=self.concurrency,
                 install_signal_handlers=False, update_heartbeat_interval=self.heartbeat_s,

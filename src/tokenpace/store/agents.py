@@ -49,7 +49,8 @@ def beat(store: Store, agent: Agent) -> None:
     """Insert or update the agent's row (the whole row: the agent holds its own counts)."""
     values = [
         agent.name, agent.region, agent.host, agent.version, agent.started_at.timestamp(),
-        agent.heartbeat_at.timestamp(), agent.heartbeat_s, None if agent.stopped_at is None else agent.stopped_at.timestamp(),
+        agent.heartbeat_at.timestamp(), agent.heartbeat_s,
+        None if agent.stopped_at is None else agent.stopped_at.timestamp(),
         agent.jobs_done, agent.jobs_failed, agent.jobs_dropped, agent.clock_offset_ms,
     ]  # fmt: skip
     cols = ", ".join(COLUMNS)

@@ -114,16 +114,21 @@ class Queue:
         with contextlib.suppress(*self._errors):
             await self.app.close_async()
 
-    async def install(self) -> bool:
-        """Create procrastinate's tables if absent (the central process does, never an agent); True if it did."""
+    async def installed(self) -> bool:
+        """Whether procrastinate's tables exist (``tokenpace serve`` with regions creates them)."""
         async with self._mapped():
             found = await self.app.connector.execute_query_one_async(
                 "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
             )
-            if found["present"]:
-                return False
+        return bool(found["present"])
+
+    async def install(self) -> bool:
+        """Create procrastinate's tables if absent (the central process does, never an agent); True if it did."""
+        if await self.installed():
+            return False
+        async with self._mapped():
             await self.app.schema_manager.apply_schema_async()
-            return True
+        return True
 
     async def defer(self, order: Order) -> int:
         """Queue the order; the id of the order of the same lock that already waits, if one does."""
