@@ -21,7 +21,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "config",
         "measure",
         "store sim",
-        "schedule",
+        "schedule agent",
         "board",
         "web",
         "serve",

@@ -141,8 +141,22 @@ def _run(row: dict[str, Any]) -> RunRecord:
     return RunRecord(**row | when | {"client_bound": bool(row["client_bound"])})
 
 
+def _up_to_date(conn: Connection, dialect: Dialect) -> bool:
+    """Whether every migration is applied, asked without writing: a region agent's role may not create tables."""
+    absent: tuple[type[Exception], ...] = (sqlite3.Error, *dialect.errors)
+    try:
+        (have,) = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone() or (None,)
+    except absent:  # no table yet
+        conn.rollback()
+        return False
+    conn.rollback()
+    return have == MIGRATIONS[-1][0]
+
+
 def _migrate(conn: Connection, dialect: Dialect, url: str) -> None:
     """Apply the missing migrations in one transaction, under a lock so two processes cannot both do it."""
+    if _up_to_date(conn, dialect):
+        return
     conn.execute(dialect.lock_migrations)
     conn.execute(BOOTSTRAP)
     have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}

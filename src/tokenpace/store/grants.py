@@ -22,7 +22,7 @@ QUEUE_TABLES = ("procrastinate_jobs", "procrastinate_workers", "procrastinate_ev
 SEQUENCES = ("procrastinate_jobs_id_seq", "procrastinate_workers_id_seq", "procrastinate_events_id_seq")
 
 
-def for_agent(role: str, region: str) -> list[str]:
+def for_agent(role: str, region: str, schema: str = "public") -> list[str]:
     """The statements, in order; ValueError for a role name that is not a plain lower-case identifier."""
     if not ROLE.fullmatch(role):
         rule = "use lower-case letters, digits and '_', at most 63, not starting with a digit"
@@ -30,9 +30,9 @@ def for_agent(role: str, region: str) -> list[str]:
     who = f'"{role}"'
     policy = f'"tokenpace_{role}_queue"'
     return [
-        f"GRANT USAGE ON SCHEMA public TO {who}",
+        f"GRANT USAGE ON SCHEMA {_quoted(schema)} TO {who}",
         f"GRANT SELECT ON schema_migrations TO {who}",
-        f"GRANT INSERT ON samples TO {who}",
+        f"GRANT INSERT, SELECT (job_id, job_seq) ON samples TO {who}",  # the second for ON CONFLICT's check
         f"GRANT SELECT, INSERT, UPDATE ON runs, agents, {', '.join(ROLLUPS)} TO {who}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {', '.join(QUEUE_TABLES)} TO {who}",
         f"GRANT USAGE, SELECT ON SEQUENCE {', '.join(SEQUENCES)} TO {who}",
@@ -43,15 +43,22 @@ def for_agent(role: str, region: str) -> list[str]:
     ]
 
 
-def apply(url: str, statements: list[str]) -> None:
-    """Run the statements in one transaction on the PostgreSQL store at ``url``."""
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def apply(url: str, role: str, region: str) -> list[str]:
+    """Grant ``role`` an agent's rights on the PostgreSQL store at ``url`` (its schema), in one transaction."""
     import psycopg
 
     shown, secrets = hide_password(url)
     try:
         with psycopg.connect(url) as conn:
+            ((schema,),) = conn.execute("SELECT current_schema()").fetchall()
+            statements = for_agent(role, region, schema)
             for statement in statements:
                 conn.execute(statement.encode())
+            return statements
     except (psycopg.Error, OSError) as exc:
         text = " ".join(str(exc).split())
         for secret in secrets:

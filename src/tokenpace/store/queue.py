@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tokenpace.errors import StoreError
+from tokenpace.errors import ConfigError, StoreError
 from tokenpace.store.dialects import hide_password
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class Queue:
         import procrastinate
 
         if not url.startswith(("postgresql://", "postgres://")):
-            raise StoreError("regions need a PostgreSQL store: give --db postgresql://USER@HOST/DB")
+            raise ConfigError("regions need a PostgreSQL store: give --db postgresql://USER@HOST/DB")
         self.shown, self._secrets = hide_password(url)
         connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size)
         self.app = procrastinate.App(connector=connector)

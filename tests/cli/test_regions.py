@@ -1,0 +1,61 @@
+"""`tokenpace agent` and `tokenpace db grant-agent` from the command line: one line for each mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.conftest import free_port
+from tests.serve.test_service import _refused
+from tokenpace.cli import main
+
+REGIONS = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n[regions.eu]\n[regions.us]\n'
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args))
+
+
+def one_line(result: Result, message: str, code: int = 2) -> None:
+    assert result.exit_code == code, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and message in last, result.output
+
+
+def test_grant_agent_prints_the_statements_for_one_region() -> None:
+    result = invoke("db", "grant-agent", "agent_eu", "--region", "eu")
+    assert result.exit_code == 0, result.output
+    assert 'GRANT INSERT, SELECT (job_id, job_seq) ON samples TO "agent_eu";' in result.stdout
+    assert "USING (queue_name = 'tokenpace-eu')" in result.stdout
+    assert "DELETE ON samples" not in result.stdout and "UPDATE ON samples" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("db", "grant-agent", "Agent-EU", "--region", "eu"), "role 'Agent-EU': use lower-case letters"),
+        (("db", "grant-agent", "agent_eu", "--region", "EU West"), "region 'EU West': use lower-case letters"),
+        (("agent", "--region", "EU", "--db", "postgresql://x@127.0.0.1/x"), "--region: region 'EU'"),
+    ],
+)
+def test_mistakes_are_one_line(args: tuple[str, ...], message: str) -> None:
+    one_line(invoke(*args), message)
+
+
+def test_an_agent_needs_postgresql_and_a_declared_region(tmp_path: Path) -> None:
+    config = tmp_path / "r.toml"
+    config.write_text(REGIONS)
+    one_line(invoke("agent", "--region", "eu", "--db", str(tmp_path / "x.db")), "regions need a PostgreSQL store")
+    one_line(
+        invoke("agent", "--region", "asia", "--db", "postgresql://x@127.0.0.1/x", "--config", str(config)),
+        f"--region asia: {config} declares no such region (known: eu, us)",
+    )
+
+
+def test_serve_with_regions_needs_postgresql(tmp_path: Path) -> None:
+    config = tmp_path / "r.toml"
+    config.write_text(REGIONS)
+    message = _refused("--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
+    assert "regions need a PostgreSQL store: give --db postgresql://" in message
