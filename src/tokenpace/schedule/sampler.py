@@ -142,6 +142,7 @@ class Sampler:
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
         self._failures = 0
+        self.lateness: deque[float] = deque(maxlen=10_000)  # seconds from due to launch, the latest runs'
 
     async def _measure(self, job: Job) -> None:
         # The parallel workload sets its own concurrency.
@@ -170,7 +171,7 @@ class Sampler:
 
     async def run(self) -> None:
         """Sample until :meth:`stop`; cancelled runs record their requests as ``cancelled`` samples."""
-        self._started = now = self.clock.now()
+        self._started = self.clock.now()
         for job in self.jobs:
             last = None
             try:
@@ -179,7 +180,10 @@ class Sampler:
                 self._failed(f"cannot read when {job.name} last ran", exc)
             if last is not None:
                 self._last[job.slot] = last
-            self._due[job.slot] = next_due(job, last, now)
+        # After the reads, which take seconds for thousands of jobs: due times spread from when sampling begins.
+        now = self.clock.now()
+        for job in self.jobs:
+            self._due[job.slot] = next_due(job, self._last.get(job.slot), now)
         for provider, plan in self._budgets:
             try:
                 self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
@@ -223,6 +227,7 @@ class Sampler:
                 self._due[job.slot] = next_due(job, now, now)  # as if it had run: try again an interval later
                 continue
             del self._due[job.slot]
+            self.lateness.append(self.clock.now() - t)
             self._in_flight[provider] += job.width
             self._running[job.slot] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
         return blocked, waiting
