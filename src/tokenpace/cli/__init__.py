@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from tokenpace.cli import oneshot
+from tokenpace.cli import agents, oneshot
 from tokenpace.cli.kit import Finite, Group, close_store, err, run_async
 from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.version import __version__
@@ -29,6 +29,7 @@ def main() -> None:
 
 
 main.add_command(oneshot.run)
+main.add_command(agents.agents_command)
 
 
 @main.command("presets")
