@@ -98,6 +98,7 @@ def test_each_region_apart_lists_a_row_per_endpoint_and_region(client: TestClien
     assert {(m["region"], m["providers"]) for m in data["models"]} == {("eu-west", 2), ("us-east", 2), ("local", 1)}
     page = client.get("/?region=*").text
     assert 'data-endpoint="fastco/llama" data-region="us-east"' in page and "<th>Region</th>" in page
+    assert "fastco/llama @us-east" in page and "fastco/llama @eu-west" in page  # the charts tell the rows apart
 
 
 @pytest.mark.parametrize("value", ["nope", "EU!", "x" * 300])

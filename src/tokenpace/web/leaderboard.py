@@ -166,6 +166,11 @@ def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
     return site.memo.get(("bursts", board.window.name, workload.name, *(e.row.name for e in board.entries)), read)
 
 
+def _label(board: ranking.Board, e: ranking.Entry) -> str:
+    """A row's name in a chart: with its region where each region has its own row (one name, several rows)."""
+    return f"{e.row.name} @{regions.token(e.row.region)}" if board.query.region == EACH else e.row.name
+
+
 def board_charts(board: ranking.Board) -> list[charts.Chart]:
     """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
     speed against its blended price where it has one."""
@@ -175,16 +180,18 @@ def board_charts(board: ranking.Board) -> list[charts.Chart]:
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
     speeds = charts.boxes(
         "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
-        {e.row.name: e.row.output_speed for e in boxed},
+        {_label(board, e): e.row.output_speed for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
     timed = [
-        charts.Dot(e.row.provider, e.row.name, t, s) for e, s in headline if (t := e.row.ttft_ms.headline(statistic))
+        charts.Dot(e.row.provider, _label(board, e), t, s)
+        for e, s in headline
+        if (t := e.row.ttft_ms.headline(statistic))
     ]
     out = [speeds, charts.scatter("chart-board-ttft-speed", f"TTFT against output speed, {label}", "TTFT (ms)",
                                   "output speed (tok/s)", timed)]  # fmt: skip
     priced = [
-        charts.Dot(e.row.provider, e.row.name, price, s)
+        charts.Dot(e.row.provider, _label(board, e), price, s)
         for e, s in headline
         if e.cost is not None and (price := e.cost.blended) is not None
     ]
