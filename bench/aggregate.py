@@ -36,7 +36,7 @@ from tokenpace.board.ranking import Query, read_board, snapshot
 from tokenpace.store import rollup
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import series
-from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, endpoint_rows, model_rows
+from tokenpace.store.windows import DEFAULT_WINDOW, EACH, WINDOWS, endpoint_rows, model_rows
 
 DAY = 86400
 WORKLOADS = ("1k", "10k", "100k")
@@ -138,8 +138,8 @@ def first_and_best_ms(repeat: int, fn: Callable[[], object]) -> tuple[float, flo
 
 
 def issue_table(store: Store, now: datetime, repeat: int) -> list[tuple[str, tuple[float, float]]]:
-    """Issue 10's figures: a cold 24 h and 72 h board (default workload), the board's change detection (its own
-    memo) and an endpoint page, in ms."""
+    """Issue 10's figures: a cold 24 h and 72 h board (default workload), and the 72 h one of one region and of
+    each region apart (issue 11), the board's change detection (its own memo) and an endpoint page, in ms."""
     workload, (provider, plan, model) = Query().workload, endpoints()[0]
     since = now - timedelta(seconds=WINDOWS[DEFAULT_WINDOW].seconds)
 
@@ -149,6 +149,12 @@ def issue_table(store: Store, now: datetime, repeat: int) -> list[tuple[str, tup
 
     boards = [
         (f"board {w} ({workload})", partial(snapshot, store, WINDOWS[w], workload, now, LONG)) for w in ("24h", "72h")
+    ]
+    # The same board of one region (every sample here is the storing process's: region '') and per region.
+    h72 = WINDOWS["72h"]
+    boards += [
+        ("board 72h, one region", partial(snapshot, store, h72, workload, now, LONG, region="")),
+        ("board 72h, each region", partial(snapshot, store, h72, workload, now, LONG, region=EACH)),
     ]
     rows = snapshot(store, WINDOWS[DEFAULT_WINDOW], workload, now, LONG).rows
     kept = Kept(store)  # as a page keeps it: every row read by the first call, then only rows that took a sample

@@ -18,8 +18,8 @@ from starlette.testclient import TestClient
 from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, fail, put, stream
 from tests.webkit import Steady
 from tokenpace import sim
-from tokenpace.board.ranking import COLUMNS, SORTS, Board, Query, as_dict, csv_table, read_board, rules
-from tokenpace.board.terminal import print_board
+from tokenpace.board.ranking import SORTS, Board, Query, as_dict, csv_table, read_board, rules
+from tokenpace.board.terminal import COLUMNS, print_board
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload

@@ -40,6 +40,8 @@ def test_no_table_means_no_regions(tmp_path: Path) -> None:
         ('[regions.eu]\nlabel = "a\\u0007b"\n', r"regions\.eu\.label"),
         (f'[regions.eu]\nlabel = "{"x" * 61}"\n', r"regions\.eu\.label"),
         ("regions = 3\n", r"regions"),
+        ("[regions.all]\n", r"region 'all': all and local name views of the board"),
+        ("[regions.local]\n", r"region 'local': all and local"),
         ("".join(f"[regions.r{i}]\n" for i in range(MAX_REGIONS + 1)), r"regions"),
     ],
 )

@@ -16,13 +16,15 @@ from tokenpace.board.summary import summarise
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.sample import Sample, make_sample
+from tokenpace.measure.network import Network
+from tokenpace.measure.sample import LOCAL, Origin, Sample, make_sample
 from tokenpace.measure.stats import success_rate
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import Store, open_store
+from tokenpace.store.rollup import STORED
 from tokenpace.store.series import model_series, series
 from tokenpace.store.windows import (
-    METRICS,
+    EACH,
     WINDOWS,
     EndpointRow,
     endpoint_rows,
@@ -155,7 +157,7 @@ def test_a_window_and_a_run_summary_say_the_same_of_the_same_samples(store: Stor
     samples = [put(store, GROQ, NOW - timedelta(minutes=i), ttft_ms=rng.uniform(50, 500)) for i in range(11)]
     samples += [fail(store, GROQ, NOW, kind) for kind in (ErrorKind.RATE_LIMITED, ErrorKind.CANCELLED)]
     row, summary = rows(store)["groq:free/llama 1k"], summarise(GROQ.name, samples)
-    for metric in METRICS:
+    for metric in STORED:  # the summary has no network to correct TTFT by
         window, run = dataclasses.astuple(row.figure(metric)), dataclasses.astuple(summary.figures[metric])
         assert window == pytest.approx(run) and row.figure(metric).n == 11
     assert row.success_rate == summary.success_rate == success_rate(11, 13, 1) == 11 / 12
@@ -255,7 +257,7 @@ def test_unpublished_samples_stay_off_and_published_one_shot_ones_are_counted(st
     assert set(found) == {"groq:free/llama 1k", "demo/sim 1k"}  # cerebras ran one-shot, unpublished
     assert found["groq:free/llama 1k"].one_shot == 0
     assert (found["demo/sim 1k"].one_shot, found["demo/sim 1k"].samples) == (2, 3)
-    assert ("cerebras", "default", "1k") not in present(store, H72, NOW)
+    assert ("cerebras", "default", "1k", "") not in present(store, H72, NOW)
     charted = model_series(store, model="llama", workload="1k", since=NOW - timedelta(days=1))
     assert [name for name, _ in charted] == ["groq:free/llama"] * 3  # the model page: published samples only
     everything = series(store, provider="cerebras", plan="default", model="llama", workload=None, since=at)
@@ -296,3 +298,36 @@ def test_model_rows_group_providers_ids_of_one_model_and_rows_read_several_ids(s
     assert (llama.model, llama.providers, llama.samples) == ("llama-3.1-8b", 2, 6)
     assert llama.ttft_ms == pytest.approx(200) and sim.model == "sim"
     assert len(model_rows(endpoint_rows(store, H72, NOW), "median")) == 3  # by default every id is its own model
+
+
+def put_from(store: Store, region: str, at: datetime, ttft_ms: float, rtt_ms: float | None = None) -> None:
+    """A sample of GROQ measured from a region's agent, with the round trip it measured (if any)."""
+    network = None if rtt_ms is None else Network(rtt_ms=rtt_ms)
+    origin = Origin(region, f"{region}-1" if region else None, network=network)
+    sample = make_sample("run", GROQ, "1k", at, stream(ttft_ms, 10), origin=origin)
+    store.add_sample(sample)
+
+
+def test_two_regions_of_one_endpoint_are_two_rows_with_their_own_medians(store: Store) -> None:
+    """Hours from the rollup and the edge hour raw: each region's figures are its own samples' (issue 11)."""
+    for i in range(5):
+        at = NOW - timedelta(hours=3 * i, minutes=1)
+        put_from(store, "eu-west", at, 100 + i, rtt_ms=20)
+        put_from(store, "us-east", at, 300 + i, rtt_ms=90)
+    put_from(store, LOCAL, NOW, 1000)  # no network measured: a TTFT, no corrected one
+    store.flush()
+    each = {r.region or "": r for r in endpoint_rows(store, H72, NOW, region=EACH)}
+    assert sorted(each) == [LOCAL, "eu-west", "us-east"]
+    assert each["eu-west"].ttft_ms.p50 == pytest.approx(102) and each["us-east"].ttft_ms.p50 == pytest.approx(302)
+    assert each["eu-west"].ttft_net_ms.p50 == pytest.approx(82)
+    assert each["us-east"].ttft_net_ms.p50 == pytest.approx(212)
+    assert (each[LOCAL].ttft_ms.n, each[LOCAL].ttft_net_ms.n) == (1, 0)
+    (west,) = endpoint_rows(store, H72, NOW, region="eu-west")
+    assert west == each["eu-west"]
+    (pooled,) = endpoint_rows(store, H72, NOW)
+    assert (pooled.region, pooled.samples, pooled.ttft_ms.n, pooled.ttft_net_ms.n) == (None, 11, 11, 10)
+    assert endpoint_rows(store, H72, NOW, region="nowhere") == []
+    assert {m[3] for m in present(store, H72, NOW)} == {LOCAL, "eu-west", "us-east"}
+    assert present(store, H72, NOW, region="us-east") == [("groq", "free", "1k", "us-east")]
+    models = model_rows(endpoint_rows(store, H72, NOW, region=EACH), "median")
+    assert [(m.region, m.providers) for m in models] == [(LOCAL, 1), ("eu-west", 1), ("us-east", 1)]

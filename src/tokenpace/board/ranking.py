@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
-from tokenpace.board import cost
+from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
 from tokenpace.board.rows import figure_dict, iso, row_dict
 from tokenpace.config.endpoints import Config
@@ -30,6 +30,7 @@ from tokenpace.store.database import Store, epoch
 from tokenpace.store.usage import typical
 from tokenpace.store.windows import (
     DEFAULT_WINDOW,
+    EACH,
     METRICS,
     WINDOWS,
     EndpointRow,
@@ -56,20 +57,6 @@ SORTS: dict[str, Order] = {
     "name": "asc",
 }
 METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
-# The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
-# keys are those in SORTS.
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("rank", "#"),
-    ("name", "Endpoint"),
-    ("speed", "Output speed (tok/s)"),
-    ("ttft", "TTFT (ms)"),
-    ("e2e", "End-to-end (ms)"),
-    ("success", "Success"),
-    ("samples", "Samples"),
-    ("price", "$/1M (3:1)"),
-    ("cost", "$/request"),
-    ("last", "Last sample"),
-)
 
 
 def _one_of(what: str, value: str, known: Collection[str]) -> str:
@@ -95,9 +82,11 @@ class Query:
     order: Order | None = None  # None: the column's natural order (SORTS)
     min_samples: int = 3
     client_bound: ClientBound = "exclude"  # "include": figures also from samples timed while the client lagged
+    region: str = regions.ALL  # a region's name, or a view of them all (board/regions.py)
     # What params() leaves out of links: the running config's own defaults.
     default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)
     default_workload: str = dataclasses.field(default="1k", repr=False, compare=False)
+    default_region: str = dataclasses.field(default=regions.ALL, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         window(self.window)
@@ -105,14 +94,18 @@ class Query:
         if self.order is not None:
             _one_of("order", self.order, ("asc", "desc"))
         _one_of("client_bound", self.client_bound, ("exclude", "include"))
+        regions.check(self.region)
         if self.min_samples < 0:
             raise BadRequest(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k") -> Query:
+    def from_params(
+        cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k", region: str = regions.ALL
+    ) -> Query:
         """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one BadRequest line.
 
-        ``min_samples`` and ``workload`` are the defaults: the config's minimum and its first scheduled workload.
+        ``min_samples``, ``workload`` and ``region`` are the defaults: the config's minimum, its first scheduled
+        workload and its first region (regions.default).
         """
         get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
         raw_min = get.get("min_samples") or str(min_samples)
@@ -129,8 +122,10 @@ class Query:
             order=cast(Order | None, get.get("order") or None),  # checked by __post_init__
             min_samples=int(raw_min),
             client_bound=cast(ClientBound, get.get("client_bound") or "exclude"),  # checked by __post_init__
+            region=get.get("region") or region,
             default_min_samples=min_samples,
             default_workload=workload,
+            default_region=region,
         )
 
     @property
@@ -145,7 +140,7 @@ class Query:
     def params(self, **changes: Any) -> str:
         """URL query string (no leading "?") of this query with ``changes``, non-default values only."""
         q = dataclasses.replace(self, **changes)
-        base = Query(min_samples=self.default_min_samples, workload=self.default_workload)
+        base = Query(min_samples=self.default_min_samples, workload=self.default_workload, region=self.default_region)
         pairs = [
             (f.name, getattr(q, f.name))
             for f in dataclasses.fields(Query)
@@ -161,10 +156,12 @@ class Rules:
     min_samples: int
     workload: str  # shown when none is asked for: 1k where it is scheduled, else the first scheduled
     long_workloads: frozenset[str]
-    stale_s: Mapping[Key, float]  # per job key: silence longer than this is stale
+    stale_s: Mapping[tuple[str, ...], float]  # per job key: silence longer than this is stale
 
     def stale_after(self, row: EndpointRow) -> float | None:
-        return self.stale_s.get(row.key)
+        """A row's limit: its region's job's when jobs are per region, else its endpoint's. A region's row goes
+        stale on its own (its last sample is its region's); a pooled row only when every region falls silent."""
+        return self.stale_s.get((*row.key, row.region or ""), self.stale_s.get(row.key))
 
 
 def rules(config: Config, jobs: Collection[Job]) -> Rules:
@@ -203,6 +200,7 @@ class Board:
     workloads: tuple[str, ...]  # for the filter menus: every value present in the window
     providers: tuple[str, ...]
     plans: tuple[str, ...]
+    regions: tuple[str, ...] = ()  # every region with a sample in the window, '' for this process's own
 
 
 def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
@@ -235,7 +233,7 @@ class Snapshot:
 
     window: Window
     rows: tuple[EndpointRow, ...]
-    menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload) present in the window
+    menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload, region) present in the window
     tokens: Mapping[Key, tuple[float, float]] = dataclasses.field(default_factory=dict)  # usage.typical's
 
 
@@ -247,16 +245,19 @@ def snapshot(
     long_workloads: Collection[str] = (),
     *,
     include_client_bound: bool = False,
+    region: str | None = None,
 ) -> Snapshot:
     """The SQL half of a board: everything but sorting, filtering and ranking, which are cheap.
 
     The menus are read on a second reader meanwhile: the database answers one while Python decodes the other.
+    They are every region's: the region menu offers them, the others keep the region's own (:func:`arrange`).
     """
     with ThreadPoolExecutor(1) as beside:
         menus = beside.submit(present, store, window, now, long_workloads)
         rows = endpoint_rows(
-            store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound
-        )
+            store, window, now, long_workloads, workload=workload, include_client_bound=include_client_bound,
+            region=region,
+        )  # fmt: skip
         tokens = typical(store, [r.key for r in rows], epoch(now) - window.span(workload, long_workloads), epoch(now))
         return Snapshot(window, tuple(rows), tuple(menus.result()), tokens)
 
@@ -289,6 +290,10 @@ def arrange(
     An entry is stale when now - last sample > stale_after(row) seconds (None: never stale); prices from config.
     """
     config = config or Config()
+    here = {x[3] for x in m.menus}
+    regions.check_known(query.region, here, config)
+    region = regions.read(query.region)
+    menus = [x for x in m.menus if region in (None, EACH, x[3])]
     costs = cost.row_costs(config, m.rows, m.tokens, now.date())
     window = m.window
     shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
@@ -313,9 +318,10 @@ def arrange(
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
     return Board(
         query, window, now, tuple(entries), tuple(models),
-        workloads=tuple(ordered_workloads(x[2] for x in m.menus)),
-        providers=tuple(sorted({x[0] for x in m.menus})),
-        plans=tuple(sorted({x[1] for x in m.menus})),
+        workloads=tuple(ordered_workloads(x[2] for x in menus)),
+        providers=tuple(sorted({x[0] for x in menus})),
+        plans=tuple(sorted({x[1] for x in menus})),
+        regions=tuple(sorted(here)),
     )  # fmt: skip
 
 
@@ -331,7 +337,7 @@ def read_board(
     """The leaderboard for a query, read from the store now."""
     m = snapshot(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
-        include_client_bound=query.include_client_bound,
+        include_client_bound=query.include_client_bound, region=regions.read(query.region),
     )  # fmt: skip
     changes = read_current(store, [r.key for r in m.rows])
     return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes)
@@ -350,10 +356,12 @@ def as_dict(b: Board) -> dict[str, Any]:
             | {"change": change_dict(e.change)}
             for e in b.entries
         ],
-        "models": [dataclasses.asdict(m) for m in b.models],
+        "models": [dataclasses.asdict(m) | {"region": regions.token(m.region)} for m in b.models],
         "workloads": list(b.workloads),
         "providers": list(b.providers),
         "plans": list(b.plans),
+        "region": b.query.region,  # the view shown (board/regions.py), as a URL spells it
+        "regions": [regions.token(r) for r in b.regions],
     }
 
 
@@ -362,7 +370,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     intervals of the mean and median, per metric."""
     stats = ("n", "headline", "mean", "p5", "p25", "p50", "p75", "p95", "mean_lo", "mean_hi", "p50_lo", "p50_hi")
     header = [
-        "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "protocol", "simulated",
+        "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "region", "protocol",
+        "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
         "counted", "client_bound", "one_shot", *(f"{m}_{s}" for m in METRICS for s in stats), *cost.CSV_COLUMNS,
         "change",
@@ -372,7 +381,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         r = e.row
         figures = [figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
         table.append([
-            e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload, r.protocol,
+            e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload,
+            regions.token(r.region), r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
             iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *figures, *cost.csv_values(e.cost),
             describe(e.change) if e.change else "",

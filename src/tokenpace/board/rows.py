@@ -12,6 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
+from tokenpace.board.regions import token
 from tokenpace.measure.stats import Figure
 from tokenpace.store.windows import METRICS, EndpointRow
 
@@ -29,6 +30,7 @@ def row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
     """The row as JSON-able data; times are ISO 8601 UTC, errors a kind -> count object, commonest first."""
     return {
         "name": r.name, "provider": r.provider, "plan": r.plan, "model": r.model, "workload": r.workload,
+        "region": token(r.region),
         "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
         "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
         "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,

@@ -12,12 +12,28 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tokenpace.board import numbers
-from tokenpace.board.ranking import COLUMNS, METRIC_OF, Board, Entry
+from tokenpace.board import numbers, regions
+from tokenpace.board.ranking import METRIC_OF, Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.config.presets import Preset
 from tokenpace.measure.run import RunResult
 from tokenpace.measure.sample import Sample
+from tokenpace.store.windows import EACH
+
+# The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
+# keys are those in SORTS.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("rank", "#"),
+    ("name", "Endpoint"),
+    ("speed", "Output speed (tok/s)"),
+    ("ttft", "TTFT (ms)"),
+    ("e2e", "End-to-end (ms)"),
+    ("success", "Success"),
+    ("samples", "Samples"),
+    ("price", "$/1M (3:1)"),
+    ("cost", "$/request"),
+    ("last", "Last sample"),
+)
 
 
 def print_summary(console: Console, s: Summary) -> None:
@@ -83,7 +99,8 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "name":
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
         changed = " [yellow](changed)[/]" if e.change else ""  # what changed is in --json, too long for a cell
-        return escape(r.name) + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot + changed
+        where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
+        return escape(r.name) + where + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure(figure.headline(statistic))} [dim](n={figure.n})[/]"

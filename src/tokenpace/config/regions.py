@@ -19,12 +19,16 @@ import pydantic
 MAX_REGIONS = 50  # each is a queue and a column of the model page's grid
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")  # a queue name, a URL parameter and a label at once
 NAME_RULE = "lower-case letters, digits and '-', at most 40, starting with a letter or digit"
+# Views of the board's region parameter (board/regions.py): every region pooled, and samples taken with no agent.
+RESERVED = ("all", "local")
 
 
 def check_name(name: str) -> str:
     """A region's name as given (ValueError naming the rule otherwise)."""
     if not NAME.fullmatch(name):
         raise ValueError(f"region {name[:60]!r}: use {NAME_RULE}")
+    if name in RESERVED:
+        raise ValueError(f"region {name!r}: {' and '.join(RESERVED)} name views of the board; choose another name")
     return name
 
 

@@ -148,7 +148,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         7,
         (
             # The daily rollup (rollup.py): a 72 h window reads its whole days from it, 14 days of 100k too.
-            *rollup.DAYS.schema(),
+            *rollup.DAYS.schema(rollup.FIRST),
             rollup.rebuild_days,
         ),
     ),
@@ -156,7 +156,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         8,
         (
             # The 6-hour rollup (rollup.py): a window's day edges read a few quarters and hours, not 23 hours.
-            *rollup.QUARTERS.schema(),
+            *rollup.QUARTERS.schema(rollup.FIRST),
             rollup.rebuild_quarters,
         ),
     ),
@@ -189,6 +189,14 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
                 jobs_dropped INTEGER NOT NULL DEFAULT 0,
                 clock_offset_ms DOUBLE PRECISION
             )""",
+        ),
+    ),
+    (
+        10,
+        (
+            # The rollups keyed by region too (a board per region), and keeping TTFT less the network round trip
+            # (rollup.DERIVED) so its percentiles are exact like the others: dropped, recreated and rebuilt.
+            rollup.recreate,
         ),
     ),
 )

@@ -1,12 +1,13 @@
 """The rollup: what the leaderboard's windows need of the published samples, one row per endpoint hour and day.
 
 A window over a million samples ranked 70,000 of them per read (0.4 s for 24 h, 2-3 s for 72 h on SQLite).
-``sample_hours`` holds, per (provider, plan, model, workload, hour = floor(started_at / 3600), client_bound) of
-the *published* samples: how many, how many ok and one-shot, the first and last time, the protocol and simulated
-flag (their maxima, as the windows report them), the failures' kinds (`` kind`` each), and for the ok samples
-each metric's values themselves, NULLs skipped, as text: 16 hex digits per value, its IEEE 754 bits big-endian
-(:func:`encode`). That round-trips every float exactly, concatenates as text in both databases, and decodes
-~200,000 values in a few milliseconds (:func:`decode`; ``float()`` of decimal text took ten times as long).
+``sample_hours`` holds, per (provider, plan, model, workload, region, hour = floor(started_at / 3600),
+client_bound) of the *published* samples: how many, how many ok and one-shot, the first and last time, the protocol
+and simulated flag (their maxima, as the windows report them), the failures' kinds (`` kind`` each), and for the ok
+samples each metric's values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs skipped, as
+text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
+concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
+``float()`` of decimal text took ten times as long).
 ``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`Level` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
 per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
@@ -32,22 +33,45 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.measure.network import corrected_ttft
 from tokenpace.store.columns import SAMPLE_COLUMNS
 from tokenpace.store.dialects import Connection
 
 HOUR = 3600
 DAY = 24 * HOUR
-METRICS = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures, columns of ``samples``
-KEY = ("provider", "plan", "model", "workload", "hour", "client_bound")
-COLUMNS = (
-    *KEY, "samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures", *METRICS,
-)  # fmt: skip
-# What a raw sample contributes, in this order: the windows read their edge hours with the same columns.
-RAW = (
-    "provider, plan, model, workload, started_at, ok, error_kind, source, client_bound, protocol, simulated, "
-    + ", ".join(METRICS)
-)
+STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
+# Figures computed from a sample's columns, as SQL both databases evaluate alike (IEEE doubles, NULL in, NULL out)
+# and as the writer computes them in Python (measure/network.corrected_ttft): kept like the others, so their
+# percentiles are as exact. TTFT less the network round trip the agent measured before the run.
+DERIVED = {"ttft_net_ms": "ttft_ms - net_rtt_ms"}
+METRICS = (*STORED, *DERIVED)
+COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What a rollup row is keyed by (besides its unit and client_bound) and which figures it keeps.
+
+    The tables' shape changed (migration 10 added the region and corrected TTFT): migrations 6-8 still build
+    the shape they built (:data:`FIRST`), so the history means what it meant; the code reads :data:`CURRENT`.
+    """
+
+    ident: tuple[str, ...]
+    metrics: tuple[str, ...]
+
+    @property
+    def raw(self) -> str:
+        """What a raw sample contributes, in this order: the windows read their edge hours with the same columns."""
+        metrics = (DERIVED.get(m, m) for m in self.metrics)
+        return ", ".join(
+            (*self.ident, "started_at, ok, error_kind, source, client_bound, protocol, simulated", *metrics)
+        )
+
+
+FIRST = Shape(("provider", "plan", "model", "workload"), STORED)  # migrations 6, 7 and 8
+CURRENT = Shape(("provider", "plan", "model", "workload", "region"), METRICS)  # migration 10
+RAW = CURRENT.raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,52 +82,52 @@ class Level:
     unit: str
     seconds: int
 
+    def key_of(self, shape: Shape) -> tuple[str, ...]:
+        return (*shape.ident, self.unit, "client_bound")
+
+    def columns_of(self, shape: Shape) -> tuple[str, ...]:
+        return (*self.key_of(shape), *COUNTS, *shape.metrics)
+
     @property
     def key(self) -> tuple[str, ...]:
-        return tuple(self.unit if c == "hour" else c for c in KEY)
+        return self.key_of(CURRENT)
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return tuple(self.unit if c == "hour" else c for c in COLUMNS)
+        return self.columns_of(CURRENT)
 
     def of(self, t: float) -> int:
         """The unit holding t (exactly, as :func:`hour_of`)."""
         return hour_of(t) // (self.seconds // HOUR)
 
-    def schema(self) -> tuple[str, str]:
+    def schema(self, shape: Shape = CURRENT) -> tuple[str, str]:
+        texts = {"provider", "plan", "model", "workload", "region", "protocol", "failures", *shape.metrics}
+        kinds = {"first_at": "DOUBLE PRECISION", "last_at": "DOUBLE PRECISION"}
+        cols = ",\n        ".join(
+            f"{c} {'TEXT' if c in texts else kinds.get(c, 'INTEGER')} NOT NULL" for c in self.columns_of(shape)
+        )
         return (
             f"""CREATE TABLE {self.table} (
-        provider TEXT NOT NULL,
-        plan TEXT NOT NULL,
-        model TEXT NOT NULL,
-        workload TEXT NOT NULL,
-        {self.unit} INTEGER NOT NULL,
-        client_bound INTEGER NOT NULL,
-        samples INTEGER NOT NULL,
-        ok INTEGER NOT NULL,
-        one_shot INTEGER NOT NULL,
-        first_at DOUBLE PRECISION NOT NULL,
-        last_at DOUBLE PRECISION NOT NULL,
-        protocol TEXT NOT NULL,
-        simulated INTEGER NOT NULL,
-        failures TEXT NOT NULL,
-        output_speed TEXT NOT NULL,
-        ttft_ms TEXT NOT NULL,
-        e2e_ms TEXT NOT NULL,
-        PRIMARY KEY (provider, plan, model, workload, {self.unit}, client_bound)
+        {cols},
+        PRIMARY KEY ({", ".join(self.key_of(shape))})
     )""",
             # Covering for the filter menus (windows.present); a board's read narrows by unit, then workload.
-            f"CREATE INDEX {self.table}_time ON {self.table} ({self.unit}, workload, provider, plan, model)",
+            f"CREATE INDEX {self.table}_time ON {self.table} ({self.unit}, {', '.join(_menu(shape))})",
         )
+
+
+def _menu(shape: Shape) -> tuple[str, ...]:
+    """The index's columns after the unit: workload first, then the rest of the identity."""
+    return ("workload", *(c for c in shape.ident if c != "workload"))
 
 
 HOURS = Level("sample_hours", "hour", HOUR)
 QUARTERS = Level("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
 DAYS = Level("sample_days", "day", DAY)
 LEVELS = (HOURS, QUARTERS, DAYS)
-SCHEMA = HOURS.schema()  # migration 6
+SCHEMA = HOURS.schema(FIRST)  # migration 6
 _INDEX = {c: i for i, c in enumerate(SAMPLE_COLUMNS)}
-_PICK = tuple(_INDEX[c.strip()] for c in RAW.split(","))
+_IDENT = len(CURRENT.ident)
 
 
 def hour_of(t: float) -> int:
@@ -172,11 +196,11 @@ def _larger(table: str, column: str, *, smaller: bool = False) -> str:
     return f"{column} = CASE WHEN {new} {op} {kept} THEN {new} ELSE {kept} END"
 
 
-def _upsert_set(t: str) -> str:
+def _upsert_set(t: str, shape: Shape) -> str:
     return ", ".join(
         [f"{c} = {t}.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot")]
         + [_larger(t, "first_at", smaller=True), _larger(t, "last_at"), _larger(t, "protocol")]
-        + [_larger(t, "simulated"), *(f"{c} = {t}.{c} || excluded.{c}" for c in ("failures", *METRICS))]
+        + [_larger(t, "simulated"), *(f"{c} = {t}.{c} || excluded.{c}" for c in ("failures", *shape.metrics))]
     )
 
 
@@ -188,15 +212,15 @@ class _Row:
     simulated: int
     first_at: float
     last_at: float
+    values: tuple[list[str], ...]
     samples: int = 0
     ok: int = 0
     one_shot: int = 0
     failures: list[str] = field(default_factory=list)
-    values: tuple[list[str], ...] = field(default_factory=lambda: ([], [], []))
 
-    def add(self, raw: Sequence[Any]) -> None:
-        """Count one sample, given as its ``RAW`` columns."""
-        at, ok, kind, source, _, protocol, simulated, *metrics = raw[4:]
+    def add(self, rest: Sequence[Any]) -> None:
+        """Count one sample, given as its ``RAW`` columns after its identity."""
+        at, ok, kind, source, _, protocol, simulated, *metrics = rest
         self.samples += 1
         self.ok += int(ok)
         self.one_shot += source == "one-shot"
@@ -214,73 +238,94 @@ class _Row:
         return (*key, *counts, "".join(self.failures), *("".join(v) for v in self.values))
 
 
-def _key(raw: Sequence[Any], level: Level) -> tuple[Any, ...]:
-    return (*raw[:4], level.of(raw[4]), int(raw[8]))
+def _key(raw: Sequence[Any], level: Level, n: int) -> tuple[Any, ...]:
+    """The row's key: the sample's identity (its first n columns), its unit and whether it was client-bound."""
+    return (*raw[:n], level.of(raw[n]), int(raw[n + 4]))
 
 
-def _start(raw: Sequence[Any]) -> _Row:
-    return _Row(raw[9], int(raw[10]), raw[4], raw[4])
+def _start(rest: Sequence[Any], metrics: int) -> _Row:
+    return _Row(rest[5], int(rest[6]), rest[0], rest[0], tuple([] for _ in range(metrics)))
 
 
-def _insert(level: Level, ph: str, rows: int = 1) -> str:
-    one = f"({', '.join([ph] * len(COLUMNS))})"
-    return f"INSERT INTO {level.table} ({', '.join(level.columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
+def _insert(level: Level, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str:
+    columns = level.columns_of(shape)
+    one = f"({', '.join([ph] * len(columns))})"
+    return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
+
+
+def _raw(values: Sequence[Any]) -> list[Any]:
+    """A sample's ``RAW`` columns from its values in ``SAMPLE_COLUMNS`` order, derived figures computed."""
+    get = {c: values[i] for c, i in _INDEX.items()}
+    stored = [get[c.strip()] for c in RAW.split(",")[: -len(DERIVED)]]
+    return [*stored, corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])]
 
 
 def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     """Count a sample just inserted (its values in ``SAMPLE_COLUMNS`` order), in the insert's transaction."""
     if not values[_INDEX["published"]]:
         return
-    raw = [values[i] for i in _PICK]
-    one = _start(raw)
-    one.add(raw)
+    raw = _raw(values)
+    one = _start(raw[_IDENT:], len(METRICS))
+    one.add(raw[_IDENT:])
     for level in LEVELS:
-        upsert = f"{_insert(level, ph)} ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {_upsert_set(level.table)}"
-        conn.execute(upsert, one.row(_key(raw, level)))
+        conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {_upsert_set(level.table, CURRENT)}"
+        conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, _IDENT)))
 
 
-def fold(raws: Iterable[Sequence[Any]], level: Level = HOURS) -> dict[tuple[Any, ...], _Row]:
-    """Samples (``RAW`` columns) grouped into a level's rollup rows."""
+def fold(raws: Iterable[Sequence[Any]], level: Level = HOURS, shape: Shape = CURRENT) -> dict[tuple[Any, ...], _Row]:
+    """Samples (the shape's ``raw`` columns) grouped into a level's rollup rows."""
+    n = len(shape.ident)
     rows: dict[tuple[Any, ...], _Row] = {}
     for raw in raws:
-        key = _key(raw, level)
+        key = _key(raw, level, n)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = _start(raw)
-        row.add(raw)
+            row = rows[key] = _start(raw[n:], len(shape.metrics))
+        row.add(raw[n:])
     return rows
 
 
-def rebuild(conn: Connection, ph: str, levels: Sequence[Level] = LEVELS, batch: int = 500) -> None:
+def rebuild(
+    conn: Connection, ph: str, levels: Sequence[Level] = LEVELS, batch: int = 500, shape: Shape = CURRENT
+) -> None:
     """Recompute the levels' rollups from ``samples``, a day of samples at a time (whole hours and a whole day)."""
     for level in levels:
         conn.execute(f"DELETE FROM {level.table}")  # noqa: S608
     published = "FROM samples WHERE published = 1"
     nxt = f"SELECT MIN(started_at) {published} AND started_at >= {ph}"
-    day = f"SELECT {RAW} {published} AND started_at >= {ph} AND started_at < {ph}"
+    day = f"SELECT {shape.raw} {published} AND started_at >= {ph} AND started_at < {ph}"
     at = conn.execute(f"SELECT MIN(started_at) {published}").fetchone()[0]
     while at is not None:
         start = float(day_of(at) * DAY)
         end = start + DAY
         raws = conn.execute(day, (start, end)).fetchall()
         for level in levels:
-            rows = [r.row(k) for k, r in fold(raws, level).items()]
+            rows = [r.row(k) for k, r in fold(raws, level, shape).items()]
             for i in range(0, len(rows), batch):
                 chunk = rows[i : i + batch]
-                conn.execute(_insert(level, ph, len(chunk)), [v for r in chunk for v in r])
+                conn.execute(_insert(level, ph, len(chunk), shape), [v for r in chunk for v in r])
         at = conn.execute(nxt, (end,)).fetchone()[0]
+
+
+def recreate(conn: Connection, ph: str) -> None:
+    """Migration 10: every level dropped, made again in the current shape and rebuilt from ``samples``."""
+    for level in LEVELS:
+        conn.execute(f"DROP TABLE {level.table}")
+        for sql in level.schema():
+            conn.execute(sql)
+    rebuild(conn, ph)
 
 
 def rebuild_hours(conn: Connection, ph: str) -> None:
     """Migration 6: the hourly rollup alone (the daily one came later)."""
-    rebuild(conn, ph, (HOURS,))
+    rebuild(conn, ph, (HOURS,), shape=FIRST)
 
 
 def rebuild_days(conn: Connection, ph: str) -> None:
     """Migration 7: the daily rollup, from the samples (the hourly one is already right)."""
-    rebuild(conn, ph, (DAYS,))
+    rebuild(conn, ph, (DAYS,), shape=FIRST)
 
 
 def rebuild_quarters(conn: Connection, ph: str) -> None:
     """Migration 8: the 6-hour rollup, from the samples (the others are already right)."""
-    rebuild(conn, ph, (QUARTERS,))
+    rebuild(conn, ph, (QUARTERS,), shape=FIRST)

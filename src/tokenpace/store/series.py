@@ -15,7 +15,8 @@ from typing import Any
 
 from tokenpace.measure.bursts import Member
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.windows import METRICS, endpoint_name
+from tokenpace.store.rollup import STORED
+from tokenpace.store.windows import endpoint_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ class Point:
         return self.group_id, Member(self.started_at.timestamp(), self.e2e_ms, self.output_tokens or 0, self.ttft_ms)
 
 
-_POINT = f"started_at, workload, ok, error_kind, {', '.join(METRICS)}, http_status, error_message, source, published"
+_POINT = f"started_at, workload, ok, error_kind, {', '.join(STORED)}, http_status, error_message, source, published"
 _POINT += ", client_bound, group_id, output_tokens"
 
 

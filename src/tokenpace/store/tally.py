@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.measure.stats import Figure, figure_sorted
-from tokenpace.store.rollup import UNKNOWN, decode
+from tokenpace.store.rollup import METRICS, UNKNOWN, decode
+
+
+def _lists() -> tuple[list[Any], ...]:
+    return tuple([] for _ in METRICS)
 
 
 @dataclass
@@ -31,10 +35,10 @@ class Tally:
     protocol: str = ""
     simulated: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    texts: tuple[list[str], ...] = field(default_factory=lambda: ([], [], []))  # rollup values, unparsed
-    bound_texts: tuple[list[str], ...] = field(default_factory=lambda: ([], [], []))
-    values: tuple[list[float], ...] = field(default_factory=lambda: ([], [], []))
-    bound_values: tuple[list[float], ...] = field(default_factory=lambda: ([], [], []))
+    texts: tuple[list[str], ...] = field(default_factory=_lists)  # rollup values, unparsed
+    bound_texts: tuple[list[str], ...] = field(default_factory=_lists)
+    values: tuple[list[float], ...] = field(default_factory=_lists)
+    bound_values: tuple[list[float], ...] = field(default_factory=_lists)
 
     def _times(self, first: float, last: float, protocol: str, simulated: int) -> None:
         self.first_at = first if self.first_at is None else min(self.first_at, first)

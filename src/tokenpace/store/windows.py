@@ -29,10 +29,12 @@ from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, commonest, success_rate
 from tokenpace.store.database import Store, epoch, utc
 from tokenpace.store.rollup import HOUR, RAW, cover
-from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures, columns of ``samples``
+from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)
 from tokenpace.store.tally import Tally, tally
 
 DAY = 86400
+NO_FIGURE = Figure(0)
+EACH = "*"  # as a region: one row per (endpoint, region) rather than one filtered or pooled
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ class EndpointRow:
     client_bound: int = 0  # samples timed while the client's own loop lagged, whatever their outcome
     one_shot: int = 0  # samples from one-shot runs published with `run --publish`
     usable: int | None = None  # successful samples whose figures count (client-bound ones out); None: every ok
+    ttft_net_ms: Figure = NO_FIGURE  # TTFT less the network round trip, of samples that measured it
+    region: str | None = None  # where measured from: '' the storing process itself; None every region pooled
 
     @property
     def name(self) -> str:
@@ -168,10 +172,18 @@ def _union(selects: list[Select], union: str = "UNION ALL") -> Select:
     return f" {union} ".join(sql for sql, _ in selects), [p for _, params in selects for p in params]
 
 
-def present(store: Store, window: Window, now: datetime, long_workloads: Collection[str] = ()) -> list[tuple[str, ...]]:
-    """The distinct (provider, plan, workload) with a sample in the window: what filter menus offer."""
-    menu = "provider, plan, workload"
-    hours, raws = _selects(window, epoch(now), long_workloads, (menu, menu))
+def _region(region: str | None) -> Select:
+    """The condition a region puts on a read: none for every region (pooled or one row each), else that one."""
+    return ("", []) if region is None or region == EACH else (" AND region = ?", [region])
+
+
+def present(
+    store: Store, window: Window, now: datetime, long_workloads: Collection[str] = (), region: str | None = None
+) -> list[tuple[str, ...]]:
+    """The distinct (provider, plan, workload, region) with a sample in the window (of one region, unless None
+    or EACH): what filter menus offer."""
+    menu = "provider, plan, workload, region"
+    hours, raws = _selects(window, epoch(now), long_workloads, (menu, menu), where=_region(region))
     sql, params = _union(hours + raws, "UNION")  # distinct, and ordered as the database orders text, as before
     return [tuple(r) for r in store.query(f"{sql} ORDER BY {menu}", params)]
 
@@ -186,8 +198,8 @@ def present_models(store: Store, window: Window, now: datetime, long_workloads: 
 # A rollup row as it is, summed in Python (Tally.hours): grouping in SQL (SUM, string_agg) cost PostgreSQL a sort
 # and an aggregate over multi-kilobyte texts, ~10 % of a 72 h board over 1M samples, to save a few hundred rows.
 _ROLLUP_ROW = (
-    "provider, plan, model, workload, client_bound, samples, ok, one_shot, first_at, last_at, protocol, simulated, "
-    "failures, " + ", ".join(METRICS)
+    "provider, plan, model, workload, region, client_bound, samples, ok, one_shot, first_at, last_at, protocol, "
+    "simulated, failures, " + ", ".join(METRICS)
 )
 
 
@@ -202,13 +214,16 @@ def endpoint_rows(
     provider: str | None = None,
     plan: str | None = None,
     include_client_bound: bool = False,
+    region: str | None = None,
 ) -> list[EndpointRow]:
     """Every endpoint x workload with a sample in the window (only those matching the filters), sorted by key.
 
     ``include_client_bound``: figures also from successful samples timed while the client lagged. ``model``: one
-    id, or several (the ids of one canonical model).
+    id, or several (the ids of one canonical model). ``region``: None pools every region's samples in one row
+    (region None), '' reads the storing process's own, a name that region's, and EACH gives each region a row.
     """
-    where: Select = ("", [])
+    where: Select = _region(region)
+    split = region == EACH
     if model is not None and not isinstance(model, str):
         ids = sorted(model) or [""]  # no id: no row
         where, model = (f" AND model IN ({', '.join('?' * len(ids))})", ids), None
@@ -218,17 +233,20 @@ def endpoint_rows(
             where = (f"{where[0]} AND {column} = ?", [*where[1], value])
     hours, raws = _selects(window, epoch(now), long_workloads, (_ROLLUP_ROW, RAW), workload, where)
     found: dict[tuple[str, ...], Tally] = {}
+    # The key: the endpoint and workload, and the region when each has its own row (else None: the one asked
+    # for, or every one pooled).
+    n = 5 if split or region is not None else 4
     if hours:
         for r in store.query(*_union(hours)):
-            tally(found, r[:4]).hours(r[5:], bool(r[4]))
+            tally(found, r[:n]).hours(r[6:], bool(r[5]))
     for r in store.query(*_union(raws)):
-        tally(found, r[:4]).sample(r[4:])
+        tally(found, r[:n]).sample(r[5:])
     rows = []
     for key, t in sorted(found.items()):
-        provider, plan, model, workload = key
+        provider, plan, model, workload = key[:4]
         kinds = commonest(t.kinds)
         cancelled = t.kinds.get(ErrorKind.CANCELLED.value, 0)
-        output_speed, ttft_ms, e2e_ms = t.figures(include_client_bound)
+        output_speed, ttft_ms, e2e_ms, ttft_net_ms = t.figures(include_client_bound)
         rows.append(
             EndpointRow(
                 provider, plan, model, workload, t.protocol, bool(t.simulated),
@@ -239,6 +257,7 @@ def endpoint_rows(
                 window_s=window.span(workload, long_workloads),
                 errors=kinds, cancelled=cancelled,
                 client_bound=t.bound, one_shot=t.one_shot, usable=t.usable(include_client_bound),
+                ttft_net_ms=ttft_net_ms, region=key[4] if n == 5 else None,
             )
         )  # fmt: skip
     return rows
@@ -258,6 +277,7 @@ class ModelRow:
     e2e_ms: float | None
     success_rate: float | None
     simulated: bool = False  # any contributing endpoint is a simulator
+    region: str | None = None  # its rows' region (None: every region pooled)
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -268,7 +288,7 @@ def _median(values: Iterable[float | None]) -> float | None:
 def model_rows(
     rows: Sequence[EndpointRow], statistic: str, *, min_samples: int = 1, canonical: Callable[[str], str] = str
 ) -> list[ModelRow]:
-    """Per (model, workload): median across endpoints of their headline figures, sorted by model, workload.
+    """Per (model, workload, region): median across endpoints of their headline figures, sorted by model, workload.
 
     ``canonical`` names the model a provider's id means (config.models: one name for the same weights), so
     ``llama-3.1-8b-instant`` and ``llama3.1-8b`` are one model row; by default every id is its own model.
@@ -277,11 +297,11 @@ def model_rows(
     for a model. The success rate pools every endpoint's samples: a provider that fails every request has no
     counted sample, and the median of the others' rates would hide it.
     """
-    every: dict[tuple[str, str], list[EndpointRow]] = {}
-    for r in rows:
-        every.setdefault((canonical(r.model), r.workload), []).append(r)
+    every: dict[tuple[str, str, str], list[EndpointRow]] = {}
+    for r in rows:  # per region too when rows are (an endpoint's region is not another endpoint)
+        every.setdefault((canonical(r.model), r.workload, r.region or ""), []).append(r)
     found = []
-    for (model, workload), group in sorted(every.items()):
+    for (model, workload, _), group in sorted(every.items()):
         speaking = [r for r in group if r.counted >= min_samples]
         if speaking:
             found.append(_model_row(model, workload, speaking, group, statistic))
@@ -297,5 +317,5 @@ def _model_row(
     pooled = success_rate(sum(r.ok for r in every), sum(r.samples for r in every), sum(r.cancelled for r in every))
     return ModelRow(
         model, workload, len(group), sum(r.samples for r in group),
-        med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in group),
+        med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in group), group[0].region,
     )  # fmt: skip

@@ -41,7 +41,7 @@ from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import EndpointRow
-from tokenpace.web import detail, leaderboard, methodology, ops, paths, prom, render
+from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, prom, render
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
@@ -50,7 +50,7 @@ from tokenpace.web.site import Site
 from tokenpace.web.worker import Call, Worker
 
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
-READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound")
+READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound", "region")
 
 
 class _FormatConvertor(Convertor[str]):
@@ -197,6 +197,23 @@ def _page(view: Callable[[Site, Request], Page]) -> Handler:
     return _cached(respond)
 
 
+def _fresh(view: Callable[[Site, Request], Page]) -> Handler:
+    """A page and its JSON twin rendered on every request, on the view pool: for what the memo cannot see."""
+
+    async def handle(request: Request) -> Response:
+        site: Site = request.app.state.site
+
+        def respond() -> Response:
+            page = view(site, request)
+            if paths.format_of(request.url.path) == "json":
+                return render.json(page)
+            return render.html(site.env, page, site.now())
+
+        return await site.pool.run(respond)
+
+    return handle
+
+
 def _endpoint(site: Site, request: Request) -> Page:
     found = paths.parse_endpoint(_raw_tail(request, "/endpoint/"))
     if found is None:
@@ -269,6 +286,8 @@ def create_app(
         Route("/leaderboard.csv", _cached(_leaderboard_csv)),
         Route("/endpoint/{rest:path}", _page(_endpoint)),
         Route("/model/{rest:path}", _page(_model)),
+        # Not kept until the next sample: agents beat without storing one (agents.py reads afresh).
+        Route("/agents{format:format}", _fresh(lambda s, r: agents.agents_page(s, _params(r)))),
         Route("/methodology{format:format}", _page(lambda s, r: methodology.methodology_page(s, _params(r)))),
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, uptime
 from tokenpace.board.changes import change_dict, describe, series_changes
+from tokenpace.board.grid import grid_dict, region_grid
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.workloads import ordered
@@ -25,7 +26,15 @@ from tokenpace.measure.bursts import bursts, grouped
 from tokenpace.store.database import epoch
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.usage import typical
-from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows, model_rows, present_models
+from tokenpace.store.windows import (
+    EACH,
+    EndpointRow,
+    Window,
+    endpoint_name,
+    endpoint_rows,
+    model_rows,
+    present_models,
+)
 from tokenpace.web import charts
 from tokenpace.web.paths import endpoint_path, model_path
 from tokenpace.web.render import Page
@@ -179,6 +188,12 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]
     summary = model_rows(shown, window.statistic, min_samples=site.min_samples, canonical=models.canonical)
+    # Per (endpoint, region) of this workload: the region x provider grid, when more than one region measured it.
+    apart = endpoint_rows(
+        site.store, window, now, site.long_workloads, model=ids, workload=workload, include_client_bound=include,
+        region=EACH,
+    )  # fmt: skip
+    grid = region_grid(apart, site.config)
     since = now - timedelta(seconds=window.span(workload, site.long_workloads))
     costs = _costs(site, shown, window, now)
     named = [x for m in ids for x in model_series(site.store, model=m, workload=workload, since=since)]
@@ -203,10 +218,12 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
         "recent_label": "Endpoint",
         "open_recent": False,
         "include_client_bound": include,
+        "grid": grid,
     }
     endpoints = _rows_data(site, shown, costs, window, now)
     data = {**facts, "workload": workload, "window": window, "summary": summary[0] if summary else None,
-            "endpoints": endpoints, "series": groups, "recent": _recent(points)}  # fmt: skip
+            "endpoints": endpoints, "series": groups, "recent": _recent(points),
+            "region_grid": grid_dict(grid)}  # fmt: skip
     return Page(
         "model.html",
         context,

@@ -8,14 +8,16 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from tokenpace.board import changes, cost, ranking
+from tokenpace.board import changes, cost, ranking, regions
 from tokenpace.board.summary import bursts_dict
+from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
 from tokenpace.errors import ConfigError
 from tokenpace.measure.bursts import Bursts, bursts, grouped
 from tokenpace.schedule.sampler import BudgetStatus
+from tokenpace.store import agents
 from tokenpace.store.series import series
-from tokenpace.store.windows import WINDOWS
+from tokenpace.store.windows import EACH, WINDOWS
 from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
@@ -34,6 +36,13 @@ COLUMNS = (
     ("cost", "$ per request", "num wide"),
     ("last", "Last sample", "num"),
 )
+# Shown beside TTFT when the rows measured the network (probe agents, measure/network.py).
+TTFT_NET = ("ttft_net", "TTFT \u2212 RTT", "num")  # a minus sign, not a hyphen
+TTFT_NET_TITLE = (
+    "TTFT less one network round trip the probe agent measured just before the run (the fastest of a few cheap "
+    "requests): the distance to the provider taken off. It cannot take off the provider's queueing or prompt "
+    "processing, which stay in both figures."
+)
 _ARROWS = {"asc": "▲", "desc": "▼"}
 _SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time", "success": "success rate",
               "samples": "sample count", "name": "endpoint name"}  # fmt: skip
@@ -44,12 +53,27 @@ def _href(query: ranking.Query, **changes: Any) -> str:
     return f"/?{qs}" if qs else "/"
 
 
-def _headers(query: ranking.Query) -> list[dict[str, str]]:
+def _columns(each_region: bool, net: bool) -> list[tuple[str, str, str]]:
+    """The columns shown: a region's beside the name when rows are per region, TTFT - RTT beside TTFT when the
+    rows measured the network."""
+    out = []
+    for column in COLUMNS:
+        out.append(column)
+        if column[0] == "name" and each_region:
+            out.append(("region", "Region", ""))
+        if column[0] == "ttft" and net:
+            out.append(TTFT_NET)
+    return out
+
+
+def _headers(query: ranking.Query, net: bool = False) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
-    for key, label, cls in COLUMNS:
-        head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕"}
+    for key, label, cls in _columns(query.region == EACH, net):
+        head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
+        if key == "ttft_net":
+            head["title"] = TTFT_NET_TITLE
         if key in ranking.SORTS:
             active = key == query.sort
             flipped = "asc" if current == "desc" else "desc"
@@ -63,7 +87,9 @@ def _headers(query: ranking.Query) -> list[dict[str, str]]:
 def _query(site: Site, params: Mapping[str, str]) -> ranking.Query:
     # An empty select ("all providers") arrives as provider=; it means no filter.
     given = {k: v for k, v in params.items() if v}
-    return ranking.Query.from_params(given, min_samples=site.min_samples, workload=site.default_workload)
+    return ranking.Query.from_params(
+        given, min_samples=site.min_samples, workload=site.default_workload, region=regions.default(site.config)
+    )
 
 
 def _budgets(site: Site) -> list[BudgetStatus]:
@@ -77,10 +103,13 @@ def _spend_today(site: Site) -> list[cost.PlanDay]:
     return site.memo.get(("spend", now.date()), lambda: cost.spend(site.store, site.config, 1, now))
 
 
-def _menus(board: ranking.Board) -> list[dict[str, object]]:
+def _menus(board: ranking.Board, config: Config) -> list[dict[str, object]]:
     q = board.query
     workloads = ordered([*board.workloads, q.workload])
+    # No region menu where no agent ever measured and none is declared: one place, nothing to choose.
+    where = [regions.menu(q.region, board.regions, config)] if regions.wanted(board.regions, config) else []
     return [
+        *where,
         window_menu(WINDOWS[q.window]),
         {"name": "workload", "label": "Workload", "selected": q.workload, "options": [(w, w) for w in workloads]},
         {"name": "provider", "label": "Provider", "selected": q.provider or "",
@@ -94,16 +123,22 @@ def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
     query = _query(site, params)
     window, now = WINDOWS[query.window], site.now()
     # Keyed by what the SQL reads, not the whole query: another sort or filter reuses the same rows.
-    include = query.include_client_bound
+    include, region = query.include_client_bound, query.region
     m = site.memo.get(
-        ("rows", window.name, query.workload, include),
+        ("rows", window.name, query.workload, include, region),
         lambda: ranking.snapshot(
-            site.store, window, query.workload, now, site.long_workloads, include_client_bound=include
+            site.store, window, query.workload, now, site.long_workloads, include_client_bound=include,
+            region=regions.read(region),
         ),
-    )
+    )  # fmt: skip
     # Each row's current change, from its own last samples whatever the window: re-read when it takes a sample.
     found = site.changes.current(m.rows)
     return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found, config=site.config)
+
+
+def _any_agent(site: Site) -> bool:
+    """Whether any probe agent ever wrote its row: the board then links the agents page."""
+    return bool(site.memo.get(("agents",), lambda: agents.read(site.store)))
 
 
 def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
@@ -131,6 +166,11 @@ def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
     return site.memo.get(("bursts", board.window.name, workload.name, *(e.row.name for e in board.entries)), read)
 
 
+def _label(board: ranking.Board, e: ranking.Entry) -> str:
+    """A row's name in a chart: with its region where each region has its own row (one name, several rows)."""
+    return f"{e.row.name} @{regions.token(e.row.region)}" if board.query.region == EACH else e.row.name
+
+
 def board_charts(board: ranking.Board) -> list[charts.Chart]:
     """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
     speed against its blended price where it has one."""
@@ -140,16 +180,18 @@ def board_charts(board: ranking.Board) -> list[charts.Chart]:
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
     speeds = charts.boxes(
         "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
-        {e.row.name: e.row.output_speed for e in boxed},
+        {_label(board, e): e.row.output_speed for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
     timed = [
-        charts.Dot(e.row.provider, e.row.name, t, s) for e, s in headline if (t := e.row.ttft_ms.headline(statistic))
+        charts.Dot(e.row.provider, _label(board, e), t, s)
+        for e, s in headline
+        if (t := e.row.ttft_ms.headline(statistic))
     ]
     out = [speeds, charts.scatter("chart-board-ttft-speed", f"TTFT against output speed, {label}", "TTFT (ms)",
                                   "output speed (tok/s)", timed)]  # fmt: skip
     priced = [
-        charts.Dot(e.row.provider, e.row.name, price, s)
+        charts.Dot(e.row.provider, _label(board, e), price, s)
         for e, s in headline
         if e.cost is not None and (price := e.cost.blended) is not None
     ]
@@ -171,6 +213,8 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     hidden = [(k, v) for k, v in kept.items() if v]
     qs = q.params()
     found = _bursts(site, board)
+    net = any(e.row.ttft_net_ms.n for e in board.entries)
+    caption = regions.caption(q.region, site.config) if regions.wanted(board.regions, site.config) else ""
     context = {
         "board": board,
         "query": q,
@@ -179,9 +223,15 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "models": board.models,
         "budgets": budgets,
         "spend": spent,
-        "headers": _headers(q),
+        "headers": _headers(q, net),
         "sort_label": _SORTED_BY[q.sort],
-        "menus": _menus(board),
+        "menus": _menus(board, site.config),
+        "region_caption": caption,
+        "each_region": q.region == EACH,
+        "net": net,
+        "ttft_net_title": TTFT_NET_TITLE,
+        "region_token": regions.token,
+        "agents_url": "/agents" if _any_agent(site) else "",
         "hidden": hidden,
         "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),
         # The other view of client-bound samples: what the board would say with them counted, or without.
@@ -191,7 +241,12 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "bursts": found,
         "describe_change": changes.describe,  # the "changed" badge's title
     }
-    data = {**ranking.as_dict(board), "budgets_hit": budgets, "spend_today": [cost.plan_day_dict(d) for d in spent]}
+    data = {
+        **ranking.as_dict(board),
+        "region_caption": caption or None,
+        "budgets_hit": budgets,
+        "spend_today": [cost.plan_day_dict(d) for d in spent],
+    }
     for entry in data["entries"]:  # a burst workload's rows say how each burst was served
         if entry["name"] in found:
             entry["bursts"] = bursts_dict(found[entry["name"]])

@@ -40,7 +40,18 @@ NOT_MEASURED = (
     "Rate limits and quality of the answers; prices are stated (config, presets), not read from bills.",
     "Tokens as the provider's own tokenizer counts them: every model is counted with o200k_base, so speeds "
     "compare across providers (the provider-reported counts are kept beside them in the raw samples).",
-    "Regions other than where this server runs, and cold starts a provider hides behind a warm pool.",
+    "Regions where no probe agent runs (without agents: every region but this server's), and cold starts a "
+    "provider hides behind a warm pool.",
+)
+# Network-corrected TTFT (issue 11): what it is and what it leaves in (measure/network.py says the same).
+NETWORK = (
+    "A probe agent measures the path to each endpoint just before each job: the TCP handshake and the TLS "
+    "handshake on a fresh connection, and the round trip (RTT) of the fastest of a few cheap requests (the "
+    'protocol\'s model list) on one kept connection. The board then shows "TTFT \u2212 RTT" beside TTFT, '
+    "each sample's TTFT less the RTT measured before its job, its percentiles exact like the others'. "
+    "It takes off the distance between the agent and the provider, so regions compare on what the provider did; "
+    "it cannot take off the provider's queueing or prompt processing (which is what TTFT is for), nor the time "
+    "the cheap request itself took on the server. Samples without an agent have no RTT, and no corrected figure."
 )
 
 
@@ -99,6 +110,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "budgets": budgets,
         "workloads": workloads,
         "not_measured": list(NOT_MEASURED),
+        "network": NETWORK,
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
     }

@@ -1,0 +1,19 @@
+"""The agents page and its JSON twin: every probe agent, where it measures from and whether it is alive."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tokenpace.board.fleet import NONE_YET, fleet_dict
+from tokenpace.store import agents
+from tokenpace.web.render import Page
+from tokenpace.web.site import Site
+
+
+def agents_page(site: Site, params: Mapping[str, str]) -> Page:
+    """Read fresh each time the page is rendered: a heartbeat writes no sample, so nothing else would tell."""
+    now = site.now()
+    found = agents.read(site.store)
+    data = fleet_dict(found, now)
+    context = {"agents": data["agents"], "missed": data["down_after_missed_heartbeats"], "none_yet": NONE_YET}
+    return Page("agents.html", context, data, json_url="/agents.json")

@@ -1,0 +1,37 @@
+"""`tokenpace agents`: the same list as /agents, a clear line when there is none, exit 0 either way."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tokenpace.cli import main
+from tokenpace.store import agents
+from tokenpace.store.agents import Agent
+from tokenpace.store.database import open_store
+
+
+def test_no_agents_is_one_line_and_exit_0(tmp_path: Path) -> None:
+    db = str(tmp_path / "a.db")
+    done = CliRunner().invoke(main, ["agents", "--db", db])
+    assert done.exit_code == 0 and done.output.strip().startswith("no probe agents")
+    done = CliRunner().invoke(main, ["agents", "--db", db, "--json"])
+    assert done.exit_code == 0 and json.loads(done.output)["agents"] == []
+
+
+def test_agents_are_listed_as_a_table_and_as_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "a.db")
+    now = datetime.now(UTC)
+    with open_store(db) as store:
+        agents.beat(store, Agent("fra-1", "eu-west", "fra-host", "0.2.0", now, now, 10, None, 5, 1, 0, 2.0))
+        agents.beat(store, Agent("iad-1", "us-east", "iad-host", "0.2.0", now, now, 10, now, 1, 0, 3, None))
+    done = CliRunner().invoke(main, ["agents", "--db", db])
+    assert done.exit_code == 0
+    assert "fra-1" in done.output and "eu-west" in done.output and "up" in done.output and "stopped" in done.output
+    data = json.loads(CliRunner().invoke(main, ["agents", "--db", db, "--json"]).output)
+    assert [(a["name"], a["state"], a["jobs_dropped"]) for a in data["agents"]] == [
+        ("fra-1", "up", 0), ("iad-1", "stopped", 3)
+    ]  # fmt: skip
