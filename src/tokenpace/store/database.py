@@ -145,12 +145,12 @@ def _up_to_date(conn: Connection, dialect: Dialect) -> bool:
     """Whether every migration is applied, asked without writing: a region agent's role may not create tables."""
     absent: tuple[type[Exception], ...] = (sqlite3.Error, *dialect.errors)
     try:
-        (have,) = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone() or (None,)
+        have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}
     except absent:  # no table yet
         conn.rollback()
         return False
     conn.rollback()
-    return have == MIGRATIONS[-1][0]
+    return have == {v for v, _ in MIGRATIONS}
 
 
 def _migrate(conn: Connection, dialect: Dialect, url: str) -> None:
