@@ -75,7 +75,8 @@ def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
         ),
         (
             f"[{'k' * 5000}]\n",
-            r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, models, alerts, regions\)$",
+            r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, models, alerts, "
+            r"regions\)$",
         ),
         (
             '[providers.groq]\nmodels = ["m"]\nbiling = "capped"\n',
