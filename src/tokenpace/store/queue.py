@@ -136,14 +136,17 @@ class Queue:
 
         async with self._mapped():
             deferrer = self.app.configure_task(TASK, queue=queue_name(order.region), queueing_lock=order.lock)
-            try:
-                return await deferrer.defer_async(**asdict(order))
-            except procrastinate.exceptions.AlreadyEnqueued:
-                row = await self.app.connector.execute_query_one_async(
-                    "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %(lock)s AND status = 'todo'",
-                    lock=order.lock,
-                )
-                return int(row["id"])
+            for _ in range(3):  # the waiting one may be taken between our two statements: then queue ours again
+                try:
+                    return await deferrer.defer_async(**asdict(order))
+                except procrastinate.exceptions.AlreadyEnqueued:
+                    rows = await self.app.connector.execute_query_all_async(
+                        "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %(lock)s AND status = 'todo'",
+                        lock=order.lock,
+                    )
+                    if rows:
+                        return int(rows[0]["id"])
+        raise StoreError(f"{self.shown}: cannot queue {order.endpoint} {order.workload} in {order.region}")
 
     async def states(self, ids: Iterable[int]) -> dict[int, State]:
         """Each job's status and attempts, in one query (a job deleted since is absent)."""
