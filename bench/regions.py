@@ -58,6 +58,12 @@ def config(path: Path, base: str, endpoints: int, per_provider: int, regions: li
     return path
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def spread(values: list[float]) -> str:
     if not values:
         return "none"
@@ -132,6 +138,7 @@ async def main() -> None:
                 await task
                 await dispatcher.close()
                 await queue.close()
+                agent_cpu = sum(cpu_seconds(a.proc.pid) for a in agents)
                 for a in agents:
                     a.stop()
                 lateness = list(sampler.lateness)[first_steady:]
@@ -160,9 +167,10 @@ async def main() -> None:
         print(f"jobs: {dict(done)}; finished {done['finished'] / wall:.1f}/s")
         print(f"dispatch overhead: {cpu * 1000 / max(1, done['queued']):.2f} ms of central CPU per job "
               f"({cpu:.1f} s CPU over {wall:.0f} s: {100 * cpu / wall:.0f} % of a core)")  # fmt: skip
-        print(
-            f"database rows: {samples / wall:.1f} samples/s; {(samples + runs + queue_rows) / wall:.1f} rows/s in all"
-        )
+        print(f"agents: {agent_cpu:.0f} s CPU in all, {agent_cpu * 1000 / max(1, done['finished']):.1f} ms per job "
+              f"({100 * agent_cpu / wall:.0f} % of a core; the machine has {os.cpu_count()})")  # fmt: skip
+        rows = samples + runs + queue_rows
+        print(f"database rows: {samples / wall:.1f} samples/s; {rows / wall:.1f} rows/s in all")
         print(f"central alone queues {await defer_rate(url, 2000):.0f} orders/s (2000 orders, 10 at a time)")
     finally:
         with psycopg.connect(args.pg, autocommit=True) as conn:

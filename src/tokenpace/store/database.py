@@ -25,7 +25,6 @@ import dataclasses
 import logging
 import os
 import sqlite3
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,9 +41,8 @@ from tokenpace.measure.metrics import Metrics
 from tokenpace.measure.network import Network
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
-from tokenpace.store import columns, rollup
+from tokenpace.store import columns, migrations, rollup
 from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
-from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
 from tokenpace.store.readers import Readers, WriteOrder
 from tokenpace.store.refusals import default_rescue_path, is_data_error, rescue, storable
 
@@ -141,40 +139,6 @@ def _run(row: dict[str, Any]) -> RunRecord:
     return RunRecord(**row | when | {"client_bound": bool(row["client_bound"])})
 
 
-def _up_to_date(conn: Connection, dialect: Dialect) -> bool:
-    """Whether every migration is applied, asked without writing: a region agent's role may not create tables."""
-    absent: tuple[type[Exception], ...] = (sqlite3.Error, *dialect.errors)
-    try:
-        have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}
-    except absent:  # no table yet
-        conn.rollback()
-        return False
-    conn.rollback()
-    return have == {v for v, _ in MIGRATIONS}
-
-
-def _migrate(conn: Connection, dialect: Dialect, url: str) -> None:
-    """Apply the missing migrations in one transaction, under a lock so two processes cannot both do it."""
-    if _up_to_date(conn, dialect):
-        return
-    conn.execute(dialect.lock_migrations)
-    conn.execute(BOOTSTRAP)
-    have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}
-    known = MIGRATIONS[-1][0]
-    if have and max(have) > known:
-        newer = f"database schema version {max(have)} is newer than this tokenpace knows ({known})"
-        raise StoreError(f"{url}: {newer}: upgrade tokenpace")
-    for version, statements in MIGRATIONS:
-        if version not in have:
-            for step in statements:
-                step(conn, dialect.placeholder) if callable(step) else conn.execute(step)
-            conn.execute(
-                _insert("schema_migrations", ("version", "applied_at"), dialect.placeholder),
-                (version, time.time()),
-            )
-    conn.commit()
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Table:
     kind: str  # what one record is called in messages
@@ -223,7 +187,7 @@ class Store:
         def connect() -> Connection:
             conn = dialect.connect()
             try:
-                _migrate(conn, dialect, url)
+                migrations.apply(conn, dialect, url)
             except BaseException:
                 with contextlib.suppress(*self._foreign):
                     conn.close()

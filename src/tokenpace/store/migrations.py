@@ -1,4 +1,4 @@
-"""The database schema as an append-only history: append a migration, never edit or reorder one.
+"""The database schema as an append-only history (append a migration, never edit or reorder one), and applying it.
 
 A database records the versions it has in ``schema_migrations``; the store applies the missing ones, in order
 and in one transaction, when it opens. The SQL is the subset SQLite and PostgreSQL both run unchanged (TEXT,
@@ -16,10 +16,14 @@ that both rollups still equal a recompute from ``samples``.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 
+from tokenpace.errors import StoreError
 from tokenpace.store import rollup
+from tokenpace.store.dialects import Connection, Dialect
 
 Step = str | Callable[[Any, str], None]  # SQL, or f(connection, placeholder)
 
@@ -200,3 +204,35 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         ),
     ),
 )
+
+
+def up_to_date(conn: Connection, dialect: Dialect) -> bool:
+    """Whether every migration is applied, asked without writing: a region agent's role may not create tables."""
+    absent: tuple[type[Exception], ...] = (sqlite3.Error, *dialect.errors)
+    try:
+        have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    except absent:  # no table yet
+        conn.rollback()
+        return False
+    conn.rollback()
+    return have == {v for v, _ in MIGRATIONS}
+
+
+def apply(conn: Connection, dialect: Dialect, url: str) -> None:
+    """Apply the missing migrations in one transaction, under a lock so two processes cannot both do it."""
+    if up_to_date(conn, dialect):
+        return
+    conn.execute(dialect.lock_migrations)
+    conn.execute(BOOTSTRAP)
+    have = {v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    known = MIGRATIONS[-1][0]
+    if have and max(have) > known:
+        newer = f"database schema version {max(have)} is newer than this tokenpace knows ({known})"
+        raise StoreError(f"{url}: {newer}: upgrade tokenpace")
+    for version, statements in MIGRATIONS:
+        if version not in have:
+            for step in statements:
+                step(conn, dialect.placeholder) if callable(step) else conn.execute(step)
+            record = "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"
+            conn.execute(record.replace("?", dialect.placeholder), (version, time.time()))
+    conn.commit()
