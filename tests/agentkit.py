@@ -126,7 +126,7 @@ async def central(config: Path, store: Store, url: str) -> AsyncIterator[Dispatc
     queue = Queue(url)
     await queue.open()
     await queue.install()
-    dispatcher = Dispatcher(queue, poll_s=0.2, stalled_after_s=STALLED_AFTER_S)
+    dispatcher = Dispatcher(queue, poll_s=0.2, stalled_after_s=STALLED_AFTER_S, finished=store.written_elsewhere)
     sampler = Sampler(cadence.jobs(cfg, cfg.endpoints), store, run_job=dispatcher, grace_s=5)
     task = asyncio.create_task(sampler.run())
     try:

@@ -31,7 +31,7 @@ def test_serve_and_two_agents_fill_a_board_per_region_within_a_minute(pg_url: st
             assert time.monotonic() - started < 60, (rows, Path(log.name).read_text())
             time.sleep(1)
             with urllib.request.urlopen(f"{board}/leaderboard.json?region=*", timeout=10) as answer:
-                rows = json.load(answer)["endpoints"]
+                rows = json.load(answer)["entries"]
         with urllib.request.urlopen(board, timeout=10) as answer:
             page = answer.read().decode()
         assert "Measured from eu-west (Frankfurt)" in page

@@ -23,4 +23,4 @@ def test_an_agent_is_json_data_with_its_state_and_heartbeat_age() -> None:
 
 def test_the_fleet_says_the_rule_for_down() -> None:
     data = fleet_dict([], T0)
-    assert data == {"generated_at": T0.isoformat(), "down_after_missed_heartbeats": MISSED, "agents": []}
+    assert data == {"generated_at": T0.isoformat(), "down_after_missed_heartbeats": MISSED, "agents": [], "queues": {}}

@@ -36,14 +36,15 @@ async def test_an_order_no_agent_takes_is_dropped_at_its_deadline(pg_url: str, t
     queue = Queue(pg_url)
     await queue.open()
     await queue.install()
-    dispatcher = Dispatcher(queue, poll_s=0.05, clock=lambda: now[0])
+    told: list[None] = []
+    dispatcher = Dispatcher(queue, poll_s=0.05, clock=lambda: now[0], finished=lambda: told.append(None))
     try:
         run = asyncio.create_task(dispatcher(job))
         await asyncio.sleep(0.3)
         assert not run.done()  # waiting for an agent
         now[0] += start_within(job) + 1
         assert await asyncio.wait_for(run, 10) == "dropped"
-        assert dispatcher.counts == {"queued": 1, "dropped": 1}
+        assert dispatcher.counts == {"queued": 1, "dropped": 1} and told == []  # nothing was stored
         ((_, state),) = (await queue.states(range(1, 10))).items()
         assert state.status == "cancelled"
     finally:
@@ -57,7 +58,8 @@ async def test_an_agent_finishes_the_order_and_its_samples_say_where(pg_url: str
     queue = Queue(pg_url)
     await queue.open()
     await queue.install()
-    dispatcher = Dispatcher(queue, poll_s=0.05)
+    told: list[None] = []
+    dispatcher = Dispatcher(queue, poll_s=0.05, finished=lambda: told.append(None))
     async with contextlib.AsyncExitStack() as stack:
         endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
         with open_store(pg_url) as store:
@@ -74,3 +76,4 @@ async def test_an_agent_finishes_the_order_and_its_samples_say_where(pg_url: str
     assert (sample.region, sample.agent, sample.job_seq, sample.ok) == ("eu", "here", 0, True)
     assert sample.network is not None and sample.network.rtt_ms is not None
     assert dispatcher.counts == {"queued": 1, "finished": 1} and agent.counts.done == 1
+    assert told == [None]  # the board's caches are told the agent wrote

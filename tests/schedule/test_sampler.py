@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import heapq
 import itertools
 import logging
@@ -103,7 +104,8 @@ class Runs:
             if self.late:
                 await self.clock.sleep(self.duration)
             for _ in range(job.requests):
-                self.store.add_sample(fake_sample(job, started, output_tokens=self.output_tokens))
+                sample = fake_sample(job, started, output_tokens=self.output_tokens)
+                self.store.add_sample(dataclasses.replace(sample, region=job.region))
             if not self.late:
                 await self.clock.sleep(self.duration)
         except asyncio.CancelledError:
@@ -223,6 +225,23 @@ async def test_budgets_are_never_exceeded_and_skips_are_counted(store: Store) ->
     assert status["p", "small"].skipped > 0 and status["p", "small"].last_skip is not None
     assert status["p", "tight"].skipped > 0 and 0 < status["p", "tight"].used.output_tokens <= 600
     assert usage(store, "p", "tight", T0 - DAY) == sum((u for _, u in per_plan["tight"]), Spend())
+
+
+async def test_a_plans_budget_counts_every_regions_samples_and_each_region_keeps_its_cadence(store: Store) -> None:
+    clock = FakeClock()
+    one = job("m", 600, plan="small", budget=Budget(requests=30))
+    regional = [dataclasses.replace(one, region=r) for r in ("eu", "us")]
+    runs = Runs(store, clock, duration=60, late=True)
+    sampler = Sampler(regional, store, clock=clock, run_job=runs, inline_reads=True)
+    await run_for(sampler, clock, 2 * DAY)
+    rows = store.query("SELECT region, started_at FROM samples ORDER BY started_at")
+    assert {r for r, _ in rows} == {"eu", "us"}
+    assert 29 <= _most_in_any_day([(at, Spend(1)) for _, at in rows]).requests <= 30  # both regions, one cap
+    # Each region's job is its own: the two are due apart, one run each per interval at most.
+    assert len({(job.slot) for job in regional}) == 2 and len(sampler.status().jobs) == 2
+    for region in ("eu", "us"):
+        times = [at for r, at in rows if r == region]
+        assert all(b - a >= 600 * 0.9 - 1 for a, b in itertools.pairwise(times))
 
 
 async def test_concurrency_is_counted_in_requests_in_flight(store: Store) -> None:

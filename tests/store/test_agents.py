@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from tokenpace.store import agents
 from tokenpace.store.agents import Agent
 from tokenpace.store.database import open_store
+from tokenpace.store.queue import Order, Queue
 
 T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
@@ -33,3 +34,24 @@ def test_state_from_heartbeat_and_stop() -> None:
 def test_clock_offset_is_small_against_a_database_on_this_machine(url: str) -> None:
     with open_store(url) as store:
         assert abs(agents.clock_offset_ms(store)) < 50  # the same machine's clock, read twice
+
+
+async def test_jobs_per_region_and_status_come_from_the_queues(url: str) -> None:
+    with open_store(url) as store:
+        assert agents.queues(store) == {}  # no region queues yet (and never on SQLite)
+        if store.dialect != "postgresql":
+            return
+        queue = Queue(url)
+        await queue.open()
+        try:
+            await queue.install()
+            waiting = await queue.defer(Order("a/m", "1k", "eu-west", 1, 1e9))
+            await queue.defer(Order("b/m", "1k", "eu-west", 1, 1e9))
+            await queue.defer(Order("a/m", "1k", "us-east", 1, 1e9))
+            assert await queue.cancel(waiting)
+        finally:
+            await queue.close()
+        found = agents.queues(store)
+    assert {r: {k: v for k, v in n.items() if v} for r, n in found.items()} == {
+        "eu-west": {"todo": 1, "cancelled": 1}, "us-east": {"todo": 1},
+    }  # fmt: skip

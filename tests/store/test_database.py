@@ -21,7 +21,7 @@ from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics, compute
 from tokenpace.measure.network import Network
-from tokenpace.measure.sample import RunRecord, Sample, make_sample
+from tokenpace.measure.sample import Origin, RunRecord, Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import Store, default_db_path, open_store
@@ -276,3 +276,23 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
         store.add_sample(ok_sample())
     with pytest.raises(StoreError, match="closed"):
         store.samples()
+
+
+def test_a_jobs_request_is_stored_once_whoever_retries_it(url: str) -> None:
+    """A retried job stores its requests again under fresh sample ids: the database keeps the first of each."""
+    origin = Origin("eu-west", "eu-1", "job-7")
+    timeline = ok_sample().timeline
+    with open_store(url) as store:
+        for attempt in range(2):
+            for seq in range(3):
+                store.add_sample(make_sample(f"run-{attempt}", ENDPOINT, "1k", T0, timeline, origin=origin, seq=seq))
+        store.add_sample(
+            make_sample("run-x", ENDPOINT, "1k", T0, timeline, origin=Origin("eu-west", "eu-1", "job-8"), seq=0)
+        )
+        store.flush()
+        kept = store.samples()
+        ((counted,),) = store.query("SELECT SUM(samples) FROM sample_hours")
+    assert sorted((s.job_id, s.job_seq, s.run_id) for s in kept) == [
+        ("job-7", 0, "run-0"), ("job-7", 1, "run-0"), ("job-7", 2, "run-0"), ("job-8", 0, "run-x"),
+    ]  # fmt: skip
+    assert counted == 4  # the rollups count each request once too

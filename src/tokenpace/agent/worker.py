@@ -37,6 +37,9 @@ from tokenpace.version import __version__
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0
+# procrastinate clears its new-job event after a fetch that found nothing, so a job queued during that fetch
+# waits for the next notification or poll: polling this often bounds that wait (one cheap query per poll).
+FETCH_POLL_S = 0.2
 
 
 def default_name(region: str) -> str:
@@ -148,7 +151,7 @@ class Agent:
                 queues=[queue_name(self.region)], name=self.name, concurrency=self.concurrency,
                 install_signal_handlers=False, update_heartbeat_interval=self.heartbeat_s,
                 stalled_worker_timeout=agents.MISSED * self.heartbeat_s, shutdown_graceful_timeout=grace_s,
-                fetch_job_polling_interval=max(1.0, self.heartbeat_s), delete_jobs="never",
+                fetch_job_polling_interval=FETCH_POLL_S, delete_jobs="never",
             )  # fmt: skip
         finally:
             beating.cancel()

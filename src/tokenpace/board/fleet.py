@@ -28,10 +28,12 @@ def agent_dict(a: Agent, now: datetime) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def fleet_dict(agents: list[Agent], now: datetime) -> dict[str, Any]:
-    """Every agent, and the rule that says one is down."""
+def fleet_dict(agents: list[Agent], now: datetime, queues: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """Every agent, the rule that says one is down, and each region's jobs by status (``cancelled``: dropped at
+    its deadline, no agent having taken it)."""
     return {
         "generated_at": now.isoformat(),
         "down_after_missed_heartbeats": MISSED,
         "agents": [agent_dict(a, now) for a in agents],
+        "queues": queues or {},
     }

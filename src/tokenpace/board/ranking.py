@@ -159,9 +159,9 @@ class Rules:
     stale_s: Mapping[tuple[str, ...], float]  # per job key: silence longer than this is stale
 
     def stale_after(self, row: EndpointRow) -> float | None:
-        """A row's limit: its region's job's when jobs are per region, else its endpoint's. A region's row goes
-        stale on its own (its last sample is its region's); a pooled row only when every region falls silent."""
-        return self.stale_s.get((*row.key, row.region or ""), self.stale_s.get(row.key))
+        """A row's limit: its endpoint's job's (every region's job of it has the same interval). A region's row
+        goes stale on its own (its last sample is its region's); a pooled row only when every region falls silent."""
+        return self.stale_s.get(row.key)
 
 
 def rules(config: Config, jobs: Collection[Job]) -> Rules:

@@ -28,10 +28,10 @@ def agents_command(db: str | None, as_json: bool) -> None:
 
     store = open_store(db)
     try:
-        found = agents.read(store)
+        found, queues = agents.read(store), agents.queues(store)
     finally:
         close_store(store)
-    data = fleet_dict(found, datetime.now(UTC))
+    data = fleet_dict(found, datetime.now(UTC), queues)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return

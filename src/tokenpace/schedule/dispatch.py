@@ -47,12 +47,15 @@ class Dispatcher:
         stalled_after_s: float = 30.0,
         run_limit_s: float = 3600.0,
         clock: Callable[[], float] = time.time,
+        finished: Callable[[], None] = lambda: None,
     ) -> None:
+        """``finished`` is called when an agent has finished an order: its samples are in the database."""
         self.queue = queue
         self.poll_s = poll_s
         self.stalled_after_s = stalled_after_s
         self.run_limit_s = run_limit_s
         self.clock = clock
+        self.finished = finished
         self.counts: Counter[str] = Counter()  # queued, finished, dropped, retried, failed, overdue
         self._waiting: dict[int, tuple[asyncio.Future[str], float]] = {}  # job id -> (its end, its deadline)
         self._poller: asyncio.Task[None] | None = None
@@ -73,6 +76,8 @@ class Dispatcher:
         finally:
             self._waiting.pop(job_id, None)
         self.counts[how if how in ("dropped", "overdue", "failed") else "finished"] += 1
+        if how != "dropped":
+            self.finished()
         return how
 
     async def _poll(self) -> None:

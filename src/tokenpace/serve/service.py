@@ -168,14 +168,14 @@ async def board(
     return app
 
 
-async def regional(store_url: str, stack: contextlib.AsyncExitStack) -> Dispatcher:
+async def regional(store: Store, store_url: str, stack: contextlib.AsyncExitStack) -> Dispatcher:
     """The region queues, opened (their tables created if absent), and their dispatcher; closed by ``stack``."""
     queue = Queue(store_url)
     await queue.open()
     stack.push_async_callback(queue.close)
     if await queue.install():
         log.info("created the region queues' tables (procrastinate) in %s", queue.shown)
-    dispatcher = Dispatcher(queue)
+    dispatcher = Dispatcher(queue, finished=store.written_elsewhere)  # so the board's pages see the samples
     stack.push_async_callback(dispatcher.close)
     return dispatcher
 
@@ -194,7 +194,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     async with contextlib.AsyncExitStack() as stack:
         if cfg.regions:  # the agents measure, with their own keys and simulators: this process only queues
-            dispatcher = await regional(store_url, stack)
+            dispatcher = await regional(store, store_url, stack)
             endpoints = list(cfg.endpoints)
         else:
             dispatcher = None

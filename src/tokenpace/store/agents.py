@@ -70,6 +70,24 @@ def read(store: Store) -> list[Agent]:
     return out
 
 
+QUEUE_STATES = ("todo", "doing", "succeeded", "failed", "cancelled", "aborted")
+
+
+def queues(store: Store) -> dict[str, dict[str, int]]:
+    """Jobs per region and procrastinate status (``cancelled``: no agent took it by its deadline); {} without
+    region queues (SQLite, or serve never ran with ``[regions]``)."""
+    if store.dialect != "postgresql" or not store.query("SELECT to_regclass('procrastinate_jobs')")[0][0]:
+        return {}
+    rows = store.query(
+        "SELECT queue_name, status::text, COUNT(*) FROM procrastinate_jobs"
+        " WHERE LEFT(queue_name, 10) = 'tokenpace-' GROUP BY queue_name, status"
+    )
+    found: dict[str, dict[str, int]] = {}
+    for queue, status, count in rows:
+        found.setdefault(queue.removeprefix("tokenpace-"), dict.fromkeys(QUEUE_STATES, 0))[status] = int(count)
+    return dict(sorted(found.items()))
+
+
 def clock_offset_ms(store: Store) -> float:
     """database clock - (our clock before + after) / 2, in ms: the database's time read between two of ours."""
     now = (

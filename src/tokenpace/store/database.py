@@ -285,6 +285,10 @@ class Store:
             raise StoreError(f"{self.url}: the store is closed")
         self._pool.submit(self._order.queue(write))
 
+    def written_elsewhere(self) -> None:
+        """Another process (a region's agent) wrote to this database: what is cached on ``writes`` starts over."""
+        self.writes += 1  # (a race with the writer thread may lose one step, never the change)
+
     def add_sample(self, sample: Sample) -> None:
         """Queue a sample for writing and return at once; :meth:`flush` reports a failed write."""
         self._enqueue(self._samples, sample)
