@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,14 @@ def test_serve_with_regions_needs_postgresql(tmp_path: Path) -> None:
     config.write_text(REGIONS)
     message = _refused("--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
     assert "regions need a PostgreSQL store: give --db postgresql://" in message
+
+
+def test_without_the_queue_engine_an_agent_says_which_extra_to_install() -> None:
+    hide = "import sys; sys.modules['procrastinate'] = None; from tokenpace.cli import main; main()"
+    args = ["agent", "--region", "eu", "--db", "postgresql://x@127.0.0.1:1/x"]
+    done = subprocess.run([sys.executable, "-c", hide, *args], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: regions need the queue engine: run with `uv run --extra postgresql ...` "
+        "or `pip install 'tokenpace[postgresql]'`"
+    )

@@ -20,9 +20,7 @@ import socket
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
-
-from procrastinate import JobContext
+from typing import TYPE_CHECKING, Any
 
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.clients.transport import Timeouts
@@ -34,6 +32,9 @@ from tokenpace.store import agents
 from tokenpace.store.database import Store
 from tokenpace.store.queue import TASK, Order, Queue, queue_name
 from tokenpace.version import __version__
+
+if TYPE_CHECKING:  # the queue engine is the optional extra: Queue() says so in one line when it is missing
+    from procrastinate import JobContext
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0

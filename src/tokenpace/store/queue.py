@@ -84,10 +84,15 @@ class Queue:
     """The region queues of one PostgreSQL database, as the central scheduler and the agents use them."""
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
-        import procrastinate
-
         if not url.startswith(("postgresql://", "postgres://")):
             raise ConfigError("regions need a PostgreSQL store: give --db postgresql://USER@HOST/DB")
+        try:
+            import procrastinate  # the optional extra, with the PostgreSQL driver
+        except ImportError:
+            raise StoreError(
+                "regions need the queue engine: run with `uv run --extra postgresql ...` "
+                "or `pip install 'tokenpace[postgresql]'`"
+            ) from None
         self.shown, self._secrets = hide_password(url)
         connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size)
         self.app = procrastinate.App(connector=connector)
