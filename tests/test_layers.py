@@ -81,6 +81,12 @@ def test_imports_only_go_down_a_layer() -> None:
     assert upward == []
 
 
+def test_a_probe_agent_imports_only_what_measuring_and_storing_need() -> None:
+    """An agent runs far from the board (issue 11): no scheduler, board, web, serve or simulator comes with it."""
+    used = {package_of(n) for m, targets in graph().items() if package_of(m) == "agent" for n in targets}
+    assert used - {"agent"} <= {"errors", "version", "config", "measure", "store"}
+
+
 def cycle(g: dict[str, set[str]]) -> list[str]:
     """One import cycle in ``g`` as the modules along it, or [] (depth-first search, iterative)."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
