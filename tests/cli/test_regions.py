@@ -7,23 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
+from tests.cli.test_input import assert_one_line, invoke
 from tests.conftest import free_port
 from tests.serve.test_service import _refused
-from tokenpace.cli import main
 
 REGIONS = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n[regions.eu]\n[regions.us]\n'
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args))
-
-
-def one_line(result: Result, message: str, code: int = 2) -> None:
-    assert result.exit_code == code, result.output
-    last = result.output.strip().splitlines()[-1]
-    assert last.startswith("Error: ") and message in last, result.output
 
 
 def test_grant_agent_prints_the_statements_for_one_region() -> None:
@@ -42,15 +31,17 @@ def test_grant_agent_prints_the_statements_for_one_region() -> None:
         (("agent", "--region", "EU", "--db", "postgresql://x@127.0.0.1/x"), "--region: region 'EU'"),
     ],
 )
-def test_mistakes_are_one_line(args: tuple[str, ...], message: str) -> None:
-    one_line(invoke(*args), message)
+def test_mistakes_are_assert_one_line(args: tuple[str, ...], message: str) -> None:
+    assert_one_line(invoke(*args), message)
 
 
 def test_an_agent_needs_postgresql_and_a_declared_region(tmp_path: Path) -> None:
     config = tmp_path / "r.toml"
     config.write_text(REGIONS)
-    one_line(invoke("agent", "--region", "eu", "--db", str(tmp_path / "x.db")), "regions need a PostgreSQL store")
-    one_line(
+    assert_one_line(
+        invoke("agent", "--region", "eu", "--db", str(tmp_path / "x.db")), "regions need a PostgreSQL store"
+    )
+    assert_one_line(
         invoke("agent", "--region", "asia", "--db", "postgresql://x@127.0.0.1/x", "--config", str(config)),
         f"--region asia: {config} declares no such region (known: eu, us)",
     )
