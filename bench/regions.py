@@ -146,15 +146,17 @@ async def main() -> None:
                 ((runs,),) = store.query("SELECT COUNT(*) FROM runs")
         with psycopg.connect(url) as conn:
             waits = conn.execute(
-                "SELECT EXTRACT(EPOCH FROM s.at - d.at) FROM procrastinate_events d JOIN procrastinate_events s"
-                " ON s.job_id = d.job_id AND s.type = 'started' WHERE d.type = 'deferred'"
+                "SELECT EXTRACT(EPOCH FROM s.at - d.at), EXTRACT(EPOCH FROM d.at) FROM procrastinate_events d"
+                " JOIN procrastinate_events s ON s.job_id = d.job_id AND s.type = 'started' WHERE d.type = 'deferred'"
                 " AND d.at >= to_timestamp(%s)",
                 (steady_from,),
             ).fetchall()
             ((queue_rows,),) = conn.execute(
                 "SELECT (SELECT COUNT(*) FROM procrastinate_jobs) + (SELECT COUNT(*) FROM procrastinate_events)"
             ).fetchall()
-        queue_lag = [float(w) for (w,) in waits]
+        queue_lag = [float(w) for w, _ in waits]
+        slow = sorted({int(float(at) - steady_from) for w, at in waits if float(w) > 0.5})
+        print(f"jobs queued > 0.5 s before an agent took them, by second after the warm-up: {slow}")
         print(f"{args.endpoints} endpoints x {len(regions)} regions = {len(jobs)} jobs every {args.every} s "
               f"(+-10 %), {args.agents} agents, {wall:.0f} s; lags after the first {warmup:.0f} s")  # fmt: skip
         print(f"sampler lateness (due -> queued): {spread(lateness)}")
