@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,9 @@ import pytest
 from tests.cli.test_input import assert_one_line, invoke
 from tests.conftest import free_port
 from tests.serve.test_service import _refused
+from tests.store.test_windows import GROQ, stream
+from tokenpace.measure.sample import Origin, make_sample
+from tokenpace.store.database import open_store
 
 REGIONS = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n[regions.eu]\n[regions.us]\n'
 
@@ -63,3 +68,19 @@ def test_without_the_queue_engine_an_agent_says_which_extra_to_install() -> None
         "Error: regions need the queue engine: run with `uv run --extra postgresql ...` "
         "or `pip install 'tokenpace[postgresql]'`"
     )
+
+
+def test_the_terminal_leaderboard_shows_a_region_or_each(tmp_path: Path) -> None:
+    db = str(tmp_path / "r.db")
+    with open_store(db) as store:
+        for region in ("eu", "us"):
+            for k in range(3):
+                at = datetime.now(UTC) - timedelta(minutes=5 + k)
+                store.add_sample(make_sample("run", GROQ, "1k", at, stream(100, 10), origin=Origin(region, region)))
+    each = invoke("leaderboard", "--db", db, "--region", "*", "--json")
+    assert each.exit_code == 0, each.output
+    assert sorted(e["region"] for e in json.loads(each.stdout)["entries"]) == ["eu", "us"]
+    one = json.loads(invoke("leaderboard", "--db", db, "--region", "us", "--json").stdout)
+    assert [e["region"] for e in one["entries"]] == ["us"] and one["region"] == "us"
+    assert "@eu" in invoke("leaderboard", "--db", db, "--region", "*").stdout
+    assert_one_line(invoke("leaderboard", "--db", db, "--region", "nope"), "region 'nope': use one of eu, us")

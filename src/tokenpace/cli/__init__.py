@@ -220,6 +220,8 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
 @click.option("--min-samples", type=click.IntRange(min=0), help="Rank only with this many (default: the config's, 3).")
 @click.option("--client-bound", default="exclude", show_default=True, type=click.Choice(["exclude", "include"]),
               help="include: figures also of samples timed while the client lagged.")  # fmt: skip
+@click.option("--region", help="A region's name, all (pooled), local or * (a row per region); default: the config's "
+              "first region, else all.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON (as /leaderboard.json).")
 def leaderboard_command(
     config_path: Path | None,
@@ -232,6 +234,7 @@ def leaderboard_command(
     order: str | None,
     min_samples: int | None,
     client_bound: str,
+    region: str | None,
     as_json: bool,
 ) -> None:
     """Print the leaderboard from the store: the same table, sorting and filters as the web page.
@@ -242,7 +245,7 @@ def leaderboard_command(
 
     from rich.console import Console
 
-    from tokenpace.board import ranking, terminal
+    from tokenpace.board import ranking, regions, terminal
     from tokenpace.config import endpoints
     from tokenpace.schedule import sampler
     from tokenpace.store.database import open_store
@@ -250,11 +253,12 @@ def leaderboard_command(
     cfg = endpoints.load(config_path) if config_path is not None else endpoints.Config()
     rules = ranking.rules(cfg, sampler.jobs(cfg, cfg.endpoints))
     given = {"window": window, "workload": workload, "sort": sort, "provider": provider, "plan": plan, "order": order}
-    given |= {"client_bound": client_bound}
+    given |= {"client_bound": client_bound, "region": region}
     given |= {"min_samples": str(min_samples)} if min_samples is not None else {}
     query = ranking.Query.from_params(
-        {k: v for k, v in given.items() if v}, min_samples=rules.min_samples, workload=rules.workload
-    )
+        {k: v for k, v in given.items() if v}, min_samples=rules.min_samples, workload=rules.workload,
+        region=regions.default(cfg),
+    )  # fmt: skip
     store = open_store(db)
     try:
         now = datetime.now(UTC)
