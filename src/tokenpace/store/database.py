@@ -42,7 +42,7 @@ from tokenpace.measure.network import Network
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
 from tokenpace.store import columns, migrations, rollup
-from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, sqlite_dialect
+from tokenpace.store.dialects import Connection, Dialect, hide_password, postgres_dialect, say, sqlite_dialect
 from tokenpace.store.readers import Readers, WriteOrder
 from tokenpace.store.refusals import default_rescue_path, is_data_error, rescue, storable
 
@@ -216,10 +216,7 @@ class Store:
 
     def _say(self, exc: BaseException) -> str:
         """One line naming the store, with every spelling of the password blanked out."""
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return f"{self.url}: {text}"
+        return say(self.url, exc, self._secrets)
 
     def _call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the writer thread and wait: the one place foreign errors become StoreError."""

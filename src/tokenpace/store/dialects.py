@@ -87,6 +87,14 @@ def postgres_dialect(url: str) -> Dialect:
     return Dialect("postgresql", connect, "%s", lock, (psycopg.Error,), lost, refused, read=read)
 
 
+def say(shown: str, exc: BaseException, secrets: Sequence[str]) -> str:
+    """``SHOWN: error`` in one line, every spelling of the password blanked out: how the store's errors read."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return f"{shown}: {text}"
+
+
 def hide_password(url: str) -> tuple[str, list[str]]:
     """The URL with its password masked, and every spelling of that password (userinfo or ``?password=``)."""
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from tokenpace.errors import StoreError
-from tokenpace.store.dialects import hide_password
+from tokenpace.store.dialects import hide_password, say
 from tokenpace.store.queue import queue_name
 
 ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")  # quoted as given: no case folding, no injection
@@ -60,7 +60,4 @@ def apply(url: str, role: str, region: str) -> list[str]:
                 conn.execute(statement.encode())
             return statements
     except (psycopg.Error, OSError) as exc:
-        text = " ".join(str(exc).split())
-        for secret in secrets:
-            text = text.replace(secret, "***")
-        raise StoreError(f"{shown}: {text}") from None
+        raise StoreError(say(shown, exc, secrets)) from None

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tokenpace.errors import ConfigError, StoreError
-from tokenpace.store.dialects import hide_password
+from tokenpace.store.dialects import hide_password, say
 
 log = logging.getLogger(__name__)
 TASK = "tokenpace.measure"  # procrastinate's name of the one task: measure an order
@@ -99,10 +99,7 @@ class Queue:
         self._errors = _foreign()
 
     def _say(self, exc: BaseException) -> StoreError:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return StoreError(f"{self.shown}: {text}")
+        return StoreError(say(self.shown, exc, self._secrets))
 
     @contextlib.asynccontextmanager
     async def _mapped(self) -> AsyncIterator[None]:
