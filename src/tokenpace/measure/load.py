@@ -1,0 +1,291 @@
+"""Load tests: a dataset's requests released to one endpoint in a closed or open loop, every one a sample.
+
+The engine of ``tokenpace bench``. Closed loop: ``concurrency`` workers, each sending its next chain's requests
+as the previous ones end. Open loop: a chain started at every arrival of the schedule (measure/arrivals.py),
+however many are still in flight (up to ``max_concurrency`` if set). Either way:
+
+- the first ``warmup`` requests are sent under the same load, stored, and marked to be left out of figures;
+- the measured ones stop at ``requests`` or after ``duration_s`` (from the first measured release), whichever
+  comes first; requests in flight then are waited for, so nothing sent is lost;
+- each request's ``asked_ns`` is when the schedule meant to release it (the arrival time, or the moment a
+  worker or the previous turn freed it), so lateness of the client's own is measured, not hidden;
+- prompts and request bytes are built ahead on the worker thread, decoding happens there after a stream ends,
+  and the event loop's lag is watched, as in measure/run.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.load import MAX_CONCURRENCY, Load
+from tokenpace.measure.arrivals import intervals
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.clients.base import HttpRequest, undecodable
+from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
+from tokenpace.measure.dataset import Dataset, Request
+from tokenpace.measure.lag import LoopLag
+from tokenpace.measure.loadstats import Done
+from tokenpace.measure.run import Refusals, SampleSink, _quiet_interpreter, _yield_to_the_loop
+from tokenpace.measure.sample import RunRecord, make_sample
+from tokenpace.measure.timing import Recording
+from tokenpace.measure.tokens import preload as preload_tokenizer
+
+BUILD_BATCH = 16  # chains built per turn of the worker thread: short turns, so decoding never waits long
+ChainRunner = Callable[[int, int, bool | None], Coroutine[Any, Any, None]]  # (chain, asked_ns, warm-up or None: over)
+OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a load test needs besides its endpoint, dataset and load: limits, and what to keep."""
+
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    limits: Limits = field(default_factory=Limits)
+    warm_connections: bool = True
+    keep_prompts: bool = False
+    seed: int = 0  # the arrival schedule's
+    first_chain: int = 0  # the dataset's chain to start from: a sweep's points never send the same prompts
+    command: str = ""
+
+
+@dataclass
+class LoadResult:
+    """A load test's run record and every request it sent, warm-up included (``Done.warmup``)."""
+
+    run: RunRecord
+    load: Load
+    done: list[Done] = field(default_factory=list)
+
+
+class _Budget:
+    """How many requests may still be released, and whether the next one is warm-up or measured."""
+
+    def __init__(self, load: Load) -> None:
+        self.load = load
+        self.released = 0
+        self.measuring_since: float | None = None  # loop time of the first measured release
+
+    def take(self, now: float) -> bool | None:
+        """True for a warm-up request, False for a measured one, None once the test is over."""
+        load = self.load
+        if load.requests is not None and self.released >= load.warmup + load.requests:
+            return None
+        since = self.measuring_since
+        if since is not None and load.duration_s is not None and now - since >= load.duration_s:
+            return None
+        warmup = self.released < load.warmup
+        if not warmup and self.measuring_since is None:
+            self.measuring_since = now
+        self.released += 1
+        return warmup
+
+
+class _Chains:
+    """The dataset's chains with their request bytes, built ahead on the worker thread."""
+
+    def __init__(
+        self, dataset: Dataset, first: int, build: Callable[[Request], HttpRequest], pool: ThreadPoolExecutor
+    ) -> None:
+        self.dataset, self.first, self.build, self.pool = dataset, first, build, pool
+        self.built: list[tuple[tuple[Request, HttpRequest], ...]] = []
+        self._filling: asyncio.Future[None] | None = None
+        self._background: set[asyncio.Future[None]] = set()  # referenced until done, so never collected mid-way
+
+    def _batch(self, start: int, n: int) -> list[tuple[tuple[Request, HttpRequest], ...]]:
+        first = self.first + start
+        return [tuple((r, self.build(r)) for r in self.dataset.chain(i)) for i in range(first, first + n)]
+
+    async def fill(self, upto: int) -> None:
+        """Build chains until ``upto`` are ready (one batch at a time, so the loop and decoding go on between)."""
+        while len(self.built) < upto:
+            if self._filling is None:
+                batch = min(BUILD_BATCH, upto - len(self.built))
+                self._filling = asyncio.ensure_future(self._extend(batch))
+            await asyncio.shield(self._filling)
+
+    async def _extend(self, n: int) -> None:
+        try:
+            more = await asyncio.get_running_loop().run_in_executor(self.pool, self._batch, len(self.built), n)
+            self.built.extend(more)
+        finally:
+            self._filling = None
+
+    async def get(self, i: int, ahead: int) -> tuple[tuple[Request, HttpRequest], ...]:
+        """Chain ``i``, building it now if it is not ready (late, and the wait shows it); then builds ahead."""
+        if i >= len(self.built):
+            await self.fill(i + 1)
+        if len(self.built) < i + 1 + ahead and self._filling is None:
+            task = asyncio.ensure_future(self.fill(i + 1 + ahead))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        return self.built[i]
+
+
+def _ahead(load: Load) -> int:
+    """Chains to have built before the first release and keep ready after: about 10 s of an open loop."""
+    want = max(4 * (load.concurrency or 1), 32) if load.rate is None else max(round(load.rate * 10), 32)
+    if load.requests is not None:
+        want = min(want, load.warmup + load.requests)
+    return want
+
+
+async def run_load(
+    endpoint: Endpoint,
+    dataset: Dataset,
+    load: Load,
+    settings: Settings | None = None,
+    sink: SampleSink | None = None,
+    on_done: Callable[[Done], None] | None = None,
+    refusals: Refusals | None = None,
+) -> LoadResult:
+    """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done."""
+    preload_tokenizer()
+    settings = settings or Settings()
+    refusals = Refusals() if refusals is None else refusals
+    proto = protocol_for(endpoint.protocol)
+    run_id = uuid.uuid4().hex
+    loop = asyncio.get_running_loop()
+    done_list: list[Done] = []
+    lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
+    worker = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=_yield_to_the_loop)
+    chains = _Chains(dataset, settings.first_chain, lambda r: proto.request(endpoint, r.prompt), worker)
+    budget, decoding, seq = _Budget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
+
+    def decode(rec: Recording, when: datetime, i: int, req: Request, warmup: bool, asked: int, chain: int) -> Done:
+        try:
+            timeline = proto.decode(rec)
+        except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
+            timeline = undecodable(rec, exc)
+        bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        sample = make_sample(
+            run_id, endpoint, dataset.name, when, timeline, req.prompt, None, settings.keep_prompts,
+            source="one-shot", published=False, client_bound=bound, seq=i,
+        )  # fmt: skip
+        return Done(sample, req.tag, warmup, asked, chain)
+
+    def decoded(future: asyncio.Future[Done]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            done = future.result()
+            done_list.append(done)
+            if sink is not None:
+                sink.add_sample(done.sample)
+            if on_done is not None:
+                on_done(done)
+
+    async def send(req: Request, http: HttpRequest, asked: int, warmup: bool, chain: int) -> None:
+        rec, when, i = Recording(), datetime.now(UTC), next(seq)
+        if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
+            http = proto.without_extras(http, refused) or http
+        try:
+            await record(session, http, settings.timeouts, rec, proto.has_token, settings.limits)
+            if rec.failure is not None and (plain := proto.without_extras(http, rec.failure)) is not None:
+                # A negotiation, not a measurement: ask again without the refused field, clock restarted.
+                refusals.remember(endpoint, rec.failure)
+                rec, when = Recording(), datetime.now(UTC)
+                await record(session, plain, settings.timeouts, rec, proto.has_token, settings.limits)
+        finally:  # a cancelled request is still a sample
+            future = loop.run_in_executor(worker, decode, rec, when, i, req, warmup, asked, chain)
+            future.add_done_callback(decoded)
+            decoding.append(future)
+
+    async def run_chain(i: int, asked: int, warmup: bool | None) -> None:
+        for k, (req, http) in enumerate(await chains.get(i, _ahead(load))):
+            if k:  # later requests of a chain are released when the one before has ended
+                asked, warmup = time.perf_counter_ns(), budget.take(loop.time())
+            if warmup is None:
+                return
+            await send(req, http, asked, warmup, settings.first_chain + i)
+
+    pool = load.concurrency or load.max_concurrency or MAX_CONCURRENCY
+    session = new_session(pool, settings.timeouts)
+    lag.start()
+    try:
+        with _quiet_interpreter():
+            await chains.fill(_ahead(load))
+            if settings.warm_connections:
+                first = chains.built[0][0][1] if chains.built else None
+                if first is not None:
+                    warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
+                    await warm(session, proto.warm_url(endpoint), first.headers, warm_n, settings.timeouts)
+            if load.rate is None:
+                await _closed(load, budget, run_chain)
+            else:
+                await _open(load, settings.seed, budget, run_chain)
+            await asyncio.gather(*decoding)
+    finally:
+        await session.close()
+        await lag.stop()
+        worker.shutdown()
+        run = _record(run_id, load, settings, done_list, lag, started, time.process_time() - cpu0)
+        if sink is not None:
+            sink.add_run(run)
+    return LoadResult(run, load, done_list)
+
+
+async def _closed(load: Load, budget: _Budget, run_chain: ChainRunner) -> None:
+    """``concurrency`` workers, each taking the next chain when its last one has ended."""
+    loop = asyncio.get_running_loop()
+    chain_ids = iter(range(1 << 62))
+
+    async def worker() -> None:
+        while (warmup := budget.take(loop.time())) is not None:
+            await run_chain(next(chain_ids), time.perf_counter_ns(), warmup)
+
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(load.concurrency or 1):
+            tg.create_task(worker())
+
+
+async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) -> None:
+    """A chain started at every arrival of the schedule; arrivals due while a cap holds them wait (and show it)."""
+    assert load.rate is not None
+    loop = asyncio.get_running_loop()
+    cap = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
+    t0_ns = time.perf_counter_ns()
+    at = 0.0
+
+    async def capped(i: int, asked: int, warmup: bool) -> None:
+        assert cap is not None
+        async with cap:
+            await run_chain(i, asked, warmup)
+
+    async with asyncio.TaskGroup() as tg:
+        for i, gap in enumerate(intervals(load.rate, load.arrival, load.burstiness, seed)):
+            at += gap
+            asked = t0_ns + round(at * 1e9)
+            # The loop's timers are as coarse as a millisecond (uvloop) and may fire early: sleep again for any
+            # rest, so a request is never sent before its arrival time and its wait is never negative.
+            while (rest := asked - time.perf_counter_ns()) > 0:
+                await asyncio.sleep(rest / 1e9)
+            if (warmup := budget.take(loop.time())) is None:
+                break
+            tg.create_task(capped(i, asked, warmup) if cap else run_chain(i, asked, warmup))
+
+
+def _record(
+    run_id: str, load: Load, settings: Settings, done: list[Done], lag: LoopLag, started: datetime, cpu_s: float
+) -> RunRecord:
+    events = sum(len(d.sample.timeline.events) for d in done)
+    return RunRecord(
+        id=run_id,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        command=settings.command,
+        concurrency=load.concurrency or load.max_concurrency or 0,
+        requested=(load.warmup + load.requests) if load.requests is not None else len(done),
+        completed=len(done),
+        loop_lag_p50_ms=lag.p(50),
+        loop_lag_p99_ms=lag.p(99),
+        loop_lag_max_ms=max(lag.lags_ms, default=None),
+        cpu_us_per_event=cpu_s * 1e6 / events if events else None,
+        client_bound=lag.client_bound,
+        seed=settings.seed,
+    )
