@@ -3,47 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 
 import pytest
 
-from tokenpace.config.endpoints import Endpoint
+from tests.loadkit import done
 from tokenpace.config.load import Slo
-from tokenpace.measure.failures import ErrorKind, Failure
+from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.loadstats import Done, Latency, figures, latency, meets, tpot_ms, window_s
-from tokenpace.measure.sample import make_sample
-from tokenpace.measure.timing import Event, EventKind, Timeline
-
-MS = 1_000_000
-T0 = 10**12  # a perf_counter_ns origin far from 0: every formula must use differences
-ENDPOINT = Endpoint("sim", "m", "http://127.0.0.1:1")
-
-
-def done(
-    sent_ms: int,
-    end_ms: int,
-    chunks: tuple[tuple[int, int], ...] = (),
-    *,
-    failure: ErrorKind | None = None,
-    tag: str = "",
-    warmup: bool = False,
-    asked_ms: int | None = None,
-    input_tokens: int | None = None,
-) -> Done:
-    """A request sent at ``sent_ms`` whose chunks (time ms, tokens) arrive as given; ' a' is one o200k token."""
-    events = tuple(Event(T0 + t * MS, EventKind.CONTENT, " a" * n) for t, n in chunks)
-    timeline = Timeline(
-        t_sent_ns=T0 + sent_ms * MS,
-        t_headers_ns=None,
-        t_end_ns=T0 + end_ms * MS,
-        events=events,
-        failure=None if failure is None else Failure(failure, "boom"),
-    )
-    sample = make_sample("run", ENDPOINT, "load", datetime(2026, 1, 1, tzinfo=UTC), timeline)
-    sample = dataclasses.replace(sample, input_tokens=input_tokens)
-    asked = T0 + (sent_ms if asked_ms is None else asked_ms) * MS
-    return Done(sample, tag=tag, warmup=warmup, asked_ns=asked)
-
 
 # R1: TTFT 100, E2E 300, 3 tokens, TPOT 100, gaps 100 100.  R2: TTFT 200, E2E 500, 3 tokens, TPOT 150, gaps 50 150.
 R1 = done(0, 300, ((100, 1), (200, 1), (300, 1)), input_tokens=10)
