@@ -9,12 +9,21 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 - E2E: last byte - request sent;
 - throughput: measured requests (and their output tokens) / the measured window (first send to last end);
 - goodput: requests that met every SLO / the measured window; SLO attainment: their share of all measured requests.
+
+A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest chunk gap
+(``itl``) and E2E each at or under the bound; a figure the request lacks (no gap in a one-chunk answer, no TPOT
+below two tokens) fails its bound, so an SLO never passes a request it could not judge.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tokenpace.config.load import Slo
+from tokenpace.measure.metrics import NS_PER_MS, gaps_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
 
 
@@ -75,3 +84,101 @@ class Figures:
     goodput: float | None = None  # requests that met every SLO / window; None without an SLO
     slo_attainment: float | None = None  # share (0..1) of measured requests that met every SLO
     by_tag: tuple[TagFigures, ...] = ()  # one per tag when the dataset tags requests
+    offered_rate: float | None = None  # open loop: the rate asked for (req/s); request_rate under it: fell behind
+
+
+def latency(values: Sequence[float]) -> Latency:
+    """n, mean, P50/P90/P95/P99 (metrics.percentile: linear between closest ranks) and max of the values."""
+    ordered = sorted(values)
+    if not ordered:
+        return Latency()
+    p50, p90, p95, p99 = (percentile_sorted(ordered, q) for q in (50, 90, 95, 99))
+    return Latency(len(ordered), statistics.fmean(ordered), p50, p90, p95, p99, ordered[-1])
+
+
+def tpot_ms(s: Sample) -> float | None:
+    """TPOT = (E2E - TTFT) / (output tokens - 1), ms; None below two output tokens or without a first token."""
+    m = s.metrics
+    if m.ttft_ms is None or m.e2e_ms is None or m.output_tokens < 2:
+        return None
+    return (m.e2e_ms - m.ttft_ms) / (m.output_tokens - 1)
+
+
+def chunk_gaps_ms(s: Sample) -> list[float]:
+    """ITL values of one request = gaps between consecutive chunk arrivals (events read together are one chunk)."""
+    return gaps_ms(sorted({e.t_ns for e in s.timeline.token_events}))
+
+
+def wait_ms(d: Done) -> float:
+    """Wait = request sent - released by the schedule, ms: how late the client itself was."""
+    return (d.sample.timeline.t_sent_ns - d.asked_ns) / NS_PER_MS
+
+
+def window_s(done: Sequence[Done]) -> float:
+    """Measured window = last end - first send over the requests, seconds (0 with none)."""
+    if not done:
+        return 0.0
+    start = min(d.sample.timeline.t_sent_ns for d in done)
+    return (max(d.sample.timeline.t_end_ns for d in done) - start) / 1e9
+
+
+def meets(s: Sample, slo: Slo) -> bool:
+    """Good = ok and, for every bound the SLO sets, the request's figure <= the bound (a missing figure fails)."""
+    if not s.ok:
+        return False
+    m = s.metrics
+    mine = {"ttft": m.ttft_ms, "tpot": tpot_ms(s), "itl": m.gap_max_ms, "e2e": m.e2e_ms}
+    return all((v := mine[name]) is not None and v <= bound for name, bound in slo.items())
+
+
+def per_second(count: float, window: float) -> float:
+    """A rate = count / window; 0 when the window is empty (no request, or all at one instant)."""
+    return count / window if window > 0 else 0.0
+
+
+def _ok_latencies(ok: Sequence[Sample]) -> tuple[Latency, Latency, Latency]:
+    ttft = latency([m for s in ok if (m := s.metrics.ttft_ms) is not None])
+    tpot = latency([t for s in ok if (t := tpot_ms(s)) is not None])
+    e2e = latency([m for s in ok if (m := s.metrics.e2e_ms) is not None])
+    return ttft, tpot, e2e
+
+
+def tag_figures(tag: str, done: Sequence[Done]) -> TagFigures:
+    """One tag's request count, ok count, and TTFT, TPOT and E2E over its ok requests."""
+    ok = [d.sample for d in done if d.sample.ok]
+    return TagFigures(tag, len(done), len(ok), *_ok_latencies(ok))
+
+
+def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | None = None) -> Figures:
+    """A load level's figures over its measured (non-warm-up) requests; see the module docstring for each formula.
+
+    Latencies (TTFT, TPOT, ITL, E2E, output speed) are over ok requests; ``wait`` and ``concurrency_held`` over
+    every measured request, ok or not: both are about the load offered, not the answers.
+    """
+    measured = [d for d in done if not d.warmup]
+    ok = [d.sample for d in measured if d.sample.ok]
+    window = window_s(measured)
+    errors = Counter(str(d.sample.error_kind) for d in measured if not d.sample.ok)
+    ttft, tpot, e2e = _ok_latencies(ok)
+    good = None if slo is None else sum(meets(d.sample, slo) for d in measured)
+    tags = sorted({d.tag for d in measured})
+    return Figures(
+        requests=len(measured),
+        ok=len(ok),
+        errors=dict(sorted(errors.items())),
+        duration_s=window,
+        request_rate=per_second(len(ok), window),
+        output_tokens_per_s=per_second(sum(s.metrics.output_tokens for s in ok), window),
+        input_tokens_per_s=per_second(sum(s.input_tokens or 0 for s in ok), window),
+        concurrency_held=per_second(sum((d.sample.metrics.e2e_ms or 0.0) / 1000 for d in measured), window),
+        ttft=ttft,
+        tpot=tpot,
+        itl=latency([g for s in ok for g in chunk_gaps_ms(s)]),
+        e2e=e2e,
+        wait=latency([wait_ms(d) for d in measured]),
+        output_speed=latency([v for s in ok if (v := s.metrics.output_speed) is not None]),
+        goodput=None if good is None else per_second(good, window),
+        slo_attainment=None if good is None or not measured else good / len(measured),
+        by_tag=tuple(tag_figures(t, [d for d in measured if d.tag == t]) for t in tags) if tags != [""] else (),
+        offered_rate=offered_rate,
+    )
