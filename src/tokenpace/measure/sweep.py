@@ -1,0 +1,114 @@
+"""Sweeps: one load test per level, over given concurrencies or rates, or rates doubled until the server saturates.
+
+Every point sends fresh prompts (the dataset's chains go on from where the last point stopped), so a server's
+prefix cache cannot make a later point look faster. The automatic sweep (``--sweep auto``), as GuideLLM's:
+
+1. a closed loop at concurrency 1 gives the unloaded request rate r1 and TTFT;
+2. open loops at 2 r1, 4 r1, ... while the server keeps up: it keeps up at an offered rate when it completes at
+   least KEEP_UP of it per second, fails at most MAX_ERRORS of the requests, and its TTFT p50 stays within
+   TTFT_GROWTH times the unloaded one (queueing shows there first);
+3. one more point at the geometric mean of the last rate kept up with and the first one not: the saturation
+   rate is the highest offered rate the server kept up with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.load import Load, Slo, Sweep
+from tokenpace.measure.dataset import Dataset
+from tokenpace.measure.load import LoadResult, Settings, run_load
+from tokenpace.measure.loadstats import Done, Figures, figures
+from tokenpace.measure.run import Refusals, SampleSink
+
+KEEP_UP = 0.9  # completed requests/s over offered requests/s
+MAX_ERRORS = 0.05  # share of failed requests
+TTFT_GROWTH = 3.0  # TTFT p50 over the unloaded TTFT p50
+MAX_AUTO_POINTS = 10  # the unloaded point, up to 8 doublings, one refinement
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One point of a sweep: its load, what the engine returned, and its figures."""
+
+    result: LoadResult
+    figures: Figures
+
+
+def levels(base: Load, sweep: Sweep) -> list[Load]:
+    """The loads of a given sweep: the base load with each concurrency (closed) or rate (open) in turn."""
+    if sweep.over == "concurrency":
+        return [dataclasses.replace(base, concurrency=int(v), rate=None) for v in sweep.values]
+    return [dataclasses.replace(base, concurrency=None, rate=v) for v in sweep.values]
+
+
+def kept_up(f: Figures, offered: float, unloaded_ttft_ms: float | None) -> bool:
+    """Kept up = completed >= KEEP_UP x offered req/s, errors <= MAX_ERRORS, TTFT p50 <= TTFT_GROWTH x unloaded."""
+    if f.requests == 0 or f.request_rate < KEEP_UP * offered or (f.requests - f.ok) > MAX_ERRORS * f.requests:
+        return False
+    return unloaded_ttft_ms is None or f.ttft.p50 is None or f.ttft.p50 <= TTFT_GROWTH * unloaded_ttft_ms
+
+
+class Sweeper:
+    """Runs the points of a sweep against one endpoint, keeping every finished level (also if interrupted)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        dataset: Dataset,
+        settings: Settings,
+        slo: Slo | None = None,
+        sink: SampleSink | None = None,
+        on_done: Callable[[Done], None] | None = None,
+        on_level: Callable[[Load], None] | None = None,
+    ) -> None:
+        self.endpoint, self.dataset, self.settings, self.slo = endpoint, dataset, settings, slo
+        self.sink, self.on_done, self.on_level = sink, on_done, on_level
+        self.levels: list[Level] = []
+        self.saturation: float | None = None
+        self.refusals = Refusals()  # learnt once for the whole sweep
+        self._next_chain = settings.first_chain
+
+    async def point(self, load: Load) -> Level:
+        """One load test at ``load``, its prompts after every earlier point's."""
+        if self.on_level is not None:
+            self.on_level(load)
+        settings = dataclasses.replace(self.settings, first_chain=self._next_chain)
+        result = await run_load(self.endpoint, self.dataset, load, settings, self.sink, self.on_done, self.refusals)
+        self._next_chain = max((d.chain for d in result.done), default=self._next_chain) + 1
+        level = Level(result, figures(result.done, self.slo, load.rate))
+        self.levels.append(level)
+        return level
+
+    async def given(self, base: Load, sweep: Sweep) -> list[Level]:
+        for load in levels(base, sweep) if sweep.values else [base]:
+            await self.point(load)
+        return self.levels
+
+    async def auto(self, base: Load) -> list[Level]:
+        """Concurrency 1, then doubling rates until the server no longer keeps up, then one refinement."""
+        unloaded = await self.point(dataclasses.replace(base, concurrency=1, rate=None, max_concurrency=None))
+        r1, ttft1 = unloaded.figures.request_rate, unloaded.figures.ttft.p50
+        if r1 <= 0:
+            return self.levels  # nothing succeeded unloaded: no rate to start from
+        good, bad = None, None
+        rate = 2 * r1
+        while len(self.levels) < MAX_AUTO_POINTS - 1:
+            level = await self.point(dataclasses.replace(base, concurrency=None, rate=round(rate, 3)))
+            if not kept_up(level.figures, rate, ttft1):
+                bad = rate
+                break
+            good, rate = rate, rate * 2
+        if bad is not None:
+            low = good if good is not None else r1
+            mid = round(math.sqrt(low * bad), 3)
+            level = await self.point(dataclasses.replace(base, concurrency=None, rate=mid))
+            if kept_up(level.figures, mid, ttft1):
+                good = mid
+        # Never saturated within the points allowed: no saturation rate to report (the report says so).
+        self.saturation = None if bad is None else good if good is not None else round(r1, 3)
+        return self.levels
