@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import socket
+import statistics
 import time
 from typing import Any
 
@@ -447,3 +448,22 @@ async def test_a_long_running_simulator_keeps_only_its_latest_truths() -> None:
     assert sum(len(json.dumps(t.to_dict())) for t in sim.truth.values()) <= 5 * one * 1.1  # size: N of them
     with pytest.raises(SimulatorError, match="truth_kept"):
         Simulator(truth_kept=0)
+
+
+async def test_max_streams_queues_requests_beyond_the_capacity() -> None:
+    # 2 slots, 6 requests of ~100 ms each at once: three waves, each starting when the wave before has ended.
+    simulator = Simulator(fast(ttft_ms=50, tokens_per_s=200, output_tokens=10, max_streams=2))
+    async with serve(simulator) as url:
+        await asyncio.gather(*(raw_chat(url) for _ in range(6)))
+    firsts = sorted(
+        min(t for t, kind, _ in truth.events if kind == "content") - truth.t_received_ns
+        for truth in simulator.truth.values()
+    )
+    waves = [statistics.median(firsts[k : k + 2]) / MS for k in (0, 2, 4)]
+    assert waves[0] == pytest.approx(50, abs=25)  # served at once: the scenario's TTFT
+    assert waves[1] - waves[0] >= 90 and waves[2] - waves[1] >= 90  # each waited for a whole stream to end
+
+
+def test_max_streams_must_be_positive() -> None:
+    with pytest.raises(SimulatorError, match="max_streams must be >= 1"):
+        Scenario(max_streams=0)

@@ -98,6 +98,8 @@ def workloads_command(config_path: Path | None) -> None:
 )
 @click.option("--error-rate", default=1.0, show_default=True, type=Finite(0, 1),
               help="Share of requests that get --error.")  # fmt: skip
+@click.option("--max-streams", type=click.IntRange(min=1),
+              help="Streams generated at once; more queue for a slot, as on a loaded server.")  # fmt: skip
 @click.option("--api-key-env", help="Require the key held in this environment variable.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seeds the text, jitter and error draws.")
 def sim_command(
@@ -113,6 +115,7 @@ def sim_command(
     usage: str,
     error: str | None,
     error_rate: float,
+    max_streams: int | None,
     api_key_env: str | None,
     seed: int,
 ) -> None:
@@ -133,6 +136,7 @@ def sim_command(
         error=error,
         error_rate=error_rate,
         seed=seed,
+        max_streams=max_streams,
     )
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:

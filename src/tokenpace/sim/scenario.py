@@ -59,6 +59,7 @@ class Scenario:
     error_rate: float = 1.0  # probability that a request gets the error
     non_ascii: bool = False  # accented, CJK and emoji words (then completion_tokens counts words)
     seed: int = 0  # with the request counter, seeds each request's text, jitter and error draw
+    max_streams: int | None = None  # streams generated at once; more wait their turn (their TTFT grows by it)
 
     def first_token_ns(self, prompt_tokens: int) -> int:
         """Scheduled TTFT = ttft_ms + prompt tokens / prefill rate (the second term only when a rate is set)."""
@@ -78,6 +79,7 @@ class Scenario:
             (self.usage in ("auto", "always", "never"), "usage must be auto, always or never"),
             (self.error in {None, *ERRORS}, f"error must be None or one of {', '.join(sorted(ERRORS))}"),
             (0 <= self.error_rate <= 1, "error_rate must be between 0 and 1"),
+            (self.max_streams is None or self.max_streams >= 1, "max_streams must be >= 1"),
             (not (self.final_burst and self.error == "endless"), "final_burst cannot be endless"),
         ]
         if bad := [message for ok, message in checks if not ok]:

@@ -70,6 +70,7 @@ class Simulator:
         self.truth_kept = truth_kept
         self.truth: dict[str, Truth] = {}  # insertion order: oldest first
         self._served = 0
+        self._slots: dict[Scenario, asyncio.Semaphore] = {}  # each scenario's stream slots (max_streams)
 
     def app(self) -> web.Application:
         count_tokens(" warm")  # load the vocabulary now, not inside the first request's TTFT
@@ -156,8 +157,17 @@ class Simulator:
             int(time.time()),
         )  # fmt: skip
         words = iter(lambda: word_rng.choice(vocabulary), None)
-        call = Call(request, s, truth, wire(reply), error, rng, words)
-        return await (stream(call) if ask.stream else complete(call))
+        if s.max_streams is None:
+            return await self._answer(Call(request, s, truth, wire(reply), error, rng, words), ask.stream)
+        # A server of bounded capacity (a batch size): requests beyond it queue, as a loaded server's do.
+        slots = self._slots.setdefault(s, asyncio.Semaphore(s.max_streams))
+        async with slots:
+            call = Call(request, s, truth, wire(reply), error, rng, words, time.perf_counter_ns())
+            return await self._answer(call, ask.stream)
+
+    @staticmethod
+    async def _answer(call: Call, streamed: bool) -> web.StreamResponse:
+        return await (stream(call) if streamed else complete(call))
 
 
 @contextlib.asynccontextmanager

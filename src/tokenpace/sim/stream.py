@@ -34,11 +34,12 @@ class Call:
     error: str | None
     rng: random.Random  # jitter
     words: Iterator[str]  # the text, drawn apart from the jitter so it does not depend on timing
+    t_start_ns: int = 0  # when generation began: received, or later when it waited for a stream slot
 
     def at(self, token_offset: int) -> int:
         """Target send time of an event due ``token_offset`` tokens after the first token."""
         return (
-            self.truth.t_received_ns
+            (self.t_start_ns or self.truth.t_received_ns)
             + self.s.first_token_ns(self.truth.prompt_tokens)
             + round(token_offset * 1e9 / self.s.tokens_per_s)
         )
