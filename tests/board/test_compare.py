@@ -1,0 +1,126 @@
+"""Comparing two load-test results: pairing by load, each figure's direction, threshold and noise floor."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from tests.loadkit import point, result, steady
+from tokenpace.board.compare import SPECS, Change, as_dict, compare, describe_change, judge, relative
+from tokenpace.config.load import Load, Slo
+from tokenpace.measure.results import Point
+
+C1, C4, R2 = Load(concurrency=1), Load(concurrency=4), Load(concurrency=None, rate=2.0)
+SPEC = {s.name: s for s in SPECS}
+
+
+def at(load: Load, ttft_ms: float = 100, gap_ms: float = 20, failed: int = 0, slo: Slo | None = None) -> Point:
+    return point(load, steady(10, ttft_ms, gap_ms, failed=failed), slo)
+
+
+def verdicts(a: Point, b: Point, threshold: float = 0.1) -> dict[str, str]:
+    c = compare(result(a), result(b), threshold)
+    return {ch.figure: ch.verdict for ch in c.points[0].changes}
+
+
+def test_the_same_run_is_the_same() -> None:
+    c = compare(result(at(C1)), result(at(C1)), 0.1)
+    assert c.verdict == "same" and c.regressions == () and c.only_a == c.only_b == ()
+    assert {ch.verdict for ch in c.points[0].changes} == {"same", "n/a"}  # goodput and SLO: n/a without an SLO
+    assert [ch.figure for ch in c.points[0].changes if ch.verdict == "n/a"] == ["goodput", "SLO attainment"]
+
+
+def test_a_slower_first_token_regresses_and_says_which_figure() -> None:
+    c = compare(result(at(C1)), result(at(C1, ttft_ms=200)), 0.1)
+    ttft = next(ch for ch in c.points[0].changes if ch.figure == "TTFT P50")
+    assert (ttft.a, ttft.b, ttft.change, ttft.verdict) == (100.0, 200.0, 1.0, "worse")
+    assert c.verdict == "regressed" and "concurrency 1: TTFT P50 +100.0%" in c.regressions
+    assert verdicts(at(C1), at(C1, ttft_ms=200))["TPOT P50"] == "same"  # the stream after it did not change
+
+
+def test_direction_of_each_figure() -> None:
+    faster = verdicts(at(C1, ttft_ms=200, gap_ms=40), at(C1, ttft_ms=100, gap_ms=20))
+    assert {k: faster[k] for k in ("request rate", "output tok/s", "output speed P50")} == dict.fromkeys(
+        ("request rate", "output tok/s", "output speed P50"), "better"
+    )
+    assert {faster[k] for k in ("TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P50", "E2E P99")} == {"better"}
+    assert compare(result(at(C1, ttft_ms=200, gap_ms=40)), result(at(C1)), 0.1).verdict == "improved"
+
+
+def test_within_the_threshold_is_the_same() -> None:
+    assert verdicts(at(C1), at(C1, ttft_ms=105))["TTFT P50"] == "same"
+    assert verdicts(at(C1), at(C1, ttft_ms=105), threshold=0.01)["TTFT P50"] == "worse"
+
+
+def test_the_noise_floor_keeps_tiny_absolute_moves_the_same() -> None:
+    v = verdicts(at(C1, ttft_ms=2), at(C1, ttft_ms=2.5), threshold=0.1)  # +25 %, but half a millisecond
+    assert v["TTFT P50"] == "same"
+    assert judge(SPEC["TTFT P50"], 2.0, 3.01, 0.1) == "worse"  # past 1 ms
+    assert judge(SPEC["request rate"], 0.05, 0.045, 0.05) == "same"  # -10 % but 0.005 req/s
+    assert judge(SPEC["SLO attainment"], 0.999, 0.995, 0.0) == "same"  # under half a point
+    assert judge(SPEC["SLO attainment"], 0.999, 0.99, 0.0) == "worse"
+
+
+def test_errors_from_none_is_worse_in_percentage_points() -> None:
+    c = compare(result(at(C1)), result(at(C1, failed=2)), 0.1)
+    errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
+    assert (errors.a, errors.b, errors.change, errors.verdict) == (0.0, 0.2, None, "worse")
+    assert describe_change(errors) == "+20.0 pt" and "concurrency 1: errors +20.0 pt" in c.regressions
+
+
+def test_goodput_and_attainment_compare_when_both_runs_had_an_slo() -> None:
+    slo = Slo(ttft_ms=150)
+    a = point(C1, steady(10, 100, 20), slo)
+    b = point(C1, steady(5, 100, 20) + steady(5, 200, 20), slo)  # half the requests now miss the TTFT bound
+    c = compare(result(a, slo=slo), result(b, slo=slo), 0.1)
+    got = {ch.figure: (ch.a, ch.b, ch.verdict) for ch in c.points[0].changes}
+    assert got["SLO attainment"] == (1.0, 0.5, "worse") and got["goodput"][2] == "worse"
+    assert c.notes == ()
+
+
+def test_itl_and_output_speed_are_shown_but_never_decide() -> None:
+    a = at(C1)
+    slow_gap = dataclasses.replace(a.figures, itl=dataclasses.replace(a.figures.itl, p99=500.0))
+    slow_speed = dataclasses.replace(slow_gap, output_speed=dataclasses.replace(a.figures.output_speed, p50=1.0))
+    c = compare(result(a), result(dataclasses.replace(a, figures=slow_speed)), 0.1)
+    got = {ch.figure: ch.verdict for ch in c.points[0].changes}
+    assert got["ITL P99"] == got["output speed P50"] == "worse"
+    assert c.verdict == "same" and c.regressions == ()
+
+
+def test_points_pair_by_load_and_the_rest_are_listed() -> None:
+    c = compare(result(at(C1), at(C4)), result(at(C4), at(R2)), 0.1)
+    assert [p.load for p in c.points] == ["concurrency 4"]
+    assert (c.only_a, c.only_b) == (("concurrency 1",), ("rate 2/s (poisson)",))
+    gamma = Load(concurrency=None, rate=2.0, arrival="gamma", burstiness=0.5)
+    assert [p.load for p in compare(result(at(R2)), result(at(gamma)), 0.1).points] == ["rate 2/s (poisson)"]
+
+
+def test_nothing_in_common_is_incomparable() -> None:
+    c = compare(result(at(C1)), result(at(C4)), 0.1)
+    assert c.verdict == "incomparable" and c.points == ()
+
+
+def test_notes_say_how_the_runs_differ() -> None:
+    a = result(at(C1), slo=Slo(ttft_ms=500))
+    b = result(dataclasses.replace(at(C1), client_bound=True), endpoint="other/m")
+    c = compare(a, b, 0.1)
+    assert c.notes == (
+        "the runs differ in endpoint: A sim/m, B other/m",
+        "the runs differ in SLO: A ttft<=500ms, B none",
+    )
+    assert c.points[0].notes == ("run B was client-bound here",)
+
+
+def test_as_dict_is_json() -> None:
+    c = compare(result(at(C1)), result(at(C1, ttft_ms=200)), 0.1)
+    data = json.loads(json.dumps(as_dict(c)))
+    assert data["verdict"] == "regressed" and data["points"][0]["changes"][5]["figure"] == "TTFT P50"
+
+
+@pytest.mark.parametrize(("a", "b", "text"), [(100.0, 135.0, "+35.0%"), (0.0, 12.0, "+12 ms"), (None, 1.0, "n/a")])
+def test_describe_change(a: float | None, b: float | None, text: str) -> None:
+    change = None if a is None or b is None else relative(a, b)
+    assert describe_change(Change("TTFT P50", "ms", a, b, change, "same", True)) == text
