@@ -16,7 +16,6 @@ from tokenpace.measure.failures import Failure
 from tokenpace.measure.prompts import Message, Prompt
 from tokenpace.measure.timing import Event, EventKind, Recording, Timeline
 
-
 _SPEAKERS = {"user": "User", "assistant": "Assistant"}
 
 
