@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
-from tokenpace.sim import Scenario, Simulator, Truth
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure.clients import protocol_for
+from tokenpace.measure.clients.transport import Timeouts, new_session, record
+from tokenpace.measure.prompts import Prompt
+from tokenpace.measure.timing import Recording, Timeline
+from tokenpace.sim import Scenario, Simulator, Truth, serve
 
 PROMPT = "How fast is this endpoint, really?"
 FAST = Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=20)  # no waiting
@@ -84,3 +89,20 @@ async def post(url: str, body: Any, headers: Mapping[str, str] | None = None) ->
         except aiohttp.ClientPayloadError as exc:
             error = exc
         return Raw(r.status, r.headers, data, error)
+
+
+async def send(prompts: Sequence[Prompt], protocol: str = "openai-chat") -> list[tuple[Timeline, Truth]]:
+    """Each prompt in turn, sent by tokenpace's own client to a FAST simulator: what it decoded, what was served."""
+    simulator = Simulator(FAST)
+    proto = protocol_for(protocol)
+    out = []
+    async with serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url.removesuffix("/v1") + proto.default_base, protocol=protocol)
+        async with new_session(1, Timeouts(connect=2, first_token=5, idle=5, total=10)) as session:
+            for prompt in prompts:
+                seen = set(simulator.truth)
+                rec = Recording()
+                await record(session, proto.request(endpoint, prompt), Timeouts(2, 5, 5, 10), rec, proto.has_token)
+                (rid,) = set(simulator.truth) - seen
+                out.append((proto.decode(rec), simulator.truth[rid]))
+    return out

@@ -136,3 +136,15 @@ def test_text_prompt_is_sent_as_a_plain_string() -> None:
     body = json.loads(OpenAIChat().request(ENDPOINT, prompt).body)
     assert body["messages"] == [{"role": "user", "content": text_of(prompt)}]
     assert body["max_tokens"] == 500
+
+
+def test_chat_prompt_counts_each_message_and_fingerprints_as_build_prompt_does() -> None:
+    from tokenpace.measure.prompts import Message, chat_prompt
+
+    messages = [Message("user", "Hello there."), Message("assistant", "Hi!"), Message("user", "Bye.")]
+    p = chat_prompt(messages, 30)
+    assert p.messages == tuple(messages) and p.max_tokens == 30
+    assert p.input_tokens == sum(count_tokens(m.text) for m in messages)
+    assert chat_prompt(messages, 30, [1, 2, 3]).input_tokens == 6  # counts given are trusted
+    one = build_prompt(BUILTIN["1k"], 3)
+    assert chat_prompt(one.messages, 5).fingerprint == one.fingerprint

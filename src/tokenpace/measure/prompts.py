@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from tokenpace.config.workloads import IMAGE_TASK, Workload
@@ -70,6 +70,18 @@ class Prompt:
     task: str = ""
     image_bytes: int = 0
     image_pixels: int = 0
+
+
+def chat_prompt(messages: Sequence[Message], max_tokens: int, tokens: Sequence[int] | None = None) -> Prompt:
+    """A text prompt of ``messages``: input_tokens = sum of each message's o200k count (``tokens`` when known).
+
+    The fingerprint hashes the messages' text in order, as ``build_prompt`` hashes its one message.
+    """
+    counts = [count_tokens(m.text) for m in messages] if tokens is None else tokens
+    digest = hashlib.sha256()
+    for m in messages:
+        digest.update(m.text.encode())
+    return Prompt(tuple(messages), max_tokens, sum(counts), digest.hexdigest()[:16])
 
 
 def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None) -> Prompt:

@@ -802,3 +802,37 @@ def test_has_token_looks_past_a_long_prefix_without_text(name: str) -> None:
     proto = protocol_for(name)
     assert proto.has_token(recording(raw, *range(1000, len(raw), 1000)))
     assert not proto.has_token(recording(filler, *range(1000, len(filler), 1000)))
+
+
+CHAT = Prompt(
+    (Message("system", "Be brief."), Message("user", "Hi."), Message("assistant", "Hello!"), Message("user", "Bye?")),
+    50, 9, "f" * 16,
+)  # fmt: skip
+# What each protocol's body holds for CHAT: the turns as (role, text), in the protocol's own words.
+CHAT_TURNS = {
+    "openai-chat": [("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello!"), ("user", "Bye?")],
+    "openai-responses": [("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello!"), ("user", "Bye?")],
+    "ollama": [("system", "Be brief."), ("user", "Hi."), ("assistant", "Hello!"), ("user", "Bye?")],
+    "anthropic": [("user", "Hi."), ("assistant", "Hello!"), ("user", "Bye?")],
+    "gemini": [("user", "Hi."), ("model", "Hello!"), ("user", "Bye?")],
+}
+
+
+def chat_turns(name: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    if name == "gemini":
+        return [(c["role"], c["parts"][0]["text"]) for c in body["contents"]]
+    return [(m["role"], m["content"]) for m in body["input" if name == "openai-responses" else "messages"]]
+
+
+@pytest.mark.parametrize("name", PROTOCOLS)
+def test_a_chat_is_sent_turn_by_turn_with_its_roles(name: str) -> None:
+    endpoint = Endpoint("p", "m", "https://h/v1", protocol=name)
+    body = json.loads(protocol_for(name).request(endpoint, CHAT).body)
+    if name == "openai-completions":  # no roles on the wire: a labelled transcript ending on the reply's cue
+        assert body["prompt"] == "Be brief.\n\nUser: Hi.\n\nAssistant: Hello!\n\nUser: Bye?\n\nAssistant:"
+        return
+    assert chat_turns(name, body) == CHAT_TURNS[name]
+    if name == "anthropic":
+        assert body["system"] == "Be brief."
+    if name == "gemini":
+        assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}

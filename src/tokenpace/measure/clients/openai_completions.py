@@ -13,8 +13,23 @@ from tokenpace.errors import ConfigError
 from tokenpace.measure.clients.base import HttpRequest, WireProtocol, json_request
 from tokenpace.measure.clients.openai_chat import decode_openai, drop_stream_options
 from tokenpace.measure.failures import Failure
-from tokenpace.measure.prompts import Prompt
+from tokenpace.measure.prompts import Message, Prompt
 from tokenpace.measure.timing import Event, EventKind, Recording, Timeline
+
+_SPEAKERS = {"user": "User", "assistant": "Assistant"}
+
+
+def completion_text(messages: tuple[Message, ...]) -> str:
+    """The messages as one prompt string: their text joined by blank lines, or a transcript for a chat.
+
+    A prompt with an assistant turn is a conversation: without roles the model could not tell whose words
+    are whose, so each user and assistant turn is labelled and the text ends on the assistant's cue.
+    System text stays unlabelled, first.
+    """
+    if not any(m.role == "assistant" for m in messages):
+        return "\n\n".join(m.text for m in messages)
+    parts = [m.text if m.role not in _SPEAKERS else f"{_SPEAKERS[m.role]}: {m.text}" for m in messages]
+    return "\n\n".join([*parts, "Assistant:"])
 
 
 def _choice_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
@@ -30,7 +45,7 @@ class OpenAICompletions(WireProtocol):
     name = "openai-completions"
 
     def request(self, endpoint: Endpoint, prompt: Prompt) -> HttpRequest:
-        """One prompt string: the messages' text joined by blank lines (no chat template is applied).
+        """One prompt string (``completion_text``: no chat template is applied).
 
         The API takes no images, so an image prompt is refused rather than measured without its image.
         """
@@ -38,7 +53,7 @@ class OpenAICompletions(WireProtocol):
             raise ConfigError(f"endpoint {endpoint.name}: protocol {self.name} cannot send images; use openai-chat")
         body = {
             "model": endpoint.model,
-            "prompt": "\n\n".join(m.text for m in prompt.messages),
+            "prompt": completion_text(prompt.messages),
             "max_tokens": prompt.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},

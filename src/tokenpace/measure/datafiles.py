@@ -1,0 +1,323 @@
+"""Load-test prompts from a file: JSONL records, or ShareGPT conversations as single requests or as chats.
+
+JSONL: one JSON object a line, ``{"prompt": "..."}`` or ``{"messages": [{"role": ..., "content": "..."}]}``
+(roles system, user, assistant; the last one a user's), with an optional ``output_tokens`` (or
+``max_tokens``) integer. ShareGPT: one JSON array of ``{"conversations": [{"from": "human"|"gpt"|"system",
+"value": "..."}]}``, read record by record so a file of hundreds of MB never sits in memory as one object.
+A conversation's first human turn is one request, whose max_tokens is the o200k count of the reply that
+followed it (capped); ``turns`` makes each conversation a chain of up to that many turns instead, turn k
+sending the earlier human and gpt turns and the k-th human one. Records without a human turn are skipped.
+
+Files are hostile: their size, a line's or record's size, the records, the messages and each text are
+bounded, and a bad record is a one-line ConfigError naming the file and its line. A prompt's tokens are
+counted when its chain is built: one over MAX_PROMPT_TOKENS is refused there (a chat just ends before it).
+Chain i is record i mod the record count, in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from tokenpace.errors import ConfigError
+from tokenpace.measure.dataset import Chain, Request
+from tokenpace.measure.prompts import Message, chat_prompt
+from tokenpace.measure.tokens import count_tokens
+
+MAX_FILE_BYTES = 1 << 30  # ShareGPT_V3_unfiltered_cleaned_split.json, vLLM's default, is 642 MB
+MAX_RECORD_CHARS = 16 << 20  # one JSONL line or one ShareGPT record
+MAX_TEXT_CHARS = 4 << 20  # one message's text; tokens are bounded when counted
+MAX_RECORDS = 200_000
+MAX_MESSAGES = 1_000  # in one record
+MAX_PROMPT_TOKENS = 200_000
+MAX_OUTPUT_TOKENS = 200_000  # a record's own output_tokens
+REPLY_CAP = 4_096  # max_tokens taken from a recorded reply's length, at most
+_CHUNK = 1 << 20
+_ROLES = ("system", "user", "assistant")
+_SPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace
+_SPEAKERS = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+
+Turn = tuple[str, str]  # (role, text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    line: int
+    turns: tuple[Turn, ...]  # system first if any, then user and assistant turns alternating from a user's
+    output_tokens: int | None = None  # the record's own, or None: its reply's length, else the default
+
+
+def _bad(path: Path, line: int, what: str) -> ConfigError:
+    return ConfigError(f"{path}:{line}: {what}")
+
+
+def _too_big(path: Path, max_bytes: int) -> ConfigError:
+    return ConfigError(f"{path}: over the {max_bytes}-byte limit; keep fewer records in it")
+
+
+def _open(path: Path, max_bytes: int) -> TextIO:
+    """The file for reading as UTF-8: a regular file (not a pipe or device, which could stream forever)."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a regular file; give a .jsonl or ShareGPT .json file")
+        if info.st_size > max_bytes:
+            raise _too_big(path, max_bytes)
+        return path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _decode_lines(path: Path, f: TextIO, max_bytes: int) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line, each bounded as it is read (a line with no end never fills memory).
+
+    Characters read are bounded too (never more than bytes): the file may have grown since it was measured.
+    """
+    n = read = 0
+    try:
+        while True:
+            text = f.readline(MAX_RECORD_CHARS + 1)
+            if not text:
+                return
+            n, read = n + 1, read + len(text)
+            if len(text) > MAX_RECORD_CHARS:
+                raise _bad(path, n, f"a line over {MAX_RECORD_CHARS} characters; split or shorten it")
+            if read > max_bytes:
+                raise _too_big(path, max_bytes)
+            yield n, text
+    except UnicodeDecodeError:
+        raise _bad(path, n + 1, "not UTF-8 text") from None
+
+
+def _load(path: Path, line: int, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _bad(path, line, "JSON nested too deep") from None
+    except ValueError as exc:
+        raise _bad(path, line, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
+
+
+def _text(path: Path, line: int, value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise _bad(path, line, f"{what} must be a string, got {type(value).__name__}")
+    if len(value) > MAX_TEXT_CHARS:
+        raise _bad(path, line, f"{what} is over {MAX_TEXT_CHARS} characters")
+    return value
+
+
+def _jsonl_record(path: Path, line: int, doc: Any) -> _Record:
+    """A JSONL line's record: its messages, its own output tokens if given."""
+    if not isinstance(doc, dict):
+        raise _bad(path, line, 'each line must be an object with "prompt" or "messages"')
+    output = doc.get("output_tokens", doc.get("max_tokens"))
+    if output is not None and (
+        isinstance(output, bool) or not isinstance(output, int) or not 1 <= output <= MAX_OUTPUT_TOKENS
+    ):
+        raise _bad(path, line, f"output_tokens must be an integer from 1 to {MAX_OUTPUT_TOKENS}, got {output!r}")
+    if ("prompt" in doc) == ("messages" in doc):
+        raise _bad(path, line, 'give either "prompt" (a string) or "messages" (a list), not both or neither')
+    if "prompt" in doc:
+        turns: tuple[Turn, ...] = (("user", _text(path, line, doc["prompt"], "prompt")),)
+    else:
+        messages = doc["messages"]
+        if not isinstance(messages, list) or not messages or len(messages) > MAX_MESSAGES:
+            raise _bad(path, line, f"messages must be a list of 1 to {MAX_MESSAGES} messages")
+        turns = tuple(_message(path, line, m) for m in messages)
+        if turns[-1][0] != "user":
+            raise _bad(path, line, "the last message must be the user's")
+    if not any(text.strip() for _, text in turns):
+        raise _bad(path, line, "the prompt is empty")
+    return _Record(line, turns, output)
+
+
+def _message(path: Path, line: int, m: Any) -> Turn:
+    if not isinstance(m, dict) or m.get("role") not in _ROLES:
+        raise _bad(path, line, f'each message must be {{"role": one of {", ".join(_ROLES)}, "content": "..."}}')
+    return m["role"], _text(path, line, m.get("content"), "content")
+
+
+def _array_items(path: Path, f: TextIO, max_bytes: int) -> Iterator[tuple[int, Any]]:
+    """(line it starts on, value) of each item of the JSON array ``f`` holds, read a chunk at a time.
+
+    The buffer holds at most one record and a chunk: an item that is neither complete nor valid JSON within
+    MAX_RECORD_CHARS is refused.
+    """
+    decoder = json.JSONDecoder()
+    buf, pos, line, eof, read = "", 0, 1, False, 0
+
+    def more() -> None:
+        nonlocal buf, pos, eof, read
+        try:
+            data = f.read(max(_CHUNK, len(buf) - pos))
+        except UnicodeDecodeError:
+            raise _bad(path, line, "not UTF-8 text") from None
+        read += len(data)
+        if read > max_bytes:
+            raise _too_big(path, max_bytes)
+        buf, pos, eof = buf[pos:] + data, 0, not data
+
+    def skip_space() -> str:
+        """The next character that is not JSON whitespace, "" at the end of the file."""
+        nonlocal pos, line
+        while True:
+            match = _SPACE.match(buf, pos)
+            end = match.end() if match else pos
+            line += buf.count("\n", pos, end)
+            pos = end
+            if pos < len(buf) or eof:
+                return buf[pos] if pos < len(buf) else ""
+            more()
+
+    if skip_space() != "[":
+        raise _bad(path, line, "a ShareGPT file must hold one JSON array of conversations")
+    pos += 1
+    first = True
+    while True:
+        c = skip_space()
+        if c == "]" and first:
+            return
+        try:
+            item, end = decoder.raw_decode(buf, pos)
+        except RecursionError:
+            raise _bad(path, line, "JSON nested too deep") from None
+        except json.JSONDecodeError as exc:
+            if not eof and len(buf) - pos <= MAX_RECORD_CHARS:
+                more()
+                continue
+            at = line + buf.count("\n", pos, exc.pos)
+            why = f"not valid JSON ({exc.msg}), or a record over {MAX_RECORD_CHARS} characters"
+            raise _bad(path, at, why) from None
+        if end - pos > MAX_RECORD_CHARS:
+            raise _bad(path, line, f"a record over {MAX_RECORD_CHARS} characters")
+        yield line, item
+        line += buf.count("\n", pos, end)
+        pos, first = end, False
+        c = skip_space()
+        if c == "]":
+            return
+        if c != ",":
+            raise _bad(path, line, "expected , or ] after a conversation")
+        pos += 1
+
+
+def _sharegpt_record(path: Path, line: int, doc: Any) -> _Record | None:
+    """A conversation as system, then alternating user and assistant turns; None when it has no human turn.
+
+    Consecutive turns of one speaker are joined, empty ones dropped, and anything before the first human
+    turn but a system prompt, or a system turn after it, left out.
+    """
+    conversation = doc.get("conversations") if isinstance(doc, dict) else None
+    if not isinstance(conversation, list) or len(conversation) > MAX_MESSAGES:
+        raise _bad(path, line, f'each record must be {{"conversations": [...]}} with at most {MAX_MESSAGES} turns')
+    turns: list[list[str]] = []
+    for turn in conversation:
+        speaker = turn.get("from") if isinstance(turn, dict) else None
+        if speaker not in _SPEAKERS:
+            raise _bad(path, line, f'each turn must be {{"from": one of {", ".join(_SPEAKERS)}, "value": "..."}}')
+        role, text = _SPEAKERS[speaker], _text(path, line, turn.get("value"), "value")
+        started = any(r == "user" for r, _ in turns)
+        if not text.strip() or (role == "system" and started) or (role == "assistant" and not started):
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1] += "\n\n" + text
+        else:
+            turns.append([role, text])
+    if not any(role == "user" for role, _ in turns):
+        return None
+    return _Record(line, tuple((role, text) for role, text in turns))
+
+
+@dataclass(frozen=True)
+class FileDataset:
+    """A file's records as chains: one request each, or (``turns`` > 0, ShareGPT) one chat each."""
+
+    path: Path
+    kind: str  # "jsonl" or "sharegpt"
+    default_output: int = 256
+    turns: int = 0  # 0: single requests
+    max_bytes: int = MAX_FILE_BYTES
+    _records: tuple[_Record, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        records: list[_Record] = []
+        with _open(self.path, self.max_bytes) as f:
+            if self.kind == "jsonl":
+                lines = ((n, t) for n, t in _decode_lines(self.path, f, self.max_bytes) if t.strip())
+                items: Iterator[tuple[int, _Record | None]] = (
+                    (n, _jsonl_record(self.path, n, _load(self.path, n, t))) for n, t in lines
+                )
+            else:
+                docs = _array_items(self.path, f, self.max_bytes)
+                items = ((n, _sharegpt_record(self.path, n, doc)) for n, doc in docs)
+            for n, record in items:
+                if record is None:
+                    continue
+                if len(records) == MAX_RECORDS:
+                    raise _bad(self.path, n, f"more than {MAX_RECORDS} records; keep fewer in the file")
+                records.append(record)
+        if not records:
+            raise ConfigError(f"{self.path}: no prompts in it; see the JSONL and ShareGPT formats in --help")
+        object.__setattr__(self, "_records", tuple(records))
+
+    @property
+    def name(self) -> str:
+        stem = re.sub(r"[^\w.-]+", "_", self.path.stem)[:32]
+        return f"{self.kind}-{stem}" + (f"-{self.turns}turns" if self.turns else "")
+
+    @property
+    def size(self) -> int | None:
+        return len(self._records)
+
+    def chain(self, i: int) -> Chain:
+        record = self._records[i % len(self._records)]
+        if self.turns:
+            return self._chat(record)
+        cut = next(k for k, (role, _) in enumerate(record.turns) if role == "user") + 1
+        if self.kind == "jsonl":
+            cut = len(record.turns)
+        messages = [Message(role, text) for role, text in record.turns[:cut]]
+        reply = record.turns[cut][1] if cut < len(record.turns) else None
+        prompt = chat_prompt(messages, record.output_tokens or self._output(reply))
+        self._check(record, prompt.input_tokens)
+        return (Request(prompt),)
+
+    def _output(self, reply: str | None) -> int:
+        """The recorded reply's o200k count, at most REPLY_CAP; the default when there is none."""
+        n = count_tokens(reply) if reply else 0
+        return min(n, REPLY_CAP) if n else self.default_output
+
+    def _check(self, record: _Record, tokens: int) -> None:
+        if tokens > MAX_PROMPT_TOKENS:
+            raise _bad(self.path, record.line, f"a prompt of {tokens} tokens, over the {MAX_PROMPT_TOKENS} limit")
+
+    def _chat(self, record: _Record) -> Chain:
+        """Up to ``turns`` requests, turn k holding every turn before its user turn; ends before an oversize one."""
+        messages: list[Message] = []
+        counts: list[int] = []
+        out: list[Request] = []
+        turns = record.turns
+        for k, (role, text) in enumerate(turns):
+            messages.append(Message(role, text))
+            counts.append(count_tokens(text))
+            if role != "user":
+                continue
+            if sum(counts) > MAX_PROMPT_TOKENS and out:
+                break
+            self._check(record, sum(counts))
+            reply = turns[k + 1][1] if k + 1 < len(turns) else None
+            out.append(Request(chat_prompt(messages, self._output(reply), counts), f"turn-{len(out) + 1}"))
+            if len(out) == self.turns:
+                break
+        return tuple(out)
+
+
+def open_file(kind: str, path: str | os.PathLike[str], default_output: int, turns: int = 0) -> FileDataset:
+    """The dataset of a JSONL (``kind`` "jsonl") or ShareGPT ("sharegpt") file."""
+    return FileDataset(Path(path), kind, default_output, turns)
