@@ -52,11 +52,10 @@ def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> 
     a, b = read(run_a), read(run_b)
     comparison = compare(a, b, limit)
     if comparison.verdict == "incomparable":
-        loads = (", ".join(p.load.describe() for p in r.points) or "none" for r in (a, b))
+        in_a, in_b = (", ".join(p.load.describe() for p in r.points) or "none" for r in (a, b))
         raise ConfigError(
-            "{} and {} share no load level (A: {}; B: {}): compare runs of the same concurrency or rate".format(
-                run_a, run_b, *loads
-            )
+            f"{run_a} and {run_b} share no load level (A: {in_a}; B: {in_b}): compare runs of the same "
+            "concurrency or rate"
         )
     if as_json:
         click.echo(json.dumps(as_dict(comparison), indent=2))
