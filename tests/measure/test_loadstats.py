@@ -102,3 +102,26 @@ def test_by_tag_when_the_dataset_tags_requests() -> None:
         ("prefix-hit", 1, 1, 100.0, 100.0, 300.0),
         ("prefix-miss", 2, 1, 200.0, 150.0, 500.0),
     ]
+
+
+async def test_figures_of_real_requests_to_the_simulator_match_what_it_was_told() -> None:
+    """TTFT and TPOT of streams the simulator paced (50 ms, then 200 tok/s): generous bounds, a noisy machine."""
+    from tokenpace import sim
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.workloads import BUILTIN
+    from tokenpace.measure.clients.transport import Timeouts
+    from tokenpace.measure.run import RunOptions, run_workload
+
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=20))
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        options = RunOptions(6, 2, Timeouts(connect=5, first_token=10, idle=10, total=30), warmup=False)
+        taken = await run_workload([endpoint], BUILTIN["1k"], options)
+    requests = [Done(s, asked_ns=s.timeline.t_sent_ns) for s in taken.samples]
+    f = figures(requests, Slo(ttft_ms=10_000))
+    assert (f.requests, f.ok, f.errors, f.slo_attainment) == (6, 6, {}, 1.0)
+    assert f.ttft.p50 is not None and 45 <= f.ttft.p50 < 1000
+    assert f.tpot.p50 is not None and 2.5 <= f.tpot.p50 < 50  # 5 ms a token, as told
+    assert f.output_speed.p50 is not None and 20 < f.output_speed.p50 < 400
+    assert 0.5 < f.concurrency_held <= 2.0 + 1e-9  # two in flight at most
+    assert f.wait == latency([0.0] * 6)

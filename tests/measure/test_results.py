@@ -117,3 +117,28 @@ def test_rows_are_thinned_evenly_above_the_limit() -> None:
     reqs = [done(i, i + 1, ((i + 0.5, 1),)) for i in range(10)]
     assert [r.t_s * 1000 for r in rows_of(reqs, T0, limit=4)] == pytest.approx([0, 2, 5, 7])
     assert len(rows_of(reqs, T0, limit=10)) == 10 and MAX_ROWS == 20_000
+
+
+def test_a_document_too_large_to_read_is_written_with_fewer_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = sweep_result()
+    full = to_json(r)
+    monkeypatch.setattr(results, "MAX_BYTES", len(full) - 300)  # a few rows too many
+    text = to_json(r)
+    back = from_json(text)
+    assert len(text) <= results.MAX_BYTES
+    assert [p.figures for p in back.points] == [p.figures for p in r.points]  # figures never thin
+    assert all(len(p.rows) < len(q.rows) for p, q in zip(back.points, r.points, strict=True))
+
+
+def test_thin_spreads_what_it_keeps() -> None:
+    assert results.thin(range(10), 4) == (0, 2, 5, 7)
+    assert results.thin([1, 2], 5) == (1, 2) and results.thin([1, 2], 0) == ()
+
+
+def test_a_row_out_of_range_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"points\.0\.rows\.2\.e2e_ms: -5\.0 is not a figure"):
+        from_json(edit("points.0.rows.2.e2e_ms", -5))
+    with pytest.raises(ConfigError, match=r"points\.1\.rows\.0\.ttft_ms: nan is not a figure"):
+        from_json(edit("points.1.rows.0.ttft_ms", float("nan")))
+    with pytest.raises(ConfigError, match=r"points\.1\.rows\.3\.tag: over 65536 characters"):
+        from_json(edit("points.1.rows.3.tag", "t" * 70_000))

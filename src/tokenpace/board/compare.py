@@ -3,6 +3,8 @@
 Points pair by their load: the same concurrency (closed loop) or the same rate (open loop); the arrival
 process is not part of the key, and points of one run that the other lacks are listed, never compared.
 
+The figures (SPECS): request rate, output tok/s, goodput, SLO attainment and output speed P50 (higher is
+better); TTFT, TPOT and E2E P50 and P99, ITL P99 and errors, the share of requests that failed (lower is better).
 Per figure, change = (B - A) / |A|. A figure is *worse* when it moved the wrong way (down for a higher-better
 figure, up for a lower-better one) by more than the threshold **and** by more than its unit's noise floor
 (NOISE_FLOOR: 1 ms for latencies, 0.1 tok/s, 0.01 req/s, half a percentage point for shares): a P99 TTFT from

@@ -101,7 +101,7 @@ def parse_slo(text: str) -> Slo:
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, eq, value = (s.strip() for s in part.partition("="))
         m = _DURATION.match(value)
-        if not eq or name not in ("ttft", "tpot", "itl", "e2e") or name in values or not m:
+        if not eq or name not in ("ttft", "tpot", "itl", "e2e") or f"{name}_ms" in values or not m:
             raise ConfigError(f"--slo {text!r}: write it as ttft=500ms,tpot=50ms (each of ttft, tpot, itl, e2e once)")
         ms = float(m[1]) * (_UNIT_S[m[2]] * 1000 if m[2] else 1.0)
         if not 0 < ms <= MAX_DURATION_S * 1000:

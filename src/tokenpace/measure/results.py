@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 
@@ -27,9 +27,11 @@ from tokenpace.errors import ConfigError
 from tokenpace.measure.loadstats import Done, Figures
 from tokenpace.measure.metrics import NS_PER_MS
 
+T = TypeVar("T")
+
 MAX_ROWS = 20_000  # per-request rows kept per point (the charts' dots); figures always cover every request
 FORMAT = 1  # the document's version: bump when a field changes meaning or goes; readers refuse others
-MAX_BYTES = 64 * 1024 * 1024  # 32 points of MAX_ROWS rows each are ~60 bytes a row: ~40 MiB
+MAX_BYTES = 64 * 1024 * 1024  # ~90 bytes a row: 32 points of MAX_ROWS rows fit; to_json thins rows beyond
 MAX_POINTS = 256  # far above any sweep (32 listed values; an auto sweep doubles then bisects)
 MAX_TEXT = 65_536  # characters in any one text field (the command line is the longest)
 MAX_NUMBER = 1e12  # every figure is a count, a time, a rate or a share: none is negative or this large
@@ -91,8 +93,18 @@ def _adapter(kind: type[Any]) -> pydantic.TypeAdapter[Any]:
 
 
 def to_json(result: BenchResult) -> str:
-    """The document as compact JSON (rows make it long; indentation would double it)."""
-    return _adapter(BenchResult).dump_json(result).decode()
+    """The document as compact JSON; over MAX_BYTES, every point's rows thinned alike until it fits.
+
+    A document is only written to be read, so it is never written too large to read back; rows are only the
+    charts' dots (each point's figures cover every request), so they give way.
+    """
+    text = _adapter(BenchResult).dump_json(result)
+    while len(text) > MAX_BYTES and any(p.rows for p in result.points):
+        share = MAX_BYTES / len(text) * 0.95
+        points = tuple(dataclasses.replace(p, rows=thin(p.rows, int(len(p.rows) * share))) for p in result.points)
+        result = dataclasses.replace(result, points=points)
+        text = _adapter(BenchResult).dump_json(result)
+    return text.decode()
 
 
 def from_json(text: str | bytes) -> BenchResult:
@@ -114,7 +126,8 @@ def from_json(text: str | bytes) -> BenchResult:
         raise _one_line(exc) from None
     if len(result.points) > MAX_POINTS:
         raise ConfigError(f"result document: points: {len(result.points)} points, at most {MAX_POINTS}")
-    _check(result, "")
+    _check_rows(result)
+    _check(dataclasses.replace(result, points=tuple(dataclasses.replace(p, rows=()) for p in result.points)), "")
     return result
 
 
@@ -141,6 +154,24 @@ def _one_line(exc: pydantic.ValidationError) -> ConfigError:
         return ConfigError("result document: not a tokenpace result (a JSON object with endpoint, points...)")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return ConfigError(f"result document: {where}: {first['msg']}{more}")
+
+
+def _check_rows(result: BenchResult) -> None:
+    """:func:`_check` of every row, in a tight loop (rows are nearly all of a document); _check names the field."""
+    for i, p in enumerate(result.points):
+        if len(p.rows) > MAX_ROWS:
+            raise ConfigError(f"result document: points.{i}.rows: {len(p.rows)} items, at most {MAX_ROWS}")
+        top = MAX_NUMBER
+        for j, r in enumerate(p.rows):
+            # Comparisons are False for NaN, so a chain of them also refuses it.
+            if not (
+                0 <= r.t_s <= top
+                and 0 <= r.e2e_ms <= top
+                and 0 <= r.output_tokens <= top
+                and (r.ttft_ms is None or 0 <= r.ttft_ms <= top)
+                and len(r.tag) <= MAX_TEXT
+            ):
+                _check(r, f"points.{i}.rows.{j}")
 
 
 def _check(value: object, where: str) -> None:
@@ -175,8 +206,6 @@ def rows_of(done: Sequence[Done], t0_ns: int, limit: int = MAX_ROWS) -> tuple[Ro
     so a chart's shape survives; the figures never thin (they are computed from every request).
     """
     measured = sorted((d for d in done if not d.warmup), key=lambda d: d.sample.timeline.t_sent_ns)
-    n = len(measured)
-    kept = measured if n <= limit else [measured[i * n // limit] for i in range(limit)]
     return tuple(
         Row(
             t_s=(d.sample.timeline.t_sent_ns - t0_ns) / 1e9,
@@ -186,5 +215,11 @@ def rows_of(done: Sequence[Done], t0_ns: int, limit: int = MAX_ROWS) -> tuple[Ro
             ok=d.sample.ok,
             tag=d.tag,
         )
-        for d in kept
+        for d in thin(measured, limit)
     )
+
+
+def thin(items: Sequence[T], limit: int) -> tuple[T, ...]:
+    """At most ``limit`` items, evenly spread: item floor(i * n / limit) for i < limit (all when n <= limit)."""
+    n = len(items)
+    return tuple(items) if n <= limit else tuple(items[i * n // limit] for i in range(max(limit, 0)))

@@ -1,0 +1,122 @@
+"""What the terminal shows of a load test: a row per load level, and of a comparison, a table per level.
+
+The load column names the rate asked for (``rate 4/s``); ``req/s`` beside it is what the endpoint answered.
+
+Figures are written by board.numbers (ms whole, tok/s one decimal below 100); a request rate keeps two
+decimals below 10, where a sweep's low levels live (0.25 req/s is not "0.2").
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tokenpace.board import numbers
+from tokenpace.board.compare import Change, Comparison, describe_change
+from tokenpace.measure.results import BenchResult, Point
+from tokenpace.measure.stats import commonest
+
+VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
+
+
+def rate(value: float | None) -> str:
+    """A request rate: two decimals below 10 req/s, else as numbers.figure."""
+    return numbers.DASH if value is None else f"{value:.2f}" if value < 10 else numbers.figure(value)
+
+
+def _columns(result: BenchResult) -> list[str]:
+    """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
+    cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
+    cols += ["ITL\nP99", "E2E\nP50"]
+    cols += ["goodput\nreq/s", "SLO\nmet"] if result.slo is not None else []
+    cols += ["in\nflight"]
+    return cols + (["client"] if any(p.client_bound for p in result.points) else [])
+
+
+def _row(p: Point, slo: bool, flag: bool) -> list[str]:
+    f = p.figures
+    ms = [numbers.figure(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
+    cells = [p.load.describe(), f"{f.ok}/{f.requests}", rate(f.request_rate)]
+    cells += [numbers.figure(f.output_tokens_per_s), *ms]
+    cells += [rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
+    cells += [f"{f.concurrency_held:.1f}"]
+    return cells + (["[bold yellow]bound[/]" if p.client_bound else "ok"] if flag else [])
+
+
+def print_result(console: Console, result: BenchResult) -> None:
+    """A row per load level (latencies in ms), then per level its errors and tags, then the saturation rate."""
+    slo = f"  ·  SLO {result.slo.describe()}" if result.slo is not None else ""
+    title = f"{escape(result.endpoint)}  ·  {escape(result.protocol)}  ·  dataset {escape(result.dataset)}{slo}"
+    title += "  ·  latencies in ms"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), show_edge=False)
+    for col in _columns(result):
+        table.add_column(col, justify="left" if col == "load" else "right", no_wrap=col == "load")
+    flag = any(p.client_bound for p in result.points)
+    for p in result.points:
+        table.add_row(*_row(p, result.slo is not None, flag))
+    console.print(table)
+    for p in result.points:
+        f = p.figures
+        if f.errors:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
+            console.print(f"  {p.load.describe()}: errors {escape(kinds)}", soft_wrap=True, highlight=False)
+        for t in f.by_tag:
+            ms = "  ".join(
+                f"{name} P50 {numbers.figure(v, 'ms')} ms"
+                for name, v in (("TTFT", t.ttft.p50), ("TPOT", t.tpot.p50), ("E2E", t.e2e.p50))
+            )
+            line = f"  {p.load.describe()}  ·  {escape(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
+            console.print(line, soft_wrap=True, highlight=False)
+    if any(p.client_bound for p in result.points):
+        console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
+    if result.saturation is not None:
+        console.print(f"saturation: {rate(result.saturation)} req/s, the highest rate the endpoint kept up with")
+
+
+def _value(c: Change, v: float | None) -> str:
+    if c.unit == "share":
+        return numbers.percent(v)
+    if c.unit == "req/s":
+        return rate(v)
+    return numbers.figure(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure(v)
+
+
+def print_comparison(console: Console, comparison: Comparison) -> None:
+    """Per compared load level a table of figure, A, B, change and verdict; then what was not compared and
+    one verdict line."""
+    for note in comparison.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
+    for pc in comparison.points:
+        table = Table(title=escape(pc.load), title_justify="left")
+        for col in ("figure", "A", "B", "change", "verdict"):
+            table.add_column(col, justify="left" if col in ("figure", "verdict") else "right")
+        for c in pc.changes:
+            name = c.figure if c.headline else f"{c.figure} [dim](not in the verdict)[/]"
+            verdict = f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]"
+            table.add_row(name, _value(c, c.a), _value(c, c.b), describe_change(c), verdict)
+        console.print(table)
+        for note in pc.notes:
+            console.print(f"  [yellow]{escape(note)}[/]", highlight=False)
+    for run, loads in (("A", comparison.only_a), ("B", comparison.only_b)):
+        if loads:
+            console.print(f"only in run {run} (not compared): {escape(', '.join(loads))}", soft_wrap=True)
+    console.print(verdict_line(comparison), soft_wrap=True, highlight=False)
+
+
+def verdict_line(c: Comparison) -> str:
+    """One line: regressed (and what), improved, the same within the threshold, or nothing to compare."""
+    limit = f"{c.threshold:.0%}" if (c.threshold * 100).is_integer() else f"{c.threshold:.1%}"
+    if c.verdict == "incomparable":
+        return "[bold red]nothing compared:[/] the runs share no load level (same concurrency or rate)"
+    if c.verdict == "regressed":
+        worse = (
+            f"{pc.load}: " + ", ".join(f"{ch.figure} {describe_change(ch)}" for ch in bad)
+            for pc in c.points
+            if (bad := [ch for ch in pc.changes if ch.headline and ch.verdict == "worse"])
+        )
+        return f"[bold red]regressed[/] beyond {limit}: " + escape("; ".join(worse))
+    if c.verdict == "improved":
+        return f"[green]improved[/]: no headline figure worse beyond {limit}, some better"
+    return f"same: no headline figure moved beyond {limit}"

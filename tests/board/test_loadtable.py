@@ -1,0 +1,71 @@
+"""The terminal's load-test table and comparison: every figure the brief lists, in plain text."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+from rich.console import Console
+
+from tests.loadkit import point, result, steady
+from tokenpace.board.compare import compare
+from tokenpace.board.loadtable import print_comparison, print_result, rate, verdict_line
+from tokenpace.config.load import Load, Slo
+
+C1, R2 = Load(concurrency=1), Load(concurrency=None, rate=2.0)
+
+
+def shown(draw: object, *args: object) -> str:
+    out = io.StringIO()
+    draw(Console(file=out, width=250, color_system=None), *args)  # type: ignore[operator]
+    return out.getvalue()
+
+
+def test_a_row_per_load_level_with_its_figures() -> None:
+    r = result(point(C1, steady(10, 100, 20, failed=2)), point(R2, steady(4, 300, 40)))
+    text = shown(print_result, r)
+    header = ("load", "ok/", "all", "req/s", "output", "tok/s", "TTFT", "TPOT", "ITL", "E2E", "P50", "P99", "in ms")
+    assert all(h in text for h in (*header, "flight"))
+    assert "goodput" not in text and "SLO" not in text and "client" not in text  # columns only when they say something
+    line = next(t for t in text.splitlines() if "concurrency 1" in t and "8/10" in t)
+    assert " 100 " in line and " 20 " in line and " 280 " in line  # TTFT, TPOT and E2E in ms
+    assert "rate 2/s (poisson)" in text
+    assert "concurrency 1: errors rate_limited 2" in text
+
+
+def test_slo_columns_tags_client_bound_and_saturation() -> None:
+    slo = Slo(ttft_ms=150)
+    tagged = steady(3, 100, 20, tag="prefix-hit") + steady(3, 200, 20, tag="prefix-miss")
+    p = dataclasses.replace(point(C1, tagged, slo), client_bound=True)
+    text = shown(print_result, dataclasses.replace(result(p, slo=slo), saturation=3.5))
+    assert "SLO ttft<=150ms" in text and "goodput" in text and "50%" in text
+    assert "prefix-hit: 3/3 ok  TTFT P50 100 ms" in text and "prefix-miss: 3/3 ok  TTFT P50 200 ms" in text
+    assert "bound" in text and "client bound:" in text
+    assert "saturation: 3.50 req/s" in text
+
+
+def test_rates_keep_two_decimals_where_sweeps_start() -> None:
+    assert (rate(0.25), rate(12.345), rate(None)) == ("0.25", "12.3", "—")
+
+
+def test_the_comparison_table_and_its_verdict_line() -> None:
+    a = result(point(C1, steady(10, 100, 20)), point(Load(concurrency=4), steady(10, 100, 20)))
+    b = result(point(C1, steady(10, 200, 20)), point(R2, steady(10, 100, 20)))
+    c = compare(a, b, 0.1)
+    text = shown(print_comparison, c)
+    assert all(h in text for h in ("figure", "A", "B", "change", "verdict"))
+    ttft = next(t for t in text.splitlines() if "TTFT P50" in t)
+    assert "100 ms" in ttft and "200 ms" in ttft and "+100.0%" in ttft and "worse" in ttft
+    assert "ITL P99 (not in the verdict)" in text
+    assert "only in run A (not compared): concurrency 4" in text and "only in run B (not compared): rate 2/s" in text
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("regressed beyond 10%: concurrency 1: request rate -26.3%, output tok/s -26.3%, TTFT P50")
+
+
+def test_verdict_lines() -> None:
+    same = compare(result(point(C1, steady(5, 100, 20))), result(point(C1, steady(5, 100, 20))), 0.125)
+    assert verdict_line(same) == "same: no headline figure moved beyond 12.5%"
+    better = compare(result(point(C1, steady(5, 200, 20))), result(point(C1, steady(5, 100, 20))), 0.1)
+    assert "improved" in verdict_line(better)
+    none = compare(result(point(C1, steady(5, 100, 20))), result(point(R2, steady(5, 100, 20))), 0.1)
+    assert "the runs share no load level" in verdict_line(none)
