@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import ViewportSize
 
 from tests.reportkit import EVIL, concurrency_sweep, latency, one_point, rate_sweep, result, rows, tags
 from tests.web.test_browser import ARGS, ARTIFACTS, CHROMIUM, _chromium
@@ -22,6 +23,7 @@ from tokenpace.measure.results import BenchResult, Point
 from tokenpace.web import report
 from tokenpace.web.report import render_report
 
+PAPER = ViewportSize(width=1047, height=740)  # A4 landscape less 10 mm margins (the report's @page), in CSS pixels
 _ROW = re.compile(r'<tr id="row-(\d+)">(.*?)</tr>', re.S)
 _CELL = re.compile(r'<td class="num" data-col="([\w-]+)"(?: data-value="([^"]*)")?[^>]*>(.*?)</td>', re.S)
 
@@ -254,7 +256,7 @@ def test_in_chromium_offline_the_charts_draw_and_the_table_prints(tmp_path: Path
     from playwright.sync_api import Request, Route, sync_playwright
 
     path = tmp_path / "report.html"
-    path.write_text(render_report(concurrency_sweep()), encoding="utf-8")
+    path.write_text(render_report(rate_sweep()), encoding="utf-8")  # the widest table: goodput and SLO columns
     url = path.as_uri()
     asked: list[str] = []
 
@@ -279,17 +281,19 @@ def test_in_chromium_offline_the_charts_draw_and_the_table_prints(tmp_path: Path
             page.wait_for_load_state("load")
             assert asked == [url]  # nothing but the file itself
             figures = page.locator("figure.chart svg")
-            assert figures.count() == 2 + 2 * 4
+            assert figures.count() == 3 + 2 * 3
             for i in range(figures.count()):
                 box = figures.nth(i).bounding_box()
                 assert figures.nth(i).is_visible() and box and box["width"] > 300 and box["height"] > 100
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "bench-report.png"), full_page=True)
             page.emulate_media(media="print")
+            page.set_viewport_size(PAPER)
             table = page.locator("#points")
-            assert table.is_visible() and page.locator("#points tbody tr").count() == 4
+            assert table.is_visible() and page.locator("#points tbody tr").count() == 3
             box = table.bounding_box()
             assert box and box["width"] > 300 and box["height"] > 50
+            assert page.evaluate("document.querySelector('#points').scrollWidth") <= PAPER["width"]  # no column cut
             assert page.locator("#chart-sweep-throughput svg").is_visible()
             assert len(page.pdf()) > 10_000  # it prints
             assert asked == [url]
