@@ -87,6 +87,32 @@ def test_a_scatter_has_a_dot_per_item_and_a_series_per_group() -> None:
     assert "0" in labels  # both axes start at zero: a dot's distance from the origin is its figure
 
 
+def test_a_scatter_with_lines_joins_each_group_in_the_order_given() -> None:
+    dots = [charts.Dot("p50", "c 1", 100.0, 120.0), charts.Dot("p50", "c 4", 400.0, 12_345.6),
+            charts.Dot("p50", "c 2", 200.0, 150.0)]  # fmt: skip
+    svg = _svg(charts.scatter("l", "Curve", "tok/s", "ms", dots, lines=True))
+    _no_script(svg)
+    assert marks(svg) == ["c 1: tok/s 100, ms 120", "c 4: tok/s 400, ms 12,346", "c 2: tok/s 200, ms 150"]
+    lines = [p.get("d", "") for p in svg.iter(f"{SVG}path") if p.get("class", "").startswith("line")]
+    assert len(lines) == 1 and lines[0].count(" ") >= 2  # one path through the three dots
+    xs = [float(x) for x in re.findall(r"([\d.]+) [\d.]+", lines[0])]
+    assert xs[0] < xs[2] < xs[1]  # drawn as given (1, 4, 2), not sorted by x
+    plain = _svg(charts.scatter("s", "Dots", "tok/s", "ms", dots))
+    assert not [p for p in plain.iter(f"{SVG}path") if p.get("class", "").startswith("line")]
+
+
+def test_bars_draw_each_value_from_zero_with_its_name_and_unit() -> None:
+    chart = charts.bars("b", "TTFT", "ms", {"p50": 100.5, "p99": 250.0, EVIL: 12_345.6})
+    svg = _svg(chart)
+    _no_script(svg)
+    assert marks(svg) == ["p50: 100.5 ms", "p99: 250 ms", f"{EVIL}: 12,346 ms"]
+    assert chart.series == {"p50": [100.5], "p99": [250.0], EVIL: [12_345.6]}
+    rects = {
+        float(r.get("height", "0")) for r in svg.iter(f"{SVG}rect") if r.get("class") == "rect reactive tooltip-trigger"
+    }
+    assert len(rects) == 3 and abs(max(rects) / min(rects) - 12_345.6 / 100.5) < 0.5  # heights from zero
+
+
 def test_sample_charts_draw_successful_samples_only() -> None:
     ok = Point(T0, "1k", True, None, 300.0, 120.0, 1000.0)
     failed = Point(T0 + timedelta(minutes=1), "1k", False, "http_error", None, None, None, http_status=500)

@@ -111,6 +111,11 @@ def _from_zero(values: Sequence[float]) -> tuple[float, float] | None:
     return (0.0, top * 1.06) if top > 0 else None
 
 
+def _short(value: float) -> str:
+    """A value for a tooltip: four significant digits, whole from 1,000 on (never 1.235e+04)."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+
+
 def _svg(chart: Any, chart_id: str) -> Markup:  # a pygal chart
     chart.uuid = chart_id  # the SVG's id and its CSS scope: the same page twice is the same bytes, not a uuid4
     # pygal builds the SVG with ElementTree, which escapes every name and label it is given.
@@ -147,20 +152,40 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
 
 
-def scatter(chart_id: str, title: str, x_title: str, y_title: str, dots: Sequence[Dot]) -> Chart:
-    """One dot per item, a series (colour and legend entry) per group."""
+def scatter(
+    chart_id: str,
+    title: str,
+    x_title: str,
+    y_title: str,
+    dots: Sequence[Dot],
+    lines: bool = False,
+    dot_size: float = 5,
+) -> Chart:
+    """One dot per item, a series (colour and legend entry) per group; with ``lines`` each group's dots joined
+    in the order given (a curve through a sweep's levels)."""
     xs, ys = _from_zero([d.x for d in dots]), _from_zero([d.y for d in dots])
 
     def said(xy: tuple[float, float]) -> str:
-        return f"{x_title} {xy[0]:,.4g}, {y_title} {xy[1]:,.4g}"
+        return f"{x_title} {_short(xy[0])}, {y_title} {_short(xy[1])}"
 
-    chart = pygal.XY(**_config(title, stroke=False, x_title=x_title, y_title=y_title, dots_size=5, xrange=xs, range=ys))
+    config = _config(title, stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys)
+    chart = pygal.XY(**config)
     drawn: dict[str, list[tuple[str, float, float]]] = {}
     for d in dots:
         drawn.setdefault(d.group, []).append((d.label, d.x, d.y))
     for group, marks in drawn.items():
         chart.add(group, [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks])
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
+
+
+def bars(chart_id: str, title: str, unit: str, values: Mapping[str, float]) -> Chart:
+    """A bar per name, read from zero, in the mapping's order: a ladder of percentiles, say. Its series: each
+    name's value, as a list of one."""
+    config = _config(title, y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
+    chart = pygal.Bar(**config, value_formatter=lambda v: f"{_short(v)} {unit}")
+    chart.x_labels = list(values)
+    chart.add(title, [{"value": v, "label": name} for name, v in values.items()])
+    return Chart(chart_id, title, {name: [v] for name, v in values.items()}, _svg(chart, chart_id))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,96 @@
+"""A load test's report: one self-contained HTML document from a BenchResult, to open from disk, mail and print.
+
+Everything is inside the file: the styles inline, the charts inline SVG drawn on the server (web/report_charts.py),
+no script and no URL to fetch, so it reads offline and on paper. Every figure shown is one the result carries,
+formatted as the board formats figures (board/numbers.py), each table cell keeping the exact value in a
+``data-value`` attribute. All text from the result (endpoint, command, tags, error kinds) is escaped by the
+template, and bounded: a hand-written or tampered result cannot make the report unbounded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cache
+
+import jinja2
+
+from tokenpace.measure.loadstats import TagFigures
+from tokenpace.measure.results import BenchResult, Point
+from tokenpace.web import report_charts
+from tokenpace.web.charts import Chart
+from tokenpace.web.render import environment
+
+MAX_POINTS = 64  # points in the table and charted: a sweep has at most 32 (config/load.py)
+MAX_TAGS = 40  # tag rows per point; the rest are counted
+MAX_ERROR_KINDS = 8  # error kinds listed per point; the rest are counted
+MAX_TEXT = 300  # characters of a name, tag or error kind shown
+MAX_COMMAND = 4_000  # characters of the command shown
+
+
+@dataclass(frozen=True, slots=True)
+class PointView:
+    """One point as the report shows it: its place, label, charts, and the tags and errors it lists."""
+
+    index: int
+    point: Point
+    label: str
+    charts: tuple[Chart, ...]
+    tags: tuple[TagFigures, ...]
+    tags_left_out: int
+    errors: tuple[tuple[str, int], ...]
+    errors_left_out: int
+
+
+def cut(text: str, limit: int = MAX_TEXT) -> str:
+    """Text as shown: its first ``limit`` characters, and an ellipsis when there were more."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def rate(value: float | None) -> str:
+    """A rate in req/s: two decimals below 10 (0.25 req/s is not 0.2), else as the board writes figures."""
+    if value is None:
+        return "—"
+    return f"{value:,.2f}" if abs(value) < 10 else environment().filters["fmt"](value)
+
+
+@cache
+def _env() -> jinja2.Environment:
+    env = environment()
+    env.filters.update(cut=cut, rate=rate)
+    return env
+
+
+def point_view(point: Point, index: int, budget: int) -> PointView:
+    """A point with its charts, its first MAX_TAGS tags and its MAX_ERROR_KINDS commonest error kinds."""
+    errors = sorted(point.figures.errors.items(), key=lambda kv: (-kv[1], kv[0]))
+    return PointView(
+        index=index,
+        point=point,
+        label=point.load.describe(),
+        charts=tuple(report_charts.point_charts(point, index, budget)),
+        tags=point.figures.by_tag[:MAX_TAGS],
+        tags_left_out=max(0, len(point.figures.by_tag) - MAX_TAGS),
+        errors=tuple(errors[:MAX_ERROR_KINDS]),
+        errors_left_out=max(0, len(errors) - MAX_ERROR_KINDS),
+    )
+
+
+def render_report(result: BenchResult) -> str:
+    """The report's HTML: the same result gives the same bytes (no clock, no random ids)."""
+    shown = result.points[:MAX_POINTS]
+    bounded = dataclasses.replace(result, points=shown)
+    budget = report_charts.dots_per_chart(len(shown))
+    points = [point_view(p, i, budget) for i, p in enumerate(shown, 1)]
+    return (
+        _env()
+        .get_template("report.html")
+        .render(
+            result=result,
+            points=points,
+            points_left_out=len(result.points) - len(shown),
+            sweep_charts=report_charts.sweep_charts(bounded),
+            client_bound=sum(p.client_bound for p in shown),
+            max_command=MAX_COMMAND,
+        )
+    )

@@ -1,0 +1,154 @@
+"""A load test report's charts, drawn from its BenchResult by web/charts.py: what a sweep and each level did.
+
+A sweep (two or more points) gets throughput against latency, latency percentiles against the swept value and,
+for a rate sweep, the rate achieved against the rate offered. Every point gets TTFT over its run (a dot per
+request row, failures apart) and its TTFT percentile ladder. The ladder and the sweep charts draw the
+figures the result carries (measure/loadstats.py), never figures recomputed from the rows: the rows are a
+bounded sample, the figures cover every request. Dots are bounded: a chart draws at most ``MAX_DOTS`` rows,
+and fewer per chart when the report has many points, thinned evenly over the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TypeVar
+
+from tokenpace.measure.loadstats import Latency
+from tokenpace.measure.results import BenchResult, Point
+from tokenpace.web.charts import Chart, Dot, bars, scatter
+
+T = TypeVar("T")
+
+MAX_DOTS = 300  # request dots in one run chart (~250 bytes of SVG each)
+REPORT_DOTS = 3_000  # request dots over all of a report's run charts: a 32-point sweep stays near a megabyte
+MIN_DOTS = 40  # a run chart keeps at least this many, however many points the report has
+FAILED_SHARE = 4  # failures keep up to 1/4 of a chart's dots, so a rare failure is not thinned away
+LADDER = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("max", "max"))
+
+
+def thin(items: Sequence[T], k: int) -> list[T]:
+    """``k`` items spread evenly, first and last kept: items[round(i*(n-1)/(k-1))] for i in 0..k-1."""
+    n = len(items)
+    if n <= k:
+        return list(items)
+    if k <= 1:
+        return list(items[:k])
+    return [items[round(i * (n - 1) / (k - 1))] for i in range(k)]
+
+
+def dots_per_chart(points: int) -> int:
+    """A run chart's dot budget: REPORT_DOTS / points, between MIN_DOTS and MAX_DOTS."""
+    return max(MIN_DOTS, min(MAX_DOTS, REPORT_DOTS // max(points, 1)))
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def swept(result: BenchResult) -> tuple[str, list[tuple[Point, float]]]:
+    """The swept quantity's axis title and each point's value of it (points without one left out)."""
+    by_rate = result.sweep in ("rate", "auto") or (
+        result.sweep is None and all(p.load.rate is not None for p in result.points)
+    )
+    title = "offered rate (req/s)" if by_rate else "concurrency"
+    values = [(p, p.load.rate if by_rate else p.load.concurrency) for p in result.points]
+    return title, [(p, float(v)) for p, v in values if v is not None and math.isfinite(v)]
+
+
+def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> list[Dot]:
+    return [Dot(group, label, x, y) for group, y in lines if y is not None and _finite(y) and math.isfinite(x)]
+
+
+def throughput_latency(result: BenchResult) -> Chart:
+    """Each point at its achieved output tok/s, against its TTFT p50 and p99 and its TPOT p50."""
+    dots = [
+        d
+        for p in result.points
+        for d in _dots(
+            p.load.describe(),
+            p.figures.output_tokens_per_s,
+            (("TTFT p50", p.figures.ttft.p50), ("TTFT p99", p.figures.ttft.p99), ("TPOT p50", p.figures.tpot.p50)),
+        )
+    ]
+    title = "Throughput vs latency"
+    return scatter("chart-sweep-throughput", title, "output tok/s", "ms", _by_group(dots), lines=True)
+
+
+def latency_by_load(result: BenchResult) -> Chart:
+    """TTFT p50, p90 and p99 and E2E p50 against the swept value."""
+    x_title, values = swept(result)
+    dots = [
+        d
+        for p, x in values
+        for d in _dots(
+            p.load.describe(),
+            x,
+            (
+                ("TTFT p50", p.figures.ttft.p50),
+                ("TTFT p90", p.figures.ttft.p90),
+                ("TTFT p99", p.figures.ttft.p99),
+                ("E2E p50", p.figures.e2e.p50),
+            ),
+        )
+    ]
+    return scatter("chart-sweep-latency", "Latency percentiles vs load", x_title, "ms", _by_group(dots), lines=True)
+
+
+def achieved_offered(result: BenchResult) -> Chart:
+    """Achieved req/s against the offered rate, beside the line where they are equal (y = x)."""
+    _, values = swept(result)
+    dots = [d for p, rate in values for d in _dots(p.load.describe(), rate, (("achieved", p.figures.request_rate),))]
+    top = max([d.x for d in dots] + [d.y for d in dots], default=0.0)
+    ideal = [Dot("achieved = offered", "y = x", v, v) for v in (0.0, top)] if top > 0 else []
+    title = "Achieved vs offered rate"
+    return scatter("chart-sweep-achieved", title, "offered req/s", "achieved req/s", dots + ideal, lines=True)
+
+
+def _by_group(dots: list[Dot]) -> list[Dot]:
+    """Dots grouped by series (stable): each series' line runs through its own points in the sweep's order."""
+    order = {g: i for i, g in enumerate(dict.fromkeys(d.group for d in dots))}
+    return sorted(dots, key=lambda d: order[d.group])
+
+
+def sweep_charts(result: BenchResult) -> list[Chart]:
+    """A sweep's charts (two or more points); none for one level."""
+    if len(result.points) < 2:
+        return []
+    out = [throughput_latency(result), latency_by_load(result)]
+    if swept(result)[0].startswith("offered"):
+        out.append(achieved_offered(result))
+    return out
+
+
+def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
+    """The point's request rows as dots, seconds into the run against TTFT, at most ``budget`` of them; failures a
+    series of their own (at 0 ms when they never got a first token)."""
+    rows = sorted((r for r in point.rows if math.isfinite(r.t_s)), key=lambda r: r.t_s)
+    failed = thin([r for r in rows if not r.ok], budget // FAILED_SHARE)
+    ok = thin([r for r in rows if r.ok and _finite(r.ttft_ms)], budget - len(failed))
+    dots = [Dot("ok", r.tag, r.t_s, r.ttft_ms) for r in ok if r.ttft_ms is not None]
+    for r in failed:
+        started = r.ttft_ms is not None and _finite(r.ttft_ms)
+        label = ", ".join(filter(None, (r.tag, "failed" if started else "failed, no first token")))
+        dots.append(Dot("failed", label, r.t_s, r.ttft_ms if started and r.ttft_ms is not None else 0.0))
+    drawn = len(ok) + len(failed)
+    shown = f" ({drawn:,} of {len(point.rows):,} requests)" if drawn < len(point.rows) else ""
+    title = f"TTFT over the run, {point.load.describe()}{shown}"
+    return scatter(chart_id, title, "s into the run", "TTFT ms", dots, dot_size=2.5)
+
+
+def ladder(latency: Latency) -> dict[str, float]:
+    """A latency's mean, percentiles and max as they were measured, those it has."""
+    return {name: v for name, attr in LADDER if _finite(v := getattr(latency, attr)) and v is not None}
+
+
+def ttft_ladder(point: Point, chart_id: str) -> Chart:
+    """The point's TTFT figures (every measured request, not the rows) as bars from zero."""
+    title = f"TTFT distribution, {point.load.describe()} (n={point.figures.ttft.n:,})"
+    return bars(chart_id, title, "ms", ladder(point.figures.ttft))
+
+
+def point_charts(point: Point, index: int, budget: int) -> list[Chart]:
+    """One point's run and distribution charts, their ids numbered by the point's place in the result."""
+    return [ttft_over_run(point, f"chart-point{index}-run", budget), ttft_ladder(point, f"chart-point{index}-ladder")]
