@@ -109,10 +109,18 @@ def test_jsonl_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     many = {"messages": [{"role": "user", "content": "q"}] * 3}
     refused(jsonl(tmp_path, many), r":1: messages must be a list of 1 to 2 messages")
     monkeypatch.setattr(datafiles, "MAX_RECORD_CHARS", 50)
-    refused(jsonl(tmp_path, {"prompt": "ok"}, "x" * 60), r":2: a line over 50 characters")
+    refused(jsonl(tmp_path, {"prompt": "ok"}, "x" * 60), r":2: a line over 50 bytes")
     monkeypatch.setattr(datafiles, "MAX_RECORDS", 3)
     refused(jsonl(tmp_path, *[{"prompt": "p"}] * 4), r":4: more than 3 records")
     assert FileDataset(jsonl(tmp_path, *[{"prompt": "p"}] * 3), "jsonl").size == 3
+
+
+def test_a_utf8_byte_order_mark_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"prompt": "hi"}\n')
+    assert FileDataset(path, "jsonl").chain(0)[0].prompt.messages[0].text == "hi"
+    path.write_bytes(b'\xef\xbb\xbf[{"conversations": [{"from": "human", "value": "hi"}]}]')
+    assert FileDataset(path, "sharegpt").chain(0)[0].prompt.messages[0].text == "hi"
 
 
 def test_a_prompt_over_the_token_limit_is_refused_when_its_chain_is_built(
@@ -137,7 +145,7 @@ def test_files_that_are_missing_empty_too_big_not_regular_or_not_utf8(tmp_path: 
     refused(fifo, "not a regular file")
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"prompt": "ok"}\n{"prompt": "\xff\xfe"}\n')
-    refused(bad, "not UTF-8 text")
+    refused(bad, r"bad.jsonl:2: not UTF-8 text")
     bad.write_bytes(b'[{"conversations": [{"from": "human", "value": "\xff"}]}]')
     refused(bad, "not UTF-8 text", "sharegpt")
 

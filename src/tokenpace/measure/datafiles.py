@@ -16,6 +16,7 @@ Chain i is record i mod the record count, in file order.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from tokenpace.errors import ConfigError
 from tokenpace.measure.dataset import Chain, Request
@@ -31,7 +32,7 @@ from tokenpace.measure.prompts import Message, chat_prompt
 from tokenpace.measure.tokens import count_tokens
 
 MAX_FILE_BYTES = 1 << 30  # ShareGPT_V3_unfiltered_cleaned_split.json, vLLM's default, is 642 MB
-MAX_RECORD_CHARS = 16 << 20  # one JSONL line or one ShareGPT record
+MAX_RECORD_CHARS = 16 << 20  # one JSONL line (bytes) or one ShareGPT record (characters)
 MAX_TEXT_CHARS = 4 << 20  # one message's text; tokens are bounded when counted
 MAX_RECORDS = 200_000
 MAX_MESSAGES = 1_000  # in one record
@@ -61,38 +62,36 @@ def _too_big(path: Path, max_bytes: int) -> ConfigError:
     return ConfigError(f"{path}: over the {max_bytes}-byte limit; keep fewer records in it")
 
 
-def _open(path: Path, max_bytes: int) -> TextIO:
-    """The file for reading as UTF-8: a regular file (not a pipe or device, which could stream forever)."""
+def _open(path: Path, max_bytes: int) -> BinaryIO:
+    """The file for reading: a regular file (not a pipe or device, which could stream forever)."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"{path}: not a regular file; give a .jsonl or ShareGPT .json file")
         if info.st_size > max_bytes:
             raise _too_big(path, max_bytes)
-        return path.open(encoding="utf-8", newline="")
+        return path.open("rb")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-def _decode_lines(path: Path, f: TextIO, max_bytes: int) -> Iterator[tuple[int, str]]:
+def _decode_lines(path: Path, f: BinaryIO, max_bytes: int) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line, each bounded as it is read (a line with no end never fills memory).
 
-    Characters read are bounded too (never more than bytes): the file may have grown since it was measured.
+    Bytes read are bounded too: the file may have grown since it was measured. A UTF-8 BOM is dropped.
     """
     n = read = 0
-    try:
-        while True:
-            text = f.readline(MAX_RECORD_CHARS + 1)
-            if not text:
-                return
-            n, read = n + 1, read + len(text)
-            if len(text) > MAX_RECORD_CHARS:
-                raise _bad(path, n, f"a line over {MAX_RECORD_CHARS} characters; split or shorten it")
-            if read > max_bytes:
-                raise _too_big(path, max_bytes)
-            yield n, text
-    except UnicodeDecodeError:
-        raise _bad(path, n + 1, "not UTF-8 text") from None
+    while data := f.readline(MAX_RECORD_CHARS + 1):
+        n, read = n + 1, read + len(data)
+        if len(data) > MAX_RECORD_CHARS:
+            raise _bad(path, n, f"a line over {MAX_RECORD_CHARS} bytes; split or shorten it")
+        if read > max_bytes:
+            raise _too_big(path, max_bytes)
+        try:
+            text = data.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError:
+            raise _bad(path, n, "not UTF-8 text") from None
+        yield n, text
 
 
 def _load(path: Path, line: int, text: str) -> Any:
@@ -143,25 +142,27 @@ def _message(path: Path, line: int, m: Any) -> Turn:
     return m["role"], _text(path, line, m.get("content"), "content")
 
 
-def _array_items(path: Path, f: TextIO, max_bytes: int) -> Iterator[tuple[int, Any]]:
+def _array_items(path: Path, f: BinaryIO, max_bytes: int) -> Iterator[tuple[int, Any]]:
     """(line it starts on, value) of each item of the JSON array ``f`` holds, read a chunk at a time.
 
     The buffer holds at most one record and a chunk: an item that is neither complete nor valid JSON within
     MAX_RECORD_CHARS is refused.
     """
     decoder = json.JSONDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8-sig")()
     buf, pos, line, eof, read = "", 0, 1, False, 0
 
     def more() -> None:
         nonlocal buf, pos, eof, read
-        try:
-            data = f.read(max(_CHUNK, len(buf) - pos))
-        except UnicodeDecodeError:
-            raise _bad(path, line, "not UTF-8 text") from None
+        data = f.read(max(_CHUNK, len(buf) - pos))
         read += len(data)
         if read > max_bytes:
             raise _too_big(path, max_bytes)
-        buf, pos, eof = buf[pos:] + data, 0, not data
+        try:
+            text = utf8.decode(data, final=not data)
+        except UnicodeDecodeError:
+            raise _bad(path, line + buf.count("\n", pos), "not UTF-8 text (here or on the lines after)") from None
+        buf, pos, eof = buf[pos:] + text, 0, not data
 
     def skip_space() -> str:
         """The next character that is not JSON whitespace, "" at the end of the file."""
@@ -263,7 +264,7 @@ class FileDataset:
                     raise _bad(self.path, n, f"more than {MAX_RECORDS} records; keep fewer in the file")
                 records.append(record)
         if not records:
-            raise ConfigError(f"{self.path}: no prompts in it; see the JSONL and ShareGPT formats in --help")
+            raise ConfigError(f'{self.path}: no prompts in it; give {{"prompt": "..."}} lines or ShareGPT records')
         object.__setattr__(self, "_records", tuple(records))
 
     @property
