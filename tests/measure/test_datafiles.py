@@ -11,7 +11,7 @@ import pytest
 
 from tests.simkit import send
 from tokenpace.errors import ConfigError
-from tokenpace.measure import datafiles
+from tokenpace.measure import datafiles, jsonrecords
 from tokenpace.measure.datafiles import FileDataset, open_file
 from tokenpace.measure.prompts import Message
 from tokenpace.measure.tokens import count_tokens
@@ -203,7 +203,7 @@ def test_a_chat_ends_before_the_turn_that_would_be_too_long(tmp_path: Path, monk
 def test_records_are_read_a_chunk_at_a_time_with_their_line_numbers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(datafiles, "_CHUNK", 7)  # every record crosses several chunks
+    monkeypatch.setattr(jsonrecords, "CHUNK", 7)  # every record crosses several chunks
     records = [conv(("human", f"question {i} ✓"), ("gpt", "answer " * i)) for i in range(1, 30)]
     path = sharegpt(tmp_path, records)
     d = FileDataset(path, "sharegpt")
@@ -219,8 +219,8 @@ def test_records_are_read_a_chunk_at_a_time_with_their_line_numbers(
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ('{"conversations": []}', r":1: a ShareGPT file must hold one JSON array"),
-        ("", r":1: a ShareGPT file must hold one JSON array"),
+        ('{"conversations": []}', r":1: the file must hold one JSON array"),
+        ("", r":1: the file must hold one JSON array"),
         ("[]", "no prompts in it"),
         ('[\n{"conversations": "hi"}]', r":2: each record must be"),
         ('[\n"text"]', r":2: each record must be"),
@@ -251,8 +251,8 @@ def test_sharegpt_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(datafiles, "MAX_RECORDS", 2)
     refused(sharegpt(tmp_path, [conv(("human", "q"))] * 3), r"more than 2 records", "sharegpt")
     monkeypatch.setattr(datafiles, "MAX_RECORD_CHARS", 100)
-    monkeypatch.setattr(datafiles, "_CHUNK", 10)
-    refused(sharegpt(tmp_path, [conv(("human", "y" * 200))]), r"a record over 100 characters", "sharegpt")
+    monkeypatch.setattr(jsonrecords, "CHUNK", 10)
+    refused(sharegpt(tmp_path, [conv(("human", "y" * 200))]), r"an item over 100 characters", "sharegpt")
 
 
 # --- end to end ---------------------------------------------------------------------------------------
