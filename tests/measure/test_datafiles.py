@@ -157,7 +157,7 @@ def test_sharegpt_first_turn_with_the_reply_length_as_max_tokens(tmp_path: Path)
     records = [
         CHAT,
         conv(("system", "You are terse."), ("human", "Hi"), ("gpt", "Hello")),
-        conv(("gpt", "I speak first"), ("human", "Q1"), ("human", "Q1 more")),  # no reply: the default
+        conv(("gpt", "I speak first"), ("human", "Q1"), ("system", "late"), ("human", "Q1 more")),  # no reply
         conv(("gpt", "only the model")),  # no human turn: skipped
         {"conversations": []},
     ]
@@ -169,6 +169,13 @@ def test_sharegpt_first_turn_with_the_reply_length_as_max_tokens(tmp_path: Path)
     assert b.prompt.messages == (Message("system", "You are terse."), Message("user", "Hi"))
     assert b.prompt.max_tokens == count_tokens("Hello")
     assert c.prompt.messages == (Message("user", "Q1\n\nQ1 more"),) and c.prompt.max_tokens == 77
+
+
+def test_other_assistant_names_are_assistant_turns_and_a_wrong_kind_is_refused(tmp_path: Path) -> None:
+    path = sharegpt(tmp_path, [conv(("user", "Q"), ("chatgpt", "A"), ("human", "Q2"), ("bard", "A2"))])
+    chain = FileDataset(path, "sharegpt", turns=2).chain(1)
+    assert [m.role for m in chain[1].prompt.messages] == ["user", "assistant", "user"]
+    refused(path, "read it as jsonl or sharegpt", "csv")
 
 
 def test_a_long_reply_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

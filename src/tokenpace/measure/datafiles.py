@@ -39,7 +39,11 @@ MAX_PROMPT_TOKENS = 200_000
 MAX_OUTPUT_TOKENS = 200_000  # a record's own output_tokens
 REPLY_CAP = 4_096  # max_tokens taken from a recorded reply's length, at most
 _ROLES = ("system", "user", "assistant")
-_SPEAKERS = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+_SPEAKERS = {
+    **dict.fromkeys(("human", "user"), "user"),
+    **dict.fromkeys(("gpt", "assistant", "chatgpt", "bing", "bard", "model"), "assistant"),  # as dumps name them
+    "system": "system",
+}
 
 Turn = tuple[str, str]  # (role, text)
 
@@ -100,19 +104,20 @@ def _sharegpt_record(path: Path, line: int, doc: Any) -> _Record | None:
     if not isinstance(conversation, list) or len(conversation) > MAX_MESSAGES:
         raise bad(path, line, f'each record must be {{"conversations": [...]}} with at most {MAX_MESSAGES} turns')
     turns: list[list[str]] = []
+    started = False  # a human turn has come
     for turn in conversation:
         speaker = turn.get("from") if isinstance(turn, dict) else None
         if speaker not in _SPEAKERS:
             raise bad(path, line, f'each turn must be {{"from": one of {", ".join(_SPEAKERS)}, "value": "..."}}')
         role, text = _SPEAKERS[speaker], _text(path, line, turn.get("value"), "value")
-        started = any(r == "user" for r, _ in turns)
         if not text.strip() or (role == "system" and started) or (role == "assistant" and not started):
             continue
+        started = started or role == "user"
         if turns and turns[-1][0] == role:
             turns[-1][1] += "\n\n" + text
         else:
             turns.append([role, text])
-    if not any(role == "user" for role, _ in turns):
+    if not started:
         return None
     return _Record(line, tuple((role, text) for role, text in turns))
 
@@ -129,6 +134,8 @@ class FileDataset:
     _records: tuple[_Record, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.kind not in ("jsonl", "sharegpt") or self.turns < 0:
+            raise ConfigError(f"{self.path}: read it as jsonl or sharegpt with turns >= 0, not {self.kind!r}")
         records: list[_Record] = []
         with jsonrecords.open_file(self.path, self.max_bytes) as f:
             if self.kind == "jsonl":
