@@ -11,7 +11,7 @@ import pytest
 
 from tests.simkit import send
 from tokenpace.errors import ConfigError
-from tokenpace.measure import datafiles
+from tokenpace.measure import datafiles, jsonrecords
 from tokenpace.measure.datafiles import FileDataset, open_file
 from tokenpace.measure.prompts import Message
 from tokenpace.measure.tokens import count_tokens
@@ -109,10 +109,18 @@ def test_jsonl_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     many = {"messages": [{"role": "user", "content": "q"}] * 3}
     refused(jsonl(tmp_path, many), r":1: messages must be a list of 1 to 2 messages")
     monkeypatch.setattr(datafiles, "MAX_RECORD_CHARS", 50)
-    refused(jsonl(tmp_path, {"prompt": "ok"}, "x" * 60), r":2: a line over 50 characters")
+    refused(jsonl(tmp_path, {"prompt": "ok"}, "x" * 60), r":2: a line over 50 bytes")
     monkeypatch.setattr(datafiles, "MAX_RECORDS", 3)
     refused(jsonl(tmp_path, *[{"prompt": "p"}] * 4), r":4: more than 3 records")
     assert FileDataset(jsonl(tmp_path, *[{"prompt": "p"}] * 3), "jsonl").size == 3
+
+
+def test_a_utf8_byte_order_mark_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"prompt": "hi"}\n')
+    assert FileDataset(path, "jsonl").chain(0)[0].prompt.messages[0].text == "hi"
+    path.write_bytes(b'\xef\xbb\xbf[{"conversations": [{"from": "human", "value": "hi"}]}]')
+    assert FileDataset(path, "sharegpt").chain(0)[0].prompt.messages[0].text == "hi"
 
 
 def test_a_prompt_over_the_token_limit_is_refused_when_its_chain_is_built(
@@ -137,7 +145,7 @@ def test_files_that_are_missing_empty_too_big_not_regular_or_not_utf8(tmp_path: 
     refused(fifo, "not a regular file")
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"prompt": "ok"}\n{"prompt": "\xff\xfe"}\n')
-    refused(bad, "not UTF-8 text")
+    refused(bad, r"bad.jsonl:2: not UTF-8 text")
     bad.write_bytes(b'[{"conversations": [{"from": "human", "value": "\xff"}]}]')
     refused(bad, "not UTF-8 text", "sharegpt")
 
@@ -149,7 +157,7 @@ def test_sharegpt_first_turn_with_the_reply_length_as_max_tokens(tmp_path: Path)
     records = [
         CHAT,
         conv(("system", "You are terse."), ("human", "Hi"), ("gpt", "Hello")),
-        conv(("gpt", "I speak first"), ("human", "Q1"), ("human", "Q1 more")),  # no reply: the default
+        conv(("gpt", "I speak first"), ("human", "Q1"), ("system", "late"), ("human", "Q1 more")),  # no reply
         conv(("gpt", "only the model")),  # no human turn: skipped
         {"conversations": []},
     ]
@@ -161,6 +169,13 @@ def test_sharegpt_first_turn_with_the_reply_length_as_max_tokens(tmp_path: Path)
     assert b.prompt.messages == (Message("system", "You are terse."), Message("user", "Hi"))
     assert b.prompt.max_tokens == count_tokens("Hello")
     assert c.prompt.messages == (Message("user", "Q1\n\nQ1 more"),) and c.prompt.max_tokens == 77
+
+
+def test_other_assistant_names_are_assistant_turns_and_a_wrong_kind_is_refused(tmp_path: Path) -> None:
+    path = sharegpt(tmp_path, [conv(("user", "Q"), ("chatgpt", "A"), ("human", "Q2"), ("bard", "A2"))])
+    chain = FileDataset(path, "sharegpt", turns=2).chain(1)
+    assert [m.role for m in chain[1].prompt.messages] == ["user", "assistant", "user"]
+    refused(path, "read it as jsonl or sharegpt", "csv")
 
 
 def test_a_long_reply_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,7 +210,7 @@ def test_a_chat_ends_before_the_turn_that_would_be_too_long(tmp_path: Path, monk
 def test_records_are_read_a_chunk_at_a_time_with_their_line_numbers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(datafiles, "_CHUNK", 7)  # every record crosses several chunks
+    monkeypatch.setattr(jsonrecords, "CHUNK", 7)  # every record crosses several chunks
     records = [conv(("human", f"question {i} ✓"), ("gpt", "answer " * i)) for i in range(1, 30)]
     path = sharegpt(tmp_path, records)
     d = FileDataset(path, "sharegpt")
@@ -211,8 +226,8 @@ def test_records_are_read_a_chunk_at_a_time_with_their_line_numbers(
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ('{"conversations": []}', r":1: a ShareGPT file must hold one JSON array"),
-        ("", r":1: a ShareGPT file must hold one JSON array"),
+        ('{"conversations": []}', r":1: the file must hold one JSON array"),
+        ("", r":1: the file must hold one JSON array"),
         ("[]", "no prompts in it"),
         ('[\n{"conversations": "hi"}]', r":2: each record must be"),
         ('[\n"text"]', r":2: each record must be"),
@@ -243,8 +258,8 @@ def test_sharegpt_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(datafiles, "MAX_RECORDS", 2)
     refused(sharegpt(tmp_path, [conv(("human", "q"))] * 3), r"more than 2 records", "sharegpt")
     monkeypatch.setattr(datafiles, "MAX_RECORD_CHARS", 100)
-    monkeypatch.setattr(datafiles, "_CHUNK", 10)
-    refused(sharegpt(tmp_path, [conv(("human", "y" * 200))]), r"a record over 100 characters", "sharegpt")
+    monkeypatch.setattr(jsonrecords, "CHUNK", 10)
+    refused(sharegpt(tmp_path, [conv(("human", "y" * 200))]), r"an item over 100 characters", "sharegpt")
 
 
 # --- end to end ---------------------------------------------------------------------------------------

@@ -16,32 +16,34 @@ Chain i is record i mod the record count, in file order.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from tokenpace.errors import ConfigError
+from tokenpace.measure import jsonrecords
 from tokenpace.measure.dataset import Chain, Request
+from tokenpace.measure.jsonrecords import bad
 from tokenpace.measure.prompts import Message, chat_prompt
 from tokenpace.measure.tokens import count_tokens
 
 MAX_FILE_BYTES = 1 << 30  # ShareGPT_V3_unfiltered_cleaned_split.json, vLLM's default, is 642 MB
-MAX_RECORD_CHARS = 16 << 20  # one JSONL line or one ShareGPT record
+MAX_RECORD_CHARS = 16 << 20  # one JSONL line (bytes) or one ShareGPT record (characters)
 MAX_TEXT_CHARS = 4 << 20  # one message's text; tokens are bounded when counted
 MAX_RECORDS = 200_000
 MAX_MESSAGES = 1_000  # in one record
 MAX_PROMPT_TOKENS = 200_000
 MAX_OUTPUT_TOKENS = 200_000  # a record's own output_tokens
 REPLY_CAP = 4_096  # max_tokens taken from a recorded reply's length, at most
-_CHUNK = 1 << 20
 _ROLES = ("system", "user", "assistant")
-_SPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace
-_SPEAKERS = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+_SPEAKERS = {
+    **dict.fromkeys(("human", "user"), "user"),
+    **dict.fromkeys(("gpt", "assistant", "chatgpt", "bing", "bard", "model"), "assistant"),  # as dumps name them
+    "system": "system",
+}
 
 Turn = tuple[str, str]  # (role, text)
 
@@ -53,158 +55,43 @@ class _Record:
     output_tokens: int | None = None  # the record's own, or None: its reply's length, else the default
 
 
-def _bad(path: Path, line: int, what: str) -> ConfigError:
-    return ConfigError(f"{path}:{line}: {what}")
-
-
-def _too_big(path: Path, max_bytes: int) -> ConfigError:
-    return ConfigError(f"{path}: over the {max_bytes}-byte limit; keep fewer records in it")
-
-
-def _open(path: Path, max_bytes: int) -> TextIO:
-    """The file for reading as UTF-8: a regular file (not a pipe or device, which could stream forever)."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{path}: not a regular file; give a .jsonl or ShareGPT .json file")
-        if info.st_size > max_bytes:
-            raise _too_big(path, max_bytes)
-        return path.open(encoding="utf-8", newline="")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-
-
-def _decode_lines(path: Path, f: TextIO, max_bytes: int) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line, each bounded as it is read (a line with no end never fills memory).
-
-    Characters read are bounded too (never more than bytes): the file may have grown since it was measured.
-    """
-    n = read = 0
-    try:
-        while True:
-            text = f.readline(MAX_RECORD_CHARS + 1)
-            if not text:
-                return
-            n, read = n + 1, read + len(text)
-            if len(text) > MAX_RECORD_CHARS:
-                raise _bad(path, n, f"a line over {MAX_RECORD_CHARS} characters; split or shorten it")
-            if read > max_bytes:
-                raise _too_big(path, max_bytes)
-            yield n, text
-    except UnicodeDecodeError:
-        raise _bad(path, n + 1, "not UTF-8 text") from None
-
-
-def _load(path: Path, line: int, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise _bad(path, line, "JSON nested too deep") from None
-    except ValueError as exc:
-        raise _bad(path, line, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
-
-
 def _text(path: Path, line: int, value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise _bad(path, line, f"{what} must be a string, got {type(value).__name__}")
+        raise bad(path, line, f"{what} must be a string, got {type(value).__name__}")
     if len(value) > MAX_TEXT_CHARS:
-        raise _bad(path, line, f"{what} is over {MAX_TEXT_CHARS} characters")
+        raise bad(path, line, f"{what} is over {MAX_TEXT_CHARS} characters")
     return value
 
 
 def _jsonl_record(path: Path, line: int, doc: Any) -> _Record:
     """A JSONL line's record: its messages, its own output tokens if given."""
     if not isinstance(doc, dict):
-        raise _bad(path, line, 'each line must be an object with "prompt" or "messages"')
+        raise bad(path, line, 'each line must be an object with "prompt" or "messages"')
     output = doc.get("output_tokens", doc.get("max_tokens"))
     if output is not None and (
         isinstance(output, bool) or not isinstance(output, int) or not 1 <= output <= MAX_OUTPUT_TOKENS
     ):
-        raise _bad(path, line, f"output_tokens must be an integer from 1 to {MAX_OUTPUT_TOKENS}, got {output!r}")
+        raise bad(path, line, f"output_tokens must be an integer from 1 to {MAX_OUTPUT_TOKENS}, got {output!r}")
     if ("prompt" in doc) == ("messages" in doc):
-        raise _bad(path, line, 'give either "prompt" (a string) or "messages" (a list), not both or neither')
+        raise bad(path, line, 'give either "prompt" (a string) or "messages" (a list), not both or neither')
     if "prompt" in doc:
         turns: tuple[Turn, ...] = (("user", _text(path, line, doc["prompt"], "prompt")),)
     else:
         messages = doc["messages"]
         if not isinstance(messages, list) or not messages or len(messages) > MAX_MESSAGES:
-            raise _bad(path, line, f"messages must be a list of 1 to {MAX_MESSAGES} messages")
+            raise bad(path, line, f"messages must be a list of 1 to {MAX_MESSAGES} messages")
         turns = tuple(_message(path, line, m) for m in messages)
         if turns[-1][0] != "user":
-            raise _bad(path, line, "the last message must be the user's")
+            raise bad(path, line, "the last message must be the user's")
     if not any(text.strip() for _, text in turns):
-        raise _bad(path, line, "the prompt is empty")
+        raise bad(path, line, "the prompt is empty")
     return _Record(line, turns, output)
 
 
 def _message(path: Path, line: int, m: Any) -> Turn:
     if not isinstance(m, dict) or m.get("role") not in _ROLES:
-        raise _bad(path, line, f'each message must be {{"role": one of {", ".join(_ROLES)}, "content": "..."}}')
+        raise bad(path, line, f'each message must be {{"role": one of {", ".join(_ROLES)}, "content": "..."}}')
     return m["role"], _text(path, line, m.get("content"), "content")
-
-
-def _array_items(path: Path, f: TextIO, max_bytes: int) -> Iterator[tuple[int, Any]]:
-    """(line it starts on, value) of each item of the JSON array ``f`` holds, read a chunk at a time.
-
-    The buffer holds at most one record and a chunk: an item that is neither complete nor valid JSON within
-    MAX_RECORD_CHARS is refused.
-    """
-    decoder = json.JSONDecoder()
-    buf, pos, line, eof, read = "", 0, 1, False, 0
-
-    def more() -> None:
-        nonlocal buf, pos, eof, read
-        try:
-            data = f.read(max(_CHUNK, len(buf) - pos))
-        except UnicodeDecodeError:
-            raise _bad(path, line, "not UTF-8 text") from None
-        read += len(data)
-        if read > max_bytes:
-            raise _too_big(path, max_bytes)
-        buf, pos, eof = buf[pos:] + data, 0, not data
-
-    def skip_space() -> str:
-        """The next character that is not JSON whitespace, "" at the end of the file."""
-        nonlocal pos, line
-        while True:
-            match = _SPACE.match(buf, pos)
-            end = match.end() if match else pos
-            line += buf.count("\n", pos, end)
-            pos = end
-            if pos < len(buf) or eof:
-                return buf[pos] if pos < len(buf) else ""
-            more()
-
-    if skip_space() != "[":
-        raise _bad(path, line, "a ShareGPT file must hold one JSON array of conversations")
-    pos += 1
-    first = True
-    while True:
-        c = skip_space()
-        if c == "]" and first:
-            return
-        try:
-            item, end = decoder.raw_decode(buf, pos)
-        except RecursionError:
-            raise _bad(path, line, "JSON nested too deep") from None
-        except json.JSONDecodeError as exc:
-            if not eof and len(buf) - pos <= MAX_RECORD_CHARS:
-                more()
-                continue
-            at = line + buf.count("\n", pos, exc.pos)
-            why = f"not valid JSON ({exc.msg}), or a record over {MAX_RECORD_CHARS} characters"
-            raise _bad(path, at, why) from None
-        if end - pos > MAX_RECORD_CHARS:
-            raise _bad(path, line, f"a record over {MAX_RECORD_CHARS} characters")
-        yield line, item
-        line += buf.count("\n", pos, end)
-        pos, first = end, False
-        c = skip_space()
-        if c == "]":
-            return
-        if c != ",":
-            raise _bad(path, line, "expected , or ] after a conversation")
-        pos += 1
 
 
 def _sharegpt_record(path: Path, line: int, doc: Any) -> _Record | None:
@@ -215,21 +102,22 @@ def _sharegpt_record(path: Path, line: int, doc: Any) -> _Record | None:
     """
     conversation = doc.get("conversations") if isinstance(doc, dict) else None
     if not isinstance(conversation, list) or len(conversation) > MAX_MESSAGES:
-        raise _bad(path, line, f'each record must be {{"conversations": [...]}} with at most {MAX_MESSAGES} turns')
+        raise bad(path, line, f'each record must be {{"conversations": [...]}} with at most {MAX_MESSAGES} turns')
     turns: list[list[str]] = []
+    started = False  # a human turn has come
     for turn in conversation:
         speaker = turn.get("from") if isinstance(turn, dict) else None
         if speaker not in _SPEAKERS:
-            raise _bad(path, line, f'each turn must be {{"from": one of {", ".join(_SPEAKERS)}, "value": "..."}}')
+            raise bad(path, line, f'each turn must be {{"from": one of {", ".join(_SPEAKERS)}, "value": "..."}}')
         role, text = _SPEAKERS[speaker], _text(path, line, turn.get("value"), "value")
-        started = any(r == "user" for r, _ in turns)
         if not text.strip() or (role == "system" and started) or (role == "assistant" and not started):
             continue
+        started = started or role == "user"
         if turns and turns[-1][0] == role:
             turns[-1][1] += "\n\n" + text
         else:
             turns.append([role, text])
-    if not any(role == "user" for role, _ in turns):
+    if not started:
         return None
     return _Record(line, tuple((role, text) for role, text in turns))
 
@@ -246,24 +134,24 @@ class FileDataset:
     _records: tuple[_Record, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.kind not in ("jsonl", "sharegpt") or self.turns < 0:
+            raise ConfigError(f"{self.path}: read it as jsonl or sharegpt with turns >= 0, not {self.kind!r}")
         records: list[_Record] = []
-        with _open(self.path, self.max_bytes) as f:
+        with jsonrecords.open_file(self.path, self.max_bytes) as f:
             if self.kind == "jsonl":
-                lines = ((n, t) for n, t in _decode_lines(self.path, f, self.max_bytes) if t.strip())
-                items: Iterator[tuple[int, _Record | None]] = (
-                    (n, _jsonl_record(self.path, n, _load(self.path, n, t))) for n, t in lines
-                )
+                lines = jsonrecords.json_lines(self.path, f, self.max_bytes, MAX_RECORD_CHARS)
+                items: Iterator[tuple[int, _Record | None]] = ((n, _jsonl_record(self.path, n, d)) for n, d in lines)
             else:
-                docs = _array_items(self.path, f, self.max_bytes)
+                docs = jsonrecords.array_items(self.path, f, self.max_bytes, MAX_RECORD_CHARS)
                 items = ((n, _sharegpt_record(self.path, n, doc)) for n, doc in docs)
             for n, record in items:
                 if record is None:
                     continue
                 if len(records) == MAX_RECORDS:
-                    raise _bad(self.path, n, f"more than {MAX_RECORDS} records; keep fewer in the file")
+                    raise bad(self.path, n, f"more than {MAX_RECORDS} records; keep fewer in the file")
                 records.append(record)
         if not records:
-            raise ConfigError(f"{self.path}: no prompts in it; see the JSONL and ShareGPT formats in --help")
+            raise ConfigError(f'{self.path}: no prompts in it; give {{"prompt": "..."}} lines or ShareGPT records')
         object.__setattr__(self, "_records", tuple(records))
 
     @property
@@ -295,7 +183,7 @@ class FileDataset:
 
     def _check(self, record: _Record, tokens: int) -> None:
         if tokens > MAX_PROMPT_TOKENS:
-            raise _bad(self.path, record.line, f"a prompt of {tokens} tokens, over the {MAX_PROMPT_TOKENS} limit")
+            raise bad(self.path, record.line, f"a prompt of {tokens} tokens, over the {MAX_PROMPT_TOKENS} limit")
 
     def _chat(self, record: _Record) -> Chain:
         """Up to ``turns`` requests, turn k holding every turn before its user turn; ends before an oversize one."""
