@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from tokenpace.measure.loadstats import Latency
 from tokenpace.measure.results import BenchResult, Point
@@ -25,7 +25,7 @@ REPORT_DOTS = 3_000  # request dots over all of a report's run charts: a 32-poin
 MIN_DOTS = 40  # a run chart keeps at least this many, however many points the report has
 FAILED_SHARE = 4  # failures keep up to 1/4 of a chart's dots, so a rare failure is not thinned away
 LABEL_CHARS = 60  # a request's tag in its dot's tooltip is cut to this: a row's tag is the dataset's text
-LADDER = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("max", "max"))
+LADDER = ("mean", "p50", "p90", "p95", "p99", "max")  # a Latency's fields the distribution chart draws
 
 
 def thin(items: Sequence[T], k: int) -> list[T]:
@@ -43,7 +43,7 @@ def dots_per_chart(points: int) -> int:
     return max(MIN_DOTS, min(MAX_DOTS, REPORT_DOTS // max(points, 1)))
 
 
-def _finite(value: float | None) -> bool:
+def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
@@ -60,7 +60,7 @@ def swept(result: BenchResult) -> tuple[str, list[tuple[Point, float]]]:
 
 
 def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> list[Dot]:
-    return [Dot(group, label, x, y) for group, y in lines if y is not None and _finite(y) and math.isfinite(x)]
+    return [Dot(group, label, x, y) for group, y in lines if _finite(y) and math.isfinite(x)]
 
 
 def throughput_latency(result: BenchResult) -> Chart:
@@ -135,11 +135,11 @@ def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
     rows = sorted((r for r in point.rows if math.isfinite(r.t_s)), key=lambda r: r.t_s)
     failed = thin([r for r in rows if not r.ok], budget // FAILED_SHARE)
     ok = thin([r for r in rows if r.ok and _finite(r.ttft_ms)], budget - len(failed))
-    dots = [Dot("ok", _tag(r.tag), r.t_s, r.ttft_ms) for r in ok if r.ttft_ms is not None]
+    dots = [Dot("ok", _tag(r.tag), r.t_s, r.ttft_ms) for r in ok if _finite(r.ttft_ms)]
     for r in failed:
-        started = r.ttft_ms is not None and _finite(r.ttft_ms)
+        started = _finite(r.ttft_ms)
         label = ", ".join(filter(None, (_tag(r.tag), "failed" if started else "failed, no first token")))
-        dots.append(Dot("failed", label, r.t_s, r.ttft_ms if started and r.ttft_ms is not None else 0.0))
+        dots.append(Dot("failed", label, r.t_s, r.ttft_ms if _finite(r.ttft_ms) else 0.0))
     drawn = len(ok) + len(failed)
     shown = f" ({drawn:,} of {len(point.rows):,} requests)" if drawn < len(point.rows) else ""
     title = f"TTFT over the run, {point.load.describe()}{shown}"
@@ -148,7 +148,7 @@ def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
 
 def ladder(latency: Latency) -> dict[str, float]:
     """A latency's mean, percentiles and max as they were measured, those it has."""
-    return {name: v for name, attr in LADDER if _finite(v := getattr(latency, attr)) and v is not None}
+    return {name: v for name in LADDER if _finite(v := getattr(latency, name))}
 
 
 def ttft_ladder(point: Point, chart_id: str) -> Chart:
