@@ -116,3 +116,24 @@ def test_a_request_that_failed_after_its_first_token_is_marked_at_its_ttft() -> 
     started = (Row(0.5, 80.0, 90.0, 3, False, "turn-2"),)
     chart = report_charts.ttft_over_run(Point(Load(), one_point().points[0].figures, "r", rows=started), "c", 300)
     assert chart.series == {"failed": [("turn-2, failed", 0.5, 80.0)]}
+
+
+def test_sweep_curves_follow_the_swept_value_whatever_order_the_levels_ran_in() -> None:
+    res = rate_sweep()
+    shuffled = dataclasses.replace(res, sweep="auto", points=(res.points[2], res.points[0], res.points[1]))
+    assert [v for _, v in swept(shuffled)[1]] == [1.0, 2.0, 4.0]
+    by_id = {c.id: c for c in report_charts.sweep_charts(shuffled)}
+    assert [label for label, _, _ in by_id["chart-sweep-throughput"].series["TTFT p50"]] == [
+        "rate 1/s (poisson)", "rate 2/s (poisson)", "rate 4/s (poisson)"
+    ]  # fmt: skip
+    assert [x for _, x, _ in by_id["chart-sweep-achieved"].series["achieved"]] == [1.0, 2.0, 4.0]
+
+
+def test_a_long_tag_is_cut_in_its_dots_tooltip() -> None:
+    long = "t" * 100_000
+    point = Point(Load(), one_point().points[0].figures, "r", rows=rows(300, 100.0, 4, 3, (long,)))
+    chart = report_charts.ttft_over_run(point, "c", 300)
+    tag = "t" * report_charts.LABEL_CHARS + "…"
+    assert {label for label, _, _ in chart.series["ok"]} == {tag}
+    assert {label for label, _, _ in chart.series["failed"]} == {f"{tag}, failed, no first token"}
+    assert len(str(chart.svg)) < 300 * 1_000

@@ -15,6 +15,7 @@ from functools import cache
 
 import jinja2
 
+from tokenpace.board import numbers
 from tokenpace.measure.loadstats import TagFigures
 from tokenpace.measure.results import BenchResult, Point
 from tokenpace.web import report_charts
@@ -50,8 +51,8 @@ def cut(text: str, limit: int = MAX_TEXT) -> str:
 def rate(value: float | None) -> str:
     """A rate in req/s: two decimals below 10 (0.25 req/s is not 0.2), else as the board writes figures."""
     if value is None:
-        return "—"
-    return f"{value:,.2f}" if abs(value) < 10 else environment().filters["fmt"](value)
+        return numbers.DASH
+    return f"{value:,.2f}" if abs(value) < 10 else numbers.figure(value)
 
 
 @cache

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from tokenpace.measure.loadstats import Latency
 from tokenpace.measure.results import BenchResult, Point
@@ -24,7 +24,8 @@ MAX_DOTS = 300  # request dots in one run chart (~250 bytes of SVG each)
 REPORT_DOTS = 3_000  # request dots over all of a report's run charts: a 32-point sweep stays near a megabyte
 MIN_DOTS = 40  # a run chart keeps at least this many, however many points the report has
 FAILED_SHARE = 4  # failures keep up to 1/4 of a chart's dots, so a rare failure is not thinned away
-LADDER = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"), ("max", "max"))
+LABEL_CHARS = 60  # a request's tag in its dot's tooltip is cut to this: a row's tag is the dataset's text
+LADDER = ("mean", "p50", "p90", "p95", "p99", "max")  # a Latency's fields the distribution chart draws
 
 
 def thin(items: Sequence[T], k: int) -> list[T]:
@@ -42,29 +43,32 @@ def dots_per_chart(points: int) -> int:
     return max(MIN_DOTS, min(MAX_DOTS, REPORT_DOTS // max(points, 1)))
 
 
-def _finite(value: float | None) -> bool:
+def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
 def swept(result: BenchResult) -> tuple[str, list[tuple[Point, float]]]:
-    """The swept quantity's axis title and each point's value of it (points without one left out)."""
+    """The swept quantity's axis title and each point's value of it, ascending (points without one left out):
+    a curve through the levels follows the load, whatever order an auto sweep tried them in."""
     by_rate = result.sweep in ("rate", "auto") or (
         result.sweep is None and all(p.load.rate is not None for p in result.points)
     )
     title = "offered rate (req/s)" if by_rate else "concurrency"
     values = [(p, p.load.rate if by_rate else p.load.concurrency) for p in result.points]
-    return title, [(p, float(v)) for p, v in values if v is not None and math.isfinite(v)]
+    found = [(p, float(v)) for p, v in values if v is not None and math.isfinite(v)]
+    return title, sorted(found, key=lambda pv: pv[1])
 
 
 def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> list[Dot]:
-    return [Dot(group, label, x, y) for group, y in lines if y is not None and _finite(y) and math.isfinite(x)]
+    return [Dot(group, label, x, y) for group, y in lines if _finite(y) and math.isfinite(x)]
 
 
 def throughput_latency(result: BenchResult) -> Chart:
-    """Each point at its achieved output tok/s, against its TTFT p50 and p99 and its TPOT p50."""
+    """Each point at its achieved output tok/s, against its TTFT p50 and p99 and its TPOT p50, joined in the
+    order of the swept value."""
     dots = [
         d
-        for p in result.points
+        for p, _ in swept(result)[1]
         for d in _dots(
             p.load.describe(),
             p.figures.output_tokens_per_s,
@@ -121,17 +125,21 @@ def sweep_charts(result: BenchResult) -> list[Chart]:
     return out
 
 
+def _tag(tag: str) -> str:
+    return tag if len(tag) <= LABEL_CHARS else tag[:LABEL_CHARS] + "…"
+
+
 def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
     """The point's request rows as dots, seconds into the run against TTFT, at most ``budget`` of them; failures a
     series of their own (at 0 ms when they never got a first token)."""
     rows = sorted((r for r in point.rows if math.isfinite(r.t_s)), key=lambda r: r.t_s)
     failed = thin([r for r in rows if not r.ok], budget // FAILED_SHARE)
     ok = thin([r for r in rows if r.ok and _finite(r.ttft_ms)], budget - len(failed))
-    dots = [Dot("ok", r.tag, r.t_s, r.ttft_ms) for r in ok if r.ttft_ms is not None]
+    dots = [Dot("ok", _tag(r.tag), r.t_s, r.ttft_ms) for r in ok if _finite(r.ttft_ms)]
     for r in failed:
-        started = r.ttft_ms is not None and _finite(r.ttft_ms)
-        label = ", ".join(filter(None, (r.tag, "failed" if started else "failed, no first token")))
-        dots.append(Dot("failed", label, r.t_s, r.ttft_ms if started and r.ttft_ms is not None else 0.0))
+        started = _finite(r.ttft_ms)
+        label = ", ".join(filter(None, (_tag(r.tag), "failed" if started else "failed, no first token")))
+        dots.append(Dot("failed", label, r.t_s, r.ttft_ms if _finite(r.ttft_ms) else 0.0))
     drawn = len(ok) + len(failed)
     shown = f" ({drawn:,} of {len(point.rows):,} requests)" if drawn < len(point.rows) else ""
     title = f"TTFT over the run, {point.load.describe()}{shown}"
@@ -140,7 +148,7 @@ def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
 
 def ladder(latency: Latency) -> dict[str, float]:
     """A latency's mean, percentiles and max as they were measured, those it has."""
-    return {name: v for name, attr in LADDER if _finite(v := getattr(latency, attr)) and v is not None}
+    return {name: v for name in LADDER if _finite(v := getattr(latency, name))}
 
 
 def ttft_ladder(point: Point, chart_id: str) -> Chart:
