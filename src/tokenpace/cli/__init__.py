@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from tokenpace.cli import agents, oneshot, regions
+from tokenpace.cli import agents, bench, compare, oneshot, regions
 from tokenpace.cli.kit import Finite, Group, close_store, err, run_async
 from tokenpace.errors import ConfigError, TokenpaceError
 from tokenpace.version import __version__
@@ -29,6 +29,8 @@ def main() -> None:
 
 
 main.add_command(oneshot.run)
+main.add_command(bench.bench)
+main.add_command(compare.compare_command)
 main.add_command(agents.agents_command)
 main.add_command(regions.agent_command)
 main.add_command(regions.db_group)

@@ -26,6 +26,7 @@ from typing import Any
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import MAX_CONCURRENCY, Load
+from tokenpace.errors import TokenpaceError
 from tokenpace.measure.arrivals import intervals
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.base import HttpRequest, undecodable
@@ -125,8 +126,15 @@ class _Chains:
         if len(self.built) < i + 1 + ahead and self._filling is None:
             task = asyncio.ensure_future(self.fill(i + 1 + ahead))
             self._background.add(task)
+            task.add_done_callback(_settled)
             task.add_done_callback(self._background.discard)
         return self.built[i]
+
+
+def _settled(task: asyncio.Future[None]) -> None:
+    """Retrieve a background build's failure: the request that needs the chain meets it and reports it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _ahead(load: Load) -> int:
@@ -215,10 +223,15 @@ async def run_load(
                 if first is not None:
                     warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
                     await warm(session, proto.warm_url(endpoint), first.headers, warm_n, settings.timeouts)
-            if load.rate is None:
-                await _closed(load, budget, run_chain)
-            else:
-                await _open(load, settings.seed, budget, run_chain)
+            try:
+                if load.rate is None:
+                    await _closed(load, budget, run_chain)
+                else:
+                    await _open(load, settings.seed, budget, run_chain)
+            except BaseExceptionGroup as group:  # a mistake found mid-way (a file's prompt too long) is one line
+                if (mistakes := group.subgroup(TokenpaceError)) is None:
+                    raise
+                raise mistakes.exceptions[0] from None
             await asyncio.gather(*decoding)
     finally:
         await session.close()
@@ -263,7 +276,7 @@ async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) 
             asked = t0_ns + round(at * 1e9)
             # The loop's timers are as coarse as a millisecond (uvloop) and may fire early: sleep again for any
             # rest, so a request is never sent before its arrival time and its wait is never negative.
-            while (rest := asked - time.perf_counter_ns()) > 0:
+            while (rest := asked - time.perf_counter_ns()) > 0:  # noqa: ASYNC110 - a deadline, not an event
                 await asyncio.sleep(rest / 1e9)
             if (warmup := budget.take(loop.time())) is None:
                 break

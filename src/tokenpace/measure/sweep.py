@@ -98,17 +98,22 @@ class Sweeper:
         good, bad = None, None
         rate = 2 * r1
         while len(self.levels) < MAX_AUTO_POINTS - 1:
-            level = await self.point(dataclasses.replace(base, concurrency=None, rate=round(rate, 3)))
-            if not kept_up(level.figures, rate, ttft1):
-                bad = rate
+            level = await self.point(dataclasses.replace(base, concurrency=None, rate=_rounded(rate)))
+            if not kept_up(level.figures, _rounded(rate), ttft1):
+                bad = _rounded(rate)
                 break
-            good, rate = rate, rate * 2
+            good, rate = _rounded(rate), rate * 2
         if bad is not None:
             low = good if good is not None else r1
-            mid = round(math.sqrt(low * bad), 3)
+            mid = _rounded(math.sqrt(low * bad))
             level = await self.point(dataclasses.replace(base, concurrency=None, rate=mid))
             if kept_up(level.figures, mid, ttft1):
                 good = mid
         # Never saturated within the points allowed: no saturation rate to report (the report says so).
-        self.saturation = None if bad is None else good if good is not None else round(r1, 3)
+        self.saturation = None if bad is None else good if good is not None else _rounded(r1)
         return self.levels
+
+
+def _rounded(rate: float) -> float:
+    """A rate to three significant figures: what the table and the report show is what was offered."""
+    return float(f"{rate:.3g}")

@@ -1,0 +1,389 @@
+"""`tokenpace bench`: a load test of one endpoint, one level or a sweep, with live figures, a result file and a report.
+
+Why a command of its own rather than options of `run`: `run` takes samples of many endpoints for the board,
+a few requests each; a load test drives one deployment, at a load it chooses, and answers with run-level
+figures (throughput, percentiles, goodput) over hundreds of requests. Its samples are stored all the same
+(never published on the board), and its result document is what `tokenpace compare` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from tokenpace.cli.kit import Finite, close_store, err
+from tokenpace.cli.oneshot import DEFAULT_WORKLOAD, SEED_MAX
+from tokenpace.config.presets import PROTOCOLS
+from tokenpace.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.load import Load, Slo, Sweep
+    from tokenpace.measure.dataset import Dataset
+    from tokenpace.measure.loadstats import Done
+    from tokenpace.measure.results import BenchResult
+    from tokenpace.measure.run import SampleSink
+    from tokenpace.measure.sweep import Sweeper
+
+LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds
+LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requests
+
+
+@click.command("bench")
+@click.argument("endpoint", required=False)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="TOML file declaring providers and models.")  # fmt: skip
+@click.option("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
+@click.option("--model", help="Model name to request (with --base-url).")
+@click.option("--protocol", type=click.Choice(PROTOCOLS), default="openai-chat", show_default=True,
+              help="Wire protocol (with --base-url or --sim).")  # fmt: skip
+@click.option("--api-key-env", help="Name of the environment variable holding the API key.")
+@click.option("--provider", help="Provider label (default: the URL's host).")
+@click.option("--header", "headers", multiple=True, help="Extra request header 'Name: value' (repeatable).")
+@click.option("--sim", "use_sim", is_flag=True, help="Load-test a built-in simulator started in-process.")
+@click.option("-c", "--concurrency", type=click.IntRange(1, 4096),
+              help="Closed loop: requests in flight at once [default: 1].")  # fmt: skip
+@click.option("--rate", type=Finite(min=0, max=10_000, min_open=True),
+              help="Open loop: requests started per second, whatever the server does.")  # fmt: skip
+@click.option("--arrival", type=click.Choice(["poisson", "constant", "gamma"]), default="poisson",
+              show_default=True, help="How --rate's arrivals are spaced.")  # fmt: skip
+@click.option("--burstiness", default=1.0, show_default=True, type=Finite(min=0, max=100, min_open=True),
+              help="Gamma arrivals' shape: below 1 burstier, above 1 more regular (1: Poisson).")  # fmt: skip
+@click.option("--max-concurrency", type=click.IntRange(1, 4096), help="Open loop: cap on requests in flight.")
+@click.option("-n", "--requests", type=click.IntRange(1, 1_000_000),
+              help="Measured requests per level [default: 100, or no cap with --duration].")  # fmt: skip
+@click.option("--duration", help="Stop releasing requests after this long per level (60s, 5m).")
+@click.option("--warmup", default=0, show_default=True, type=click.IntRange(0, 100_000),
+              help="Requests sent first under the same load, stored, and left out of the figures.")  # fmt: skip
+@click.option("--sweep", "sweep_text", help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate).")
+@click.option("--slo", "slo_text", help="Per-request objective for goodput, e.g. ttft=500ms,tpot=50ms.")
+@click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
+              "synthetic:input=N,output=N, prefix:..., multiturn:... (see README).")  # fmt: skip
+@click.option("-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD, show_default=True,
+              help="Fresh-prompt workload when --data is not given.")  # fmt: skip
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Override the workload's output cap.")
+@click.option("--corpus", type=click.Path(file_okay=False, path_type=Path), help="Folder of texts for prompts.")
+@click.option("--seed", type=click.IntRange(0, SEED_MAX), help="Reproduce prompts and arrivals of an earlier run.")
+@click.option("--first-token-timeout", default=60.0, show_default=True, type=Finite(min=0, min_open=True),
+              help="Seconds from sending a request to its first generated text.")  # fmt: skip
+@click.option("--total-timeout", default=300.0, show_default=True, type=Finite(min=0, min_open=True),
+              help="Seconds a whole request may take.")  # fmt: skip
+@click.option("--cold", is_flag=True, help="Do not open connections before the first request.")
+@click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
+@click.option("--out", "out_dir", default="tokenpace-bench", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the result (.json) and report (.html).")  # fmt: skip
+@click.option("-q", "--quiet", is_flag=True, help="No live progress; the table stays.")
+def bench(
+    endpoint: str | None,
+    config_path: Path | None,
+    base_url: str | None,
+    model: str | None,
+    protocol: str,
+    api_key_env: str | None,
+    provider: str | None,
+    headers: tuple[str, ...],
+    use_sim: bool,
+    concurrency: int | None,
+    rate: float | None,
+    arrival: str,
+    burstiness: float,
+    max_concurrency: int | None,
+    requests: int | None,
+    duration: str | None,
+    warmup: int,
+    sweep_text: str | None,
+    slo_text: str | None,
+    data_spec: str | None,
+    workload_name: str,
+    max_tokens: int | None,
+    corpus: Path | None,
+    seed: int | None,
+    first_token_timeout: float,
+    total_timeout: float,
+    cold: bool,
+    db: str | None,
+    out_dir: Path,
+    quiet: bool,
+) -> None:
+    """Load-test one endpoint: a closed loop (-c) or an open loop (--rate), one level or a --sweep.
+
+    ENDPOINT is a name from --config or PRESET/MODEL, as for `tokenpace run`; or give --base-url, or --sim.
+    Writes OUT/<time>.json (what `tokenpace compare` reads) and OUT/<time>.html (a report that reads offline).
+
+    \b
+    Exit codes: 0 done; 1 a level had no successful request; 2 a mistake in the command or a file;
+    3 tokenpace could not work; 130/143 interrupted (what was measured is stored and written).
+    """
+    import random
+
+    from tokenpace.config import load as loadcfg
+
+    if concurrency is not None and rate is not None:
+        raise ConfigError("give -c (closed loop) or --rate (open loop), not both")
+    if max_concurrency is not None and rate is None:
+        raise ConfigError("--max-concurrency caps an open loop: give --rate too (or use -c)")
+    seconds = loadcfg.parse_seconds(duration, "--duration") if duration is not None else None
+    base = loadcfg.Load(
+        concurrency=None if rate is not None else concurrency or 1,
+        rate=rate,
+        arrival=arrival,  # type: ignore[arg-type]  # click.Choice checked it
+        burstiness=burstiness,
+        requests=requests if requests is not None or seconds is not None else 100,
+        duration_s=seconds,
+        warmup=warmup,
+        max_concurrency=max_concurrency,
+    )
+    sweep = loadcfg.parse_sweep(sweep_text) if sweep_text else None
+    slo = loadcfg.parse_slo(slo_text) if slo_text else None
+    target = _endpoint(endpoint, config_path, base_url, model, protocol, api_key_env, provider, headers, use_sim)
+    seed = seed if seed is not None else random.SystemRandom().randrange(SEED_MAX)
+    dataset = _dataset(data_spec, config_path, workload_name, max_tokens, corpus, seed)
+    if not out_dir.absolute().parent.is_dir():
+        raise ConfigError(f"--out {out_dir}: the folder {out_dir.absolute().parent} does not exist")
+    job = _Job(target, dataset, base, sweep, slo, seed, first_token_timeout, total_timeout, cold, out_dir, quiet)
+    _measure_and_report(job, config_path, use_sim, db)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """What the command line asked for, checked: one endpoint, its dataset and load, and where to write."""
+
+    endpoint: Endpoint
+    dataset: Dataset
+    base: Load
+    sweep: Sweep | None
+    slo: Slo | None
+    seed: int
+    first_token_timeout: float
+    total_timeout: float
+    cold: bool
+    out_dir: Path
+    quiet: bool
+
+
+def _endpoint(
+    ref: str | None, config_path: Path | None, base_url: str | None, model: str | None, protocol: str,
+    key_env: str | None, provider: str | None, headers: tuple[str, ...], use_sim: bool,
+) -> Endpoint:  # fmt: skip
+    """The one endpoint to load: --sim's, --base-url's, or the one the name finds in --config or the presets."""
+    from tokenpace.cli.oneshot import _cli_endpoint
+    from tokenpace.config.endpoints import Config, Endpoint, load
+    from tokenpace.config.settings import SIM_BASE_URL
+
+    cfg = load(config_path) if config_path is not None else Config()
+    chosen = list(cfg.find(ref)) if ref else []
+    if base_url:
+        chosen.append(_cli_endpoint(base_url, model, protocol, key_env, "default", provider, headers))
+    if use_sim:
+        chosen.append(Endpoint("sim", "sim", SIM_BASE_URL.format(provider="sim"), protocol=protocol, simulated=True))
+    if len(chosen) != 1:
+        what = "nothing" if not chosen else ", ".join(e.name for e in chosen)
+        raise ConfigError(f"a load test drives one endpoint, not {what}: name one, or give --base-url or --sim")
+    chosen[0].api_key()  # a missing key variable is reported before anything is sent
+    return chosen[0]
+
+
+def _dataset(
+    spec: str | None, config_path: Path | None, workload_name: str, max_tokens: int | None, corpus: Path | None,
+    seed: int,
+) -> Dataset:  # fmt: skip
+    from tokenpace.config.endpoints import Config, load
+    from tokenpace.measure.corpus import load_corpus
+    from tokenpace.measure.datasets import open_dataset
+
+    cfg = load(config_path) if config_path is not None else Config()
+    workload = cfg.workload(workload_name)
+    if max_tokens is not None:
+        workload = dataclasses.replace(workload, max_tokens=max_tokens)
+    folder = corpus or cfg.corpus
+    return open_dataset(spec, workload, seed, load_corpus(folder) if folder is not None else None)
+
+
+def _measure_and_report(job: _Job, config_path: Path | None, use_sim: bool, db: str | None) -> None:
+    """Run the levels with live progress, then print the table and write the result and report, even if stopped."""
+    from rich.console import Console
+
+    from tokenpace.board.loadtable import print_result
+    from tokenpace.cli.measuring import _safe_command
+    from tokenpace.store.database import open_store
+
+    store = open_store(db)
+    command = _safe_command(sys.argv[1:], store.url)
+    started = datetime.now(UTC)
+    live, held = _Live(_progress(job.quiet)), list["Sweeper"]()
+    stopped: int | None = None
+    result: BenchResult | None = None
+    try:
+        stopped = _run(job, store, command, live, held, config_path, use_sim)
+    finally:  # also when a dataset's file turned out bad mid-way: what was measured is written
+        close_store(store)
+        sweeper = held[0] if held else None
+        if live.current or (sweeper is not None and sweeper.levels):
+            result = _result(job, sweeper, live, command, started)
+            print_result(Console(), result)
+            json_path, html_path = _write(job.out_dir, result, started)
+            err.print(f"wrote {json_path} and {html_path}; samples in {store.url}")
+    if stopped is not None:
+        sys.exit(stopped)
+    if result is not None and any(p.figures.ok == 0 for p in result.points):
+        err.print("[bold red]a level had no successful request[/]: see the errors above")
+        sys.exit(1)
+
+
+class _Live:
+    """The live line of each level: requests done, the request rate of the last seconds, the running TTFT p50."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+        self.load: Load | None = None
+        self.current: list[Done] = []  # the level in progress: what an interruption must still write
+        self._ends: deque[float] = deque()
+        self._ttfts: deque[float] = deque(maxlen=LIVE_TTFTS)
+        self._since = time.monotonic()
+
+    def level(self, load: Load) -> None:
+        self.load, self.current, self._since = load, [], time.monotonic()
+        self._ends.clear()
+        self._ttfts.clear()
+        total = load.warmup + load.requests if load.requests is not None else None
+        self.task = self.progress.add_task(load.describe(), total=total, live="")
+
+    def done(self, d: Done) -> None:
+        import statistics
+
+        self.current.append(d)
+        now = time.monotonic()
+        self._ends.append(now)
+        while self._ends[0] < now - LIVE_WINDOW_S:
+            self._ends.popleft()
+        if d.sample.ok and d.sample.metrics.ttft_ms is not None and not d.warmup:
+            self._ttfts.append(d.sample.metrics.ttft_ms)
+        rate = len(self._ends) / max(min(LIVE_WINDOW_S, now - self._since), 1e-3)
+        ttft = f"TTFT p50 {statistics.median(self._ttfts):.0f} ms" if self._ttfts else "TTFT p50 -"
+        live = f"{rate:.1f} req/s  {ttft}" + ("  (warm-up)" if d.warmup else "")
+        if self.task is not None:
+            self.progress.update(self.task, advance=1, live=live)
+
+
+def _progress(quiet: bool) -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tokenpace.cli.kit import stderr
+
+    # Two refreshes a second: the refresh thread takes the interpreter's lock from the timing loop while it draws.
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[live]}"),
+        TimeElapsedColumn(), console=stderr(), disable=quiet, refresh_per_second=2,
+    )  # fmt: skip
+
+
+def _run(
+    job: _Job, store: SampleSink, command: str, live: _Live, held: list[Sweeper], config_path: Path | None,
+    use_sim: bool,
+) -> int | None:  # fmt: skip
+    """The levels of the job against its endpoint (its simulator started if it is one); SIGTERM stops as Ctrl-C.
+
+    Returns None when every level ran, else the exit code of the signal that stopped it (130, 143).
+    """
+    import asyncio
+    import contextlib
+    import signal
+
+    from tokenpace import sim
+    from tokenpace.cli.kit import run_async
+    from tokenpace.config.endpoints import Config, load
+    from tokenpace.measure.clients.transport import Timeouts
+    from tokenpace.measure.load import Settings
+    from tokenpace.measure.sweep import Sweeper
+
+    cfg = load(config_path) if config_path is not None else Config()
+    scenarios = {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if use_sim else sim.scenarios(cfg)
+    idle = max(60.0, job.first_token_timeout)
+    timeouts = Timeouts(10.0, job.first_token_timeout, idle, job.total_timeout)
+    settings = Settings(timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
+    terminated: list[bool] = []
+
+    async def go() -> None:
+        loop, main_task = asyncio.get_running_loop(), asyncio.current_task()
+        assert main_task is not None
+
+        def on_sigterm() -> None:
+            terminated.append(True)
+            main_task.cancel()  # as asyncio.Runner does on SIGINT: each level's cleanup keeps what was taken
+
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        async with contextlib.AsyncExitStack() as stack:
+            (target,) = await sim.started_for([job.endpoint], scenarios, stack)
+            sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level)
+            held.append(sweeper)
+            if job.sweep is not None and job.sweep.auto:
+                await sweeper.auto(job.base)
+            elif job.sweep is not None:
+                await sweeper.given(job.base, job.sweep)
+            else:
+                await sweeper.point(job.base)
+
+    try:
+        with live.progress:
+            run_async(go)
+        return None
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        err.print(f"{'stopped (SIGTERM)' if terminated else 'interrupted'}: what was measured is kept")
+        return 143 if terminated else 130
+
+
+def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, started: datetime) -> BenchResult:
+    """The result document: a point per finished level, and the level in progress if the run was stopped."""
+    from tokenpace.measure.loadstats import figures
+    from tokenpace.measure.results import BenchResult, Point, rows_of
+    from tokenpace.version import __version__
+
+    points = []
+    for level in sweeper.levels if sweeper is not None else []:
+        run, done = level.result.run, level.result.done
+        points.append(Point(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
+                            run.loop_lag_p99_ms, rows_of(done, _first_sent(done))))  # fmt: skip
+    finished = {p.run_id for p in points}
+    if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
+        done, load = live.current, live.load
+        points.append(Point(load, figures(done, job.slo, load.rate), done[0].sample.run_id,
+                            rows=rows_of(done, _first_sent(done))))  # fmt: skip
+    e = job.endpoint
+    return BenchResult(
+        endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
+        started_at=started.isoformat(timespec="seconds"), tool_version=__version__, command=command, slo=job.slo,
+        sweep=None if job.sweep is None else "auto" if job.sweep.auto else job.sweep.over,
+        saturation=None if sweeper is None else sweeper.saturation, points=tuple(points),
+    )  # fmt: skip
+
+
+def _first_sent(done: list[Done]) -> int:
+    measured = [d.sample.timeline.t_sent_ns for d in done if not d.warmup]
+    return min(measured, default=0)
+
+
+def _write(out_dir: Path, result: BenchResult, started: datetime) -> tuple[Path, Path]:
+    """OUT/<UTC time>.json and .html; a file that cannot be written is one line (the samples are stored)."""
+    from tokenpace.measure.results import to_json
+    from tokenpace.web.report import render_report
+
+    stem = out_dir / started.strftime("%Y%m%d-%H%M%S")
+    json_path, html_path = stem.with_suffix(".json"), stem.with_suffix(".html")
+    try:
+        out_dir.mkdir(exist_ok=True)
+        json_path.write_text(to_json(result))
+        html_path.write_text(render_report(result))
+    except OSError as exc:
+        raise StoreError(f"--out {out_dir}: {exc.strerror or exc}; the samples are stored") from None
+    return json_path, html_path

@@ -1,0 +1,130 @@
+"""`tokenpace bench` end to end against simulators: one level, a sweep, the automatic sweep, mistakes, a stop."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.conftest import SimThread
+from tokenpace import sim
+from tokenpace.cli import main
+from tokenpace.measure.results import BenchResult, read
+from tokenpace.measure.sweep import kept_up
+from tokenpace.store.database import open_store
+
+QUICK = sim.Scenario(ttft_ms=20, tokens_per_s=500, output_tokens=10)
+SMALL = ("--data", "synthetic:input=100,output=10")  # prompts the simulator counts quickly
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner(env={"COLUMNS": "160"}).invoke(main, list(args), catch_exceptions=False)
+
+
+def result_in(out: Path) -> BenchResult:
+    (path,) = out.glob("*.json")
+    assert path.with_suffix(".html").is_file()
+    return read(path)
+
+
+def test_one_level_writes_result_and_report_and_stores_every_request(
+    tmp_path: Path, sim_thread: Callable[..., SimThread]
+) -> None:
+    s = sim_thread(QUICK)
+    out, db = tmp_path / "out", str(tmp_path / "t.db")
+    run = invoke("bench", "--base-url", s.url, "--model", "m", "-c", "3", "-n", "12", "--warmup", "2",
+                 "--slo", "ttft=10s", "--db", db, "--out", str(out), *SMALL, "-q")  # fmt: skip
+    assert run.exit_code == 0, run.output
+    result = result_in(out)
+    (point,) = result.points
+    assert point.load.concurrency == 3 and point.figures.requests == 12 and point.figures.ok == 12
+    assert point.figures.goodput == pytest.approx(point.figures.request_rate)  # every request met a 10 s TTFT
+    assert result.endpoint == "127.0.0.1/m" and result.dataset.startswith("synthetic")
+    assert s.url not in (out / next(out.glob("*.json")).name).read_text()  # never the URL
+    with open_store(db) as store:
+        samples = store.samples()
+    assert len(samples) == 14 and {x.run_id for x in samples} == {point.run_id}  # warm-up stored too
+    assert not any(x.published for x in samples)
+    assert "concurrency 3" in run.output and "12/12" in run.output
+
+
+def test_a_concurrency_sweep_has_a_point_per_level(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    s = sim_thread(QUICK)
+    out = tmp_path / "out"
+    run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "concurrency=1,4", "-n", "8",
+                 "--db", str(tmp_path / "t.db"), "--out", str(out), *SMALL, "-q")  # fmt: skip
+    assert run.exit_code == 0, run.output
+    result = result_in(out)
+    assert result.sweep == "concurrency" and [p.load.concurrency for p in result.points] == [1, 4]
+    assert all(p.figures.ok == 8 for p in result.points)
+
+
+def test_auto_sweep_finds_a_servers_known_capacity(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    # 4 streams at once, each ~20 + 9 x 5 = 65 ms: the server completes at most ~60 requests/s.
+    capacity = 4 / 0.065
+    s = sim_thread(sim.Scenario(ttft_ms=20, tokens_per_s=200, output_tokens=10, max_streams=4))
+    out = tmp_path / "out"
+    run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "auto", "-n", "150",
+                 "--db", str(tmp_path / "t.db"), "--out", str(out), *SMALL, "-q")  # fmt: skip
+    assert run.exit_code == 0, run.output
+    result = result_in(out)
+    assert result.sweep == "auto" and result.points[0].load.concurrency == 1
+    assert result.saturation is not None and capacity / 2.5 <= result.saturation <= capacity * 1.1, result.saturation
+    unloaded_ttft = result.points[0].figures.ttft.p50
+    above = [p for p in result.points if (p.load.rate or 0) > result.saturation]
+    assert above and not any(kept_up(p.figures, p.load.rate or 0, unloaded_ttft) for p in above)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["-c", "2", "--rate", "3"], "not both"),
+        (["--max-concurrency", "4"], "give --rate too"),
+        (["--sweep", "speed=1,2"], "--sweep 'speed=1,2': write concurrency=1,4,16"),
+        (["--slo", "ttft=fast"], "--slo 'ttft=fast': write it as"),
+        (["--duration", "forever"], "--duration 'forever': give a time"),
+        (["--data", "nonsense:x=1"], "nonsense"),
+    ],
+)
+def test_mistakes_are_one_line_and_send_nothing(
+    tmp_path: Path, sim_thread: Callable[..., SimThread], args: list[str], said: str
+) -> None:
+    s = sim_thread(QUICK)
+    run = invoke("bench", "--base-url", s.url, "--model", "m", *args, "--db", str(tmp_path / "t.db"),
+                 "--out", str(tmp_path / "out"))  # fmt: skip
+    assert run.exit_code == 2 and said in run.output, run.output
+    assert not s.simulator.truth and not (tmp_path / "out").exists()
+
+
+def test_two_endpoints_are_refused(tmp_path: Path) -> None:
+    run = invoke("bench", "--sim", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--db", str(tmp_path / "t"))
+    assert run.exit_code == 2 and "drives one endpoint" in run.output
+
+
+def test_sigterm_mid_level_writes_what_was_measured(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    s = sim_thread(sim.Scenario(ttft_ms=10, tokens_per_s=100, output_tokens=20))
+    out, db = tmp_path / "out", tmp_path / "t.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokenpace", "bench", "--base-url", s.url, "--model", "m", "--rate", "20",
+         "--duration", "60s", "--db", str(db), "--out", str(out), "-q", *SMALL],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    for _ in range(400):
+        if len(s.simulator.truth) >= 20:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, errors = proc.communicate(timeout=60)
+    assert proc.returncode == 143, errors
+    (point,) = result_in(out).points
+    with open_store(str(db)) as store:
+        stored = len(store.samples())
+    assert point.figures.requests == stored >= 20  # every request sent is in the file and the database
+    assert json.loads(next(out.glob("*.json")).read_text())["points"][0]["load"]["rate"] == 20
