@@ -69,3 +69,13 @@ def test_verdict_lines() -> None:
     assert "improved" in verdict_line(better)
     none = compare(result(point(C1, steady(5, 100, 20))), result(point(R2, steady(5, 100, 20))), 0.1)
     assert "the runs share no load level" in verdict_line(none)
+
+
+def test_an_80_column_terminal_drops_the_tails_rather_than_cut_numbers() -> None:
+    slo = Slo(ttft_ms=150)
+    r = result(point(Load(concurrency=None, rate=5.73), steady(100, 100, 20), slo), slo=slo)
+    out = io.StringIO()
+    print_result(Console(file=out, width=80, color_system=None), r)
+    table = out.getvalue().split("\n")
+    assert "…" not in "".join(table) and max(map(len, table)) <= 80
+    assert "100/100" in out.getvalue() and "flight" not in out.getvalue() and "goodput" in out.getvalue()

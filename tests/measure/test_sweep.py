@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import Callable
 
 from tests.conftest import SimThread
+from tests.loadkit import done
 from tests.measure.test_load import QUICK, SETTINGS, Tiny
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Sweep
 from tokenpace.measure.loadstats import Figures, Latency
 from tokenpace.measure.run import event_loop_factory
-from tokenpace.measure.sweep import Sweeper, kept_up, levels
+from tokenpace.measure.sweep import Sweeper, kept_up, levels, released_rate
 
 
 def test_levels_replace_the_swept_value_and_keep_the_rest() -> None:
@@ -60,3 +61,10 @@ def test_every_point_sends_its_own_chains(sim_thread: Callable[..., SimThread]) 
     assert [len(c) for c in chains] == [6, 6] and not chains[0] & chains[1]
     assert [level.figures.ok for level in sweeper.levels] == [6, 6]
     assert sweeper.saturation is None
+
+
+def test_released_rate_is_what_the_schedule_really_offered() -> None:
+    # Five measured releases over 2 s (four intervals): 2 req/s, whatever the warm-up before them.
+    released = [done(0, 10, warmup=True, asked_ms=-900)] + [done(t, t + 10) for t in (0, 400, 1000, 1500, 2000)]
+    assert released_rate(released) == 2.0
+    assert released_rate(released[:2]) is None and released_rate([]) is None

@@ -18,6 +18,7 @@ from tokenpace.board.compare import Change, Comparison, describe_change
 from tokenpace.measure.results import BenchResult, Point
 from tokenpace.measure.stats import commonest
 
+NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight")  # left out of a terminal narrower than 120 columns
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
@@ -50,12 +51,17 @@ def print_result(console: Console, result: BenchResult) -> None:
     slo = f"  ·  SLO {result.slo.describe()}" if result.slo is not None else ""
     title = f"{escape(result.endpoint)}  ·  {escape(result.protocol)}  ·  dataset {escape(result.dataset)}{slo}"
     title += "  ·  latencies in ms"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), show_edge=False)
-    for col in _columns(result):
-        table.add_column(col, justify="left" if col == "load" else "right", no_wrap=col == "load")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    columns = _columns(result)
+    # Below 120 columns the tails and the concurrency held give way, rather than every number being cut short.
+    shown = [i for i, c in enumerate(columns) if console.width >= 120 or c not in NARROW_DROPS]
+    for i in shown:
+        col = columns[i]
+        table.add_column(col, justify="left" if col == "load" else "right", no_wrap=True)
     flag = any(p.client_bound for p in result.points)
     for p in result.points:
-        table.add_row(*_row(p, result.slo is not None, flag))
+        cells = _row(p, result.slo is not None, flag)
+        table.add_row(*(cells[i] for i in shown))
     console.print(table)
     for p in result.points:
         f = p.figures

@@ -4,9 +4,9 @@ Every point sends fresh prompts (the dataset's chains go on from where the last 
 prefix cache cannot make a later point look faster. The automatic sweep (``--sweep auto``), as GuideLLM's:
 
 1. a closed loop at concurrency 1 gives the unloaded request rate r1 and TTFT;
-2. open loops at 2 r1, 4 r1, ... while the server keeps up: it keeps up at an offered rate when it completes at
-   least KEEP_UP of it per second, fails at most MAX_ERRORS of the requests, and its TTFT p50 stays within
-   TTFT_GROWTH times the unloaded one (queueing shows there first);
+2. open loops at 2 r1, 4 r1, ... while the server keeps up: it keeps up with a schedule when it completes at
+   least KEEP_UP of the rate the schedule really released (:func:`released_rate`), fails at most MAX_ERRORS
+   of the requests, and its TTFT p50 stays within TTFT_GROWTH times the unloaded one (queueing shows there first);
 3. one more point at the geometric mean of the last rate kept up with and the first one not: the saturation
    rate is the highest offered rate the server kept up with.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tokenpace.config.endpoints import Endpoint
@@ -44,6 +44,17 @@ def levels(base: Load, sweep: Sweep) -> list[Load]:
     if sweep.over == "concurrency":
         return [dataclasses.replace(base, concurrency=int(v), rate=None) for v in sweep.values]
     return [dataclasses.replace(base, concurrency=None, rate=v) for v in sweep.values]
+
+
+def released_rate(done: Sequence[Done]) -> float | None:
+    """Rate the schedule really released = (measured requests - 1) / (last release - first release), req/s.
+
+    A Poisson schedule of 100 arrivals at rate R releases them at R +- 10 %: the server is judged against what it
+    was offered, not against the nominal rate.
+    """
+    asked = [d.asked_ns for d in done if not d.warmup]
+    span = (max(asked) - min(asked)) / 1e9 if len(asked) > 1 else 0.0
+    return (len(asked) - 1) / span if span > 0 else None
 
 
 def kept_up(f: Figures, offered: float, unloaded_ttft_ms: float | None) -> bool:
@@ -99,7 +110,7 @@ class Sweeper:
         rate = 2 * r1
         while len(self.levels) < MAX_AUTO_POINTS - 1:
             level = await self.point(dataclasses.replace(base, concurrency=None, rate=_rounded(rate)))
-            if not kept_up(level.figures, _rounded(rate), ttft1):
+            if not kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
                 bad = _rounded(rate)
                 break
             good, rate = _rounded(rate), rate * 2
@@ -107,7 +118,7 @@ class Sweeper:
             low = good if good is not None else r1
             mid = _rounded(math.sqrt(low * bad))
             level = await self.point(dataclasses.replace(base, concurrency=None, rate=mid))
-            if kept_up(level.figures, mid, ttft1):
+            if kept_up(level.figures, released_rate(level.result.done) or mid, ttft1):
                 good = mid
         # Never saturated within the points allowed: no saturation rate to report (the report says so).
         self.saturation = None if bad is None else good if good is not None else _rounded(r1)
