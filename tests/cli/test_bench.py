@@ -128,3 +128,16 @@ def test_sigterm_mid_level_writes_what_was_measured(tmp_path: Path, sim_thread: 
         stored = len(store.samples())
     assert point.figures.requests == stored >= 20  # every request sent is in the file and the database
     assert json.loads(next(out.glob("*.json")).read_text())["points"][0]["load"]["rate"] == 20
+
+
+def test_compare_exits_1_when_the_second_run_regressed(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    fast, slow = sim_thread(QUICK), sim_thread(sim.Scenario(ttft_ms=80, tokens_per_s=500, output_tokens=10))
+    for name, s in (("a", fast), ("b", slow), ("c", fast)):
+        run = invoke("bench", "--base-url", s.url, "--model", "m", "-c", "2", "-n", "20", "--seed", "7", *SMALL,
+                     "--db", str(tmp_path / "t.db"), "--out", str(tmp_path / name), "-q")  # fmt: skip
+        assert run.exit_code == 0, run.output
+    a, b, c = (str(next((tmp_path / n).glob("*.json"))) for n in "abc")
+    worse = invoke("compare", a, b)
+    assert worse.exit_code == 1 and "regressed" in worse.output and "TTFT P50" in worse.output
+    assert invoke("compare", b, a).exit_code == 0  # faster is no regression
+    assert invoke("compare", a, c, "--threshold", "50%").exit_code == 0  # the same server again
