@@ -481,3 +481,14 @@ def test_an_endpoint_page_has_its_speed_by_hour_of_the_week(client: TestClient, 
     assert all(heat["lowest"] <= c["median"] <= heat["highest"] for c in filled_cells)
     page = client.get(link).text
     assert 'id="heatmap"' in page and page.count('class="filled"') == len(filled_cells)
+
+
+def test_every_template_compiles_in_the_one_environment() -> None:
+    # The page worker compiles every template at start; one needing a filter of its own would stop it.
+    from tokenpace.web.render import environment
+
+    env = environment()
+    names = env.list_templates(filter_func=lambda name: name.endswith(".html"))
+    assert "report.html" in names and "leaderboard.html" in names
+    for name in names:
+        env.get_template(name)

@@ -22,11 +22,6 @@ NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight")  # left out of a terminal
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
-def rate(value: float | None) -> str:
-    """A request rate: two decimals below 10 req/s, else as numbers.figure."""
-    return numbers.DASH if value is None else f"{value:.2f}" if value < 10 else numbers.figure(value)
-
-
 def _columns(result: BenchResult) -> list[str]:
     """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
     cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
@@ -39,9 +34,9 @@ def _columns(result: BenchResult) -> list[str]:
 def _row(p: Point, slo: bool, flag: bool) -> list[str]:
     f = p.figures
     ms = [numbers.figure(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
-    cells = [p.load.describe(), f"{f.ok}/{f.requests}", rate(f.request_rate)]
+    cells = [p.load.describe(), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
     cells += [numbers.figure(f.output_tokens_per_s), *ms]
-    cells += [rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
+    cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
     cells += [f"{f.concurrency_held:.1f}"]
     return cells + (["[bold yellow]bound[/]" if p.client_bound else "ok"] if flag else [])
 
@@ -78,14 +73,16 @@ def print_result(console: Console, result: BenchResult) -> None:
     if any(p.client_bound for p in result.points):
         console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
     if result.saturation is not None:
-        console.print(f"saturation: {rate(result.saturation)} req/s, the highest rate the endpoint kept up with")
+        console.print(
+            f"saturation: {numbers.rate(result.saturation)} req/s, the highest rate the endpoint kept up with"
+        )
 
 
 def _value(c: Change, v: float | None) -> str:
     if c.unit == "share":
         return numbers.percent(v)
     if c.unit == "req/s":
-        return rate(v)
+        return numbers.rate(v)
     return numbers.figure(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure(v)
 
 

@@ -30,6 +30,18 @@ def figure(value: float | None, kind: Kind = "num") -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
 
 
+def rate(value: float | None) -> str:
+    """A rate in req/s: two decimals below 10 (0.25 req/s is not "0.2"), where a sweep's low levels live."""
+    if value is None:
+        return DASH
+    return f"{value:,.2f}" if abs(value) < 10 else figure(value)
+
+
+def cut(text: str, limit: int = 300) -> str:
+    """Text as shown: its first ``limit`` characters, and an ellipsis when there were more."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def percent(share: float | None) -> str:
     """A share (0.995) as a percentage ("99.5%"); whole ones without a decimal ("100%", "10%")."""
     if share is None:

@@ -58,6 +58,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(fmt=numbers.figure, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
+    env.filters.update(rate=numbers.rate, cut=numbers.cut)
     env.globals.update(
         version=__version__,
         endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model),

@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import cache
 
-import jinja2
-
-from tokenpace.board import numbers
 from tokenpace.measure.loadstats import TagFigures
 from tokenpace.measure.results import BenchResult, Point
 from tokenpace.web import report_charts
@@ -25,7 +21,6 @@ from tokenpace.web.render import environment
 MAX_POINTS = 64  # points in the table and charted: a sweep has at most 32 (config/load.py)
 MAX_TAGS = 40  # tag rows per point; the rest are counted
 MAX_ERROR_KINDS = 8  # error kinds listed per point; the rest are counted
-MAX_TEXT = 300  # characters of a name, tag or error kind shown
 MAX_COMMAND = 4_000  # characters of the command shown
 
 
@@ -41,25 +36,6 @@ class PointView:
     tags_left_out: int
     errors: tuple[tuple[str, int], ...]
     errors_left_out: int
-
-
-def cut(text: str, limit: int = MAX_TEXT) -> str:
-    """Text as shown: its first ``limit`` characters, and an ellipsis when there were more."""
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def rate(value: float | None) -> str:
-    """A rate in req/s: two decimals below 10 (0.25 req/s is not 0.2), else as the board writes figures."""
-    if value is None:
-        return numbers.DASH
-    return f"{value:,.2f}" if abs(value) < 10 else numbers.figure(value)
-
-
-@cache
-def _env() -> jinja2.Environment:
-    env = environment()
-    env.filters.update(cut=cut, rate=rate)
-    return env
 
 
 def point_view(point: Point, index: int, budget: int) -> PointView:
@@ -84,7 +60,7 @@ def render_report(result: BenchResult) -> str:
     budget = report_charts.dots_per_chart(len(shown))
     points = [point_view(p, i, budget) for i, p in enumerate(shown, 1)]
     return (
-        _env()
+        environment()
         .get_template("report.html")
         .render(
             result=result,
