@@ -137,3 +137,35 @@ def test_poisson_rate_is_achieved_within_5_percent_over_60_s(sim_thread: Callabl
     assert achieved == pytest.approx(rate, rel=0.05)
     asked = sorted(d.asked_ns for d in done)
     assert [round((a - asked[0]) / 1e9, 6) for a in asked] == pytest.approx(schedule, abs=1e-6)
+
+
+def test_goodput_counts_exactly_the_requests_that_met_the_slo(sim_thread: Callable[..., SimThread]) -> None:
+    # Short prompts' first token comes ~25 ms after the request, long ones' ~225 ms (20 ms + tokens / 10k per s),
+    # a fifth of all requests fail: with a 120 ms TTFT objective the good ones are exactly the short, successful
+    # ones, as the simulator's own record of each request says.
+    from tokenpace.config.load import Slo
+    from tokenpace.measure.loadstats import figures
+
+    scenario = sim.Scenario(
+        ttft_ms=20, prefill_tokens_per_s=10_000, tokens_per_s=1000, output_tokens=5, error="500", error_rate=0.2
+    )
+    simulator = sim_thread(scenario)
+
+    @dataclass(frozen=True)
+    class TwoSizes(Tiny):
+        def chain(self, i: int) -> Chain:
+            text = f"{i} " + ("word " * (50 if i % 3 else 2000))
+            fingerprint = hashlib.sha256(text.encode()).hexdigest()[:16]
+            return (Request(Prompt((Message("user", text),), 5, 0, fingerprint)),)
+
+    done = run(simulator.url, Load(concurrency=4, requests=60, warmup=4), TwoSizes())
+    measured = [d for d in done if not d.warmup]
+    truth = simulator.simulator.truth
+    good = [
+        d for d in measured
+        if d.sample.ok and truth[d.sample.timeline.response_id or ""].prompt_tokens < 1000
+    ]  # fmt: skip
+    f = figures(done, Slo(ttft_ms=120))
+    assert 0 < len(good) < f.ok < f.requests == 60
+    assert f.slo_attainment == len(good) / 60
+    assert f.goodput == pytest.approx(len(good) / f.duration_s, rel=1e-9)
