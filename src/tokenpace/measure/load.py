@@ -41,6 +41,7 @@ from tokenpace.measure.tokens import preload as preload_tokenizer
 
 BUILD_BATCH = 16  # chains built per turn of the worker thread: short turns, so decoding never waits long
 ChainRunner = Callable[[int, int, bool | None], Coroutine[Any, Any, None]]  # (chain, asked_ns, warm-up or None: over)
+PREBUILT = 5_000  # chains built before a test with a request count starts: the rest are built as it goes
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
 
 
@@ -138,11 +139,14 @@ def _settled(task: asyncio.Future[None]) -> None:
 
 
 def _ahead(load: Load) -> int:
-    """Chains to have built before the first release and keep ready after: about 10 s of an open loop."""
-    want = max(4 * (load.concurrency or 1), 32) if load.rate is None else max(round(load.rate * 10), 32)
+    """Chains to build before the first release and keep ready after.
+
+    With a request count, all of them (up to PREBUILT): building a prompt costs CPU that would otherwise run
+    beside the streams being timed. With a duration only, about 60 s of an open loop, or 8 per stream.
+    """
     if load.requests is not None:
-        want = min(want, load.warmup + load.requests)
-    return want
+        return min(load.warmup + load.requests, PREBUILT)
+    return max(round(load.rate * 60), 64) if load.rate is not None else max(8 * (load.concurrency or 1), 64)
 
 
 async def run_load(
