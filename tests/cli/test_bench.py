@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -141,3 +142,27 @@ def test_compare_exits_1_when_the_second_run_regressed(tmp_path: Path, sim_threa
     assert worse.exit_code == 1 and "regressed" in worse.output and "TTFT P50" in worse.output
     assert invoke("compare", b, a).exit_code == 0  # faster is no regression
     assert invoke("compare", a, c, "--threshold", "50%").exit_code == 0  # the same server again
+
+
+def test_the_live_line_shows_requests_done_rate_and_running_ttft() -> None:
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from tests.loadkit import steady
+    from tokenpace.cli.bench import _Live
+    from tokenpace.config.load import Load
+
+    progress = Progress(console=Console(file=io.StringIO()))
+    live = _Live(progress)
+    live.level(Load(concurrency=2, requests=5, warmup=1))
+    requests = steady(6, ttft_ms=100, gap_ms=10)
+    live.done(dataclasses.replace(requests[0], warmup=True))
+    assert "(warm-up)" in progress.tasks[0].fields["live"] and "TTFT p50 -" in progress.tasks[0].fields["live"]
+    for d in requests[1:]:
+        live.done(d)
+    (task,) = progress.tasks
+    assert task.total == 6 and task.completed == 6 and task.description == "concurrency 2"
+    assert "req/s" in task.fields["live"] and "TTFT p50 100 ms" in task.fields["live"]
+    assert len(live.current) == 6  # what an interruption would still write
