@@ -178,3 +178,19 @@ def test_a_run_collects_the_whole_heap_at_most_every_quiet_max_s(monkeypatch: py
 
 class Node:
     me: object = None
+
+
+@pytest.mark.parametrize(("concurrency", "all_after"), [(1, True), (8, False)])
+async def test_decoding_waits_for_the_streams_only_at_low_concurrency(concurrency: int, all_after: bool) -> None:
+    """At one stream, no sample is decoded while another request is timed; at eight, each as its stream ends."""
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=500, output_tokens=10))
+    decoded_at: list[int] = []
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        options = RunOptions(2 * concurrency, concurrency, FAST)
+        result = await run_workload(
+            [endpoint], BUILTIN["1k"], options, on_sample=lambda _: decoded_at.append(time.perf_counter_ns())
+        )
+    assert len(result.samples) == 2 * concurrency and all(s.ok for s in result.samples)
+    last_end = max(s.timeline.t_end_ns for s in result.samples)
+    assert (min(decoded_at) > last_end) is all_after
