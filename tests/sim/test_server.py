@@ -467,3 +467,24 @@ async def test_max_streams_queues_requests_beyond_the_capacity() -> None:
 def test_max_streams_must_be_positive() -> None:
     with pytest.raises(SimulatorError, match="max_streams must be >= 1"):
         Scenario(max_streams=0)
+
+
+async def test_counting_a_long_prompt_leaves_the_loop_free_for_other_requests() -> None:
+    """Prompt tokens are counted off the event loop: a burst of long prompts must not hold back other handlers.
+
+    Seen from the loop that also runs the server: while the long prompt is being counted, its truth already
+    exists with no count yet, and the loop keeps running (this test's own polling is a task on it).
+    """
+    sim = Simulator(fast(output_tokens=1))
+    prompt = " the speed of light" * 100_000  # 400k tokens: a count of tens of milliseconds at least
+    async with serve(sim) as url:
+        body = {"model": "sim", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+        request = asyncio.create_task(post(f"{url}/chat/completions", body))
+        seen_uncounted = False
+        while not request.done():
+            seen_uncounted |= any(t.prompt_tokens == 0 for t in sim.truth.values())
+            await asyncio.sleep(0)
+        raw = await request
+    assert raw.status == 200 and raw.deltas() == [only(sim).text("content")]
+    assert seen_uncounted  # a count on the loop would have finished before this loop could look
+    assert only(sim).prompt_tokens == count_tokens(prompt) == 400_000
