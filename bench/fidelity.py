@@ -16,7 +16,10 @@ here on the other core. Both read CLOCK_MONOTONIC (perf_counter_ns), so times co
 - achieved vs requested load: streams held (mean streams in flight / requested concurrency), and events/s;
 - the simulator's CPU over the level (% of its one core): near 100 % it cannot keep its schedule.
 
-    uv run python bench/fidelity.py [--levels 1,32,256,512] [--tokens-per-s 50] [--output-tokens 100]
+- with --raw N, then N requests one at a time from a bare asyncio client: the first-token error this machine
+  and simulator allow (both get preempted under other load), so what exceeds it is the client's own.
+
+    uv run python bench/fidelity.py [--levels 1,32,256,512] [--tokens-per-s 50] [--output-tokens 100] [--raw 40]
 """
 
 from __future__ import annotations
