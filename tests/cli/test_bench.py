@@ -109,11 +109,14 @@ def test_two_endpoints_are_refused(tmp_path: Path) -> None:
     assert run.exit_code == 2 and "drives one endpoint" in run.output
 
 
-def test_sigterm_mid_level_writes_what_was_measured(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+@pytest.mark.parametrize("load", [("--rate", "20"), ("-c", "2")])  # -c 2: decoding held back till the end
+def test_sigterm_mid_level_writes_what_was_measured(
+    tmp_path: Path, sim_thread: Callable[..., SimThread], load: tuple[str, str]
+) -> None:
     s = sim_thread(sim.Scenario(ttft_ms=10, tokens_per_s=100, output_tokens=20))
     out, db = tmp_path / "out", tmp_path / "t.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenpace", "bench", "--base-url", s.url, "--model", "m", "--rate", "20",
+        [sys.executable, "-m", "tokenpace", "bench", "--base-url", s.url, "--model", "m", *load,
          "--duration", "60s", "--db", str(db), "--out", str(out), "-q", *SMALL],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -128,7 +131,8 @@ def test_sigterm_mid_level_writes_what_was_measured(tmp_path: Path, sim_thread: 
     with open_store(str(db)) as store:
         stored = len(store.samples())
     assert point.figures.requests == stored >= 20  # every request sent is in the file and the database
-    assert json.loads(next(out.glob("*.json")).read_text())["points"][0]["load"]["rate"] == 20
+    stored_load = json.loads(next(out.glob("*.json")).read_text())["points"][0]["load"]
+    assert (stored_load["rate"], stored_load["concurrency"]) == ((20, None) if load[0] == "--rate" else (None, 2))
 
 
 def test_compare_exits_1_when_the_second_run_regressed(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
