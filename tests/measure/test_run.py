@@ -146,15 +146,15 @@ def test_overlapping_runs_collect_garbage_at_bounded_intervals(monkeypatch: pyte
         node.me = node  # only the cyclic collector frees it
         return weakref.ref(node)
 
-    with run._quiet_interpreter():
+    with run.quiet_interpreter():
         early = cycle()
-        with run._quiet_interpreter():  # entered at once: collection stays off
+        with run.quiet_interpreter():  # entered at once: collection stays off
             assert early() is not None and not gc.isenabled()
         time.sleep(0.4)
-        with run._quiet_interpreter():  # past QUIET_MAX_S of quiet: collected on the way in
+        with run.quiet_interpreter():  # past QUIET_MAX_S of quiet: collected on the way in
             assert early() is None and not gc.isenabled()
             late = cycle()
-            with run._quiet_interpreter():  # the timer restarted: no second collection yet
+            with run.quiet_interpreter():  # the timer restarted: no second collection yet
                 assert late() is not None
     assert gc.isenabled()
 
@@ -170,11 +170,11 @@ def test_a_run_collects_the_whole_heap_at_most_every_quiet_max_s(monkeypatch: py
 
     monkeypatch.setattr(gc, "collect", counted)
     monkeypatch.setattr(run, "_full_at", time.monotonic())  # a full collection just happened
-    with run._quiet_interpreter():
+    with run.quiet_interpreter():
         pass
     monkeypatch.setattr(run, "_full_at", time.monotonic() - run.QUIET_MAX_S - 1)
     for _ in range(2):
-        with run._quiet_interpreter():
+        with run.quiet_interpreter():
             pass
     assert calls == [1, 2, 1] and gc.isenabled()
 

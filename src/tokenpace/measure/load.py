@@ -34,7 +34,7 @@ from tokenpace.measure.dataset import Dataset, Request
 from tokenpace.measure.decoding import Decoder
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.loadstats import Done
-from tokenpace.measure.run import Refusals, SampleSink, _quiet_interpreter
+from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter
 from tokenpace.measure.sample import RunRecord, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
@@ -222,7 +222,7 @@ async def run_load(
     session = new_session(pool, settings.timeouts)
     lag.start()
     try:
-        with _quiet_interpreter():
+        with quiet_interpreter():
             await chains.fill(_ahead(load))
             if settings.warm_connections:
                 first = chains.built[0][0][1] if chains.built else None

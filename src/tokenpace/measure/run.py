@@ -38,7 +38,7 @@ from tokenpace.measure.tokens import preload as preload_tokenizer
 DECODER_SWITCH_INTERVAL_S = 0.0002
 
 
-QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see _quiet_interpreter)
+QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see quiet_interpreter)
 _quiet_lock = threading.Lock()
 _quiet_runs = 0  # runs overlap under `tokenpace serve`: the first one in quiets, the last one out restores
 _quiet_restore: tuple[bool, float] = (True, 0.005)
@@ -47,7 +47,7 @@ _full_at = 0.0  # time.monotonic() of the last full collection on the way in
 
 
 @contextlib.contextmanager
-def _quiet_interpreter() -> Iterator[None]:
+def quiet_interpreter() -> Iterator[None]:
     """No pauses of the interpreter's own while streams are timed; everything is restored afterwards.
 
     A full garbage collection over tens of thousands of chunk records stalled the loop for ~100 ms at 256
@@ -266,7 +266,7 @@ async def run_workload(
     decoder.start()
     lag.start()
     try:
-        with _quiet_interpreter():
+        with quiet_interpreter():
             for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
                 first = seed + k * options.requests
                 await _measure_endpoint(
