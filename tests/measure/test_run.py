@@ -183,24 +183,8 @@ class Node:
     me: object = None
 
 
-@pytest.mark.parametrize(("concurrency", "all_after"), [(1, True), (8, False)])
-async def test_decoding_waits_for_the_streams_only_at_low_concurrency(concurrency: int, all_after: bool) -> None:
-    """At one stream, no sample is decoded while another request is timed; at eight, each as its stream ends."""
-    simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=500, output_tokens=10))
-    decoded_at: list[int] = []
-    async with sim.serve(simulator) as url:
-        endpoint = Endpoint("sim", "sim", url, simulated=True)
-        options = RunOptions(2 * concurrency, concurrency, FAST)
-        result = await run_workload(
-            [endpoint], BUILTIN["1k"], options, on_sample=lambda _: decoded_at.append(time.perf_counter_ns())
-        )
-    assert len(result.samples) == 2 * concurrency and all(s.ok for s in result.samples)
-    last_end = max(s.timeline.t_end_ns for s in result.samples)
-    assert (min(decoded_at) > last_end) is all_after
-
-
-async def test_a_run_cancelled_at_one_stream_still_keeps_every_sample() -> None:
-    """Decoding held back for the streams still runs when the run is cancelled: the cancelled request too."""
+async def test_a_cancelled_run_keeps_every_sample_each_as_it_ended() -> None:
+    """Each sample reaches the caller as its stream ends; the request cut by the cancellation is one too."""
     simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=40, output_tokens=10))  # 1/4 s a stream
     kept: list[Sample] = []
     async with sim.serve(simulator) as url:
@@ -210,7 +194,11 @@ async def test_a_run_cancelled_at_one_stream_still_keeps_every_sample() -> None:
         )
         while len(simulator.truth) < 2:  # noqa: ASYNC110 - the second request is being timed
             await asyncio.sleep(0.01)
-        assert kept == []  # at one stream, the first is still held: no decoding beside the second
+        for _ in range(100):  # the first one's decoding, on the decoder thread, lands within moments
+            if kept:
+                break
+            await asyncio.sleep(0.01)
+        assert [s.error_kind for s in kept] == [None]  # stored while the second is still being timed
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

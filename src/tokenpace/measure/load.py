@@ -19,6 +19,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,10 +32,9 @@ from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.base import HttpRequest, undecodable
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
 from tokenpace.measure.dataset import Dataset, Request
-from tokenpace.measure.decoding import Decoder
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.loadstats import Done
-from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter
+from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter, yield_to_the_loop
 from tokenpace.measure.sample import RunRecord, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
@@ -93,8 +93,10 @@ class _Budget:
 class _Chains:
     """The dataset's chains with their request bytes, built ahead on the worker thread."""
 
-    def __init__(self, dataset: Dataset, first: int, build: Callable[[Request], HttpRequest], decoder: Decoder) -> None:
-        self.dataset, self.first, self.build, self.decoder = dataset, first, build, decoder
+    def __init__(
+        self, dataset: Dataset, first: int, build: Callable[[Request], HttpRequest], pool: ThreadPoolExecutor
+    ) -> None:
+        self.dataset, self.first, self.build, self.pool = dataset, first, build, pool
         self.built: list[tuple[tuple[Request, HttpRequest], ...]] = []
         self._filling: asyncio.Future[None] | None = None
         self._background: set[asyncio.Future[None]] = set()  # referenced until done, so never collected mid-way
@@ -113,7 +115,7 @@ class _Chains:
 
     async def _extend(self, n: int) -> None:
         try:
-            more = await self.decoder.run_now(self._batch, len(self.built), n)
+            more = await asyncio.get_running_loop().run_in_executor(self.pool, self._batch, len(self.built), n)
             self.built.extend(more)
         finally:
             self._filling = None
@@ -165,10 +167,8 @@ async def run_load(
     loop = asyncio.get_running_loop()
     done_list: list[Done] = []
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
-    # An open loop without a cap may have any number in flight: it decodes as streams end, never holding back.
-    decoder = Decoder(load.concurrency or load.max_concurrency or MAX_CONCURRENCY)
-    decoder.start()
-    chains = _Chains(dataset, settings.first_chain, lambda r: proto.request(endpoint, r.prompt), decoder)
+    worker = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
+    chains = _Chains(dataset, settings.first_chain, lambda r: proto.request(endpoint, r.prompt), worker)
     budget, decoding, seq = _Budget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
 
     def decode(rec: Recording, when: datetime, i: int, req: Request, warmup: bool, asked: int, chain: int) -> Done:
@@ -196,7 +196,6 @@ async def run_load(
         rec, when, i = Recording(), datetime.now(UTC), next(seq)
         if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
             http = proto.without_extras(http, refused) or http
-        decoder.stream_started()
         try:
             await record(session, http, settings.timeouts, rec, proto.has_token, settings.limits)
             if rec.failure is not None and (plain := proto.without_extras(http, rec.failure)) is not None:
@@ -205,8 +204,7 @@ async def run_load(
                 rec, when = Recording(), datetime.now(UTC)
                 await record(session, plain, settings.timeouts, rec, proto.has_token, settings.limits)
         finally:  # a cancelled request is still a sample
-            decoder.stream_ended()
-            future = decoder.submit(decode, rec, when, i, req, warmup, asked, chain)
+            future = loop.run_in_executor(worker, decode, rec, when, i, req, warmup, asked, chain)
             future.add_done_callback(decoded)
             decoding.append(future)
 
@@ -239,12 +237,11 @@ async def run_load(
                     raise
                 raise mistakes.exceptions[0] from None
             finally:  # also when stopped: every request sent ends as a sample
-                await decoder.drain()  # at low concurrency, decoding waited for a moment with no stream in flight
                 await asyncio.gather(*decoding)
     finally:
         await session.close()
         await lag.stop()
-        decoder.close()
+        worker.shutdown()
         run = _record(run_id, load, settings, done_list, lag, started, time.process_time() - cpu0)
         if sink is not None:
             sink.add_run(run)

@@ -2,8 +2,8 @@
 
 Everything that costs CPU and is not the measurement happens off the clock: prompts and request bytes are
 built before the first request, connections are opened before measuring, and decoding waits until a stream
-has ended, and at low concurrency until no stream is in flight (measure/decoding.py). The client's own
-loop lag is watched throughout so a run whose client was the bottleneck is flagged rather than trusted.
+has ended. The client's own loop lag is watched throughout so a run whose client was the bottleneck is
+flagged rather than trusted.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import random
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -27,7 +29,6 @@ from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.base import HttpRequest, undecodable
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
 from tokenpace.measure.corpus import Corpus
-from tokenpace.measure.decoding import Decoder
 from tokenpace.measure.failures import Failure
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.prompts import Prompt, build_prompt
@@ -84,6 +85,12 @@ def quiet_interpreter() -> Iterator[None]:
                 sys.setswitchinterval(_quiet_restore[1])
                 if _quiet_restore[0]:
                     gc.enable()
+
+
+def yield_to_the_loop() -> None:
+    """Lowest CPU priority for the decoder thread, so on a busy core the kernel runs the timing loop first."""
+    with contextlib.suppress(AttributeError, OSError):  # not every platform lets a thread change its own
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 class Refusals:
@@ -146,16 +153,17 @@ async def _measure_endpoint(
     run_id: str,
     seed: int,
     keep: Callable[[Sample], None],
-    decoder: Decoder,
+    decoder: ThreadPoolExecutor,
     corpus: Corpus | None,
     lag: LoopLag,
     refusals: Refusals,
 ) -> None:
-    """Take ``options.requests`` samples of one endpoint, each decoded on the decoder's thread when it lets.
+    """Take ``options.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
     A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
     of a group at once, the next group when the last one has finished.
     """
+    loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
 
     def build() -> tuple[list[Prompt], list[HttpRequest]]:
@@ -163,7 +171,7 @@ async def _measure_endpoint(
         return prompts, [proto.request(endpoint, p) for p in prompts]
 
     # Off the loop: a 100k prompt costs about a second of CPU, which would stall other runs' clocks (serve).
-    prompts, requests = await decoder.run_now(build)
+    prompts, requests = await loop.run_in_executor(decoder, build)
     decoding: list[asyncio.Future[Sample]] = []
     pool = workload.concurrency or options.concurrency
 
@@ -193,7 +201,6 @@ async def _measure_endpoint(
             if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
                 request = proto.without_extras(request, refused) or request
             started = datetime.now(UTC)
-            decoder.stream_started()
             try:
                 await record(session, request, options.timeouts, rec, proto.has_token, options.limits)
                 if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
@@ -203,8 +210,7 @@ async def _measure_endpoint(
                     await record(session, plain, options.timeouts, rec, proto.has_token, options.limits)
             finally:
                 # Runs on cancellation too: a cancelled request is still a sample.
-                decoder.stream_ended()
-                future = decoder.submit(decode, rec, started, i, group)
+                future = loop.run_in_executor(decoder, decode, rec, started, i, group)
                 future.add_done_callback(decoded)
                 decoding.append(future)
 
@@ -225,7 +231,6 @@ async def _measure_endpoint(
                     for _ in range(min(pool, options.requests)):
                         tg.create_task(worker())
         finally:
-            await decoder.drain()  # at low concurrency, decoding waited for the streams to be over
             await asyncio.gather(*decoding)
 
 
@@ -262,8 +267,7 @@ async def run_workload(
     lag = LoopLag()
     started = datetime.now(UTC)
     cpu0 = time.process_time()
-    decoder = Decoder(workload.concurrency or options.concurrency)
-    decoder.start()
+    decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
     lag.start()
     try:
         with quiet_interpreter():
@@ -274,7 +278,7 @@ async def run_workload(
                 )
     finally:
         await lag.stop()
-        decoder.close()
+        decoder.shutdown()
         cpu = time.process_time() - cpu0
         events = sum(len(s.timeline.events) for s in samples)
         run = RunRecord(
