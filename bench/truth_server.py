@@ -1,19 +1,16 @@
-"""A lean truth server for bench/fidelity.py: OpenAI chat SSE streams on schedule, and when it sent each event.
+"""A lean truth server for bench/fidelity.py: OpenAI chat SSE streams on schedule, and when each event left.
 
-Not the product's simulator (``tokenpace sim``): one scenario, one protocol, no failures, no aiohttp, so that
-one core keeps up with 512 streams x 50 events/s (aiohttp's server cost ~57 µs an event and topped out at
-14-16k events/s). An event's bytes are pre-encoded pieces joined; it is scheduled with call_later on an
-absolute target (headers received + TTFT + i / rate) and stamped with perf_counter_ns() just before
-transport.write. The chunks have the simulator's shape (role delta, one word of tokenpace.sim.WORDS per token
-event, finish, usage when asked, [DONE]); the response id is the chunks' "id" and the x-request-id header.
+Not the product's simulator (``tokenpace sim``, aiohttp, ~57 µs an event: 14-16k events/s on one core): one
+scenario, one protocol, no failures, so that one core keeps up with 512 streams x 50 events/s. Each token event
+is pre-encoded pieces joined, scheduled with call_later on an absolute target (headers received + TTFT + i /
+rate) and stamped with perf_counter_ns() just before transport.write; the chunks have the simulator's shape
+(role delta, one word of tokenpace.sim.WORDS per event, finish, usage if asked, [DONE]) and its truth kinds.
+A timer may fire up to a loop tick (uvloop: 1 ms) early: the truth records the actual send time.
 
-Routes: POST /v1/chat/completions (stream: true only), GET /sim/truth/{id} (tokenpace.sim.Truth's JSON; the
-last --truth-kept requests; prompt_tokens is always 0: the prompt is not counted), GET /v1/models, GET /health.
-A timer may fire up to a loop tick (uvloop: 1 ms) early; the truth records the actual send time, so fidelity's
-errors are unaffected.
-
-With --workers N, N processes share the port (SO_REUSEPORT); worker i also listens on port + 1 + i, and a truth
-asked of another worker is redirected there (its id names its worker). --cpus pins worker i to the i-th listed.
+Routes: POST /v1/chat/completions (stream: true only), GET /sim/truth/{id} (tokenpace.sim.Truth's JSON for the
+last --truth-kept requests; prompt_tokens is 0: prompts are not counted), GET /v1/models, GET /health.
+--workers N: N processes share the port (SO_REUSEPORT); worker i also listens on port + 1 + i, where a truth
+asked of another worker is redirected (its id names its worker); --cpus pins worker i to the i-th core listed.
 
     uv run python bench/truth_server.py [--port 8000] [--ttft-ms 100] [--tokens-per-s 50] [--output-tokens 100]
 """
@@ -73,8 +70,8 @@ class Server:
         self.truths: dict[str, list[Any]] = {}  # insertion order: the oldest first
         self.rng = random.Random(worker)
         # A chunk is a prefix (per request), its delta, then one of these ends: with usage asked, "usage": null.
-        self.end = {asked: b',"logprobs":null,"finish_reason":null}]' + (b',"usage":null}' if asked else b"}") + b"\n\n"
-                    for asked in (False, True)}  # fmt: skip
+        self.close = {asked: (b',"usage":null}' if asked else b"}") + b"\n\n" for asked in (False, True)}
+        self.end = {asked: b',"logprobs":null,"finish_reason":null}]' + close for asked, close in self.close.items()}
         self.suffix = {asked: [b'{"content":' + dumps(w) + b"}" + self.end[asked] for w in WORDS] for asked in self.end}
 
     def keep(self, rid: str, record: list[Any]) -> None:
@@ -103,8 +100,8 @@ class Conn(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter_ns()
         self.buf += data
-        if len(self.buf) > MAX_HEAD + MAX_BODY:  # a client that sends while its stream runs: bound it
-            self.reply(413, {"error": "request too large"}, close=True)
+        if len(self.buf) > MAX_HEAD + MAX_BODY:  # only a client sending while its stream runs gets here
+            self.transport.close()
         elif not self.busy:
             self.serve(now)
 
@@ -197,8 +194,9 @@ class Conn(asyncio.Protocol):
         self.record = [t_head, self.events, 0]
         srv.keep(rid, self.record)
         head = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time())}
-        self.head_doc = head | {"model": doc.get("model", "sim"), "system_fingerprint": None}
-        self.prefix = b"data: " + dumps(self.head_doc)[:-1] + b',"choices":[{"index":0,"delta":'
+        head |= {"model": doc.get("model", "sim"), "system_fingerprint": None}
+        self.opening = b"data: " + dumps(head)[:-1]  # every chunk opens with this; the choices follow
+        self.prefix = self.opening + b',"choices":[{"index":0,"delta":'
         self.word = srv.rng.randrange(len(WORDS))  # then steps of STEP through all the words
         self.i, self.t0, self.busy = 0, t_head + srv.ttft_ns, True
         role = self.prefix + b'{"role":"assistant","content":""}' + srv.end[self.usage]
@@ -228,15 +226,12 @@ class Conn(asyncio.Protocol):
         if self.i < self.n:
             return self.arm()
         finish = "length" if self.capped else "stop"
-        choice = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}
-        tail: dict[str, Any] = {"usage": None} if self.usage else {}
-        ends = [(b"data: " + dumps(self.head_doc | {"choices": [choice]} | tail) + b"\n\n", "finish", finish)]
+        end = b'{},"logprobs":null,"finish_reason":"%s"}]' % finish.encode() + self.srv.close[self.usage]
+        ends = [(self.prefix + end, "finish", finish)]
         if self.usage:
-            usage = {"prompt_tokens": 0, "completion_tokens": self.n, "total_tokens": self.n}
-            doc = self.head_doc | {"choices": [], "usage": usage}
-            ends.append((b"data: " + dumps(doc) + b"\n\n", "usage", dumps(usage).decode()))
-        ends.append((b"data: [DONE]\n\n", "done", "[DONE]"))
-        for data, kind, text in ends:
+            usage = dumps({"prompt_tokens": 0, "completion_tokens": self.n, "total_tokens": self.n})
+            ends.append((self.opening + b',"choices":[],"usage":' + usage + b"}\n\n", "usage", usage.decode()))
+        for data, kind, text in [*ends, (b"data: [DONE]\n\n", "done", "[DONE]")]:
             t = time.perf_counter_ns()
             self.transport.write(chunked(data))
             self.events.append((t, kind, text))
