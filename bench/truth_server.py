@@ -64,7 +64,7 @@ class Server:
         self.output_tokens: int = args.output_tokens
         self.kept: int = args.truth_kept
         self.port: int = args.port
-        self.worker = worker
+        self.worker, self.workers = worker, args.workers
         self.tag = f"chatcmpl-w{worker}-{os.urandom(4).hex()}-"  # unique across restarts; names its worker
         self.served = 0
         self.truths: dict[str, list[Any]] = {}  # insertion order: the oldest first
@@ -98,12 +98,10 @@ class Conn(asyncio.Protocol):
             self.timer.cancel()
 
     def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()
         self.buf += data
         if len(self.buf) > MAX_HEAD + MAX_BODY:  # only a client sending while its stream runs gets here
             self.transport.close()
-        elif not self.busy:
-            self.serve(now)
+        self.serve(time.perf_counter_ns())
 
     def serve(self, now: int) -> None:
         """Answer every complete request in the buffer, until a stream takes the connection."""
@@ -158,7 +156,7 @@ class Conn(asyncio.Protocol):
                 t_received, events, tokens = record
                 doc = {"id": rid, "t_received_ns": t_received, "events": events}
                 self.reply(200, doc | {"prompt_tokens": 0, "completion_tokens": tokens})
-            elif (owner := worker_of(rid)) is not None and owner != self.srv.worker:
+            elif (owner := worker_of(rid)) is not None and owner != self.srv.worker and owner < self.srv.workers:
                 where = f"Location: http://127.0.0.1:{self.srv.port + 1 + owner}{path}\r\n"
                 self.reply(307, {"error": "another worker's request"}, extra=where)
             else:
@@ -240,36 +238,25 @@ class Conn(asyncio.Protocol):
         self.serve(time.perf_counter_ns())
 
 
-def listener(port: int, shared: bool) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if shared:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(4096)  # 512 streams connect at once
-    sock.setblocking(False)
-    return sock
-
-
 async def run(args: argparse.Namespace, worker: int) -> None:
+    """Serve on the shared port and on this worker's own (port + 1 + worker) until killed."""
     srv = Server(args, worker)
-    loop = asyncio.get_running_loop()
-    for sock in (listener(args.port, True), listener(args.port + 1 + worker, False)):
-        await loop.create_server(lambda: Conn(srv), sock=sock)
+    for port, shared in ((args.port, True), (args.port + 1 + worker, False)):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT if shared else socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        await asyncio.get_running_loop().create_server(lambda: Conn(srv), sock=sock, backlog=4096)  # 512 at once
     await asyncio.Event().wait()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--ttft-ms", type=float, default=100.0)
-    parser.add_argument("--tokens-per-s", type=float, default=50.0)
-    parser.add_argument("--output-tokens", type=int, default=100)
-    parser.add_argument("--truth-kept", type=int, default=TRUTH_KEPT, help="truths kept: the latest requests'")
-    parser.add_argument("--workers", type=int, default=1, help="processes sharing the port (SO_REUSEPORT)")
+    defaults = {"port": 8000, "ttft-ms": 100.0, "tokens-per-s": 50.0, "output-tokens": 100, "workers": 1}
+    for name, default in (defaults | {"truth-kept": TRUTH_KEPT}).items():
+        parser.add_argument(f"--{name}", type=type(default), default=default)
     parser.add_argument("--cpus", default="", help="pin worker i to the i-th of these cores (default: as started)")
     args = parser.parse_args()
-    if not (args.ttft_ms >= 0 and args.tokens_per_s > 0 and args.output_tokens >= 1 and args.truth_kept >= 1):
+    if not (args.ttft_ms >= 0 and args.tokens_per_s > 0 and min(args.output_tokens, args.truth_kept) >= 1):
         parser.error("--ttft-ms must be >= 0, --tokens-per-s > 0, --output-tokens and --truth-kept >= 1")
     if not 1 <= args.workers <= 64:
         parser.error("--workers must be 1..64")
