@@ -1,7 +1,10 @@
 """How far tokenpace's timings are from the truth, at concurrency 1, 32, 256 and 512.
 
-The simulator runs in its own process on one core and records when it sent every event; tokenpace runs
-here on the other core. Both read CLOCK_MONOTONIC (perf_counter_ns), so times compare directly. Per level:
+A truth server runs in its own process on one core and records when it sent every event; tokenpace runs
+here on the other core. --server lean (default) is bench/truth_server.py, a bare asyncio streaming server that
+keeps up with 512 streams x 50 events/s; --server sim is the product's simulator (``tokenpace sim``, aiohttp),
+which at ~57 µs an event tops out near 15k events/s on one core. Server and client read CLOCK_MONOTONIC
+(perf_counter_ns), so times compare directly. Per level:
 
 - TTFT error: measured TTFT - true TTFT, where true TTFT = simulator's first-token send time - the time
   the client wrote the request to its socket (tokenpace's "request sent"). It is the error of the client's
@@ -14,12 +17,14 @@ here on the other core. Both read CLOCK_MONOTONIC (perf_counter_ns), so times co
   error of each in-stream gap (client gap - simulator gap), what output-speed and gap figures depend on.
 - client CPU per event, the client's event-loop lag (p99) and whether the run was flagged client-bound;
 - achieved vs requested load: streams held (mean streams in flight / requested concurrency), and events/s;
-- the simulator's CPU over the level (% of its one core): near 100 % it cannot keep its schedule.
+- the server's CPU over the level (% of its one core, and µs per token event): near 100 % it cannot keep
+  its schedule, and the events/s achieved falls short of the requested.
 
 - with --raw N, then N requests one at a time from a bare asyncio client: the first-token error this machine
   and simulator allow (both get preempted under other load), so what exceeds it is the client's own.
 
-    uv run python bench/fidelity.py [--levels 1,32,256,512] [--tokens-per-s 50] [--output-tokens 100] [--raw 40]
+    uv run python bench/fidelity.py [--levels 1,32,256,512] [--server lean|sim] [--tokens-per-s 50]
+        [--output-tokens 100] [--raw 40]
 """
 
 from __future__ import annotations
@@ -46,11 +51,15 @@ LATE_MS = 2.0  # a first token stamped this late is counted: the one-stream hicc
 
 
 def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[bytes]:
-    cmd = [
-        sys.executable, "-m", "tokenpace", "sim", "--port", str(port), "--ttft-ms", str(args.ttft_ms),
-        "--tokens-per-s", str(args.tokens_per_s), "--tokens-per-chunk", str(args.tokens_per_chunk),
-        "--output-tokens", str(args.output_tokens),
-    ]  # fmt: skip
+    """The truth server on the last core: bench/truth_server.py (lean) or ``tokenpace sim`` (sim)."""
+    timing = ["--port", str(port), "--ttft-ms", str(args.ttft_ms), "--tokens-per-s", str(args.tokens_per_s),
+              "--output-tokens", str(args.output_tokens)]  # fmt: skip
+    if args.server == "lean":
+        if args.tokens_per_chunk != 1:
+            raise SystemExit("--server lean sends one token per event: use --server sim for --tokens-per-chunk")
+        cmd = [sys.executable, str(Path(__file__).with_name("truth_server.py")), *timing]
+    else:
+        cmd = [sys.executable, "-m", "tokenpace", "sim", *timing, "--tokens-per-chunk", str(args.tokens_per_chunk)]
     cores = sorted(os.sched_getaffinity(0))
 
     def pin() -> None:
@@ -65,16 +74,17 @@ def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[byt
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise SystemExit("the simulator did not start")
+    raise SystemExit("the truth server did not start")
 
 
 def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc; 0.0 elsewhere)."""
+    """User + system CPU seconds of a process and its live children (Linux /proc; 0.0 elsewhere)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") + sum(cpu_s(int(c)) for c in children)
 
 
 def truth_of(port: int, response_id: str) -> Truth:
@@ -135,7 +145,8 @@ def report(level: int, result: RunResult, port: int, tokens_per_s: float, sim_cp
         "held_concurrency": busy_ns / wall_ns / level,
         "events_per_s": events / (wall_ns / 1e9),
         "requested_events_per_s": level * tokens_per_s,
-        "sim_cpu_pct": 100 * sim_cpu_s / (wall_ns / 1e9),
+        "server_cpu_pct": 100 * sim_cpu_s / (wall_ns / 1e9),
+        "server_cpu_us_per_event": sim_cpu_s * 1e6 / events if events else None,
     }
 
 
@@ -180,6 +191,7 @@ async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="1,32,256,512")
+    parser.add_argument("--server", choices=("lean", "sim"), default="lean", help="the truth server (see above)")
     parser.add_argument("--ttft-ms", type=float, default=100)
     parser.add_argument("--tokens-per-s", type=float, default=50)
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
@@ -210,13 +222,13 @@ def main() -> None:
         sim.terminate()
         sim.wait()
     print(
-        f"simulator: TTFT {args.ttft_ms:g} ms, {args.tokens_per_s:g} events/s per stream, "
+        f"truth server {args.server}: TTFT {args.ttft_ms:g} ms, {args.tokens_per_s:g} events/s per stream, "
         f"{args.tokens_per_chunk} token(s) per event, {args.output_tokens} tokens; client on 1 core"
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (this machine, at the end)")
     head = ("conc", "ok", "TTFT err p50/p99/max ms", f"err > {LATE_MS:g} ms", "incl. wait p50/p99/max ms",
             "arrival err p50/p99 ms", "gap err p99 ms", "transit p50/p99 ms", "queued p50/p99 ms", "CPU µs/event",
-            "loop lag p99 ms", "streams held", "events/s (req)", "sim CPU")  # fmt: skip
+            "loop lag p99 ms", "streams held", "events/s (req)", "server CPU, µs/event")  # fmt: skip
     print(" | ".join(head))
     for r in rows:
         print(" | ".join((
@@ -231,7 +243,7 @@ def main() -> None:
             fmt(r["cpu_us_per_event"], 1), fmt(r["loop_lag_p99_ms"]),  # type: ignore[arg-type]
             f"{r['held_concurrency']:.1%}" + (" client-bound" if r["client_bound"] else ""),
             f"{r['events_per_s']:.0f} ({r['requested_events_per_s']:.0f})",
-            f"{r['sim_cpu_pct']:.0f}%",
+            f"{r['server_cpu_pct']:.0f}%, {fmt(r['server_cpu_us_per_event'], 1)}",  # type: ignore[arg-type]
         )))  # fmt: skip
     if raw:
         late = sum(e > LATE_MS for e in raw)
