@@ -30,11 +30,11 @@ from tokenpace.errors import TokenpaceError
 from tokenpace.measure.arrivals import intervals
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.base import HttpRequest, undecodable
-from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
+from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.measure.dataset import Dataset, Request
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.loadstats import Done
-from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter, yield_to_the_loop
+from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter, run_record, send_request, yield_to_the_loop
 from tokenpace.measure.sample import RunRecord, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
@@ -193,20 +193,14 @@ async def run_load(
                 on_done(done)
 
     async def send(req: Request, http: HttpRequest, asked: int, warmup: bool, chain: int) -> None:
-        rec, when, i = Recording(), datetime.now(UTC), next(seq)
-        if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
-            http = proto.without_extras(http, refused) or http
-        try:
-            await record(session, http, settings.timeouts, rec, proto.has_token, settings.limits)
-            if rec.failure is not None and (plain := proto.without_extras(http, rec.failure)) is not None:
-                # A negotiation, not a measurement: ask again without the refused field, clock restarted.
-                refusals.remember(endpoint, rec.failure)
-                rec, when = Recording(), datetime.now(UTC)
-                await record(session, plain, settings.timeouts, rec, proto.has_token, settings.limits)
-        finally:  # a cancelled request is still a sample
+        i = next(seq)
+
+        def ended(rec: Recording, when: datetime) -> None:
             future = loop.run_in_executor(worker, decode, rec, when, i, req, warmup, asked, chain)
             future.add_done_callback(decoded)
             decoding.append(future)
+
+        await send_request(session, proto, endpoint, http, settings.timeouts, settings.limits, refusals, ended)
 
     async def run_chain(i: int, asked: int, warmup: bool | None) -> None:
         for k, (req, http) in enumerate(await chains.get(i, _ahead(load))):
@@ -242,7 +236,11 @@ async def run_load(
         await session.close()
         await lag.stop()
         worker.shutdown()
-        run = _record(run_id, load, settings, done_list, lag, started, time.process_time() - cpu0)
+        requested = (load.warmup + load.requests) if load.requests is not None else len(done_list)
+        concurrency = load.concurrency or load.max_concurrency or 0
+        samples = [d.sample for d in done_list]
+        cpu = time.process_time() - cpu0
+        run = run_record(run_id, started, settings.command, concurrency, requested, samples, lag, cpu, settings.seed)
         if sink is not None:
             sink.add_run(run)
     return LoadResult(run, load, done_list)
@@ -286,24 +284,3 @@ async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) 
             if (warmup := budget.take(loop.time())) is None:
                 break
             tg.create_task(capped(i, asked, warmup) if cap else run_chain(i, asked, warmup))
-
-
-def _record(
-    run_id: str, load: Load, settings: Settings, done: list[Done], lag: LoopLag, started: datetime, cpu_s: float
-) -> RunRecord:
-    events = sum(len(d.sample.timeline.events) for d in done)
-    return RunRecord(
-        id=run_id,
-        started_at=started,
-        finished_at=datetime.now(UTC),
-        command=settings.command,
-        concurrency=load.concurrency or load.max_concurrency or 0,
-        requested=(load.warmup + load.requests) if load.requests is not None else len(done),
-        completed=len(done),
-        loop_lag_p50_ms=lag.p(50),
-        loop_lag_p99_ms=lag.p(99),
-        loop_lag_max_ms=max(lag.lags_ms, default=None),
-        cpu_us_per_event=cpu_s * 1e6 / events if events else None,
-        client_bound=lag.client_bound,
-        seed=settings.seed,
-    )

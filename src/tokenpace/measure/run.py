@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+import aiohttp
+
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.clients.base import HttpRequest, undecodable
+from tokenpace.measure.clients.base import HttpRequest, WireProtocol, undecodable
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.failures import Failure
@@ -196,23 +198,12 @@ async def _measure_endpoint(
             await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, options.timeouts)
 
         async def one(i: int, group: str | None = None) -> None:
-            rec = Recording()
-            request = requests[i]
-            if (refused := refusals.get(endpoint)) is not None:  # built before the clock starts, like every request
-                request = proto.without_extras(request, refused) or request
-            started = datetime.now(UTC)
-            try:
-                await record(session, request, options.timeouts, rec, proto.has_token, options.limits)
-                if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
-                    # A negotiation, not a measurement: ask again without the refused field, clock restarted.
-                    refusals.remember(endpoint, rec.failure)
-                    rec, started = Recording(), datetime.now(UTC)
-                    await record(session, plain, options.timeouts, rec, proto.has_token, options.limits)
-            finally:
-                # Runs on cancellation too: a cancelled request is still a sample.
+            def ended(rec: Recording, started: datetime) -> None:
                 future = loop.run_in_executor(decoder, decode, rec, started, i, group)
                 future.add_done_callback(decoded)
                 decoding.append(future)
+
+            await send_request(session, proto, endpoint, requests[i], options.timeouts, options.limits, refusals, ended)
 
         order = iter(range(options.requests))
 
@@ -232,6 +223,54 @@ async def _measure_endpoint(
                         tg.create_task(worker())
         finally:
             await asyncio.gather(*decoding)
+
+
+async def send_request(
+    session: aiohttp.ClientSession, proto: WireProtocol, endpoint: Endpoint, request: HttpRequest,
+    timeouts: Timeouts, limits: Limits, refusals: Refusals, ended: Callable[[Recording, datetime], None],
+) -> None:  # fmt: skip
+    """Send one request, its timing in a fresh recording; ``ended(recording, sent at)`` runs once it is over,
+    on cancellation too, so a cancelled request is still a sample.
+
+    An optional field the endpoint refused before is left out (the request was built before the clock
+    started, like every request); one it refuses now is learnt, and the request asked again without it.
+    """
+    if (refused := refusals.get(endpoint)) is not None:
+        request = proto.without_extras(request, refused) or request
+    rec, started = Recording(), datetime.now(UTC)
+    try:
+        await record(session, request, timeouts, rec, proto.has_token, limits)
+        if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
+            # A negotiation, not a measurement: ask again without the refused field, clock restarted.
+            refusals.remember(endpoint, rec.failure)
+            rec, started = Recording(), datetime.now(UTC)
+            await record(session, plain, timeouts, rec, proto.has_token, limits)
+    finally:
+        ended(rec, started)
+
+
+def run_record(
+    run_id: str, started: datetime, command: str, concurrency: int, requested: int, samples: Sequence[Sample],
+    lag: LoopLag, cpu_s: float, seed: int | None,
+) -> RunRecord:  # fmt: skip
+    """The run's record: what it asked for and took, and the client's own health meanwhile (loop lag, CPU per
+    event = process CPU / events decoded)."""
+    events = sum(len(s.timeline.events) for s in samples)
+    return RunRecord(
+        id=run_id,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        command=command,
+        concurrency=concurrency,
+        requested=requested,
+        completed=len(samples),
+        loop_lag_p50_ms=lag.p(50),
+        loop_lag_p99_ms=lag.p(99),
+        loop_lag_max_ms=max(lag.lags_ms, default=None),
+        cpu_us_per_event=cpu_s * 1e6 / events if events else None,
+        client_bound=lag.client_bound,
+        seed=seed,
+    )
 
 
 async def run_workload(
@@ -279,23 +318,10 @@ async def run_workload(
     finally:
         await lag.stop()
         decoder.shutdown()
+        concurrency = workload.concurrency or options.concurrency
+        requested = options.requests * len(endpoints)
         cpu = time.process_time() - cpu0
-        events = sum(len(s.timeline.events) for s in samples)
-        run = RunRecord(
-            id=run_id,
-            started_at=started,
-            finished_at=datetime.now(UTC),
-            command=command,
-            concurrency=workload.concurrency or options.concurrency,
-            requested=options.requests * len(endpoints),
-            completed=len(samples),
-            loop_lag_p50_ms=lag.p(50),
-            loop_lag_p99_ms=lag.p(99),
-            loop_lag_max_ms=max(lag.lags_ms, default=None),
-            cpu_us_per_event=cpu * 1e6 / events if events else None,
-            client_bound=lag.client_bound,
-            seed=seed,
-        )
+        run = run_record(run_id, started, command, concurrency, requested, samples, lag, cpu, seed)
         if sink is not None:
             sink.add_run(run)
     return RunResult(run, samples)
