@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokenpace.config.load import Slo
-from tokenpace.measure.metrics import NS_PER_MS, gaps_ms, percentile_sorted
+from tokenpace.measure.metrics import NS_PER_MS, chunk_times, gaps_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
 
 
@@ -106,7 +106,7 @@ def tpot_ms(s: Sample) -> float | None:
 
 def chunk_gaps_ms(s: Sample) -> list[float]:
     """ITL values of one request = gaps between consecutive chunk arrivals (events read together are one chunk)."""
-    return gaps_ms(sorted({e.t_ns for e in s.timeline.token_events}))
+    return gaps_ms(chunk_times(s.timeline.token_events))
 
 
 def wait_ms(d: Done) -> float:

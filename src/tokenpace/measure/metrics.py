@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tokenpace.measure.timing import EventKind, Timeline
+from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.tokens import count_tokens
 
 NS_PER_MS = 1_000_000
@@ -80,13 +80,18 @@ def gaps_ms(times_ns: Sequence[int]) -> list[float]:
     return [(b - a) / NS_PER_MS for a, b in itertools.pairwise(times_ns)]
 
 
+def chunk_times(token_events: Iterable[Event]) -> list[int]:
+    """Chunk arrival times = the distinct arrival times of token events, ascending (events read together are one)."""
+    return sorted({e.t_ns for e in token_events})
+
+
 def compute(timeline: Timeline) -> Metrics:
     """All metrics of one timeline; figures that need tokens stay None when none arrived."""
     t0 = timeline.t_sent_ns
     tokens = timeline.token_events
     # A chunk is what arrived at one moment: events read together (several in one network read) are one
     # chunk, as a client sees them; counting them apart would turn a burst into a fake speed.
-    arrivals = sorted({e.t_ns for e in tokens})
+    arrivals = chunk_times(tokens)
     reasoning = count_tokens(timeline.text(EventKind.REASONING))
     answer = count_tokens(timeline.text(EventKind.CONTENT, EventKind.TOOL_CALL))
     total = reasoning + answer
