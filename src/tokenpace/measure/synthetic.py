@@ -124,12 +124,26 @@ def sized(loop: _Loop, rng: random.Random, n: int, head: str = "", tail: str = "
     return text, size
 
 
-def _corpus(corpus: Corpus | None) -> Corpus:
-    return default_corpus() if corpus is None else corpus
+class _Generated:
+    """What the generated datasets share: text from their corpus's loop, tokenized when the dataset is made
+    (before any stream is timed), and no end to their chains."""
+
+    corpus: Corpus | None
+
+    def __post_init__(self) -> None:
+        self.loop  # noqa: B018 - tokenized now, not while the first requests are built
+
+    @property
+    def loop(self) -> _Loop:
+        return _loop(default_corpus() if self.corpus is None else self.corpus)
+
+    @property
+    def size(self) -> int | None:
+        return None
 
 
 @dataclass(frozen=True)
-class Synthetic:
+class Synthetic(_Generated):
     """One fresh prompt per chain: input and output lengths drawn per request."""
 
     input: Lengths
@@ -137,26 +151,19 @@ class Synthetic:
     seed: int
     corpus: Corpus | None = None
 
-    def __post_init__(self) -> None:
-        _loop(_corpus(self.corpus))  # tokenized now, before any stream is timed
-
     @property
     def name(self) -> str:
         return f"synthetic-{self.input.label}/{self.output.label}"
 
-    @property
-    def size(self) -> int | None:
-        return None
-
     def chain(self, i: int) -> Chain:
         rng = random.Random(f"synthetic/{self.seed}/{i}")
         n_in, n_out = self.input.draw(rng), self.output.draw(rng)
-        text, size = sized(_loop(_corpus(self.corpus)), rng, n_in, f"{nonce(rng)}\n\n", TAIL)
+        text, size = sized(self.loop, rng, n_in, f"{nonce(rng)}\n\n", TAIL)
         return (Request(chat_prompt([Message("user", text)], n_out, [size])),)
 
 
 @dataclass(frozen=True)
-class SharedPrefix:
+class SharedPrefix(_Generated):
     """Chain i is group i: ``per_group`` prompts of one ``prefix``-token prefix and each its own suffix.
 
     The first request fills the server's prefix cache ("prefix-miss"), the others are sent after it
@@ -170,19 +177,12 @@ class SharedPrefix:
     seed: int
     corpus: Corpus | None = None
 
-    def __post_init__(self) -> None:
-        _loop(_corpus(self.corpus))
-
     @property
     def name(self) -> str:
         return f"prefix-{self.prefix}+{self.suffix}x{self.per_group}/{self.output.label}"
 
-    @property
-    def size(self) -> int | None:
-        return None
-
     def chain(self, i: int) -> Chain:
-        loop = _loop(_corpus(self.corpus))
+        loop = self.loop
         rng = random.Random(f"prefix/{self.seed}/{i}")
         shared, _ = sized(loop, rng, self.prefix, f"{nonce(rng)}\n\n")
         out = []
@@ -194,7 +194,7 @@ class SharedPrefix:
 
 
 @dataclass(frozen=True)
-class MultiTurn:
+class MultiTurn(_Generated):
     """Chain i is one chat of ``turns`` turns; turn k sends every earlier user and assistant turn, then its own.
 
     Assistant turns are corpus text as long as the turn's max_tokens: what a reply to the cap would add.
@@ -206,19 +206,12 @@ class MultiTurn:
     seed: int
     corpus: Corpus | None = None
 
-    def __post_init__(self) -> None:
-        _loop(_corpus(self.corpus))
-
     @property
     def name(self) -> str:
         return f"multiturn-{self.turns}x{self.input.label}/{self.output.label}"
 
-    @property
-    def size(self) -> int | None:
-        return None
-
     def chain(self, i: int) -> Chain:
-        loop = _loop(_corpus(self.corpus))
+        loop = self.loop
         rng = random.Random(f"multiturn/{self.seed}/{i}")
         messages: list[Message] = []
         counts: list[int] = []
