@@ -26,8 +26,10 @@ from tokenpace.errors import ConfigError, StoreError
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from tokenpace.config.endpoints import Endpoint
+    from tokenpace import sim
+    from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
+    from tokenpace.measure.clients.transport import Timeouts
     from tokenpace.measure.dataset import Dataset
     from tokenpace.measure.loadstats import Done
     from tokenpace.measure.results import BenchResult
@@ -126,7 +128,10 @@ def bench(
     """
     import random
 
+    from tokenpace import sim
     from tokenpace.config import load as loadcfg
+    from tokenpace.config.endpoints import Config, load
+    from tokenpace.measure.clients.transport import Timeouts
 
     if concurrency is not None and rate is not None:
         raise ConfigError("give -c (closed loop) or --rate (open loop), not both")
@@ -145,13 +150,18 @@ def bench(
     )
     sweep = loadcfg.parse_sweep(sweep_text) if sweep_text else None
     slo = loadcfg.parse_slo(slo_text) if slo_text else None
-    target = _endpoint(endpoint, config_path, base_url, model, protocol, api_key_env, provider, headers, use_sim)
+    cfg = load(config_path) if config_path is not None else Config()
+    target = _endpoint(endpoint, cfg, base_url, model, protocol, api_key_env, provider, headers, use_sim)
     seed = seed if seed is not None else random.SystemRandom().randrange(SEED_MAX)
-    dataset = _dataset(data_spec, config_path, workload_name, max_tokens, corpus, seed)
+    dataset = _dataset(data_spec, cfg, workload_name, max_tokens, corpus, seed)
     if not out_dir.absolute().parent.is_dir():
         raise ConfigError(f"--out {out_dir}: the folder {out_dir.absolute().parent} does not exist")
-    job = _Job(target, dataset, base, sweep, slo, seed, first_token_timeout, total_timeout, cold, out_dir, quiet)
-    _measure_and_report(job, config_path, use_sim, db)
+    scenarios = {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if use_sim else sim.scenarios(cfg)
+    # A stream may be silent as long as its first token may take, and never less than a minute.
+    idle = max(60.0, first_token_timeout)
+    timeouts = Timeouts(10.0, first_token_timeout, idle, total_timeout)
+    job = _Job(target, scenarios, dataset, base, sweep, slo, seed, timeouts, cold, out_dir, quiet)
+    _measure_and_report(job, db)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,28 +169,27 @@ class _Job:
     """What the command line asked for, checked: one endpoint, its dataset and load, and where to write."""
 
     endpoint: Endpoint
+    scenarios: dict[str, sim.Scenario]  # the simulated providers' (a real endpoint has none)
     dataset: Dataset
     base: Load
     sweep: Sweep | None
     slo: Slo | None
     seed: int
-    first_token_timeout: float
-    total_timeout: float
+    timeouts: Timeouts
     cold: bool
     out_dir: Path
     quiet: bool
 
 
 def _endpoint(
-    ref: str | None, config_path: Path | None, base_url: str | None, model: str | None, protocol: str,
+    ref: str | None, cfg: Config, base_url: str | None, model: str | None, protocol: str,
     key_env: str | None, provider: str | None, headers: tuple[str, ...], use_sim: bool,
 ) -> Endpoint:  # fmt: skip
     """The one endpoint to load: --sim's, --base-url's, or the one the name finds in --config or the presets."""
     from tokenpace.cli.oneshot import _cli_endpoint
-    from tokenpace.config.endpoints import Config, Endpoint, load
+    from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.settings import SIM_BASE_URL
 
-    cfg = load(config_path) if config_path is not None else Config()
     chosen = list(cfg.find(ref)) if ref else []
     if base_url:
         chosen.append(_cli_endpoint(base_url, model, protocol, key_env, "default", provider, headers))
@@ -194,14 +203,12 @@ def _endpoint(
 
 
 def _dataset(
-    spec: str | None, config_path: Path | None, workload_name: str, max_tokens: int | None, corpus: Path | None,
+    spec: str | None, cfg: Config, workload_name: str, max_tokens: int | None, corpus: Path | None,
     seed: int,
 ) -> Dataset:  # fmt: skip
-    from tokenpace.config.endpoints import Config, load
     from tokenpace.measure.corpus import load_corpus
     from tokenpace.measure.datasets import open_dataset
 
-    cfg = load(config_path) if config_path is not None else Config()
     workload = cfg.workload(workload_name)
     if max_tokens is not None:
         workload = dataclasses.replace(workload, max_tokens=max_tokens)
@@ -209,7 +216,7 @@ def _dataset(
     return open_dataset(spec, workload, seed, load_corpus(folder) if folder is not None else None)
 
 
-def _measure_and_report(job: _Job, config_path: Path | None, use_sim: bool, db: str | None) -> None:
+def _measure_and_report(job: _Job, db: str | None) -> None:
     """Run the levels with live progress, then print the table and write the result and report, even if stopped."""
     from rich.console import Console
 
@@ -224,7 +231,7 @@ def _measure_and_report(job: _Job, config_path: Path | None, use_sim: bool, db: 
     stopped: int | None = None
     result: BenchResult | None = None
     try:
-        stopped = _run(job, store, command, live, held, config_path, use_sim)
+        stopped = _run(job, store, command, live, held)
     finally:  # also when a dataset's file turned out bad mid-way: what was measured is written
         close_store(store)
         sweeper = held[0] if held else None
@@ -288,10 +295,7 @@ def _progress(quiet: bool) -> Progress:
     )  # fmt: skip
 
 
-def _run(
-    job: _Job, store: SampleSink, command: str, live: _Live, held: list[Sweeper], config_path: Path | None,
-    use_sim: bool,
-) -> int | None:  # fmt: skip
+def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Sweeper]) -> int | None:
     """The levels of the job against its endpoint (its simulator started if it is one); SIGTERM stops as Ctrl-C.
 
     Returns None when every level ran, else the exit code of the signal that stopped it (130, 143).
@@ -302,16 +306,10 @@ def _run(
 
     from tokenpace import sim
     from tokenpace.cli.kit import run_async
-    from tokenpace.config.endpoints import Config, load
-    from tokenpace.measure.clients.transport import Timeouts
     from tokenpace.measure.load import Settings
     from tokenpace.measure.sweep import Sweeper
 
-    cfg = load(config_path) if config_path is not None else Config()
-    scenarios = {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if use_sim else sim.scenarios(cfg)
-    idle = max(60.0, job.first_token_timeout)
-    timeouts = Timeouts(10.0, job.first_token_timeout, idle, job.total_timeout)
-    settings = Settings(timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
+    settings = Settings(job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
     terminated: list[bool] = []
 
     async def go() -> None:
@@ -324,7 +322,7 @@ def _run(
 
         loop.add_signal_handler(signal.SIGTERM, on_sigterm)
         async with contextlib.AsyncExitStack() as stack:
-            (target,) = await sim.started_for([job.endpoint], scenarios, stack)
+            (target,) = await sim.started_for([job.endpoint], job.scenarios, stack)
             sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level)
             held.append(sweeper)
             if job.sweep is not None and job.sweep.auto:
