@@ -22,7 +22,7 @@ def test_serve_and_two_agents_fill_a_board_per_region_within_a_minute(pg_url: st
     )
     agents = [AgentProcess(pg_url, r, CONFIG, r, tmp_path / f"{r}.log") for r in ("eu-west", "us-east")]
     try:
-        while not (found := re.search(r"tokenpace serve: (http://\S+) ", Path(log.name).read_text())):
+        while not (found := re.search(r"tokenpace serving on (http://\S+)\n", Path(log.name).read_text())):
             assert serve.poll() is None and time.monotonic() - started < 60, Path(log.name).read_text()
             time.sleep(0.2)
         board = found.group(1)

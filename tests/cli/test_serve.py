@@ -34,26 +34,33 @@ def test_a_host_it_cannot_listen_on_is_named(tmp_path: Path, host: str) -> None:
     assert f"cannot listen on {host}" in message and "--host" in message and "--port" not in message
 
 
-@pytest.mark.parametrize(("host", "shown"), [("localhost", "127.0.0.1"), ("::1", "[::1]")])
-def test_the_startup_line_names_the_address_bound(tmp_path: Path, host: str, shown: str) -> None:
-    config = tmp_path / "sim.toml"
-    config.write_text(SIM)
+@pytest.mark.parametrize(
+    ("host", "shown", "config"),
+    [("localhost", "127.0.0.1", True), ("::1", "[::1]", True), ("0.0.0.0", "0.0.0.0", False)],  # noqa: S104
+)
+def test_the_first_line_is_the_address_bound(tmp_path: Path, host: str, shown: str, config: bool) -> None:
+    """The README's promise: the first line printed is where the board is, before discovery's notes and warnings
+    (without a config, discovery's notes came first; on 0.0.0.0 the public warning follows the address)."""
+    sim = tmp_path / "sim.toml"
+    sim.write_text(SIM)
     log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "tokenpace", "serve", "--config", str(config), "--host", host, "--port", "0",
-               "--db", str(tmp_path / "x.db"), "--grace", "0"]  # fmt: skip
+    command = [sys.executable, "-m", "tokenpace", "serve", *(["--config", str(sim)] if config else []),
+               "--host", host, "--port", "0", "--db", str(tmp_path / "x.db"), "--grace", "0"]  # fmt: skip
     with log.open("w") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=out, env=NO_KEYS)
     try:
         found = None
-        for _ in range(300):
-            found = re.search(r"tokenpace serve: (http://\S+:(\d+))", log.read_text())
+        for _ in range(600):
+            found = re.search(r"tokenpace serving on (http://\S+:(\d+))\n", log.read_text())
             if found or proc.poll() is not None:
                 break
             time.sleep(0.1)
         assert found, log.read_text()
+        assert log.read_text().startswith(found[0]), log.read_text()
         assert found[1] == f"http://{shown}:{found[2]}" and int(found[2]) > 0
-        with urllib.request.urlopen(found[1] + "/health", timeout=10) as answer:
-            assert answer.status in (200, 503)
+        port = int(found[2])
+        with urllib.request.urlopen(f"http://{'[::1]' if ':' in host else '127.0.0.1'}:{port}/health", timeout=10) as a:
+            assert a.status in (200, 503)
     finally:
         proc.terminate()
         proc.wait(30)

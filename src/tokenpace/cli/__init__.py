@@ -193,15 +193,17 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         sock.close()
         raise
 
+    notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
+
     def ready(jobs: Sequence[Any]) -> None:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
-        line = f"tokenpace serve: http://{shown}:{bound_port} ({len(jobs)} scheduled jobs; store {store.url})"
-        err.print(line, soft_wrap=True)
+        err.print(f"tokenpace serving on http://{shown}:{bound_port}", soft_wrap=True)
+        for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
+            err.print(line, soft_wrap=True)
 
     async def go() -> None:
-        chosen, notes = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
-        for note in notes:
-            err.print(note, soft_wrap=True)
+        chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
+        notes.extend(found)
         await service.serve(chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready)
 
     try:

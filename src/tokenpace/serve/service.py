@@ -168,13 +168,16 @@ async def board(
     return app
 
 
-async def regional(store: Store, store_url: str, stack: contextlib.AsyncExitStack) -> Dispatcher:
-    """The region queues, opened (their tables created if absent), and their dispatcher; closed by ``stack``."""
+async def regional(store: Store, store_url: str, stack: contextlib.AsyncExitStack, said: list[str]) -> Dispatcher:
+    """The region queues, opened (their tables created if absent), and their dispatcher; closed by ``stack``.
+
+    What it did is appended to ``said``: serve logs it after the address line, which comes first.
+    """
     queue = Queue(store_url)
     await queue.open()
     stack.push_async_callback(queue.close)
     if await queue.install():
-        log.info("created the region queues' tables (procrastinate) in %s", queue.shown)
+        said.append(f"created the region queues' tables (procrastinate) in {queue.shown}")
     dispatcher = Dispatcher(queue, finished=store.written_elsewhere)  # so the board's pages see the samples
     stack.push_async_callback(dispatcher.close)
     return dispatcher
@@ -192,9 +195,10 @@ async def serve(
     """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM; ``store_url`` opens
     ``store`` again for the process rendering pages."""
     loop = asyncio.get_running_loop()
+    said: list[str] = []  # logged after ``ready``: the address is the first line a user reads
     async with contextlib.AsyncExitStack() as stack:
         if cfg.regions:  # the agents measure, with their own keys and simulators: this process only queues
-            dispatcher = await regional(store, store_url, stack)
+            dispatcher = await regional(store, store_url, stack, said)
             endpoints = list(cfg.endpoints)
         else:
             dispatcher = None
@@ -213,13 +217,6 @@ async def serve(
             stack.push_async_callback(_cancel, alerts)
         app = await board(store, store_url, cfg, sampler.status, stack)
         server = _Server(server_config(app))
-        if public(sock):
-            host, port = sock.getsockname()[:2]
-            log.warning(
-                "warning: the leaderboard on %s:%d is public and unauthenticated: anyone who can reach this "
-                "address can read it (bind 127.0.0.1 and put a proxy with authentication in front to restrict it)",
-                host, port,
-            )  # fmt: skip
 
         first_signal: list[float] = []
 
@@ -241,6 +238,15 @@ async def serve(
         stack.callback(lambda: [loop.remove_signal_handler(s) for s in (signal.SIGINT, signal.SIGTERM)])
         if ready is not None:
             ready(jobs)
+        for line in said:
+            log.info("%s", line)
+        if public(sock):
+            host, port = sock.getsockname()[:2]
+            log.warning(
+                "warning: the leaderboard on %s:%d is public and unauthenticated: anyone who can reach this "
+                "address can read it (bind 127.0.0.1 and put a proxy with authentication in front to restrict it)",
+                host, port,
+            )  # fmt: skip
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(server.serve(sockets=[sock]))
