@@ -196,7 +196,7 @@ def _larger(table: str, column: str, *, smaller: bool = False) -> str:
     return f"{column} = CASE WHEN {new} {op} {kept} THEN {new} ELSE {kept} END"
 
 
-def _upsert_set(t: str, shape: Shape) -> str:
+def upsert_set(t: str, shape: Shape) -> str:
     return ", ".join(
         [f"{c} = {t}.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot")]
         + [_larger(t, "first_at", smaller=True), _larger(t, "last_at"), _larger(t, "protocol")]
@@ -268,7 +268,7 @@ def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     one = _start(raw[_IDENT:], len(METRICS))
     one.add(raw[_IDENT:])
     for level in LEVELS:
-        conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {_upsert_set(level.table, CURRENT)}"
+        conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {upsert_set(level.table, CURRENT)}"
         conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, _IDENT)))
 
 
