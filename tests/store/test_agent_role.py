@@ -65,7 +65,9 @@ def world(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         with open_store(pg_url) as store:
             at = NOW - timedelta(minutes=5)
             agents.beat(store, agents.Agent("us-1", "us-east", "far-host", "1", at, at, 10.0))
-            store.add_run(RunRecord("us-run", at, at, "tokenpace agent us-east", 1, 1, 1, None, None, None, None, False))
+            store.add_run(
+                RunRecord("us-run", at, at, "tokenpace agent us-east", 1, 1, 1, None, None, None, None, False)
+            )
             us_origin = Origin("us-east", "us-1", "0")
             store.add_sample(make_sample("us-run", FAR, "1k", at, stream(100, 10), origin=us_origin, seq=0))
         eu_job, us_job = asyncio.run(_queue(pg_url))
@@ -80,15 +82,15 @@ def world(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
             conn.execute(f'DROP ROLE "{role}"'.encode())
 
 
-def owner_sees(world: World, sql: str) -> list[tuple[Any, ...]]:
+def owner_sees(world: World, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     with psycopg.connect(world.owner, autocommit=True) as conn:
-        return conn.execute(sql.encode()).fetchall()
+        return conn.execute(sql.encode(), params).fetchall()
 
 
-def attempt(world: World, sql: str) -> None:
+def attempt(world: World, sql: str, params: tuple[Any, ...] = ()) -> None:
     """Run ``sql`` as the agent's role; refused or not, the test then asks the owner what changed."""
     with psycopg.connect(world.agent, autocommit=True) as conn, contextlib.suppress(psycopg.Error):
-        conn.execute(sql.encode())
+        conn.execute(sql.encode(), params)
 
 
 def store_as_agent(world: World, region: str, job: int | str | None, seq: int = 0, workload: str = "1k",
@@ -110,7 +112,7 @@ def store_as_agent(world: World, region: str, job: int | str | None, seq: int = 
 
 def counted(world: World, region: str) -> int:
     """Samples the board's rollups count for a region (every level)."""
-    rows = owner_sees(world, f"SELECT SUM(samples) FROM sample_hours WHERE region = '{region}'")
+    rows = owner_sees(world, "SELECT SUM(samples) FROM sample_hours WHERE region = %s", (region,))
     return int(rows[0][0] or 0)
 
 
@@ -142,8 +144,8 @@ def test_it_cannot_insert_samples_for_invented_endpoints_or_requests(world: Worl
 def test_it_cannot_write_the_rollups(world: World) -> None:
     before = owner_sees(world, "SELECT * FROM sample_hours ORDER BY hour")
     for table in ("sample_hours", "sample_quarters", "sample_days"):
-        attempt(world, f"UPDATE {table} SET samples = samples + 1000, ok = ok + 1000")
-        attempt(world, f"DELETE FROM {table}")
+        attempt(world, f"UPDATE {table} SET samples = samples + 1000, ok = ok + 1000")  # noqa: S608
+        attempt(world, f"DELETE FROM {table}")  # noqa: S608
         attempt(world, f"TRUNCATE {table}")
     attempt(world, "ALTER TABLE sample_hours DISABLE TRIGGER ALL")
     assert owner_sees(world, "SELECT * FROM sample_hours ORDER BY hour") == before
@@ -193,13 +195,14 @@ def test_it_cannot_read_or_touch_other_regions_jobs_or_their_events(world: World
             seen = set()
         assert world.us_job not in seen
         assert conn.execute("SELECT id FROM procrastinate_jobs").fetchall() == [(world.eu_job,)]
-    attempt(world, f"INSERT INTO procrastinate_events (job_id, type) VALUES ({world.us_job}, 'cancelled')")
-    attempt(world, f"UPDATE procrastinate_jobs SET args = args || '{{\"requests\": 10000}}' WHERE id = {world.eu_job}")
-    attempt(world, f"DELETE FROM procrastinate_jobs WHERE id = {world.eu_job}")
+    attempt(world, "INSERT INTO procrastinate_events (job_id, type) VALUES (%s, 'cancelled')", (world.us_job,))
+    attempt(
+        world, """UPDATE procrastinate_jobs SET args = args || '{"requests": 10000}' WHERE id = %s""", (world.eu_job,)
+    )
+    attempt(world, "DELETE FROM procrastinate_jobs WHERE id = %s", (world.eu_job,))
     attempt(world, "SELECT procrastinate_defer_jobs_v1(ARRAY[ROW('tokenpace-us-east', 'tokenpace.measure', 0,"
                    " NULL, NULL, '{}', NULL)::procrastinate_job_to_defer_v1])")  # fmt: skip
-    assert owner_sees(world, f"SELECT type::text FROM procrastinate_events WHERE job_id = {world.us_job}") == [
-        ("deferred",)
-    ]
+    events = owner_sees(world, "SELECT type::text FROM procrastinate_events WHERE job_id = %s", (world.us_job,))
+    assert events == [("deferred",)]
     jobs = owner_sees(world, "SELECT id, args->>'requests' FROM procrastinate_jobs ORDER BY id")
     assert jobs == [(world.eu_job, "2"), (world.us_job, "2")]

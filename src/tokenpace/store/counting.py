@@ -82,11 +82,11 @@ def install(conn: Any, ph: str) -> None:
     for table in ("agents", "runs"):  # who wrote the row: its own role's policy (grants.py) reads it
         conn.execute(f"ALTER TABLE {table} ALTER COLUMN role SET DEFAULT current_user")
     names = [level.table for level in rollup.LEVELS]
-    tables = ", ".join(f"'{name}'" for name in names)
     writers = conn.execute(
         "SELECT DISTINCT grantee FROM information_schema.table_privileges WHERE table_schema = current_schema()"
-        f" AND table_name IN ({tables}) AND privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')"
-        " AND grantee <> current_user"
+        " AND table_name = ANY(%s) AND privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')"
+        " AND grantee <> current_user",
+        (names,),
     ).fetchall()
     for (grantee,) in writers:
         who = "PUBLIC" if grantee == "PUBLIC" else quoted(grantee)

@@ -6,9 +6,10 @@ of their own (``readers``), so a long leaderboard holds up neither the writes qu
 sampler's budget checks; a read first waits for the writes queued before it, so it still sees every one of them.
 
 Each sample is committed on its own, with its count in the rollups the windows read (``rollup``; on PostgreSQL
-the database's own trigger counts it, ``counting``) in the same transaction: samples arrive seconds apart, so batching would save little and could lose a batch. SQLite
-runs in WAL mode with ``synchronous=NORMAL``: a commit survives the process dying, and only a power cut can
-take back the last few, the price of not syncing every commit to disk.
+the database's own trigger counts it, ``counting``) in the same transaction: samples arrive seconds apart, so
+batching would save little and could lose a batch. SQLite runs in WAL mode with ``synchronous=NORMAL``: a
+commit survives the process dying, and only a power cut can take back the last few, the price of not syncing
+every commit to disk.
 
 Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
 holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or

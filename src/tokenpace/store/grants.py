@@ -39,8 +39,8 @@ JOB_ID = "CASE WHEN samples.job_id ~ '^[0-9]{1,18}$' THEN samples.job_id::bigint
 def _policies(region: str) -> dict[str, tuple[str, str | None, str | None]]:
     """Each table's policy for the role: (command, USING, WITH CHECK); the region is a checked plain name."""
     queue = f"queue_name = '{queue_name(region)}'"
-    own_job = (
-        f"EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = {JOB_ID} AND j.{queue}"
+    own_job = (  # no input in it: a region is a checked plain name
+        f"EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = {JOB_ID} AND j.{queue}"  # noqa: S608
         f" AND j.args->>'region' = '{region}' AND j.args->>'endpoint' = {ENDPOINT} || '/' || samples.model"
         " AND j.args->>'workload' = samples.workload"
         " AND samples.job_seq >= 0 AND samples.job_seq < (j.args->>'requests')::integer)"
@@ -56,7 +56,9 @@ def _policies(region: str) -> dict[str, tuple[str, str | None, str | None]]:
         "procrastinate_workers": ("ALL", own, own),
         # Events its own jobs' triggers insert: the jobs it can see are its region's (the policy above).
         "procrastinate_events": (
-            "INSERT", None, "EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = procrastinate_events.job_id)"
+            "INSERT",
+            None,
+            "EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = procrastinate_events.job_id)",
         ),
     }
 
