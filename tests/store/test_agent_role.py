@@ -23,7 +23,7 @@ from tokenpace.cli import main
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.sample import Origin, RunRecord, make_sample
-from tokenpace.store import agents
+from tokenpace.store import agents, migrations, rollup
 from tokenpace.store.database import open_store
 from tokenpace.store.queue import Order, Queue
 
@@ -206,3 +206,55 @@ def test_it_cannot_read_or_touch_other_regions_jobs_or_their_events(world: World
     assert events == [("deferred",)]
     jobs = owner_sees(world, "SELECT id, args->>'requests' FROM procrastinate_jobs ORDER BY id")
     assert jobs == [(world.eu_job, "2"), (world.us_job, "2")]
+
+
+def test_its_older_row_of_its_region_becomes_its_own_and_no_other(world: World) -> None:
+    """Rows written before roles were recorded (role NULL): its own region's it takes over on its next beat."""
+    at = NOW - timedelta(minutes=1)
+    with open_store(world.owner) as store:
+        agents.beat(store, agents.Agent("us-0", "us-east", "far-host", "0", at, at, 10.0))
+        agents.beat(store, agents.Agent("eu-1", "eu-west", "old-host", "0", at, at, 10.0))
+    owner_sees(world, "UPDATE agents SET role = NULL WHERE name IN ('us-0', 'eu-1') RETURNING name")
+    with open_store(world.agent) as store:
+        agents.beat(store, agents.Agent("eu-1", "eu-west", "new-host", "1", NOW, NOW, 10.0))
+    attempt(world, "UPDATE agents SET heartbeat_at = 0 WHERE name = 'us-0'")
+    found = owner_sees(world, "SELECT name, host, role, heartbeat_at FROM agents WHERE name <> 'us-1' ORDER BY name")
+    assert found == [("eu-1", "new-host", world.role, NOW.timestamp()), ("us-0", "far-host", None, at.timestamp())]
+
+
+def test_an_older_agents_rollup_rights_end_with_the_upgrade(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before migration 11 a role granted an agent's rights wrote the rollups itself; after it, the trigger
+    counts, and that role (an agent not yet upgraded) is refused, instead of counting its samples twice."""
+    monkeypatch.chdir(tmp_path)
+    role = f"tp_old_{uuid.uuid4().hex[:12]}"
+    base = pg_url.split("?")[0]
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN'.encode())
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:10])
+            with open_store(pg_url) as store:
+                store.add_sample(make_sample("r", FAR, "1k", NOW, stream(100, 10)))
+        with psycopg.connect(pg_url) as conn:  # as the older writer counted it (this one leaves it to the trigger)
+            rollup.rebuild(conn, "%s")
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # what grant-agent granted before
+            conn.execute(f'GRANT USAGE ON SCHEMA {conn.execute("SELECT current_schema()").fetchone()[0]} TO "{role}"')
+            conn.execute(f'GRANT SELECT, INSERT, UPDATE ON sample_hours, sample_quarters, sample_days TO "{role}"')
+        with open_store(pg_url) as store:  # the central serve, upgraded
+            store.add_sample(make_sample("r", FAR, "1k", NOW, stream(100, 10)))
+        old = pg_url.replace("postgres@", f"{quote(role)}@", 1)
+        for sql in (
+            "UPDATE sample_hours SET samples = samples + 1",
+            "INSERT INTO sample_days SELECT * FROM sample_days",
+        ):
+            with psycopg.connect(old, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql.encode())
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # both samples, each counted once
+            for table in ("sample_hours", "sample_quarters", "sample_days"):
+                assert conn.execute(f"SELECT SUM(samples) FROM {table}").fetchall() == [(2,)]  # noqa: S608
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP OWNED BY "{role}"'.encode())
+            conn.execute(f'DROP ROLE "{role}"'.encode())
