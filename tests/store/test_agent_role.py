@@ -240,8 +240,11 @@ def test_an_older_agents_rollup_rights_end_with_the_upgrade(
         with psycopg.connect(pg_url) as conn:  # as the older writer counted it (this one leaves it to the trigger)
             rollup.rebuild(conn, "%s")
         with psycopg.connect(pg_url, autocommit=True) as conn:  # what grant-agent granted before
-            conn.execute(f'GRANT USAGE ON SCHEMA {conn.execute("SELECT current_schema()").fetchone()[0]} TO "{role}"')
-            conn.execute(f'GRANT SELECT, INSERT, UPDATE ON sample_hours, sample_quarters, sample_days TO "{role}"')
+            ((schema,),) = conn.execute("SELECT current_schema()").fetchall()
+            conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"'.encode())
+            conn.execute(
+                f'GRANT SELECT, INSERT, UPDATE ON sample_hours, sample_quarters, sample_days TO "{role}"'.encode()
+            )
         with open_store(pg_url) as store:  # the central serve, upgraded
             store.add_sample(make_sample("r", FAR, "1k", NOW, stream(100, 10)))
         old = pg_url.replace("postgres@", f"{quote(role)}@", 1)
