@@ -11,7 +11,8 @@ Columns are written out here rather than derived from the dataclasses: a migrati
 A step is SQL text or a function of the connection and its placeholder, for what SQL cannot say alike on both
 databases (rebuilding the hourly and daily rollups, ``rollup.py``, whose values must round-trip exactly). A
 migration that changes published samples' counted columns (``rollup.RAW``) must end with ``rollup.rebuild``, so
-that both rollups still equal a recompute from ``samples``.
+that both rollups still equal a recompute from ``samples``; one that changes the rollups' shape must end with
+``counting.install`` too, so that PostgreSQL's counting trigger writes the new shape.
 """
 
 from __future__ import annotations
