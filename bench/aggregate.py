@@ -33,7 +33,7 @@ import psycopg
 
 from tokenpace.board.changes import Kept
 from tokenpace.board.ranking import Query, read_board, snapshot
-from tokenpace.store import rollup
+from tokenpace.store import counting, rollup
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import series
 from tokenpace.store.windows import DEFAULT_WINDOW, EACH, WINDOWS, endpoint_rows, model_rows
@@ -90,9 +90,14 @@ def fill_sqlite(path: Path, count: int, now: float) -> None:
 
 def fill_pg(url: str, count: int, now: float) -> None:
     open_store(url).close()
-    with psycopg.connect(url) as conn, conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
-        for row in rows(count, now):
-            copy.write_row(row)
+    with psycopg.connect(url) as conn:
+        # The rebuild below counts them at once: the per-row counting trigger (store/counting.py) is off meanwhile,
+        # in this transaction only.
+        conn.execute(f"ALTER TABLE samples DISABLE TRIGGER {counting.TRIGGER}")
+        with conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            for row in rows(count, now):
+                copy.write_row(row)
+        conn.execute(f"ALTER TABLE samples ENABLE TRIGGER {counting.TRIGGER}")
     start = time.perf_counter()
     with psycopg.connect(url) as conn:
         rollup.rebuild(conn, "%s")

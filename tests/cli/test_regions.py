@@ -26,6 +26,8 @@ def test_grant_agent_prints_the_statements_for_one_region() -> None:
     assert 'GRANT INSERT, SELECT (job_id, job_seq) ON samples TO "agent_eu";' in result.stdout
     assert "USING (queue_name = 'tokenpace-eu')" in result.stdout
     assert "DELETE ON samples" not in result.stdout and "UPDATE ON samples" not in result.stdout
+    assert result.stdout.index("REVOKE ALL ON ALL TABLES") < result.stdout.index("GRANT INSERT")
+    assert "sample_hours" not in result.stdout and "sample_days" not in result.stdout  # the trigger counts
 
 
 @pytest.mark.parametrize(

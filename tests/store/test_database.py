@@ -240,7 +240,8 @@ def test_every_field_has_a_column(url: str) -> None:
     assert {"headers"}.isdisjoint(sample_columns)
     # The one column list (store.columns) is the schema's, in its order, and every value has its column.
     assert columns(url, "samples") == list(SAMPLE_COLUMNS) == list(sample_values(ok_sample()))
-    assert columns(url, "runs") == [f.name for f in dataclasses.fields(RunRecord)]
+    # runs.role: the PostgreSQL role that wrote the run (an agent's policy reads it, grants.py), no field.
+    assert columns(url, "runs") == [*(f.name for f in dataclasses.fields(RunRecord)), "role"]
 
 
 def test_default_path_honours_env_and_creates_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,6 +54,15 @@ async def test_an_agent_with_its_own_role_measures_its_region_only(pg_url: str, 
         with psycopg.connect(pg_url, autocommit=True) as conn:  # as the owner: every queue
             found = conn.execute("SELECT COUNT(*) FROM procrastinate_jobs WHERE queue_name = 'tokenpace-us'")
             assert found.fetchall() == [(1,)]
+            # Its heartbeat, runs, worker and job went in under its role: nothing it does was refused.
+            agent_row = conn.execute("SELECT role, stopped_at IS NOT NULL FROM agents WHERE name = 'eu-1'")
+            assert agent_row.fetchall() == [(role, True)], log
+            runs = conn.execute("SELECT DISTINCT role FROM runs WHERE command = 'tokenpace agent eu'").fetchall()
+            assert runs == [(role,)]
+            done = conn.execute("SELECT status::text FROM procrastinate_jobs WHERE queue_name = 'tokenpace-eu'")
+            assert ("succeeded",) in done.fetchall()
+            assert conn.execute("SELECT COUNT(*) FROM sample_hours WHERE region = 'eu'").fetchall() == [(1,)]
+        assert "failed" not in log and "Traceback" not in log and "denied" not in log, log
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP OWNED BY "{role}"'.encode())

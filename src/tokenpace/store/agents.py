@@ -54,7 +54,9 @@ def beat(store: Store, agent: Agent) -> None:
         agent.jobs_done, agent.jobs_failed, agent.jobs_dropped, agent.clock_offset_ms,
     ]  # fmt: skip
     cols = ", ".join(COLUMNS)
-    update = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
+    # role: the writer's, by the column's default on PostgreSQL (NULL on SQLite); a row written before roles
+    # were recorded becomes its agent's own role's on its next beat (grants.py lets it, in its region only).
+    update = ", ".join(f"{c} = excluded.{c}" for c in (*COLUMNS[1:], "role"))
     marks = ", ".join("?" * len(COLUMNS))
     store.execute(f"INSERT INTO agents ({cols}) VALUES ({marks}) ON CONFLICT (name) DO UPDATE SET {update}", values)  # noqa: S608
 

@@ -5,10 +5,11 @@ connection (created inside it, so SQLite sees a single writer) and runs every wr
 of their own (``readers``), so a long leaderboard holds up neither the writes queued behind it nor the
 sampler's budget checks; a read first waits for the writes queued before it, so it still sees every one of them.
 
-Each sample is committed on its own, with its count in the hourly rollup the windows read (``rollup``) in the
-same transaction: samples arrive seconds apart, so batching would save little and could lose a batch. SQLite
-runs in WAL mode with ``synchronous=NORMAL``: a commit survives the process dying, and only a power cut can
-take back the last few, the price of not syncing every commit to disk.
+Each sample is committed on its own, with its count in the rollups the windows read (``rollup``; on PostgreSQL
+the database's own trigger counts it, ``counting``) in the same transaction: samples arrive seconds apart, so
+batching would save little and could lose a batch. SQLite runs in WAL mode with ``synchronous=NORMAL``: a
+commit survives the process dying, and only a power cut can take back the last few, the price of not syncing
+every commit to disk.
 
 Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
 holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or
@@ -233,8 +234,8 @@ class Store:
         if self._begin:
             self._conn.execute(self._begin)
         inserted = self._conn.execute(table.sql, values).rowcount != 0
-        if table is self._samples and inserted:  # the rollups, in the same transaction
-            rollup.add(self._conn, self._ph, values)
+        if table is self._samples and inserted and self.dialect == "sqlite":  # PostgreSQL's trigger counts it
+            rollup.add(self._conn, self._ph, values)  # the rollups, in the same transaction
         self._conn.commit()
         self.writes += 1
         if changed:

@@ -11,7 +11,8 @@ Columns are written out here rather than derived from the dataclasses: a migrati
 A step is SQL text or a function of the connection and its placeholder, for what SQL cannot say alike on both
 databases (rebuilding the hourly and daily rollups, ``rollup.py``, whose values must round-trip exactly). A
 migration that changes published samples' counted columns (``rollup.RAW``) must end with ``rollup.rebuild``, so
-that both rollups still equal a recompute from ``samples``.
+that both rollups still equal a recompute from ``samples``; one that changes the rollups' shape must end with
+``counting.install`` too, so that PostgreSQL's counting trigger writes the new shape.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tokenpace.errors import StoreError
-from tokenpace.store import rollup
+from tokenpace.store import counting, rollup
 from tokenpace.store.dialects import Connection, Dialect
 
 Step = str | Callable[[Any, str], None]  # SQL, or f(connection, placeholder)
@@ -201,6 +202,17 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # The rollups keyed by region too (a board per region), and keeping TTFT less the network round trip
             # (rollup.DERIVED) so its percentiles are exact like the others: dropped, recreated and rebuilt.
             rollup.recreate,
+        ),
+    ),
+    (
+        11,
+        (
+            # Agents' own roles (issue 21): which role wrote an agent's row and a run, for the row-level security
+            # policies of grants.py; on PostgreSQL the rollups are then counted by a trigger (counting.py), so
+            # that an agent's role needs no right on them.
+            "ALTER TABLE agents ADD COLUMN role TEXT",
+            "ALTER TABLE runs ADD COLUMN role TEXT",
+            counting.install,
         ),
     ),
 )

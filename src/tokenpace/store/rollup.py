@@ -14,13 +14,14 @@ per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges 
 2 quarters each. So a window's whole days and hours are a handful of rows per endpoint, and its percentiles stay
 exact: the values are all there, only grouped.
 
-The single writer keeps every level in the transaction that inserts the sample (:func:`add`, an upsert per level whose
-text columns grow by concatenation, ``||`` in both databases); :func:`rebuild` recomputes them from ``samples``,
-as the migrations that created them did and as a migration that changes samples must (the tests check that a
-rebuild equals what the writer kept). Hours and days are exact: :func:`hour_of` gives h with
-h * 3600 <= t < (h + 1) * 3600, compared as the database compares, and a day is 24 whole hours (:func:`day_of`),
-so a window can read the days and hours it holds whole from here (:func:`cover`) and its two edge hours from
-``samples`` without counting a sample twice or missing one.
+The writer keeps every level in the transaction that inserts the sample (:func:`add`, an upsert per level whose
+text columns grow by concatenation, ``||`` in both databases; on PostgreSQL the same upserts run in a trigger,
+``counting.py``, so that region agents' roles need no right on the rollups); :func:`rebuild` recomputes them from
+``samples``, as the migrations that created them did and as a migration that changes samples must (the tests check
+that a rebuild equals what the writer kept). Hours and days are exact: :func:`hour_of` gives h with h * 3600 <= t <
+(h + 1) * 3600, compared as the database compares, and a day is 24 whole hours (:func:`day_of`), so a window can
+read the days and hours it holds whole from here (:func:`cover`) and its two edge hours from ``samples`` without
+counting a sample twice or missing one.
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ def _larger(table: str, column: str, *, smaller: bool = False) -> str:
     return f"{column} = CASE WHEN {new} {op} {kept} THEN {new} ELSE {kept} END"
 
 
-def _upsert_set(t: str, shape: Shape) -> str:
+def upsert_set(t: str, shape: Shape) -> str:
     return ", ".join(
         [f"{c} = {t}.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot")]
         + [_larger(t, "first_at", smaller=True), _larger(t, "last_at"), _larger(t, "protocol")]
@@ -268,7 +269,7 @@ def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     one = _start(raw[_IDENT:], len(METRICS))
     one.add(raw[_IDENT:])
     for level in LEVELS:
-        conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {_upsert_set(level.table, CURRENT)}"
+        conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {upsert_set(level.table, CURRENT)}"
         conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, _IDENT)))
 
 

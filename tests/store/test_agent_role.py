@@ -1,0 +1,263 @@
+"""What a region agent's own PostgreSQL role cannot do (issue 21, item 1): each attack, as a real LOGIN role
+given its rights by the real ``tokenpace db grant-agent ... --db`` path, against a store and queues as serve
+leaves them, another region's agent, run, worker and job beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from tests.store.test_windows import stream
+from tokenpace.cli import main
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.errors import StoreError
+from tokenpace.measure.sample import Origin, RunRecord, make_sample
+from tokenpace.store import agents, migrations, rollup
+from tokenpace.store.database import open_store
+from tokenpace.store.queue import Order, Queue
+
+FAR = Endpoint("far", "sim", "http://far.invalid/v1")  # named "far/sim" in an order
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass
+class World:
+    owner: str  # the central role's URL
+    agent: str  # the same database as the agent's role
+    role: str
+    eu_job: int
+    us_job: int
+
+
+async def _queue(url: str) -> tuple[int, int]:
+    queue = Queue(url)
+    await queue.open()
+    try:
+        await queue.install()
+        deadline = NOW.timestamp() + 3600
+        eu = await queue.defer(Order(FAR.name, "1k", "eu-west", 2, deadline))
+        us = await queue.defer(Order(FAR.name, "1k", "us-east", 2, deadline))
+        return eu, us
+    finally:
+        await queue.close()
+
+
+@pytest.fixture
+def world(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """The store and queues serve makes, us-east's agent, run, sample and worker in them, and an eu-west role."""
+    monkeypatch.chdir(tmp_path)  # where a refused store's rescue file would go
+    role = f"tp_attack_{uuid.uuid4().hex[:12]}"
+    base = pg_url.split("?")[0]
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN'.encode())  # trust auth here: no password
+    try:
+        with open_store(pg_url) as store:
+            at = NOW - timedelta(minutes=5)
+            agents.beat(store, agents.Agent("us-1", "us-east", "far-host", "1", at, at, 10.0))
+            store.add_run(
+                RunRecord("us-run", at, at, "tokenpace agent us-east", 1, 1, 1, None, None, None, None, False)
+            )
+            us_origin = Origin("us-east", "us-1", "0")
+            store.add_sample(make_sample("us-run", FAR, "1k", at, stream(100, 10), origin=us_origin, seq=0))
+        eu_job, us_job = asyncio.run(_queue(pg_url))
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # us-east's worker, stalled
+            conn.execute("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour')")
+        result = CliRunner().invoke(main, ["db", "grant-agent", role, "--region", "eu-west", "--db", pg_url])
+        assert result.exit_code == 0, result.output
+        yield World(pg_url, pg_url.replace("postgres@", f"{quote(role)}@", 1), role, eu_job, us_job)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP OWNED BY "{role}"'.encode())
+            conn.execute(f'DROP ROLE "{role}"'.encode())
+
+
+def owner_sees(world: World, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(world.owner, autocommit=True) as conn:
+        return conn.execute(sql.encode(), params).fetchall()
+
+
+def attempt(world: World, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run ``sql`` as the agent's role; refused or not, the test then asks the owner what changed."""
+    with psycopg.connect(world.agent, autocommit=True) as conn, contextlib.suppress(psycopg.Error):
+        conn.execute(sql.encode(), params)
+
+
+def store_as_agent(world: World, region: str, job: int | str | None, seq: int = 0, workload: str = "1k",
+                   endpoint: Endpoint = FAR) -> bool:  # fmt: skip
+    """Write a sample through the store as the agent's role; whether the database took it."""
+    origin = Origin(region, "eu-1", None if job is None else str(job))
+    sample = make_sample("eu-run", endpoint, workload, NOW, stream(50, 5), origin=origin, seq=seq)
+    store = open_store(world.agent)
+    try:
+        store.add_sample(sample)
+        store.flush()
+        return True
+    except StoreError:
+        return False
+    finally:
+        with contextlib.suppress(StoreError):
+            store.close()
+
+
+def counted(world: World, region: str) -> int:
+    """Samples the board's rollups count for a region (every level)."""
+    rows = owner_sees(world, "SELECT SUM(samples) FROM sample_hours WHERE region = %s", (region,))
+    return int(rows[0][0] or 0)
+
+
+def test_its_own_job_goes_in_and_the_board_counts_it(world: World) -> None:
+    assert store_as_agent(world, "eu-west", world.eu_job, seq=1)
+    assert counted(world, "eu-west") == 1  # counted by the database, not by a right of the role's
+    assert store_as_agent(world, "eu-west", world.eu_job, seq=1)  # the same request again: stored once
+    assert counted(world, "eu-west") == 1
+
+
+def test_it_cannot_insert_samples_for_another_region(world: World) -> None:
+    assert not store_as_agent(world, "us-east", world.us_job)
+    assert not store_as_agent(world, "us-east", world.eu_job)
+    assert not store_as_agent(world, "eu-west", world.us_job)  # its region, another region's job
+    assert counted(world, "us-east") == 1 and owner_sees(world, "SELECT COUNT(*) FROM samples") == [(1,)]
+
+
+def test_it_cannot_insert_samples_for_invented_endpoints_or_requests(world: World) -> None:
+    invented = Endpoint("forged", "best-model", "http://forged.invalid/v1")
+    assert not store_as_agent(world, "eu-west", world.eu_job, endpoint=invented)
+    assert not store_as_agent(world, "eu-west", world.eu_job, workload="100k")  # not the job's workload
+    assert not store_as_agent(world, "eu-west", world.eu_job, seq=2)  # the job ordered 2 requests: 0 and 1
+    assert not store_as_agent(world, "eu-west", world.eu_job, seq=-1)
+    assert not store_as_agent(world, "eu-west", None)  # no job at all
+    assert not store_as_agent(world, "eu-west", "999999999")  # a job never ordered
+    assert counted(world, "eu-west") == 0 and owner_sees(world, "SELECT COUNT(*) FROM samples") == [(1,)]
+
+
+def test_it_cannot_write_the_rollups(world: World) -> None:
+    before = owner_sees(world, "SELECT * FROM sample_hours ORDER BY hour")
+    for table in ("sample_hours", "sample_quarters", "sample_days"):
+        attempt(world, f"UPDATE {table} SET samples = samples + 1000, ok = ok + 1000")  # noqa: S608
+        attempt(world, f"DELETE FROM {table}")  # noqa: S608
+        attempt(world, f"TRUNCATE {table}")
+    attempt(world, "ALTER TABLE sample_hours DISABLE TRIGGER ALL")
+    assert owner_sees(world, "SELECT * FROM sample_hours ORDER BY hour") == before
+    assert counted(world, "us-east") == 1
+
+
+def test_it_cannot_rewrite_another_agents_heartbeat(world: World) -> None:
+    before = owner_sees(world, "SELECT * FROM agents")
+    attempt(world, "UPDATE agents SET heartbeat_at = 0, stopped_at = 1, jobs_failed = 99")
+    attempt(world, "DELETE FROM agents")
+    attempt(
+        world,
+        "INSERT INTO agents (name, region, host, version, started_at, heartbeat_at, heartbeat_s)"
+        " VALUES ('us-1', 'eu-west', 'x', '1', 0, 0, 1) ON CONFLICT (name) DO UPDATE SET region = 'eu-west',"
+        " heartbeat_at = 0, stopped_at = 1",
+    )
+    attempt(world, "INSERT INTO agents (name, region, host, version, started_at, heartbeat_at, heartbeat_s)"
+                   " VALUES ('us-2', 'us-east', 'x', '1', 0, 0, 1)")  # fmt: skip
+    assert owner_sees(world, "SELECT * FROM agents") == before
+
+
+def test_it_cannot_delete_other_regions_queue_workers(world: World) -> None:
+    before = owner_sees(world, "SELECT id FROM procrastinate_workers")
+    attempt(world, "SELECT procrastinate_prune_stalled_workers_v1(0)")
+    attempt(world, "DELETE FROM procrastinate_workers")
+    attempt(world, "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 day'")
+    assert before and owner_sees(world, "SELECT id FROM procrastinate_workers") == before
+
+
+def test_it_cannot_rewrite_runs(world: World) -> None:
+    before = owner_sees(world, "SELECT * FROM runs")
+    attempt(world, "UPDATE runs SET completed = 0, requested = 1000")
+    attempt(world, "DELETE FROM runs")
+    attempt(
+        world,
+        "INSERT INTO runs (id, started_at, finished_at, command, concurrency, requested, completed, client_bound,"
+        " tool_version) VALUES ('us-run', 0, 0, 'x', 1, 9, 0, 1, 'x') ON CONFLICT (id) DO UPDATE SET completed = 0",
+    )
+    assert owner_sees(world, "SELECT * FROM runs") == before
+
+
+def test_it_cannot_read_or_touch_other_regions_jobs_or_their_events(world: World) -> None:
+    with psycopg.connect(world.agent, autocommit=True) as conn:
+        try:
+            seen = {j for (j,) in conn.execute("SELECT job_id FROM procrastinate_events")}
+        except psycopg.errors.InsufficientPrivilege:
+            seen = set()
+        assert world.us_job not in seen
+        assert conn.execute("SELECT id FROM procrastinate_jobs").fetchall() == [(world.eu_job,)]
+    attempt(world, "INSERT INTO procrastinate_events (job_id, type) VALUES (%s, 'cancelled')", (world.us_job,))
+    attempt(
+        world, """UPDATE procrastinate_jobs SET args = args || '{"requests": 10000}' WHERE id = %s""", (world.eu_job,)
+    )
+    attempt(world, "DELETE FROM procrastinate_jobs WHERE id = %s", (world.eu_job,))
+    attempt(world, "SELECT procrastinate_defer_jobs_v1(ARRAY[ROW('tokenpace-us-east', 'tokenpace.measure', 0,"
+                   " NULL, NULL, '{}', NULL)::procrastinate_job_to_defer_v1])")  # fmt: skip
+    events = owner_sees(world, "SELECT type::text FROM procrastinate_events WHERE job_id = %s", (world.us_job,))
+    assert events == [("deferred",)]
+    jobs = owner_sees(world, "SELECT id, args->>'requests' FROM procrastinate_jobs ORDER BY id")
+    assert jobs == [(world.eu_job, "2"), (world.us_job, "2")]
+
+
+def test_its_older_row_of_its_region_becomes_its_own_and_no_other(world: World) -> None:
+    """Rows written before roles were recorded (role NULL): its own region's it takes over on its next beat."""
+    at = NOW - timedelta(minutes=1)
+    with open_store(world.owner) as store:
+        agents.beat(store, agents.Agent("us-0", "us-east", "far-host", "0", at, at, 10.0))
+        agents.beat(store, agents.Agent("eu-1", "eu-west", "old-host", "0", at, at, 10.0))
+    owner_sees(world, "UPDATE agents SET role = NULL WHERE name IN ('us-0', 'eu-1') RETURNING name")
+    with open_store(world.agent) as store:
+        agents.beat(store, agents.Agent("eu-1", "eu-west", "new-host", "1", NOW, NOW, 10.0))
+    attempt(world, "UPDATE agents SET heartbeat_at = 0 WHERE name = 'us-0'")
+    found = owner_sees(world, "SELECT name, host, role, heartbeat_at FROM agents WHERE name <> 'us-1' ORDER BY name")
+    assert found == [("eu-1", "new-host", world.role, NOW.timestamp()), ("us-0", "far-host", None, at.timestamp())]
+
+
+def test_an_older_agents_rollup_rights_end_with_the_upgrade(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before migration 11 a role granted an agent's rights wrote the rollups itself; after it, the trigger
+    counts, and that role (an agent not yet upgraded) is refused, instead of counting its samples twice."""
+    monkeypatch.chdir(tmp_path)
+    role = f"tp_old_{uuid.uuid4().hex[:12]}"
+    base = pg_url.split("?")[0]
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN'.encode())
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:10])
+            with open_store(pg_url) as store:
+                store.add_sample(make_sample("r", FAR, "1k", NOW, stream(100, 10)))
+        with psycopg.connect(pg_url) as conn:  # as the older writer counted it (this one leaves it to the trigger)
+            rollup.rebuild(conn, "%s")
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # what grant-agent granted before
+            ((schema,),) = conn.execute("SELECT current_schema()").fetchall()
+            conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"'.encode())
+            conn.execute(
+                f'GRANT SELECT, INSERT, UPDATE ON sample_hours, sample_quarters, sample_days TO "{role}"'.encode()
+            )
+        with open_store(pg_url) as store:  # the central serve, upgraded
+            store.add_sample(make_sample("r", FAR, "1k", NOW, stream(100, 10)))
+        old = pg_url.replace("postgres@", f"{quote(role)}@", 1)
+        for sql in (
+            "UPDATE sample_hours SET samples = samples + 1",
+            "INSERT INTO sample_days SELECT * FROM sample_days",
+        ):
+            with psycopg.connect(old, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql.encode())
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # both samples, each counted once
+            for table in ("sample_hours", "sample_quarters", "sample_days"):
+                assert conn.execute(f"SELECT SUM(samples) FROM {table}").fetchall() == [(2,)]  # noqa: S608
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP OWNED BY "{role}"'.encode())
+            conn.execute(f'DROP ROLE "{role}"'.encode())
