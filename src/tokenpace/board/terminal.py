@@ -131,9 +131,13 @@ def print_board(console: Console, board: Board) -> None:
     for e in board.entries:
         table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
     console.print(table)
+    _say_empty(console, board)
+
+
+def _say_empty(console: Console, board: Board) -> None:
     if not board.entries:
-        console.print(f"no samples of the {q.workload} workload in this window (workloads: "
-                      f"{', '.join(board.workloads) or 'none yet'})")  # fmt: skip
+        console.print(f"no samples of the {escape(board.query.workload)} workload in this window (workloads: "
+                      f"{escape(', '.join(board.workloads)) or 'none yet'})", soft_wrap=True)  # fmt: skip
 
 
 def print_presets(console: Console, presets: Sequence[Preset]) -> None:
@@ -187,5 +191,4 @@ def print_leaderboard(console: Console, board: Board) -> None:
             old = " [yellow](old price)[/]" if c.stale else ""
             rest += f"  ·  {numbers.dollars(c.blended)}/1M{old}, {numbers.dollars(c.cost)}/request"
         console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
-    if not board.entries:
-        print_board(console, board)  # its own line for an empty board
+    _say_empty(console, board)  # the title once, then the line (print_board would draw its title again)
