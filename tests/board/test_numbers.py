@@ -48,3 +48,11 @@ def test_times_and_intervals() -> None:
 )
 def test_dollars_have_cents_or_three_significant_digits(value: float | None, text: str) -> None:
     assert dollars(value) == text
+
+
+def test_printable_shows_every_control_character_but_tab_and_newline() -> None:
+    from tokenpace.board.numbers import printable
+
+    assert printable("a\x1b]52;c;aGk=\x07b") == "a␛]52;c;aGk=␇b"
+    assert printable("\x00\r\x7f\x85\x9b\x9f") == "␀␍␡\ufffd\ufffd\ufffd"  # C1 (CSI is U+009B) as U+FFFD
+    assert printable("tab\tnew\nline é ␛ 中") == "tab\tnew\nline é ␛ 中"  # the rest unchanged

@@ -206,3 +206,11 @@ def test_leaderboard_client_bound_option_is_the_pages_parameter(tmp_path: Path) 
     assert first() == ("groq:free/llama", 1)
     assert first("--client-bound", "include") == ("cerebras/llama", 1)
     assert "client-bound" in CliRunner().invoke(main, ["leaderboard", "--help"]).output
+
+
+@pytest.mark.parametrize("columns", ["80", "300"])
+def test_leaderboard_of_an_empty_store_prints_its_title_once(tmp_path: Path, columns: str) -> None:
+    result = CliRunner(env={"COLUMNS": columns}).invoke(main, ["leaderboard", "--db", str(tmp_path / "t.db")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("1k workload  ·  72 h median") == 1, result.stdout
+    assert "no samples of the 1k workload in this window" in result.stdout

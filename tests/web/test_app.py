@@ -229,7 +229,7 @@ def test_health_and_metrics(client: TestClient, filled: tuple[Store, Fleet]) -> 
     health = client.get("/health").json()
     count = store.query("SELECT COUNT(*) FROM samples")[0][0]
     assert health["ok"] is True and health["store"] == {
-        "reachable": True, "samples": count, "unsaved": 0, "rescued": 0,
+        "reachable": True, "samples": count, "unsaved": 0, "rescued": 0, "busy": False,
         "last_sample_age_s": pytest.approx(health["store"]["last_sample_age_s"]),
     }  # fmt: skip
     assert 0 <= health["store"]["last_sample_age_s"] < 600 and health["scheduler"]["running"] is False
@@ -334,7 +334,7 @@ def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: 
         assert "No samples of this endpoint" in c.get(endpoint_path("fastco", "default", "sim-fast")).text
         assert c.get("/methodology").status_code == 200 and c.get("/metrics").status_code == 200
         assert c.get("/health").json()["store"] == {
-            "reachable": True, "samples": 0, "last_sample_age_s": None, "unsaved": 0, "rescued": 0
+            "reachable": True, "samples": 0, "last_sample_age_s": None, "unsaved": 0, "rescued": 0, "busy": False
         }  # fmt: skip
         store.close()
         r = c.get("/health")

@@ -173,3 +173,32 @@ def test_a_flood_of_300_requests_gets_answers_or_503_and_health_keeps_answering(
         assert statuses[200] > 0 and retry_after
         assert health and set(health) == {200}, health
         assert _health(running.url) == 200  # and it is still up
+
+
+def _status_of_head(port: int, head_bytes: int, *, pieces: int = 1) -> int | None:
+    """The status answered to a GET whose head is ``head_bytes`` long (one padded header), sent in ``pieces``
+    writes; None where the server answered nothing (closed or reset)."""
+    start = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: "
+    head = start + b"a" * (head_bytes - len(start) - 4) + b"\r\n\r\n"
+    assert len(head) == head_bytes
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        try:
+            step = -(-len(head) // pieces)
+            for i in range(0, len(head), step):
+                s.sendall(head[i : i + step])
+            answer = b""
+            while b"\r\n" not in answer and (more := s.recv(4096)):
+                answer += more
+        except (ConnectionResetError, BrokenPipeError):
+            return None
+    return int(answer.split()[1]) if answer.startswith(b"HTTP/1.1 ") else None
+
+
+@pytest.mark.parametrize("pieces", [1, 7])
+def test_a_request_head_over_16_kib_is_a_431(app: Any, pieces: int) -> None:
+    """Whole in one write or in pieces, under the limit or over it, up to 1 MiB: every head gets a status."""
+    with Running(app) as running:
+        assert _status_of_head(running.port, MAX_HEAD_BYTES, pieces=pieces) == 200
+        for size in (MAX_HEAD_BYTES + 1, 20 * 1024, 200 * 1024, 1024 * 1024):
+            assert _status_of_head(running.port, size, pieces=pieces) == 431, size
+        assert _health(running.url) == 200  # and it serves on

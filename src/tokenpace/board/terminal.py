@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tokenpace.board import console as clean
 from tokenpace.board import numbers, regions
 from tokenpace.board.ranking import METRIC_OF, Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
@@ -121,8 +122,8 @@ def _cell(board: Board, e: Entry, key: str) -> str:
 def print_board(console: Console, board: Board) -> None:
     """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
     q = board.query
-    where = ", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v)
-    title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    where = escape(", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v))
+    title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     title += "  ·  client-bound samples included" if q.include_client_bound else ""
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in COLUMNS:
@@ -131,9 +132,13 @@ def print_board(console: Console, board: Board) -> None:
     for e in board.entries:
         table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
     console.print(table)
+    _say_empty(console, board)
+
+
+def _say_empty(console: Console, board: Board) -> None:
     if not board.entries:
-        console.print(f"no samples of the {q.workload} workload in this window (workloads: "
-                      f"{', '.join(board.workloads) or 'none yet'})")  # fmt: skip
+        console.print(f"no samples of the {escape(board.query.workload)} workload in this window (workloads: "
+                      f"{escape(', '.join(board.workloads)) or 'none yet'})", soft_wrap=True)  # fmt: skip
 
 
 def print_presets(console: Console, presets: Sequence[Preset]) -> None:
@@ -166,12 +171,12 @@ def print_leaderboard(console: Console, board: Board) -> None:
     """The board as print_board's table where it fits the console whole; else (narrow, or piped at 80
     columns) three lines per endpoint: rank and name, its figures, its success and samples, nothing folded."""
     drawn = io.StringIO()
-    print_board(Console(width=1000, file=drawn, color_system=None), board)
+    print_board(clean.Console(width=1000, file=drawn, color_system=None), board)  # measured as shown
     if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
         print_board(console, board)
         return
     q = board.query
-    title = f"{q.workload} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     console.print(title, soft_wrap=True)
     statistic = board.window.statistic
     for e in board.entries:
@@ -187,5 +192,4 @@ def print_leaderboard(console: Console, board: Board) -> None:
             old = " [yellow](old price)[/]" if c.stale else ""
             rest += f"  ·  {numbers.dollars(c.blended)}/1M{old}, {numbers.dollars(c.cost)}/request"
         console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
-    if not board.entries:
-        print_board(console, board)  # its own line for an empty board
+    _say_empty(console, board)  # the title once, then the line (print_board would draw its title again)

@@ -39,9 +39,8 @@ main.add_command(regions.db_group)
 @main.command("presets")
 def presets_command() -> None:
     """List the well-known providers that endpoint names and config tables can refer to."""
-    from rich.console import Console
-
     from tokenpace.board import terminal
+    from tokenpace.board.console import Console
     from tokenpace.config.presets import PRESETS
 
     terminal.print_presets(Console(), list(PRESETS.values()))
@@ -51,10 +50,10 @@ def presets_command() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Also list these.")
 def workloads_command(config_path: Path | None) -> None:
     """List the workloads: built-in ones and those declared in --config."""
-    from rich.console import Console
     from rich.table import Table
 
     from tokenpace.board import numbers
+    from tokenpace.board.console import Console, shown
     from tokenpace.config import endpoints
     from tokenpace.config.workloads import BUILTIN, Workload
 
@@ -62,12 +61,12 @@ def workloads_command(config_path: Path | None) -> None:
     table = Table()
     for col in ("workload", "input tokens", "max tokens", "tasks", "concurrency", "image"):
         table.add_column(col, no_wrap=col != "tasks")
-    shown: dict[str, Workload] = {**BUILTIN, **cfg.workloads}
-    for w in shown.values():
+    listed: dict[str, Workload] = {**BUILTIN, **cfg.workloads}
+    for w in listed.values():
         image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
         concurrency = "-" if w.concurrency is None else f"{w.concurrency} at once"
         tokens = (numbers.figure(w.input_tokens, "int"), numbers.figure(w.max_tokens, "int"))
-        table.add_row(w.name, *tokens, ", ".join(w.tasks), concurrency, image)
+        table.add_row(shown(w.name), *tokens, shown(", ".join(w.tasks)), concurrency, image)
     Console().print(table)
 
 
@@ -172,13 +171,14 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     their usual ports (Ollama 11434, llama.cpp 8080, vLLM 8000, SGLang 30000), and, where it finds nothing,
     built-in simulated endpoints, labelled as such everywhere.
     """
+    from tokenpace.board.console import Formatter, shown
     from tokenpace.config import endpoints
     from tokenpace.serve import service  # the web stack loads only for the command that serves it
     from tokenpace.store.database import default_db_path, open_store
 
     # One line per run and per skipped run, so a terminal shows the service at work.
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    handler.setFormatter(Formatter("%(asctime)s %(message)s", "%H:%M:%S"))  # a server's message cleaned
     logging.getLogger("tokenpace").addHandler(handler)
     logging.getLogger("tokenpace").setLevel(logging.INFO)
 
@@ -196,10 +196,10 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
 
     def ready(jobs: Sequence[Any]) -> None:
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
-        err.print(f"tokenpace serving on http://{shown}:{bound_port}", soft_wrap=True)
+        where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
+        err.print(f"tokenpace serving on http://{where}:{bound_port}", soft_wrap=True)
         for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
-            err.print(line, soft_wrap=True)
+            err.print(shown(line), soft_wrap=True)  # a note may hold a model name a server chose
 
     async def go() -> None:
         chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
@@ -251,9 +251,8 @@ def leaderboard_command(
     """
     from datetime import UTC, datetime
 
-    from rich.console import Console
-
     from tokenpace.board import ranking, regions, terminal
+    from tokenpace.board.console import Console
     from tokenpace.config import endpoints
     from tokenpace.schedule import sampler
     from tokenpace.store.database import open_store

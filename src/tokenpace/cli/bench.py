@@ -218,8 +218,7 @@ def _dataset(
 
 def _measure_and_report(job: _Job, db: str | None) -> None:
     """Run the levels with live progress, then print the table and write the result and report, even if stopped."""
-    from rich.console import Console
-
+    from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_result
     from tokenpace.cli.measuring import _safe_command
     from tokenpace.store.database import open_store

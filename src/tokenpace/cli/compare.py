@@ -42,9 +42,8 @@ def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> 
     """
     import json
 
-    from rich.console import Console
-
     from tokenpace.board.compare import as_dict, compare
+    from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_comparison
     from tokenpace.measure.results import read
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from tokenpace.board.numbers import printable
 from tokenpace.errors import ConfigError, StoreError, TokenpaceError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
+    from tokenpace.board.console import Console
     from tokenpace.store.database import Store
 
 T = TypeVar("T")
@@ -23,7 +23,7 @@ _stderr: list[Console] = []
 def stderr() -> Console:
     """rich's Console on stderr, made on first use (importing rich costs more than all of `--help`)."""
     if not _stderr:
-        from rich.console import Console
+        from tokenpace.board.console import Console
 
         _stderr.append(Console(stderr=True))
     return _stderr[0]
@@ -61,7 +61,9 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except TokenpaceError as exc:
-            raise (_Mistake if exc.exit_code == _Mistake.exit_code else _Stopped)(str(exc)) from None
+            # A message may quote a config's or a server's text: its control characters are shown, not obeyed.
+            message = printable(str(exc))
+            raise (_Mistake if exc.exit_code == _Mistake.exit_code else _Stopped)(message) from None
 
 
 class Finite(click.FloatRange):

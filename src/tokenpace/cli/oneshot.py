@@ -243,7 +243,10 @@ def run(
     if taken.result is None:
         sys.exit(143 if taken.terminated else 130)
     if failed := [s.endpoint for s in summaries if s.ok == 0]:
-        err.print(f"[bold red]no request succeeded[/] on {', '.join(failed)}: see the errors above", soft_wrap=True)
+        from tokenpace.board.console import shown
+
+        names = shown(", ".join(failed))
+        err.print(f"[bold red]no request succeeded[/] on {names}: see the errors above", soft_wrap=True)
         sys.exit(1)
 
 
@@ -276,9 +279,8 @@ def _simulated(
 
 def _report(summaries: list[Summary], taken: Taken, store_url: str, as_json: bool) -> None:
     """Each endpoint's summary, as text or JSON; a finished run's line with its id and seed."""
-    from rich.console import Console
-
     from tokenpace.board import terminal
+    from tokenpace.board.console import Console
 
     result, kept = taken.result, taken.samples
     if as_json:

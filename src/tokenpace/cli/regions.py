@@ -35,6 +35,7 @@ def agent_command(
 
     from tokenpace import sim
     from tokenpace.agent.worker import Agent
+    from tokenpace.board.console import Formatter, shown
     from tokenpace.config import endpoints
     from tokenpace.config.regions import check_name
     from tokenpace.errors import ConfigError
@@ -54,7 +55,7 @@ def agent_command(
         raise ConfigError(f"--region {region}: {cfg.source} declares no such region (known: {known})")
     queue = Queue(db)  # refuses anything but PostgreSQL, in one line
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    handler.setFormatter(Formatter("%(asctime)s %(message)s", "%H:%M:%S"))  # a server's message cleaned
     logging.getLogger("tokenpace").addHandler(handler)
     logging.getLogger("tokenpace").setLevel(logging.INFO)
     store = open_store(db)
@@ -77,7 +78,8 @@ def agent_command(
             assert task is not None
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, task.cancel)
-            err.print(f"tokenpace agent {agent.name}: region {region}, store {store.url}", soft_wrap=True)
+            line = f"tokenpace agent {agent.name}: region {region}, store {store.url}"
+            err.print(shown(line), soft_wrap=True)
             with contextlib.suppress(asyncio.CancelledError):
                 await agent.run(grace_s=grace)
 

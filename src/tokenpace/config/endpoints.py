@@ -329,6 +329,8 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses arrays and inline tables by recursion: [[[[... thousands deep
+        raise ConfigError(f"{path}: arrays or tables nested too deep; no config needs more than a few levels") from None
     try:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:

@@ -60,6 +60,12 @@ def _text(path: Path, line: int, value: Any, what: str) -> str:
         raise bad(path, line, f"{what} must be a string, got {type(value).__name__}")
     if len(value) > MAX_TEXT_CHARS:
         raise bad(path, line, f"{what} is over {MAX_TEXT_CHARS} characters")
+    try:
+        value.encode()  # JSON's "\ud800" decodes to a lone surrogate, which no request body can carry
+    except UnicodeEncodeError as exc:
+        raise bad(
+            path, line, f"{what} holds a lone surrogate (\\u{ord(value[exc.start]):x}), which is not text"
+        ) from None
     return value
 
 

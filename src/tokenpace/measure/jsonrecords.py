@@ -11,7 +11,7 @@ import codecs
 import json
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -42,6 +42,14 @@ def open_file(path: Path, max_bytes: int) -> BinaryIO:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
+def _read(path: Path, read: Callable[[int], bytes], size: int) -> bytes:
+    """``read(size)``, an I/O error a one-line ConfigError: /proc/self/mem is a "regular" file that fails."""
+    try:
+        return read(size)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
 def _load(path: Path, line: int, text: str) -> Any:
     try:
         return json.loads(text)
@@ -57,7 +65,7 @@ def json_lines(path: Path, f: BinaryIO, max_bytes: int, max_line: int) -> Iterat
     Bytes read are bounded too: the file may have grown since it was measured. A UTF-8 BOM is dropped.
     """
     n = read = 0
-    while data := f.readline(max_line + 1):
+    while data := _read(path, f.readline, max_line + 1):
         n, read = n + 1, read + len(data)
         if len(data) > max_line:
             raise bad(path, n, f"a line over {max_line} bytes; split or shorten it")
@@ -83,7 +91,7 @@ def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Itera
 
     def more() -> None:
         nonlocal buf, pos, eof, read
-        data = f.read(max(CHUNK, len(buf) - pos))  # at least doubles what an unfinished item has to parse
+        data = _read(path, f.read, max(CHUNK, len(buf) - pos))  # at least doubles what an unfinished item has to parse
         read += len(data)
         if read > max_bytes:
             raise _too_big(path, max_bytes)

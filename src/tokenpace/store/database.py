@@ -172,6 +172,7 @@ class Store:
         self._closed = False
         self._ph = dialect.placeholder
         self._begin = dialect.begin
+        self._locked = dialect.locked
         self.dialect = dialect.name
         self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
         # A queued job's request is stored once, whoever retried it (agent restarts, the queue's retry).
@@ -320,11 +321,14 @@ class Store:
                 count += 1
         return count
 
-    def query(self, sql: str, params: Sequence[Any] = (), *, fresh: bool = False) -> list[tuple[Any, ...]]:
+    def query(
+        self, sql: str, params: Sequence[Any] = (), *, fresh: bool = False, ordered: bool = True
+    ) -> list[tuple[Any, ...]]:
         """Rows of a read written with ``?`` placeholders, on a reader once the writes queued before it are done.
 
         ``fresh``: on the writer thread, between two writes, as a budget needs: a sample whose write failed moves
         to ``Store.unsaved`` (or ``rescued``) on that thread, so it is then in the database or there, never neither.
+        ``ordered=False``: at once, not after the queued writes (which wait out another process's write lock).
         """
         sql = sql.replace("?", self._ph)
 
@@ -337,9 +341,19 @@ class Store:
             return self._call(lambda: self._on_connection(lambda: read(self._conn)))
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
-        self._order.wait()
+        if ordered:
+            self._order.wait()
         try:
             return self._readers.run(read)
+        except self._foreign as exc:
+            raise StoreError(self._say(exc)) from None
+
+    def busy(self) -> bool:
+        """Whether another process holds the database's write lock now (SQLite), so writes queue behind it."""
+        if self._locked is None or self._closed:
+            return False
+        try:
+            return self._locked()
         except self._foreign as exc:
             raise StoreError(self._say(exc)) from None
 

@@ -28,6 +28,9 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
+LOCK_PROBE_S = 0.1  # how long /health's probe waits for SQLite's write lock before calling the store busy
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Dialect:
     name: str  # "sqlite" or "postgresql": for the rare SQL the two spell differently
@@ -40,6 +43,7 @@ class Dialect:
     file: Path | None = None  # the SQLite file; the rescue file goes beside it
     read: Callable[[], Connection] | None = None  # a connection for reads only (readers.py); None: connect's
     begin: str = ""  # opens a write's transaction where the connection autocommits (SQLite's, by our choice)
+    locked: Callable[[], bool] | None = None  # whether a write would wait on another's lock now; None: never asked
 
 
 def sqlite_dialect(path: Path) -> Dialect:
@@ -67,7 +71,24 @@ def sqlite_dialect(path: Path) -> Dialect:
         conn.execute("PRAGMA query_only = ON")  # a reader never writes: the one writer stays the only one
         return conn
 
-    return Dialect("sqlite", connect, "?", "BEGIN IMMEDIATE", file=path, read=read, begin="BEGIN IMMEDIATE")
+    def locked() -> bool:
+        # The write lock tried and let go at once. 0.1 s lets our own writer's commits (milliseconds) pass: a
+        # lock held longer is another process's, and every write queued here waits behind it.
+        conn = sqlite3.connect(path, isolation_level=None, timeout=LOCK_PROBE_S)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return True
+            raise
+        finally:
+            conn.close()
+        return False
+
+    return Dialect(
+        "sqlite", connect, "?", "BEGIN IMMEDIATE", file=path, read=read, begin="BEGIN IMMEDIATE", locked=locked
+    )
 
 
 def postgres_dialect(url: str) -> Dialect:

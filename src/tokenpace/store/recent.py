@@ -33,6 +33,6 @@ def last_started(
 
 
 def totals(store: Store) -> Totals:
-    """Every sample counted, and the latest start."""
-    ((count, last),) = store.query("SELECT COUNT(*), MAX(started_at) FROM samples")
+    """Every sample counted, and the latest start, read at once: not behind writes queued on a locked store."""
+    ((count, last),) = store.query("SELECT COUNT(*), MAX(started_at) FROM samples", ordered=False)
     return Totals(int(count), None if last is None else float(last))

@@ -11,7 +11,12 @@ needs. Now:
 * connections: at most ``MAX_CONNECTIONS`` (past that the longest-idle one is closed), and one that has not
   sent a complete request head within ``HEADER_TIMEOUT_S`` of opening (or of its last response) is closed:
   uvicorn has no header-read timeout of its own, and a slowloris client that sends a byte every few seconds
-  resets its keep-alive timer forever.
+  resets its keep-alive timer forever;
+* a request head over ``MAX_HEAD_BYTES`` is answered 431 and the connection closed. h11's own limit holds
+  only for a head still incomplete in its buffer (one that arrives whole in one read passed at any size), and
+  uvicorn's 400 for it was lost: closing with the rest of a 1 MiB head unread resets the connection, and the
+  client read no status. So the 431 is written, our side shut, and what the client still sends is read and
+  dropped until it closes (for at most ``LINGER_S``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,12 @@ RETRY_AFTER_S = 2
 MAX_CONNECTIONS = 512  # open HTTP connections; a new one past this evicts the longest-idle one
 HEADER_TIMEOUT_S = 10.0  # from a connection's opening (or its last response) to a complete request head
 KEEP_ALIVE_S = 5  # uvicorn's timeout_keep_alive: an idle keep-alive connection closes after this
-MAX_HEAD_BYTES = 16 * 1024  # request line and headers (h11_max_incomplete_event_size); more is a 400
+MAX_HEAD_BYTES = 16 * 1024  # request line and headers, up to the blank line that ends them; more is a 431
+LINGER_S = 2.0  # after a 431, how long the rest of the client's head is read and dropped before closing
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
 BACKLOG = 128  # connections the kernel queues before accept
 
 
@@ -96,6 +106,9 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
+        self._head = bytearray()  # the head arriving, until its end is seen within MAX_HEAD_BYTES
+        self._reading_head = True
+        self._refused = False
         self._arm()
         if len(self.connections) > self.max_connections:
             self._evict()
@@ -105,6 +118,8 @@ class GuardedH11Protocol(H11Protocol):
         self._disarm()
         self._idle_since = time.monotonic()
         self._waiting_for = self.cycle  # a new request replaces the cycle: then the head has arrived
+        self._head.clear()
+        self._reading_head = True
         self._deadline = self.loop.call_later(self.header_timeout_s, self._expire)
 
     def _disarm(self) -> None:
@@ -133,9 +148,34 @@ class GuardedH11Protocol(H11Protocol):
         victim._close()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the 431 is sent: the rest of the head is dropped unread
+        if self._reading_head and self._head_too_large(data):
+            self._refuse()
+            return
         super().data_received(data)
         if self.cycle is not self._waiting_for:
             self._disarm()
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Whether the head arriving, ``data`` added, runs past MAX_HEAD_BYTES (or ends beyond them)."""
+        seen = len(self._head)
+        self._head += data[: MAX_HEAD_BYTES + 4 - seen]  # the blank line may straddle the limit: 4 more
+        end = self._head.find(b"\r\n\r\n", max(0, seen - 3))
+        if end == -1:
+            return len(self._head) > MAX_HEAD_BYTES
+        self._reading_head = False  # whole: the body and what follows are h11's
+        self._head.clear()
+        return end + 4 > MAX_HEAD_BYTES
+
+    def _refuse(self) -> None:
+        self._refused = True
+        self._disarm()
+        body = f"request head over {MAX_HEAD_BYTES} bytes\n".encode()
+        self.transport.write(_TOO_LARGE % (len(body), body))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_S, self.transport.close)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

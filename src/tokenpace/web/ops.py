@@ -83,17 +83,27 @@ def samples_csv(store: Store, config: Config, params: Mapping[str, str]) -> Iter
 
 
 def health(store: Store, scheduler: Mapping[str, Any] | None, now: datetime) -> tuple[bool, dict[str, Any]]:
-    """Whether the service is well, and the facts that say so: store reachable, samples, scheduler."""
+    """Whether the service is well, and the facts that say so: store reachable and not locked by another
+    process, samples, scheduler. It waits on no queued write, so it answers while the store is locked."""
     facts: dict[str, Any] = {"store": {"reachable": False}, "scheduler": scheduler or {"running": False}}
+    busy = False
     try:
         held = recent.totals(store)
+        busy = store.busy()
     except StoreError as exc:  # its message never holds a password
         facts["store"]["error"] = str(exc)
     else:
         age = None if held.last_started is None else round(epoch(now) - held.last_started, 3)
-        facts["store"] = {"reachable": True, "samples": held.samples, "last_sample_age_s": age}
+        facts["store"] = {"reachable": True, "samples": held.samples, "last_sample_age_s": age, "busy": busy}
+        if busy:  # reads go on (WAL), writes queue: said at once rather than after the queue's busy timeouts
+            facts["store"]["error"] = "the store is busy: another process holds its write lock, so writes wait"
     # Samples whose write failed are held in memory, not lost, but a store that refuses writes is not well.
     facts["store"]["unsaved"] = len(store.unsaved)
     facts["store"]["rescued"] = len(store.rescued)  # refused for their data, kept in the rescue file: not lost
-    ok = facts["store"]["reachable"] and not store.unsaved and (scheduler is None or bool(scheduler.get("running")))
+    ok = (
+        facts["store"]["reachable"]
+        and not busy
+        and not store.unsaved
+        and (scheduler is None or bool(scheduler.get("running")))
+    )
     return ok, {"ok": ok, **facts}

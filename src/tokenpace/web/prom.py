@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from tokenpace.board.changes import Kept
+from tokenpace.board.numbers import printable
 from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
@@ -28,7 +29,9 @@ _STATISTICS = ("mean", *(f"p{q}" for q in QUANTILES))
 
 
 def _labels(row: EndpointRow) -> list[str]:
-    return [row.provider, row.plan, row.model, row.workload, str(row.simulated).lower()]
+    # Label values are written raw but for \\, " and newline: a control character would reach whoever
+    # reads /metrics with curl, and a scraper's UI. Shown as the page shows it.
+    return [printable(v) for v in (row.provider, row.plan, row.model, row.workload)] + [str(row.simulated).lower()]
 
 
 def _figure(family: GaugeMetricFamily, row: EndpointRow, fig: Figure, scale: float) -> None:
@@ -95,8 +98,8 @@ class LeaderboardCollector(Collector):
         simulated = {r.key: r.simulated for r in rows}
         for c in found:
             changed.add_metric(
-                [c.provider, c.plan, c.model, c.workload, str(simulated.get(c.key, False)).lower(), c.metric,
-                 c.direction], 1.0,
+                [*map(printable, (c.provider, c.plan, c.model, c.workload)), str(simulated.get(c.key, False)).lower(),
+                 c.metric, c.direction], 1.0,
             )  # fmt: skip
         return changed
 
@@ -117,12 +120,13 @@ class LeaderboardCollector(Collector):
             labels=["provider", "plan", "resource"],
         )
         for b in self._status().budgets:
-            skipped.add_metric([b.provider, b.plan], b.skipped)
+            plan = [printable(b.provider), printable(b.plan)]
+            skipped.add_metric(plan, b.skipped)
             for resource in ("requests", "input_tokens", "output_tokens"):
-                used.add_metric([b.provider, b.plan, resource], getattr(b.used, resource))
+                used.add_metric([*plan, resource], getattr(b.used, resource))
                 cap = getattr(b.budget, resource)
                 if cap is not None:
-                    limit.add_metric([b.provider, b.plan, resource], cap)
+                    limit.add_metric([*plan, resource], cap)
         yield from (skipped, used, limit)
 
 

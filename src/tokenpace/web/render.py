@@ -3,6 +3,9 @@
 A view computes a Page once: the template's context and the JSON-able data. The HTML route renders the
 template, the ``.json`` route returns the data, so the two never disagree (datasette's pattern). Templates
 autoescape everything; charts arrive as SVG that pygal built with ElementTree, which escapes every name.
+Every value a template prints is also cleaned of control characters (``finalize``): a name or a server's
+message holding ESC is shown as "␛", never written raw into the page (or the bench report, from the same
+environment).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import jinja2
+import markupsafe
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from tokenpace.board import numbers
@@ -49,8 +53,16 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def _printable(value: Any) -> Any:
+    """A value as a template prints it, its control characters made visible (Markup stays Markup)."""
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(numbers.printable(str(value)))  # noqa: S704 (was safe; no control picture is markup)
+    return numbers.printable(value) if isinstance(value, str) else value
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
+        finalize=_printable,
         loader=jinja2.PackageLoader("tokenpace.web", "templates"),
         autoescape=True,  # every template is HTML
         undefined=jinja2.StrictUndefined,  # a misspelt name fails a test rather than rendering empty

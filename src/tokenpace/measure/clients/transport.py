@@ -141,6 +141,16 @@ def _origin(url: URL) -> tuple[str, str | None, int | None]:
     return url.scheme, url.host, url.port
 
 
+def _location(base: URL, location: str) -> URL | None:
+    """Where a redirect points, or None where its Location is no URL (``http://[::1`` makes yarl raise)."""
+    try:
+        target = base.join(URL(location))
+        target.origin()  # raises for a target without a host (``mailto:x``)
+    except ValueError:
+        return None
+    return target
+
+
 async def _exchange(
     session: aiohttp.ClientSession,
     req: HttpRequest,
@@ -182,7 +192,12 @@ async def _exchange(
                     rec.http_status = r.status
                     rec.request_id = r.headers.get("x-request-id")
                     if r.status in _REDIRECTS and "Location" in r.headers:
-                        target = r.url.join(URL(r.headers["Location"]))
+                        target = _location(r.url, r.headers["Location"])
+                        if target is None:  # a server's header, not our bug: data, and the run goes on
+                            bad = redact(r.headers["Location"][:200], req.secrets)
+                            why = f"HTTP {r.status}: a redirect to {bad!r}, which is no URL: not followed"
+                            rec.failure = Failure(ErrorKind.REDIRECT, why, r.status)
+                            return
                         if _origin(target) != _origin(r.url):
                             why = f"HTTP {r.status}: redirected to {target.origin()}, another origin: not followed"
                             rec.failure = Failure(ErrorKind.REDIRECT, f"{why}, so the key does not go there", r.status)

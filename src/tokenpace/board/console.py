@@ -1,0 +1,38 @@
+"""The terminal every command writes to: rich's Console, with no control character of the text let through.
+
+Names and messages come from config files, stores and servers; a raw ESC among them would be obeyed by the
+reader's terminal (OSC 52 writes the clipboard, OSC 0 retitles the window, CSI rewrites what is shown). This
+Console cleans every string it renders (numbers.printable) before rich parses its markup, and :func:`shown`
+also escapes markup, for text that must not style itself: ``[link=...]`` would make rich write an OSC 8
+hyperlink of the text's own choosing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import rich.console
+from rich.markup import escape
+from rich.text import Text
+
+from tokenpace.board.numbers import printable
+
+
+class Console(rich.console.Console):
+    """rich's Console; every string printed, in a table cell, title or caption, is cleaned first."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(printable(text), **options)
+
+
+def shown(text: str) -> str:
+    """Untrusted text to interpolate into markup: cleaned, and its square brackets escaped."""
+    return escape(printable(text))
+
+
+class Formatter(logging.Formatter):
+    """Log lines as the Console prints text: a server's error message in a log line is cleaned too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))

@@ -1,0 +1,127 @@
+"""Names holding terminal escapes (OSC 52 writes the clipboard, OSC 0 the window title) reach no reader raw.
+
+A config (or a server, or a store another process wrote) names endpoints; every output shows such a name with
+its control characters as pictures (ESC as "␛"): `tokenpace run`, `leaderboard`, `workloads`, error lines, the
+board's pages, `/metrics` and the bench report. The CLI is the real one, over a real simulator and store.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from tokenpace.board.numbers import printable
+from tokenpace.cli import main
+from tokenpace.config import endpoints
+from tokenpace.store.database import open_store
+from tokenpace.web import create_app
+from tokenpace.web.paths import endpoint_path, model_path
+
+CLIPBOARD = "\x1b]52;c;aGFja2Vk\x07"  # OSC 52: "hacked" onto the reader's clipboard
+TITLE = "\x1b]0;pwned\x1b\\"  # OSC 0 ended by ST: the window's title
+CSI = "\x9b2J"  # C1 CSI: clear the screen, in one character
+PROVIDER, MODEL = f"evil{CLIPBOARD}co", f"m{TITLE}odel{CSI}"
+
+
+def toml(text: str) -> str:
+    """A TOML basic string of ``text``, its control characters as \\uXXXX escapes (TOML allows no raw ones)."""
+    escaped = (f"\\u{ord(ch):04x}" if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in '"\\' else ch for ch in text)
+    return '"' + "".join(escaped) + '"'
+
+
+WORKLOAD = f"w{TITLE}"
+CONFIG = f"""
+[providers.{toml(PROVIDER)}]
+simulate = {{ ttft_ms = 5, tokens_per_s = 2000, output_tokens = 8 }}
+models = [{toml(MODEL)}]
+
+[workloads.{toml(WORKLOAD)}]
+input_tokens = 300
+max_tokens = 8
+"""
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
+
+
+def raw_controls(text: str) -> list[str]:
+    return [f"{m.group()!r} at {m.start()}" for m in RAW.finditer(text)]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The config, a store holding a run of its endpoint by the real `tokenpace run`, and what the run printed."""
+    folder = tmp_path_factory.mktemp("controls")
+    config, db = folder / "evil.toml", str(folder / "t.db")
+    config.write_text(CONFIG)
+    assert endpoints.load(config).endpoints[0].provider == PROVIDER  # the file says what it means to
+    run = CliRunner(env={"COLUMNS": "300"}).invoke(
+        main, ["run", "--config", str(config), "-n", "3", "--publish", "--db", db]
+    )
+    assert run.exit_code == 0, run.output
+    return config, db, run.output
+
+
+def test_run_shows_the_names_escapes_as_pictures(measured: tuple[Path, str, str]) -> None:
+    _, _, output = measured
+    assert not raw_controls(output), raw_controls(output)
+    assert printable(PROVIDER) in output and "evil␛]52;c;aGFja2Vk␇co" in output
+
+
+@pytest.mark.parametrize("columns", ["80", "300"])  # the narrow form, three lines an endpoint, and the table
+def test_leaderboard_shows_the_names_escapes_as_pictures(measured: tuple[Path, str, str], columns: str) -> None:
+    config, db, _ = measured
+    args = ["leaderboard", "--config", str(config), "--db", db, "--min-samples", "1", "-w", "1k"]
+    board = CliRunner(env={"COLUMNS": columns}).invoke(main, args)
+    assert board.exit_code == 0, board.output
+    assert not raw_controls(board.output), raw_controls(board.output)
+    assert "evil␛]52;c;aGFja2Vk␇co" in board.output.replace("\n", "")
+
+
+def test_workloads_and_error_lines_show_them_as_pictures(measured: tuple[Path, str, str]) -> None:
+    config, _, _ = measured
+    listed = CliRunner(env={"COLUMNS": "300"}).invoke(main, ["workloads", "--config", str(config)])
+    assert listed.exit_code == 0 and not raw_controls(listed.output), raw_controls(listed.output)
+    assert "w␛]0;pwned␛\\" in listed.output
+    wrong = CliRunner().invoke(main, ["run", "--config", str(config), f"nobody{CLIPBOARD}", "--db", "x.db"])
+    assert wrong.exit_code == 2 and not raw_controls(wrong.output), wrong.output
+
+
+def test_pages_metrics_and_json_carry_no_raw_control(measured: tuple[Path, str, str]) -> None:
+    config, db, _ = measured
+    cfg = endpoints.load(config)
+    with open_store(db) as store, TestClient(create_app(store, cfg)) as c:
+        (row,) = c.get("/leaderboard.json?workload=1k&min_samples=1").json()["entries"]
+        assert row["provider"] == PROVIDER  # JSON carries the name as it is, escaped by JSON itself
+        page = endpoint_path(row["provider"], row["plan"], row["model"])
+        pages = ["/?min_samples=1", page, model_path(row["model"]), "/metrics", "/methodology"]
+        for path in pages:
+            r = c.get(path)
+            assert r.status_code == 200, path
+            assert not raw_controls(r.text), (path, raw_controls(r.text)[:3])
+        assert "evil␛]52;c;aGFja2Vk␇co" in c.get("/?min_samples=1").text
+
+
+def test_the_bench_report_carries_no_raw_control(tmp_path: Path, measured: tuple[Path, str, str]) -> None:
+    config, _, _ = measured
+    out = tmp_path / "out"
+    args = ["bench", "--config", str(config), f"{PROVIDER}/{MODEL}", "-c", "1", "-n", "2", "--warmup", "0"]
+    bench = CliRunner(env={"COLUMNS": "160"}).invoke(main, [*args, "--db", str(tmp_path / "b.db"), "--out", str(out)])
+    assert bench.exit_code == 0, bench.output
+    assert not raw_controls(bench.output), raw_controls(bench.output)
+    (report,) = out.glob("*.html")
+    html = report.read_text()
+    assert not raw_controls(html), raw_controls(html)[:3]
+    assert "evil␛]52;c;aGFja2Vk␇co" in html
+
+
+def test_log_lines_under_serve_and_agent_are_cleaned() -> None:
+    """serve and agent log a server's error messages: their handler's Formatter cleans the line."""
+    import logging
+
+    from tokenpace.board.console import Formatter
+
+    record = logging.LogRecord("tokenpace", logging.WARNING, __file__, 1, "run failed: %s", (CLIPBOARD,), None)
+    assert Formatter("%(message)s").format(record) == "run failed: ␛]52;c;aGFja2Vk␇"
