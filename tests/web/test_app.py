@@ -492,3 +492,17 @@ def test_every_template_compiles_in_the_one_environment() -> None:
     assert "report.html" in names and "leaderboard.html" in names
     for name in names:
         env.get_template(name)
+
+
+def test_a_failed_samples_end_to_end_is_a_dash_not_zero(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    """Issue 21 item 10: a failure has no end-to-end time; its row says "—", never "0.00"."""
+    _, fleet = filled
+    page = client.get(endpoint_path(fleet.flaky.provider, fleet.flaky.plan, fleet.flaky.model)).text
+    recent = page[page.index('<table class="recent">') :]
+    recent = recent[: recent.index("</table>")]
+    failed = [row for row in recent.split("<tr")[2:] if "error-kind" in row]
+    succeeded = [row for row in recent.split("<tr")[2:] if "<td>ok" in row]
+    assert failed and succeeded  # every other request failed
+    last = [re.findall(r'<td class="num e2e">(.*?)</td>', row, re.S)[0] for row in failed + succeeded]
+    assert all(re.sub(r"<[^>]+>", "", cell) == "—" for cell in last[: len(failed)]), last
+    assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in last[len(failed) :]), last
