@@ -11,6 +11,7 @@ inline configuration script it writes into every chart.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,20 +28,48 @@ MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grow
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
 MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
-STYLE = Style(
-    font_family="system-ui, -apple-system, 'Segoe UI', sans-serif",
-    background="transparent",
-    plot_background="transparent",
-    foreground="#1f2328",
-    foreground_strong="#1f2328",
-    foreground_subtle="#8c959f",
-    colors=("#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#0a7ea4", "#cf222e", "#4d2d00"),
-    title_font_size=15,
-    legend_font_size=12,
-    label_font_size=11,
-    major_label_font_size=11,
-    tooltip_font_size=12,
-)
+# Colours a series may take. A series' colour follows its name (:func:`colours`), never its place in the chart:
+# a provider keeps its colour when the ranking, the workload or the other rows change.
+PALETTE = (
+    "#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#0a7ea4", "#cf222e", "#4d2d00",
+    "#6e7781", "#9a6700", "#116329", "#0550ae",
+)  # fmt: skip
+_LOOK = {
+    "font_family": "system-ui, -apple-system, 'Segoe UI', sans-serif",
+    "background": "transparent",
+    "plot_background": "transparent",
+    "foreground": "#1f2328",
+    "foreground_strong": "#1f2328",
+    "foreground_subtle": "#8c959f",
+    "title_font_size": 15,
+    "legend_font_size": 12,
+    "label_font_size": 11,
+    "major_label_font_size": 11,
+    "tooltip_font_size": 12,
+}
+
+
+def colours(names: Sequence[str]) -> dict[str, str]:
+    """Each name's colour: the palette's entry its name hashes to (crc32: the same in every process), or, where
+    another name of the chart took it, the next free one. Names claim colours A to Z, so the colours depend on
+    which names a chart holds, never on their order; past the palette's size colours repeat."""
+    found: dict[str, str] = {}
+    used: set[int] = set()
+    for name in sorted(set(names)):
+        if len(used) == len(PALETTE):
+            used = set()  # every colour taken: the rest share
+        slot = zlib.crc32(name.encode()) % len(PALETTE)
+        while slot in used:
+            slot = (slot + 1) % len(PALETTE)
+        used.add(slot)
+        found[name] = PALETTE[slot]
+    return found
+
+
+def _style(names: Sequence[str]) -> Style:
+    """The style whose colours, in series order, are the series' own (pygal colours series by their place)."""
+    found = colours(names)
+    return Style(**_LOOK, colors=tuple(found[n] for n in names) or PALETTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +118,11 @@ def _tooltips(root: ET.Element) -> ET.Element:
     return root
 
 
-def _config(title: str, **more: Any) -> dict[str, Any]:
+def _config(title: str, names: Sequence[str], **more: Any) -> dict[str, Any]:
+    """A chart's settings; ``names``: its series, in the order they are added (their colours are their own)."""
     return {
         "title": title,
-        "style": STYLE,
+        "style": _style(names),
         "js": [],  # pygal's tooltip script would come from its project's site: never a CDN
         "disable_xml_declaration": True,  # inline in the page
         "width": 720,
@@ -145,7 +175,9 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -
             drawn[name] = spread
     rotation = -30 if len(drawn) > 4 else 0
     top = _from_zero([v[-1] for v in drawn.values()])
-    chart = _Percentiles(**_config(title, y_title=unit, show_legend=False, x_label_rotation=rotation, range=top))
+    chart = _Percentiles(
+        **_config(title, list(drawn), y_title=unit, show_legend=False, x_label_rotation=rotation, range=top)
+    )
     chart.x_labels = list(drawn)
     for name, values in drawn.items():
         chart.add(name, values)
@@ -168,11 +200,13 @@ def scatter(
     def said(xy: tuple[float, float]) -> str:
         return f"{x_title} {_short(xy[0])}, {y_title} {_short(xy[1])}"
 
-    config = _config(title, stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys)
-    chart = pygal.XY(**config)
     drawn: dict[str, list[tuple[str, float, float]]] = {}
     for d in dots:
         drawn.setdefault(d.group, []).append((d.label, d.x, d.y))
+    config = _config(
+        title, list(drawn), stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys
+    )
+    chart = pygal.XY(**config)
     for group, marks in drawn.items():
         chart.add(group, [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks])
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
@@ -181,7 +215,7 @@ def scatter(
 def bars(chart_id: str, title: str, unit: str, values: Mapping[str, float]) -> Chart:
     """A bar per name, read from zero, in the mapping's order: a ladder of percentiles, say. Its series: each
     name's value, as a list of one."""
-    config = _config(title, y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
+    config = _config(title, [title], y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
     chart = pygal.Bar(**config, value_formatter=lambda v: f"{_short(v)} {unit}")
     chart.x_labels = list(values)
     chart.add(title, [{"value": v, "label": name} for name, v in values.items()])
@@ -217,7 +251,14 @@ def over_time(
 
     chart = pygal.DateTimeLine(
         **_config(
-            title, y_title=f"{unit}", x_title="UTC", show_dots=dots, dots_size=2.5, x_value_formatter=clock, range=top
+            title,
+            [*groups, *([MARKERS] if markers else [])],
+            y_title=f"{unit}",
+            x_title="UTC",
+            show_dots=dots,
+            dots_size=2.5,
+            x_value_formatter=clock,
+            range=top,
         )
     )
     for group, values in groups.items():
