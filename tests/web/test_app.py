@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from tests.webkit import EVIL, SECRET, Fleet, charts, filled_store, legend, marks
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.settings import Budget, PlanSettings
+from tokenpace.config.settings import Budget, PlanSettings, ScheduleSettings
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
@@ -506,3 +506,18 @@ def test_a_failed_samples_end_to_end_is_a_dash_not_zero(client: TestClient, fill
     last = [re.findall(r'<td class="num e2e">(.*?)</td>', row, re.S)[0] for row in failed + succeeded]
     assert all(re.sub(r"<[^>]+>", "", cell) == "—" for cell in last[: len(failed)]), last
     assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in last[len(failed) :]), last
+
+
+def test_an_endpoint_page_lists_its_workloads_in_the_schedules_order(filled: tuple[Store, Fleet]) -> None:
+    """Issue 21 item 9: the table, the menu and the charts' legend follow the configured order, not A to Z."""
+    store, fleet = filled
+    config = dataclasses.replace(fleet.config, schedule=ScheduleSettings(workloads=("tiny", "burst", "1k")))
+    with TestClient(create_app(store, config)) as c:
+        page = c.get(endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)).text
+        data = c.get(endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model, "json")).json()
+    stats = page[page.index('<table class="stats">') :]
+    assert re.findall(r'<td rowspan="3">(\w+)<', stats) == ["tiny", "burst", "1k"]
+    menu = page[page.index('name="workload"') :]
+    assert re.findall(r'<option value="(\w*)"', menu[: menu.index("</select>")]) == ["", "tiny", "burst", "1k"]
+    assert legend(charts(page)["chart-ttft"]) == ["tiny", "burst", "1k"]
+    assert [row["workload"] for row in data["rows"]] == ["tiny", "burst", "1k"]

@@ -21,7 +21,6 @@ from tokenpace.board.changes import change_dict, describe, series_changes
 from tokenpace.board.grid import grid_dict, region_grid
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
-from tokenpace.config.workloads import ordered
 from tokenpace.measure.bursts import bursts, grouped
 from tokenpace.store.database import epoch
 from tokenpace.store.series import Point, model_series, series
@@ -81,7 +80,7 @@ def _heat_workload(site: Site, chosen: str | None, present: Sequence[str]) -> st
     """The workload a heatmap shows: the one chosen, else the board's usual one, else the first present."""
     if chosen:
         return chosen
-    return site.default_workload if site.default_workload in present else next(iter(ordered(present)), None)
+    return site.default_workload if site.default_workload in present else next(iter(site.ordered(present)), None)
 
 
 def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
@@ -94,7 +93,8 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     )  # fmt: skip
     configured = [e for e in site.config.endpoints if (e.provider, e.plan, e.model) == (provider, plan, model)]
     workload = params.get("workload") or None
-    shown = [r for r in rows if workload in (None, r.workload)]
+    order = {w: i for i, w in enumerate(site.ordered(r.workload for r in rows))}
+    shown = sorted((r for r in rows if workload in (None, r.workload)), key=lambda r: order[r.workload])
     span = max((window.span(r.workload, site.long_workloads) for r in shown), default=window.seconds)
     points = series(
         site.store, provider=provider, plan=plan, model=model, workload=workload, since=now - timedelta(seconds=span)
@@ -105,7 +105,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
     points = _scrubbed(site, points)
     hours = uptime.hourly(points, now, span)
-    groups: dict[str, list[Point]] = {w: [] for w in ordered({p.workload for p in points})}  # the usual order
+    groups: dict[str, list[Point]] = {w: [] for w in site.ordered({p.workload for p in points})}  # schedule's order
     for p in points:
         if p.charted(include):
             groups[p.workload].append(p)
@@ -147,7 +147,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "changes": changed,
         "window": window,
         "provider_url": "/?" + urlencode({"provider": provider}),
-        "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
+        "menus": [window_menu(window), _workload_menu(site.ordered(r.workload for r in rows), workload or "", "all")],
         "stats_rows": [(r.workload, None, False, r) for r in shown],
         "charts": charts.sample_charts(groups, markers),
         "recent": _recent([(p.workload, p) for p in points]),
@@ -183,7 +183,7 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     rows = endpoint_rows(site.store, window, now, site.long_workloads, model=ids, include_client_bound=include)
     if not rows and not any(e.model in ids for e in site.config.endpoints):
         raise HTTPException(404, f"no endpoint serving model {asked} has samples or is configured")
-    workloads = ordered(r.workload for r in rows)
+    workloads = site.ordered(r.workload for r in rows)
     usual = site.default_workload
     workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]

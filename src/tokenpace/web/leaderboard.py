@@ -105,7 +105,7 @@ def _spend_today(site: Site) -> list[cost.PlanDay]:
 
 def _menus(board: ranking.Board, config: Config) -> list[dict[str, object]]:
     q = board.query
-    workloads = ordered([*board.workloads, q.workload])
+    workloads = ordered([*board.workloads, q.workload], config.schedule.workloads)
     # No region menu where no agent ever measured and none is declared: one place, nothing to choose.
     where = [regions.menu(q.region, board.regions, config)] if regions.wanted(board.regions, config) else []
     return [
