@@ -1,11 +1,11 @@
 """A load test report's charts, drawn from its BenchResult by web/charts.py: what a sweep and each level did.
 
 A sweep (two or more points) gets throughput against TTFT and, on an axis of its own, against TPOT; latency
-percentiles against the swept value and, for a rate sweep, the rate achieved against the rate offered. Every point gets TTFT over its run (a dot per
-request row, failures apart) and its TTFT percentile ladder. The ladder and the sweep charts draw the
-figures the result carries (measure/loadstats.py), never figures recomputed from the rows: the rows are a
-bounded sample, the figures cover every request. Dots are bounded: a chart draws at most ``MAX_DOTS`` rows,
-and fewer per chart when the report has many points, thinned evenly over the run.
+percentiles against the swept value and, for a rate sweep, the rate achieved against the rate offered. Every point
+gets TTFT over its run (a dot per request row, failures apart) and its TTFT percentile ladder. The ladder and the
+sweep charts draw the figures the result carries (measure/loadstats.py), never figures recomputed from the rows:
+the rows are a bounded sample, the figures cover every request. Dots are bounded: a chart draws at most
+``MAX_DOTS`` rows, and fewer per chart when the report has many points, thinned evenly over the run.
 """
 
 from __future__ import annotations
