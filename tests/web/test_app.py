@@ -323,7 +323,9 @@ def test_staleness_follows_the_configured_cadence(filled: tuple[Store, Fleet]) -
         stale = {e["name"]: e["stale"] for e in c.get("/leaderboard.json").json()["entries"]}
         assert stale[fleet.slow.name] is True and stale[fleet.fast.name] is False
         row = c.get("/?provider=slowco").text.split('data-endpoint="slowco:pro/sim-slow"')[1]
-        assert re.search(r"6[01] min ago</time>\s*<span class=\"badge stale\"", row), row
+        # beside the name (issue 21 item 7: the last sample's column is off a narrow screen), and in that column
+        assert re.search(r'<td class="name">.*?<span class="badge stale"[^>]*>stale · 6[01] min</span>', row, re.S)
+        assert re.search(r'<td class="num stale" data-col="last"><time[^>]*>6[01] min ago</time>', row), row
 
 
 def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
@@ -521,3 +523,15 @@ def test_an_endpoint_page_lists_its_workloads_in_the_schedules_order(filled: tup
     assert re.findall(r'<option value="(\w*)"', menu[: menu.index("</select>")]) == ["", "tiny", "burst", "1k"]
     assert legend(charts(page)["chart-ttft"]) == ["tiny", "burst", "1k"]
     assert [row["workload"] for row in data["rows"]] == ["tiny", "burst", "1k"]
+
+
+def test_a_failing_endpoint_says_so_beside_its_name(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    """Issue 21 item 7: the success rate is a column a narrow screen scrolls to; under 90 % it is also a badge
+    beside the name, where the eye is."""
+    _, fleet = filled
+    page = client.get("/").text
+    cells = dict(re.findall(r'data-endpoint="([^"]*)">.*?<td class="name">(.*?)</td>', page, re.S))
+    flaky = next(e for e in entries(client) if e["provider"] == "flakyco")
+    found = re.search(r'<span class="badge failing"[^>]*>failing · ([\d.]+)% ok</span>', cells[fleet.flaky.name])
+    assert found and float(found.group(1)) == pytest.approx(100 * flaky["success_rate"], abs=0.05)
+    assert "badge failing" not in cells[fleet.fast.name] and "badge stale" not in cells[fleet.fast.name]

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import changes, cost, ranking, regions
+from tokenpace.board.rows import failing
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
@@ -231,6 +232,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "net": net,
         "ttft_net_title": TTFT_NET_TITLE,
         "region_token": regions.token,
+        "failing": failing,
         "agents_url": "/agents" if _any_agent(site) else "",
         "hidden": hidden,
         "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),
