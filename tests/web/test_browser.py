@@ -27,7 +27,8 @@ from playwright.sync_api import FloatRect, Page
 
 from tests.conftest import free_port
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.measure.sample import make_sample
+from tokenpace.measure.network import Network
+from tokenpace.measure.sample import Origin, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import open_store
 
@@ -225,15 +226,18 @@ jitter = 0
 @pytest.fixture
 def unwell(tmp_path: Path) -> Iterator[str]:
     """quick, broken (HTTP 500 every time) and ghost (six samples an hour old, then its budget is spent: stale),
-    once quick has samples of both workloads."""
+    once quick has samples of both workloads; six of quick's, an hour old, measured by an agent in eu-west."""
     _chromium()
     endpoint = Endpoint("ghost", "sim", "http://127.0.0.1:9/v1", simulated=True)
     events = tuple(Event(i * 1_000_000, EventKind.CONTENT, " word") for i in range(5, 10))
     timeline = Timeline(0, 1_000_000, 11_000_000, (*events, Event(11_000_000, EventKind.DONE)))
+    quick = Endpoint("quick", "sim", "http://127.0.0.1:9/v1", simulated=True)
+    agent = Origin("eu-west", "eu-west-1", network=Network(rtt_ms=20))  # a probe agent's: the region view's columns
     with open_store(str(tmp_path / "serve.db")) as store:
         for i in range(6):  # the budget's 6 requests in 24 h, spent
             at = datetime.now(UTC) - timedelta(hours=1, minutes=i)
             store.add_sample(make_sample("pre", endpoint, "short", at, timeline))
+            store.add_sample(make_sample("pre", quick, "short", at, timeline, origin=agent))
 
     def ready(board: dict[str, Any]) -> bool:
         rows = {e["name"]: e for e in board["entries"]}
@@ -378,9 +382,15 @@ def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> Non
 def _shaded(page: Page, box: FloatRect, x: float) -> float:
     """The share of pixels, in a strip 3 px wide at ``x`` down the box, darker than the page's white: near 1
     where a shadow is drawn, the share of text and rules where none is."""
-    shot = page.screenshot(clip={"x": x, "y": box["y"], "width": 3, "height": box["height"]})
-    pixels: list[int] = list(Image.open(io.BytesIO(shot)).convert("L").getdata())
+    height = min(box["height"], page.viewport_size["height"] - box["y"] if page.viewport_size else box["height"])
+    shot = page.screenshot(clip={"x": x, "y": box["y"], "width": 3, "height": height})
+    pixels = Image.open(io.BytesIO(shot)).convert("L").tobytes()
     return sum(p < 245 for p in pixels) / len(pixels)
+
+
+def _painted(page: Page) -> None:
+    """Two frames later: what a scroll changed is on screen."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def _every_column_seen(page: Page, width: int) -> list[str]:
@@ -400,6 +410,8 @@ def _every_column_seen(page: Page, width: int) -> list[str]:
         if box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5:
             continue
         scrolled.append(label)
+        wrap.evaluate("w => w.scrollIntoView({block: 'start'})")  # the page, not the table: the edges in view
+        _painted(page)
         edge = wrap.bounding_box()
         assert edge is not None and wrap.evaluate("w => w.scrollWidth > w.clientWidth"), label
         assert wrap.evaluate("w => w.scrollLeft") == 0
@@ -409,7 +421,13 @@ def _every_column_seen(page: Page, width: int) -> list[str]:
         th.scroll_into_view_if_needed()
         box = th.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (label, box)
-        assert _shaded(page, edge, edge["x"]) > 0.9  # now the left edge has something to scroll back to
+        # scrolled to the end, the cue changes sides: something to scroll back to, nothing further
+        wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; w.scrollIntoView({block: 'start'}); }")
+        _painted(page)
+        edge = wrap.bounding_box()
+        assert edge is not None
+        right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
+        assert left > 0.9 and right < 0.5, (label, right, left)
         wrap.evaluate("w => { w.scrollLeft = 0; }")
     return scrolled
 
@@ -426,9 +444,10 @@ def test_every_column_is_on_screen_or_behind_a_scroll_cue_and_trouble_is_beside_
         try:
             for width, phone in ((1280, False), (390, True)):
                 page = browser.new_page(viewport={"width": width, "height": 900}, is_mobile=phone, has_touch=phone)
-                for workload in ("short", "burst"):
-                    page.goto(f"{unwell}/?workload={workload}&client_bound=include")
-                    page.screenshot(path=str(ARTIFACTS / f"board-{workload}-{width}.png"), full_page=True)
+                for view in ("short", "burst", "short&region=*"):  # the region view adds two columns
+                    page.goto(f"{unwell}/?workload={view}&client_bound=include")
+                    shot = f"board-{view.replace('&region=*', '-regions')}-{width}.png"
+                    page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
                     assert page.evaluate("document.documentElement.scrollWidth") <= width
                     _every_column_seen(page, width)
                 page.goto(f"{unwell}/?workload=short&client_bound=include")
