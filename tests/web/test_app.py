@@ -535,3 +535,14 @@ def test_a_failing_endpoint_says_so_beside_its_name(client: TestClient, filled: 
     found = re.search(r'<span class="badge failing"[^>]*>failing · ([\d.]+)% ok</span>', cells[fleet.flaky.name])
     assert found and float(found.group(1)) == pytest.approx(100 * flaky["success_rate"], abs=0.05)
     assert "badge failing" not in cells[fleet.fast.name] and "badge stale" not in cells[fleet.fast.name]
+
+
+def test_the_boards_charts_give_a_provider_one_colour(client: TestClient) -> None:
+    """Issue 21 item 9: the speed boxes (one per endpoint) and the TTFT dots (one series per provider) paint a
+    provider alike."""
+    page = client.get("/").text
+
+    def painted(chart_id: str) -> set[str]:
+        return set(re.findall(rf"#chart-{chart_id} \.color-\d+[^{{]*\{{stroke:(#\w+);fill", page))
+
+    assert painted("chart-board-speed") == painted("chart-board-ttft-speed") and painted("chart-board-speed")

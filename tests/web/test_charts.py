@@ -160,3 +160,16 @@ def test_a_series_keeps_its_colour_whatever_its_place_and_the_other_series() -> 
     t = [(T0 + timedelta(minutes=i), 5.0 * i) for i in range(3)]
     over = charts.over_time("t", "Speed over time", "tok/s", {names[3]: t, names[0]: t})
     assert series_colours(over) == {names[3]: first[names[3]], names[0]: first[names[0]]}
+
+
+def test_a_chart_may_colour_its_series_by_another_name() -> None:
+    """The board's boxes are endpoints, its dots providers: both coloured by provider, one colour each."""
+    figures = {"groq/llama": figure([1.0, 2.0, 3.0]), "together/llama": figure([2.0, 3.0, 4.0])}
+    boxed = charts.boxes("b", "Speed", "tok/s", figures, {"groq/llama": "groq", "together/llama": "together"})
+    dots = charts.scatter(
+        "s", "TTFT", "ms", "tok/s", [charts.Dot("together", "x", 1, 2), charts.Dot("groq", "y", 2, 3)]
+    )
+    assert series_colours(boxed) == {
+        "groq/llama": series_colours(dots)["groq"],
+        "together/llama": series_colours(dots)["together"],
+    }

@@ -166,8 +166,9 @@ class _Percentiles(pygal.Box):  # type: ignore[misc]
         return f"median {p50}, P25-P75 {p25}-{p75}, P5-P95 {p5}-{p95}"
 
 
-def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -> Chart:
-    """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order."""
+def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], keys: Mapping[str, str] = {}) -> Chart:
+    """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order;
+    ``keys``: the name a box's colour follows, where not its own (its provider, say)."""
     drawn: dict[str, list[float]] = {}
     for name, f in figures.items():
         spread = [v for v in (f.p5, f.p25, f.p50, f.p75, f.p95) if v is not None]
@@ -176,7 +177,14 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -
     rotation = -30 if len(drawn) > 4 else 0
     top = _from_zero([v[-1] for v in drawn.values()])
     chart = _Percentiles(
-        **_config(title, list(drawn), y_title=unit, show_legend=False, x_label_rotation=rotation, range=top)
+        **_config(
+            title,
+            [keys.get(n, n) for n in drawn],
+            y_title=unit,
+            show_legend=False,
+            x_label_rotation=rotation,
+            range=top,
+        )
     )
     chart.x_labels = list(drawn)
     for name, values in drawn.items():
@@ -237,6 +245,7 @@ def over_time(
     unit: str,
     groups: Mapping[str, Sequence[tuple[datetime, float]]],
     markers: Sequence[Marker] = (),
+    keys: Mapping[str, str] = {},
 ) -> Chart:
     """A line per group through its values in time order, a dot per value while the chart holds few enough; the
     markers as a series of their own, large dots without a line."""
@@ -252,7 +261,7 @@ def over_time(
     chart = pygal.DateTimeLine(
         **_config(
             title,
-            [*groups, *([MARKERS] if markers else [])],
+            [*(keys.get(g, g) for g in groups), *([MARKERS] if markers else [])],
             y_title=f"{unit}",
             x_title="UTC",
             show_dots=dots,
@@ -273,11 +282,16 @@ def over_time(
 _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_ms", "Time to first token", "ms"))
 
 
-def sample_charts(groups: Mapping[str, Sequence[Point]], markers: Mapping[str, Sequence[Marker]] = {}) -> list[Chart]:
+def sample_charts(
+    groups: Mapping[str, Sequence[Point]],
+    markers: Mapping[str, Sequence[Marker]] = {},
+    keys: Mapping[str, str] = {},
+) -> list[Chart]:
     """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
 
     ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
-    its count is in the tables. ``markers``: per metric (a Point attribute), what its time chart marks.
+    its count is in the tables. ``markers``: per metric (a Point attribute), what its time chart marks. ``keys``:
+    the name a group's colour follows, where not its own (an endpoint's provider, as the board colours it).
     """
     out = []
     for key, attr, label, unit in _METRICS:
@@ -285,7 +299,7 @@ def sample_charts(groups: Mapping[str, Sequence[Point]], markers: Mapping[str, S
             group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
             for group, points in groups.items()
         }
-        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ())))
+        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), keys))
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
-        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread))
+        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, keys))
     return out

@@ -244,7 +244,7 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
             (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.query(r.region), r.simulated, r)
             for r in shown
         ],
-        "charts": charts.sample_charts(groups),
+        "charts": charts.sample_charts(groups, keys={r.name: r.provider for r in rows}),  # a provider's colour
         "recent": _recent(points),
         "recent_label": "Endpoint",
         "open_recent": False,

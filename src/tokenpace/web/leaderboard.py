@@ -179,9 +179,10 @@ def board_charts(board: ranking.Board) -> list[charts.Chart]:
     shown = [e for e in board.entries if e.row.output_speed.n]
     boxed = shown[: charts.MAX_BOXES]
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
+    # coloured by provider, as the dots below: one provider, one colour, on every chart and page
     speeds = charts.boxes(
         "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
-        {_label(board, e): e.row.output_speed for e in boxed},
+        {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): e.row.provider for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
     timed = [
