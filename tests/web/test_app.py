@@ -546,3 +546,11 @@ def test_the_boards_charts_give_a_provider_one_colour(client: TestClient) -> Non
         return set(re.findall(rf"#chart-{chart_id} \.color-\d+[^{{]*\{{stroke:(#\w+);fill", page))
 
     assert painted("chart-board-speed") == painted("chart-board-ttft-speed") and painted("chart-board-speed")
+
+
+def test_a_board_without_any_price_has_no_price_columns(client: TestClient) -> None:
+    """Issue 21 item 7: two columns of dashes pushed the last sample off a 1280 px screen; they show once a row
+    has a price (tests/web/test_prices.py)."""
+    page = client.get("/").text
+    assert "Price, $/1M" not in page and "$ per request" not in page and 'class="num wide price"' not in page
+    assert 'data-sort="last"' in page

@@ -449,7 +449,8 @@ def test_every_column_is_on_screen_or_behind_a_scroll_cue_and_trouble_is_beside_
                     shot = f"board-{view.replace('&region=*', '-regions')}-{width}.png"
                     page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
                     assert page.evaluate("document.documentElement.scrollWidth") <= width
-                    _every_column_seen(page, width)
+                    scrolled = _every_column_seen(page, width)
+                    assert scrolled or not phone, view  # a phone's board overflows: its cue is checked
                 page.goto(f"{unwell}/?workload=short&client_bound=include")
                 for name, badge, text in (("ghost/sim", "stale", r"stale · \d+ (min|h)"),
                                           ("broken/sim", "failing", r"failing · 0% ok")):  # fmt: skip

@@ -54,11 +54,14 @@ def _href(query: ranking.Query, **changes: Any) -> str:
     return f"/?{qs}" if qs else "/"
 
 
-def _columns(each_region: bool, net: bool) -> list[tuple[str, str, str]]:
+def _columns(each_region: bool, net: bool, priced: bool = True) -> list[tuple[str, str, str]]:
     """The columns shown: a region's beside the name when rows are per region, TTFT - RTT beside TTFT when the
-    rows measured the network."""
+    rows measured the network, price and cost only when some row has a price (two columns of dashes cost a
+    narrow screen the last sample)."""
     out = []
     for column in COLUMNS:
+        if column[0] in ("price", "cost") and not priced:
+            continue
         out.append(column)
         if column[0] == "name" and each_region:
             out.append(("region", "Region", ""))
@@ -67,11 +70,11 @@ def _columns(each_region: bool, net: bool) -> list[tuple[str, str, str]]:
     return out
 
 
-def _headers(query: ranking.Query, net: bool = False) -> list[dict[str, str]]:
+def _headers(query: ranking.Query, net: bool = False, priced: bool = True) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
-    for key, label, cls in _columns(query.region == EACH, net):
+    for key, label, cls in _columns(query.region == EACH, net, priced):
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
         if key == "ttft_net":
             head["title"] = TTFT_NET_TITLE
@@ -216,6 +219,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     qs = q.params()
     found = _bursts(site, board)
     net = any(e.row.ttft_net_ms.n for e in board.entries)
+    priced = any(e.cost is not None and e.cost.price is not None for e in board.entries)
     caption = regions.caption(q.region, site.config) if regions.wanted(board.regions, site.config) else ""
     context = {
         "board": board,
@@ -225,7 +229,8 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "models": board.models,
         "budgets": budgets,
         "spend": spent,
-        "headers": _headers(q, net),
+        "headers": _headers(q, net, priced),
+        "priced": priced,
         "sort_label": _SORTED_BY[q.sort],
         "menus": _menus(board, site.config),
         "region_caption": caption,
