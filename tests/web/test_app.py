@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from tests.webkit import EVIL, SECRET, Fleet, charts, filled_store, legend, marks
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.settings import Budget, PlanSettings
+from tokenpace.config.settings import Budget, PlanSettings, ScheduleSettings
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
@@ -323,7 +323,9 @@ def test_staleness_follows_the_configured_cadence(filled: tuple[Store, Fleet]) -
         stale = {e["name"]: e["stale"] for e in c.get("/leaderboard.json").json()["entries"]}
         assert stale[fleet.slow.name] is True and stale[fleet.fast.name] is False
         row = c.get("/?provider=slowco").text.split('data-endpoint="slowco:pro/sim-slow"')[1]
-        assert re.search(r"6[01] min ago</time>\s*<span class=\"badge stale\"", row), row
+        # beside the name (issue 21 item 7: the last sample's column is off a narrow screen), and in that column
+        assert re.search(r'<td class="name">.*?<span class="badge stale"[^>]*>stale · 6[01] min</span>', row, re.S)
+        assert re.search(r'<td class="num stale" data-col="last"><time[^>]*>6[01] min ago</time>', row), row
 
 
 def test_an_empty_store_and_a_closed_one(filled: tuple[Store, Fleet], tmp_path: Path) -> None:
@@ -492,3 +494,63 @@ def test_every_template_compiles_in_the_one_environment() -> None:
     assert "report.html" in names and "leaderboard.html" in names
     for name in names:
         env.get_template(name)
+
+
+def test_a_failed_samples_end_to_end_is_a_dash_not_zero(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    """Issue 21 item 10: a failure has no end-to-end time; its row says "—", never "0.00"."""
+    _, fleet = filled
+    page = client.get(endpoint_path(fleet.flaky.provider, fleet.flaky.plan, fleet.flaky.model)).text
+    recent = page[page.index('<table class="recent">') :]
+    recent = recent[: recent.index("</table>")]
+    failed = [row for row in recent.split("<tr")[2:] if "error-kind" in row]
+    succeeded = [row for row in recent.split("<tr")[2:] if "<td>ok" in row]
+    assert failed and succeeded  # every other request failed
+    last = [re.findall(r'<td class="num e2e">(.*?)</td>', row, re.S)[0] for row in failed + succeeded]
+    assert all(re.sub(r"<[^>]+>", "", cell) == "—" for cell in last[: len(failed)]), last
+    assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in last[len(failed) :]), last
+
+
+def test_an_endpoint_page_lists_its_workloads_in_the_schedules_order(filled: tuple[Store, Fleet]) -> None:
+    """Issue 21 item 9: the table, the menu and the charts' legend follow the configured order, not A to Z."""
+    store, fleet = filled
+    config = dataclasses.replace(fleet.config, schedule=ScheduleSettings(workloads=("tiny", "burst", "1k")))
+    with TestClient(create_app(store, config)) as c:
+        page = c.get(endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)).text
+        data = c.get(endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model, "json")).json()
+    stats = page[page.index('<table class="stats">') :]
+    assert re.findall(r'<td rowspan="3">(\w+)<', stats) == ["tiny", "burst", "1k"]
+    menu = page[page.index('name="workload"') :]
+    assert re.findall(r'<option value="(\w*)"', menu[: menu.index("</select>")]) == ["", "tiny", "burst", "1k"]
+    assert legend(charts(page)["chart-ttft"]) == ["tiny", "burst", "1k"]
+    assert [row["workload"] for row in data["rows"]] == ["tiny", "burst", "1k"]
+
+
+def test_a_failing_endpoint_says_so_beside_its_name(client: TestClient, filled: tuple[Store, Fleet]) -> None:
+    """Issue 21 item 7: the success rate is a column a narrow screen scrolls to; under 90 % it is also a badge
+    beside the name, where the eye is."""
+    _, fleet = filled
+    page = client.get("/").text
+    cells = dict(re.findall(r'data-endpoint="([^"]*)">.*?<td class="name">(.*?)</td>', page, re.S))
+    flaky = next(e for e in entries(client) if e["provider"] == "flakyco")
+    found = re.search(r'<span class="badge failing"[^>]*>failing · ([\d.]+)% ok</span>', cells[fleet.flaky.name])
+    assert found and float(found.group(1)) == pytest.approx(100 * flaky["success_rate"], abs=0.05)
+    assert "badge failing" not in cells[fleet.fast.name] and "badge stale" not in cells[fleet.fast.name]
+
+
+def test_the_boards_charts_give_a_provider_one_colour(client: TestClient) -> None:
+    """Issue 21 item 9: the speed boxes (one per endpoint) and the TTFT dots (one series per provider) paint a
+    provider alike."""
+    page = client.get("/").text
+
+    def painted(chart_id: str) -> set[str]:
+        return set(re.findall(rf"#chart-{chart_id} \.color-\d+[^{{]*\{{stroke:(#\w+);fill", page))
+
+    assert painted("chart-board-speed") == painted("chart-board-ttft-speed") and painted("chart-board-speed")
+
+
+def test_a_board_without_any_price_has_no_price_columns(client: TestClient) -> None:
+    """Issue 21 item 7: two columns of dashes pushed the last sample off a 1280 px screen; they show once a row
+    has a price (tests/web/test_prices.py)."""
+    page = client.get("/").text
+    assert "Price, $/1M" not in page and "$ per request" not in page and 'class="num wide price"' not in page
+    assert 'data-sort="last"' in page

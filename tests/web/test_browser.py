@@ -7,6 +7,7 @@ A screenshot of each page is kept under tests/artifacts/ (gitignored) for a pers
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -16,16 +17,18 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import FloatRect
+from PIL import Image
+from playwright.sync_api import FloatRect, Page
 
 from tests.conftest import free_port
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.measure.sample import make_sample
+from tokenpace.measure.network import Network
+from tokenpace.measure.sample import Origin, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import open_store
 
@@ -188,6 +191,66 @@ def troubled(tmp_path: Path) -> Iterator[str]:
     yield from _serve(tmp_path, TROUBLED, ready)
 
 
+# A stale endpoint (its plan's budget spent by samples stored an hour ago, so the sampler skips it) beside a failing
+# one, and a burst workload: the board's widest view, with the burst columns.
+UNWELL = """
+[providers.quick]
+simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
+every = "2s"
+
+[providers.broken]
+simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24, error = "500" }
+every = "2s"
+
+[providers.ghost]
+simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
+every = "2s"
+budget = { requests = 6 }
+
+[workloads.short]
+input_tokens = 300
+max_tokens = 24
+
+[workloads.burst]
+input_tokens = 300
+max_tokens = 24
+concurrency = 3
+
+[schedule]
+workloads = ["short", "burst"]
+min_samples = 2
+jitter = 0
+"""
+
+
+@pytest.fixture
+def unwell(tmp_path: Path) -> Iterator[str]:
+    """quick, broken (HTTP 500 every time) and ghost (six samples an hour old, then its budget is spent: stale),
+    once quick has samples of both workloads; six of quick's, an hour old, measured by an agent in eu-west."""
+    _chromium()
+    endpoint = Endpoint("ghost", "sim", "http://127.0.0.1:9/v1", simulated=True)
+    events = tuple(Event(i * 1_000_000, EventKind.CONTENT, " word") for i in range(5, 10))
+    timeline = Timeline(0, 1_000_000, 11_000_000, (*events, Event(11_000_000, EventKind.DONE)))
+    quick = Endpoint("quick", "sim", "http://127.0.0.1:9/v1", simulated=True)
+    agent = Origin("eu-west", "eu-west-1", network=Network(rtt_ms=20))  # a probe agent's: the region view's columns
+    with open_store(str(tmp_path / "serve.db")) as store:
+        for i in range(6):  # the budget's 6 requests in 24 h, spent
+            at = datetime.now(UTC) - timedelta(hours=1, minutes=i)
+            store.add_sample(make_sample("pre", endpoint, "short", at, timeline))
+            store.add_sample(make_sample("pre", quick, "short", at, timeline, origin=agent))
+
+    def ready(board: dict[str, Any]) -> bool:
+        rows = {e["name"]: e for e in board["entries"]}
+        return "broken/sim" in rows and rows.get("quick/sim", {}).get("samples", 0) >= 2
+
+    for url in _serve(tmp_path, UNWELL, ready):
+        deadline = time.monotonic() + 60
+        while not any("bursts" in e for e in _get_json(f"{url}/leaderboard.json?workload=burst")["entries"]):
+            assert time.monotonic() < deadline, "no burst on the board within 60 s"
+            time.sleep(0.5)
+        yield url
+
+
 def _width(box: FloatRect | None) -> float:
     """A bounding box's width; 0 for an element not laid out."""
     return 0.0 if box is None else box["width"]
@@ -312,5 +375,93 @@ def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> Non
             listed = page.locator("main").inner_text()
             assert "fastlane/llama-3.1-8b-instant" in listed and "wafer/llama3.1-8b" in listed
             page.screenshot(path=str(ARTIFACTS / "model-joined.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def _shaded(page: Page, box: FloatRect, x: float) -> float:
+    """The share of pixels, in a strip 3 px wide at ``x`` down the box, darker than the page's white: near 1
+    where a shadow is drawn, the share of text and rules where none is."""
+    height = min(box["height"], page.viewport_size["height"] - box["y"] if page.viewport_size else box["height"])
+    shot = page.screenshot(clip={"x": x, "y": box["y"], "width": 3, "height": height})
+    pixels = Image.open(io.BytesIO(shot)).convert("L").tobytes()
+    return sum(p < 245 for p in pixels) / len(pixels)
+
+
+def _painted(page: Page) -> None:
+    """Two frames later: what a scroll changed is on screen."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def _every_column_seen(page: Page, width: int) -> list[str]:
+    """Each header of the board either on screen, or in a box that scrolls sideways to it and shadows its edge
+    while it does; the columns a phone leaves out (class wide: on the endpoint's page) are the only ones hidden.
+    Returns the columns found only by scrolling."""
+    wrap = page.locator(".table-wrap:has(#leaderboard)")
+    scrolled = []
+    for i in range(page.locator("#leaderboard thead th").count()):
+        th = page.locator("#leaderboard thead th").nth(i)
+        label = th.inner_text().strip() or "#"
+        if th.is_hidden():
+            assert width <= 640 and "wide" in (th.get_attribute("class") or ""), label
+            continue
+        box = th.bounding_box()
+        assert box is not None and box["width"] > 10, label
+        if box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5:
+            continue
+        scrolled.append(label)
+        wrap.evaluate("w => w.scrollIntoView({block: 'start'})")  # the page, not the table: the edges in view
+        _painted(page)
+        edge = wrap.bounding_box()
+        assert edge is not None and wrap.evaluate("w => w.scrollWidth > w.clientWidth"), label
+        assert wrap.evaluate("w => w.scrollLeft") == 0
+        # the cue: a shadow down the right edge, none on the left (nothing there to scroll back to)
+        right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
+        assert right > 0.9 and left < 0.5, (label, right, left)
+        th.scroll_into_view_if_needed()
+        box = th.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (label, box)
+        # scrolled to the end, the cue changes sides: something to scroll back to, nothing further
+        wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; w.scrollIntoView({block: 'start'}); }")
+        _painted(page)
+        edge = wrap.bounding_box()
+        assert edge is not None
+        right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
+        assert left > 0.9 and right < 0.5, (label, right, left)
+        wrap.evaluate("w => { w.scrollLeft = 0; }")
+    return scrolled
+
+
+def test_every_column_is_on_screen_or_behind_a_scroll_cue_and_trouble_is_beside_the_name(unwell: str) -> None:
+    """Issue 21 item 7: at 1280 and 390 px every column of the board is on screen or reachable by scrolling its
+    table, which shadows the edge it overflows; a stale and a failing endpoint say so beside their names, on
+    screen at either width; the methodology page never scrolls sideways."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            for width, phone in ((1280, False), (390, True)):
+                page = browser.new_page(viewport={"width": width, "height": 900}, is_mobile=phone, has_touch=phone)
+                for view in ("short", "burst", "short&region=*"):  # the region view adds two columns
+                    page.goto(f"{unwell}/?workload={view}&client_bound=include")
+                    shot = f"board-{view.replace('&region=*', '-regions')}-{width}.png"
+                    page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
+                    assert page.evaluate("document.documentElement.scrollWidth") <= width
+                    scrolled = _every_column_seen(page, width)
+                    assert scrolled or not phone, view  # a phone's board overflows: its cue is checked
+                page.goto(f"{unwell}/?workload=short&client_bound=include")
+                for name, badge, text in (("ghost/sim", "stale", r"stale · \d+ (min|h)"),
+                                          ("broken/sim", "failing", r"failing · 0% ok")):  # fmt: skip
+                    mark = page.locator(f'#leaderboard tr[data-endpoint="{name}"] td.name .badge.{badge}')
+                    assert mark.is_visible() and re.fullmatch(text, mark.inner_text()), name
+                    box = mark.bounding_box()
+                    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (name, box)
+                healthy = page.locator('#leaderboard tr[data-endpoint="quick/sim"] td.name .badge')
+                assert healthy.filter(has_text="stale").count() == healthy.filter(has_text="failing").count() == 0
+                page.goto(f"{unwell}/methodology")
+                assert page.evaluate("document.documentElement.scrollWidth") <= width, "methodology"
+                page.close()
         finally:
             browser.close()

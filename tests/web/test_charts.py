@@ -132,3 +132,44 @@ def test_change_markers_stay_dots_when_the_samples_are_lines_only() -> None:
     assert legend(svg) == ["1k", charts.MARKERS]
     assert marks(svg) == [f"{marker.label}: 05:00: 150"]  # the only dot: what changed, when, to what
     assert chart.series[charts.MARKERS] == [(marker.at, 150.0)]
+
+
+def series_colours(chart: charts.Chart) -> dict[str, str]:
+    """Each series' colour as the SVG paints it: pygal classes the Nth series added ``color-N``, and its CSS
+    fills that class."""
+    fills = dict(re.findall(rf"#chart-{chart.id} \.color-(\d+)[^{{]*\{{stroke:(#\w+);fill", str(chart.svg)))
+    return {name: fills[str(i)] for i, name in enumerate(chart.series)}
+
+
+def test_a_series_keeps_its_colour_whatever_its_place_and_the_other_series() -> None:
+    """Issue 21 item 9: a provider's colour follows its name, not its row: re-ranked, or charted with fewer
+    endpoints, it keeps it; the endpoints of one chart have different colours (of two names hashing to one
+    colour, the later A to Z takes the next free one)."""
+    names = ["quick/sim", "middling/sim", "sluggish/sim", "groq/llama-3.1-8b", "together/llama-3.1-8b"]
+
+    def drawn(order: list[str]) -> dict[str, str]:
+        dots = [charts.Dot(name, name, i + 1.0, 10.0 * (i + 1)) for i, name in enumerate(order)]
+        return series_colours(charts.scatter("c", "TTFT against speed", "ms", "tok/s", dots))
+
+    first = drawn(names)
+    assert len(set(first.values())) == len(names)  # told apart
+    assert drawn(list(reversed(names))) == first  # re-ranked
+    assert drawn([names[3], names[0]]) == {n: first[n] for n in (names[3], names[0])}  # the others filtered out
+    speeds = {n: figure([float(v) for v in range(10, 20)]) for n in names}
+    assert series_colours(charts.boxes("b", "Speed", "tok/s", dict(reversed(speeds.items())))) == first
+    t = [(T0 + timedelta(minutes=i), 5.0 * i) for i in range(3)]
+    over = charts.over_time("t", "Speed over time", "tok/s", {names[3]: t, names[0]: t})
+    assert series_colours(over) == {names[3]: first[names[3]], names[0]: first[names[0]]}
+
+
+def test_a_chart_may_colour_its_series_by_another_name() -> None:
+    """The board's boxes are endpoints, its dots providers: both coloured by provider, one colour each."""
+    figures = {"groq/llama": figure([1.0, 2.0, 3.0]), "together/llama": figure([2.0, 3.0, 4.0])}
+    boxed = charts.boxes("b", "Speed", "tok/s", figures, {"groq/llama": "groq", "together/llama": "together"})
+    dots = charts.scatter(
+        "s", "TTFT", "ms", "tok/s", [charts.Dot("together", "x", 1, 2), charts.Dot("groq", "y", 2, 3)]
+    )
+    assert series_colours(boxed) == {
+        "groq/llama": series_colours(dots)["groq"],
+        "together/llama": series_colours(dots)["together"],
+    }

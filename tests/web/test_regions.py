@@ -20,6 +20,7 @@ from tokenpace.measure.network import Network
 from tokenpace.measure.sample import LOCAL, Origin, make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
+from tokenpace.web.paths import endpoint_path
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 FAST = Endpoint("fastco", "llama", "http://127.0.0.1:1/v1", simulated=True)
@@ -163,3 +164,48 @@ def test_the_methodology_says_what_the_correction_removes_and_what_it_cannot(cli
     assert "Network-corrected TTFT" in page
     text = client.get("/methodology.json").json()["network"]
     assert "round trip" in text and "cannot take off the provider's queueing" in text
+
+
+def test_an_endpoint_page_shows_one_region_or_all_pooled(client: TestClient) -> None:
+    """Issue 21 item 8: the endpoint page reads the region asked (its charts, percentiles, recent samples and
+    JSON), pools every region without one, and the board's rows of a region link to that region's page."""
+    link = endpoint_path(FAST.provider, FAST.plan, FAST.model)
+
+    def figures(query: str) -> tuple[str, list[tuple[str, int, float]], list[float]]:
+        r = client.get(f"{link}.json{query}")
+        assert r.status_code == 200, r.text
+        data = r.json()
+        rows = [(row["region"], row["samples"], row["ttft_ms"]["p50"]) for row in data["rows"]]
+        return data["region"], rows, sorted(p["ttft_ms"] for p in data["series"]["1k"])
+
+    east = figures("?region=us-east")
+    assert east[:2] == ("us-east", [("us-east", 4, 301.5)]) and len(east[2]) == 4 and 290 < east[2][0] < 320
+    local = figures("?region=local")
+    assert local[:2] == ("local", [("local", 4, 1001.5)]) and min(local[2]) > 990
+    pooled = figures("")
+    assert pooled[0] == "all" and pooled[1][0][:2] == ("all", 12) and len(pooled[2]) == 12
+    page = client.get(f"{link}?region=us-east").text
+    assert '<option value="us-east" selected>' in page and "Measured from us-east" in page
+    assert '<option value="*"' not in page  # each region apart is the board's
+    assert f'href="{link}?region=eu-west"' in client.get("/").text  # the board's default region
+    assert f'href="{link}?region=us-east"' in client.get("/?region=*").text
+    for bad in ("*", "mars"):
+        r = client.get(f"{link}?region={bad}")
+        assert r.status_code == 400 and "region" in r.text
+
+
+def test_a_model_page_shows_one_region_or_all_pooled(client: TestClient) -> None:
+    """Issue 21 item 8: the model page too, its JSON twin saying the region; its grid still shows every one."""
+    east = client.get("/model/llama.json?region=us-east").json()
+    assert east["region"] == "us-east"
+    assert {e["provider"]: e["ttft_ms"]["p50"] for e in east["endpoints"]} == {"slowco": 201.5, "fastco": 301.5}
+    assert {name: len(points) for name, points in east["series"].items()} == {"fastco/llama": 4, "slowco/llama": 4}
+    assert east["region_grid"]["regions"] == ["eu-west", "us-east", "local"]
+    pooled = client.get("/model/llama.json").json()
+    assert pooled["region"] == "all" and {e["samples"] for e in pooled["endpoints"]} == {12, 8}
+    page = client.get("/model/llama?region=us-east").text
+    assert (
+        "Measured from us-east" in page
+        and f'href="{endpoint_path("slowco", "default", "llama")}?region=us-east"' in page
+    )
+    assert client.get("/model/llama?region=mars").status_code == 400

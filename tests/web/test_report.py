@@ -7,6 +7,7 @@ import dataclasses
 import html
 import math
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from playwright.sync_api import ViewportSize
 
 from tests.reportkit import EVIL, concurrency_sweep, latency, one_point, rate_sweep, result, rows, tags
 from tests.web.test_browser import ARGS, ARTIFACTS, CHROMIUM, _chromium
-from tests.webkit import charts, legend, marks
+from tests.webkit import SVG, charts, legend, marks
 from tokenpace.board import numbers
 from tokenpace.config.load import Load
 from tokenpace.measure.loadstats import Figures, Latency, TagFigures
@@ -96,6 +97,12 @@ def test_one_point_shows_its_header_its_figures_and_its_two_charts() -> None:
     assert legend(drawn["chart-point1-run"]) == ["ok", "failed"]
 
 
+def y_axis(svg: ET.Element) -> list[float]:
+    """The values a chart's y axis is labelled with, bottom to top."""
+    axis = next(g for g in svg.iter(f"{SVG}g") if g.get("class", "").split()[:2] == ["axis", "y"])
+    return [float(t.text.replace(",", "")) for t in axis.iter(f"{SVG}text") if t.text and t.text[0].isdigit()]
+
+
 def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_against_load() -> None:
     res = concurrency_sweep()
     text = render_report(res)
@@ -103,11 +110,11 @@ def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_again
     assert_table_is_the_figures(text, res)
     drawn = charts(text)
     assert sorted(drawn) == sorted(
-        ["chart-sweep-throughput", "chart-sweep-latency"]
+        ["chart-sweep-throughput", "chart-sweep-tpot", "chart-sweep-latency"]
         + [f"chart-point{i}-{kind}" for i in range(1, 5) for kind in ("run", "ladder")]
     )
     # one dot per point and series, labelled with its load, at the result's figures
-    assert legend(drawn["chart-sweep-throughput"]) == ["TTFT p50", "TTFT p99", "TPOT p50"]
+    assert legend(drawn["chart-sweep-throughput"]) == ["TTFT p50", "TTFT p99"]
     throughput = marks(drawn["chart-sweep-throughput"])
     assert throughput[:4] == [
         "concurrency 1: output tok/s 512.2, ms 111",
@@ -115,12 +122,21 @@ def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_again
         "concurrency 16: output tok/s 1,537, ms 333",
         "concurrency 64: output tok/s 2,049, ms 444",
     ]
-    assert throughput[8:] == [  # TPOT p50
-        "concurrency 1: output tok/s 512.2, ms 13.25",
-        "concurrency 4: output tok/s 1,024, ms 14.25",
-        "concurrency 16: output tok/s 1,537, ms 15.25",
-        "concurrency 64: output tok/s 2,049, ms 16.25",
+    # TPOT on its own axis (issue 21 item 9): on TTFT's it was a flat line at the bottom
+    assert legend(drawn["chart-sweep-tpot"]) == ["TPOT p50", "TPOT p99"]
+    assert marks(drawn["chart-sweep-tpot"])[:4] == [
+        "concurrency 1: output tok/s 512.2, TPOT ms 13.25",
+        "concurrency 4: output tok/s 1,024, TPOT ms 14.25",
+        "concurrency 16: output tok/s 1,537, TPOT ms 15.25",
+        "concurrency 64: output tok/s 2,049, TPOT ms 16.25",
     ]
+    tpots = [t.tpot.p99 for t in (p.figures for p in res.points) if t.tpot.p99 is not None]
+    assert (
+        0
+        < max(y_axis(drawn["chart-sweep-tpot"]))
+        <= 1.2 * max(tpots)
+        < min(y_axis(drawn["chart-sweep-throughput"])[1:])
+    )
     assert legend(drawn["chart-sweep-latency"]) == ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50"]
     latency_marks = marks(drawn["chart-sweep-latency"])
     levels = enumerate((1, 4, 16, 64), 1)
@@ -281,7 +297,7 @@ def test_in_chromium_offline_the_charts_draw_and_the_table_prints(tmp_path: Path
             page.wait_for_load_state("load")
             assert asked == [url]  # nothing but the file itself
             figures = page.locator("figure.chart svg")
-            assert figures.count() == 3 + 2 * 3
+            assert figures.count() == 4 + 2 * 3  # throughput vs TTFT and vs TPOT, latency, achieved; per point two
             for i in range(figures.count()):
                 box = figures.nth(i).bounding_box()
                 assert figures.nth(i).is_visible() and box and box["width"] > 300 and box["height"] > 100

@@ -60,19 +60,22 @@ def test_sweep_charts_draw_the_figures_per_point_and_only_a_rate_sweep_compares_
     assert report_charts.sweep_charts(one_point()) == []
     res = concurrency_sweep()
     by_id = {c.id: c for c in report_charts.sweep_charts(res)}
-    assert list(by_id) == ["chart-sweep-throughput", "chart-sweep-latency"]
+    assert list(by_id) == ["chart-sweep-throughput", "chart-sweep-tpot", "chart-sweep-latency"]
     f = [p.figures for p in res.points]
     labels = [p.load.describe() for p in res.points]
     assert by_id["chart-sweep-throughput"].series == {
         "TTFT p50": [(lab, x.output_tokens_per_s, x.ttft.p50) for lab, x in zip(labels, f, strict=True)],
         "TTFT p99": [(lab, x.output_tokens_per_s, x.ttft.p99) for lab, x in zip(labels, f, strict=True)],
+    }
+    assert by_id["chart-sweep-tpot"].series == {
         "TPOT p50": [(lab, x.output_tokens_per_s, x.tpot.p50) for lab, x in zip(labels, f, strict=True)],
+        "TPOT p99": [(lab, x.output_tokens_per_s, x.tpot.p99) for lab, x in zip(labels, f, strict=True)],
     }
     assert by_id["chart-sweep-latency"].series["E2E p50"] == [
         (lab, c, x.e2e.p50) for lab, c, x in zip(labels, (1.0, 4.0, 16.0, 64.0), f, strict=True)
     ]
     rates = {c.id: c for c in report_charts.sweep_charts(rate_sweep())}
-    assert list(rates) == ["chart-sweep-throughput", "chart-sweep-latency", "chart-sweep-achieved"]
+    assert list(rates) == ["chart-sweep-throughput", "chart-sweep-tpot", "chart-sweep-latency", "chart-sweep-achieved"]
     assert rates["chart-sweep-achieved"].series["achieved"] == [
         (p.load.describe(), p.load.rate, p.figures.request_rate) for p in rate_sweep().points
     ]

@@ -67,6 +67,20 @@ def wanted(present: Collection[str], config: Config) -> bool:
     return bool(offered(present, config))
 
 
+def one(value: str | None, present: Collection[str], config: Config) -> str:
+    """A page of one endpoint or model: a region, ``local`` or ``all`` (the default: every region pooled, as its
+    links from a pooled board expect); each region apart is the board's and the model page's grid's."""
+    value = check(value or ALL)
+    if value == EACH:
+        raise BadRequest(f"region *: this page shows one region or {ALL} (pooled); the board shows each apart")
+    return check_known(value, present, config)
+
+
+def query(region: str | None) -> str:
+    """A link's ``?region=`` for a row of one region ('' this process itself); none for a pooled row."""
+    return "" if region is None else f"?region={token(region)}"
+
+
 def name(region: str, config: Config) -> str:
     """How a page names a region: ``eu-west (Frankfurt)`` with a declared label, else the name."""
     for r in config.regions:
@@ -86,10 +100,10 @@ def caption(value: str, config: Config) -> str:
     return f"Measured from {name(value, config)}"
 
 
-def menu(selected: str, present: Sequence[str], config: Config) -> dict[str, object]:
-    """The region menu, as the page's other filter menus are given."""
+def menu(selected: str, present: Sequence[str], config: Config, each: bool = True) -> dict[str, object]:
+    """The region menu, as the page's other filter menus are given; ``each``: offering each region apart."""
     options = [(r, name(r, config)) for r in offered(present, config)]
     if "" in present:
         options.append((LOCAL, "this server (no agent)"))
-    options += [(ALL, "all regions pooled"), (EACH, "each region apart")]
+    options += [(ALL, "all regions pooled"), *([(EACH, "each region apart")] if each else [])]
     return {"name": "region", "label": "Region", "selected": selected, "options": options}

@@ -16,6 +16,13 @@ from tokenpace.board.regions import token
 from tokenpace.measure.stats import Figure
 from tokenpace.store.windows import METRICS, EndpointRow
 
+FAILING_BELOW = 0.9  # a success rate under this is marked beside the endpoint's name: more than 1 request in 10 fails
+
+
+def failing(r: EndpointRow) -> bool:
+    """Whether the row's success rate is low enough to say so where the eye is (a row without samples: no)."""
+    return r.success_rate is not None and r.success_rate < FAILING_BELOW
+
 
 def iso(t: datetime | None) -> str | None:
     return None if t is None else t.isoformat()

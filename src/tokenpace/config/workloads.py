@@ -8,7 +8,7 @@ config file declares more (``[workloads.NAME]``); ``measure.prompts`` builds eac
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -73,10 +73,11 @@ BUILTIN: dict[str, Workload] = {
 DEFAULT = BUILTIN["1k"]
 
 
-def ordered(names: Iterable[str]) -> list[str]:
-    """Workload names in the one order every list uses: the built-ins as above, then the others by name."""
-    builtin = list(BUILTIN)
-    return sorted(set(names), key=lambda n: (builtin.index(n) if n in BUILTIN else len(builtin), n))
+def ordered(names: Iterable[str], configured: Sequence[str] = ()) -> list[str]:
+    """Workload names in the one order every list uses: the ones ``configured`` (the schedule's) in its order,
+    then the built-ins as above, then the others by name."""
+    first = list(dict.fromkeys([*configured, *BUILTIN]))
+    return sorted(set(names), key=lambda n: (first.index(n) if n in first else len(first), n))
 
 
 class _Table(pydantic.BaseModel):

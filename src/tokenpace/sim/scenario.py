@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import typing
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -60,6 +61,21 @@ class Scenario:
     non_ascii: bool = False  # accented, CJK and emoji words (then completion_tokens counts words)
     seed: int = 0  # with the request counter, seeds each request's text, jitter and error draw
     max_streams: int | None = None  # streams generated at once; more wait their turn (their TTFT grows by it)
+    # Per request, TTFT times a log-normal factor of this sigma and tokens/s divided by one of half of it: a real
+    # API's requests differ, its TTFT more than its speed. 0: every request alike (timing tests need that).
+    spread: float = 0.0
+
+    def drawn(self, rng: random.Random) -> Scenario:
+        """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
+        a seed's errors and jitter stay as they were)."""
+        if not self.spread:
+            return self
+        slower, slower_tokens = rng.lognormvariate(0, self.spread), rng.lognormvariate(0, self.spread / 2)
+        prefill = self.prefill_tokens_per_s and self.prefill_tokens_per_s / slower
+        return dataclasses.replace(
+            self, ttft_ms=self.ttft_ms * slower, prefill_tokens_per_s=prefill,
+            tokens_per_s=self.tokens_per_s / slower_tokens, spread=0.0,
+        )  # fmt: skip
 
     def first_token_ns(self, prompt_tokens: int) -> int:
         """Scheduled TTFT = ttft_ms + prompt tokens / prefill rate (the second term only when a rate is set)."""
@@ -67,10 +83,10 @@ class Scenario:
         return round(self.ttft_ms * NS_PER_MS + prefill_s * 1e9)
 
     def __post_init__(self) -> None:
-        times = (self.ttft_ms, self.jitter_ms, self.stall_ms)
+        times = (self.ttft_ms, self.jitter_ms, self.stall_ms, self.spread)
         counts = (self.output_tokens, self.reasoning_tokens, self.stall_after_tokens or 0)
         checks = [
-            (min(times) >= 0 and all(map(math.isfinite, times)), "ttft_ms, jitter_ms, stall_ms must be >= 0"),
+            (min(times) >= 0 and all(map(math.isfinite, times)), "ttft_ms, jitter_ms, stall_ms, spread must be >= 0"),
             (self.tokens_per_s > 0, "tokens_per_s must be > 0"),
             ((self.prefill_tokens_per_s or 1) > 0, "prefill_tokens_per_s must be > 0"),
             (self.tokens_per_chunk >= 1, "tokens_per_chunk must be >= 1"),

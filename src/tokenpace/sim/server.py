@@ -161,12 +161,13 @@ class Simulator:
             int(time.time()),
         )  # fmt: skip
         words = iter(lambda: word_rng.choice(vocabulary), None)
+        paced = s.drawn(rng)  # this request's TTFT and speed, when the scenario spreads them
         if s.max_streams is None:
-            return await self._answer(Call(request, s, truth, wire(reply), error, rng, words), ask.stream)
+            return await self._answer(Call(request, paced, truth, wire(reply), error, rng, words), ask.stream)
         # A server of bounded capacity (a batch size): requests beyond it queue, as a loaded server's do.
         slots = self._slots.setdefault(s, asyncio.Semaphore(s.max_streams))
         async with slots:
-            call = Call(request, s, truth, wire(reply), error, rng, words, time.perf_counter_ns())
+            call = Call(request, paced, truth, wire(reply), error, rng, words, time.perf_counter_ns())
             return await self._answer(call, ask.stream)
 
     @staticmethod

@@ -58,22 +58,31 @@ def _point(r: Sequence[Any]) -> Point:
     )  # fmt: skip
 
 
-def series(store: Store, *, provider: str, plan: str, model: str, workload: str | None, since: datetime) -> list[Point]:
-    """An endpoint's samples since a time (of one workload, or all), oldest first, unpublished ones included."""
+def _narrowed(sql: str, params: list[Any], workload: str | None, region: str | None) -> tuple[str, list[Any]]:
+    """The read of one workload and one region where given (None: every workload, every region pooled)."""
+    for column, value in (("workload", workload), ("region", region)):
+        if value is not None:
+            sql, params = f"{sql} AND {column} = ?", [*params, value]
+    return sql + " ORDER BY started_at, id", params
+
+
+def series(
+    store: Store, *, provider: str, plan: str, model: str, workload: str | None, since: datetime,
+    region: str | None = None,
+) -> list[Point]:  # fmt: skip
+    """An endpoint's samples since a time (of one workload, or all; measured from one region, '' this process
+    itself, or None every region), oldest first, unpublished ones included."""
     sql = f"SELECT {_POINT} FROM samples WHERE provider = ? AND plan = ? AND model = ? AND started_at >= ?"  # noqa: S608
-    params: list[Any] = [provider, plan, model, epoch(since)]
-    if workload is not None:
-        sql, params = sql + " AND workload = ?", [*params, workload]
-    return [_point(r) for r in store.query(sql + " ORDER BY started_at, id", params)]
+    return [_point(r) for r in store.query(*_narrowed(sql, [provider, plan, model, epoch(since)], workload, region))]
 
 
-def model_series(store: Store, *, model: str, workload: str | None, since: datetime) -> list[tuple[str, Point]]:
-    """A model's published samples on every endpoint since a time, oldest first, each with its endpoint's name."""
+def model_series(
+    store: Store, *, model: str, workload: str | None, since: datetime, region: str | None = None
+) -> list[tuple[str, Point]]:
+    """A model's published samples on every endpoint since a time (of one region, or None every region), oldest
+    first, each with its endpoint's name."""
     sql = f"SELECT provider, plan, {_POINT} FROM samples WHERE model = ? AND started_at >= ? AND published = 1"  # noqa: S608
-    params: list[Any] = [model, epoch(since)]
-    if workload is not None:
-        sql, params = sql + " AND workload = ?", [*params, workload]
-    rows = store.query(sql + " ORDER BY started_at, id", params)
+    rows = store.query(*_narrowed(sql, [model, epoch(since)], workload, region))
     return [(endpoint_name(r[0], r[1], model), _point(r[2:])) for r in rows]
 
 

@@ -11,6 +11,7 @@ inline configuration script it writes into every chart.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,20 +28,48 @@ MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grow
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
 MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
-STYLE = Style(
-    font_family="system-ui, -apple-system, 'Segoe UI', sans-serif",
-    background="transparent",
-    plot_background="transparent",
-    foreground="#1f2328",
-    foreground_strong="#1f2328",
-    foreground_subtle="#8c959f",
-    colors=("#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#0a7ea4", "#cf222e", "#4d2d00"),
-    title_font_size=15,
-    legend_font_size=12,
-    label_font_size=11,
-    major_label_font_size=11,
-    tooltip_font_size=12,
-)
+# Colours a series may take. A series' colour follows its name (:func:`colours`), never its place in the chart:
+# a provider keeps its colour when the ranking, the workload or the other rows change.
+PALETTE = (
+    "#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#0a7ea4", "#cf222e", "#4d2d00",
+    "#6e7781", "#9a6700", "#116329", "#0550ae",
+)  # fmt: skip
+_LOOK = {
+    "font_family": "system-ui, -apple-system, 'Segoe UI', sans-serif",
+    "background": "transparent",
+    "plot_background": "transparent",
+    "foreground": "#1f2328",
+    "foreground_strong": "#1f2328",
+    "foreground_subtle": "#8c959f",
+    "title_font_size": 15,
+    "legend_font_size": 12,
+    "label_font_size": 11,
+    "major_label_font_size": 11,
+    "tooltip_font_size": 12,
+}
+
+
+def colours(names: Sequence[str]) -> dict[str, str]:
+    """Each name's colour: the palette's entry its name hashes to (crc32: the same in every process), or, where
+    another name of the chart took it, the next free one. Names claim colours A to Z, so the colours depend on
+    which names a chart holds, never on their order; past the palette's size colours repeat."""
+    found: dict[str, str] = {}
+    used: set[int] = set()
+    for name in sorted(set(names)):
+        if len(used) == len(PALETTE):
+            used = set()  # every colour taken: the rest share
+        slot = zlib.crc32(name.encode()) % len(PALETTE)
+        while slot in used:
+            slot = (slot + 1) % len(PALETTE)
+        used.add(slot)
+        found[name] = PALETTE[slot]
+    return found
+
+
+def _style(names: Sequence[str]) -> Style:
+    """The style whose colours, in series order, are the series' own (pygal colours series by their place)."""
+    found = colours(names)
+    return Style(**_LOOK, colors=tuple(found[n] for n in names) or PALETTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +118,11 @@ def _tooltips(root: ET.Element) -> ET.Element:
     return root
 
 
-def _config(title: str, **more: Any) -> dict[str, Any]:
+def _config(title: str, names: Sequence[str], **more: Any) -> dict[str, Any]:
+    """A chart's settings; ``names``: its series, in the order they are added (their colours are their own)."""
     return {
         "title": title,
-        "style": STYLE,
+        "style": _style(names),
         "js": [],  # pygal's tooltip script would come from its project's site: never a CDN
         "disable_xml_declaration": True,  # inline in the page
         "width": 720,
@@ -136,8 +166,9 @@ class _Percentiles(pygal.Box):  # type: ignore[misc]
         return f"median {p50}, P25-P75 {p25}-{p75}, P5-P95 {p5}-{p95}"
 
 
-def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -> Chart:
-    """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order."""
+def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], keys: Mapping[str, str] = {}) -> Chart:
+    """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order;
+    ``keys``: the name a box's colour follows, where not its own (its provider, say)."""
     drawn: dict[str, list[float]] = {}
     for name, f in figures.items():
         spread = [v for v in (f.p5, f.p25, f.p50, f.p75, f.p95) if v is not None]
@@ -145,7 +176,16 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure]) -
             drawn[name] = spread
     rotation = -30 if len(drawn) > 4 else 0
     top = _from_zero([v[-1] for v in drawn.values()])
-    chart = _Percentiles(**_config(title, y_title=unit, show_legend=False, x_label_rotation=rotation, range=top))
+    chart = _Percentiles(
+        **_config(
+            title,
+            [keys.get(n, n) for n in drawn],
+            y_title=unit,
+            show_legend=False,
+            x_label_rotation=rotation,
+            range=top,
+        )
+    )
     chart.x_labels = list(drawn)
     for name, values in drawn.items():
         chart.add(name, values)
@@ -168,11 +208,13 @@ def scatter(
     def said(xy: tuple[float, float]) -> str:
         return f"{x_title} {_short(xy[0])}, {y_title} {_short(xy[1])}"
 
-    config = _config(title, stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys)
-    chart = pygal.XY(**config)
     drawn: dict[str, list[tuple[str, float, float]]] = {}
     for d in dots:
         drawn.setdefault(d.group, []).append((d.label, d.x, d.y))
+    config = _config(
+        title, list(drawn), stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys
+    )
+    chart = pygal.XY(**config)
     for group, marks in drawn.items():
         chart.add(group, [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks])
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
@@ -181,7 +223,7 @@ def scatter(
 def bars(chart_id: str, title: str, unit: str, values: Mapping[str, float]) -> Chart:
     """A bar per name, read from zero, in the mapping's order: a ladder of percentiles, say. Its series: each
     name's value, as a list of one."""
-    config = _config(title, y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
+    config = _config(title, [title], y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
     chart = pygal.Bar(**config, value_formatter=lambda v: f"{_short(v)} {unit}")
     chart.x_labels = list(values)
     chart.add(title, [{"value": v, "label": name} for name, v in values.items()])
@@ -203,6 +245,7 @@ def over_time(
     unit: str,
     groups: Mapping[str, Sequence[tuple[datetime, float]]],
     markers: Sequence[Marker] = (),
+    keys: Mapping[str, str] = {},
 ) -> Chart:
     """A line per group through its values in time order, a dot per value while the chart holds few enough; the
     markers as a series of their own, large dots without a line."""
@@ -217,7 +260,14 @@ def over_time(
 
     chart = pygal.DateTimeLine(
         **_config(
-            title, y_title=f"{unit}", x_title="UTC", show_dots=dots, dots_size=2.5, x_value_formatter=clock, range=top
+            title,
+            [*(keys.get(g, g) for g in groups), *([MARKERS] if markers else [])],
+            y_title=f"{unit}",
+            x_title="UTC",
+            show_dots=dots,
+            dots_size=2.5,
+            x_value_formatter=clock,
+            range=top,
         )
     )
     for group, values in groups.items():
@@ -232,11 +282,16 @@ def over_time(
 _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_ms", "Time to first token", "ms"))
 
 
-def sample_charts(groups: Mapping[str, Sequence[Point]], markers: Mapping[str, Sequence[Marker]] = {}) -> list[Chart]:
+def sample_charts(
+    groups: Mapping[str, Sequence[Point]],
+    markers: Mapping[str, Sequence[Marker]] = {},
+    keys: Mapping[str, str] = {},
+) -> list[Chart]:
     """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
 
     ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
-    its count is in the tables. ``markers``: per metric (a Point attribute), what its time chart marks.
+    its count is in the tables. ``markers``: per metric (a Point attribute), what its time chart marks. ``keys``:
+    the name a group's colour follows, where not its own (an endpoint's provider, as the board colours it).
     """
     out = []
     for key, attr, label, unit in _METRICS:
@@ -244,7 +299,7 @@ def sample_charts(groups: Mapping[str, Sequence[Point]], markers: Mapping[str, S
             group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
             for group, points in groups.items()
         }
-        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ())))
+        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), keys))
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
-        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread))
+        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, keys))
     return out

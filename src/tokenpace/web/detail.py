@@ -16,12 +16,11 @@ from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 
-from tokenpace.board import cost, heatmap, uptime
+from tokenpace.board import cost, heatmap, regions, uptime
 from tokenpace.board.changes import change_dict, describe, series_changes
 from tokenpace.board.grid import grid_dict, region_grid
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
-from tokenpace.config.workloads import ordered
 from tokenpace.measure.bursts import bursts, grouped
 from tokenpace.store.database import epoch
 from tokenpace.store.series import Point, model_series, series
@@ -33,6 +32,7 @@ from tokenpace.store.windows import (
     endpoint_name,
     endpoint_rows,
     model_rows,
+    present,
     present_models,
 )
 from tokenpace.web import charts
@@ -77,35 +77,49 @@ def _rows_data(
     ]
 
 
+def _region(
+    site: Site, window: Window, now: datetime, params: Mapping[str, str]
+) -> tuple[str, list[dict[str, object]]]:
+    """The page's region (board/regions.one: ``all`` unless asked) and its menu, none where no agent ever measured
+    and none is declared (the board shows none there either)."""
+    here = sorted({x[3] for x in present(site.store, window, now, site.long_workloads)})
+    region = regions.one(params.get("region"), here, site.config)
+    wanted = regions.wanted(here, site.config) or region != regions.ALL
+    return region, [regions.menu(region, here, site.config, each=False)] if wanted else []
+
+
 def _heat_workload(site: Site, chosen: str | None, present: Sequence[str]) -> str | None:
     """The workload a heatmap shows: the one chosen, else the board's usual one, else the first present."""
     if chosen:
         return chosen
-    return site.default_workload if site.default_workload in present else next(iter(ordered(present)), None)
+    return site.default_workload if site.default_workload in present else next(iter(site.ordered(present)), None)
 
 
 def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapping[str, str]) -> Page:
     """One endpoint, every workload (or the one chosen): figures per workload and its samples over time."""
     window, include = window_param(params), client_bound_param(params)
     now = site.now()
+    region, where = _region(site, window, now, params)
     rows = endpoint_rows(
         site.store, window, now, site.long_workloads, model=model, provider=provider, plan=plan,
-        include_client_bound=include,
+        include_client_bound=include, region=regions.read(region),
     )  # fmt: skip
     configured = [e for e in site.config.endpoints if (e.provider, e.plan, e.model) == (provider, plan, model)]
     workload = params.get("workload") or None
-    shown = [r for r in rows if workload in (None, r.workload)]
+    order = {w: i for i, w in enumerate(site.ordered(r.workload for r in rows))}
+    shown = sorted((r for r in rows if workload in (None, r.workload)), key=lambda r: order[r.workload])
     span = max((window.span(r.workload, site.long_workloads) for r in shown), default=window.seconds)
     points = series(
-        site.store, provider=provider, plan=plan, model=model, workload=workload, since=now - timedelta(seconds=span)
-    )
+        site.store, provider=provider, plan=plan, model=model, workload=workload, since=now - timedelta(seconds=span),
+        region=regions.read(region),
+    )  # fmt: skip
     if not rows and not configured and not points:
         raise HTTPException(404, f"no endpoint {endpoint_name(provider, plan, model)} has samples or is configured")
     # With every workload shown, the since above is the longest span; trim each workload to its own.
     points = [p for p in points if (now - p.started_at).total_seconds() <= window.span(p.workload, site.long_workloads)]
     points = _scrubbed(site, points)
     hours = uptime.hourly(points, now, span)
-    groups: dict[str, list[Point]] = {w: [] for w in ordered({p.workload for p in points})}  # the usual order
+    groups: dict[str, list[Point]] = {w: [] for w in site.ordered({p.workload for p in points})}  # schedule's order
     for p in points:
         if p.charted(include):
             groups[p.workload].append(p)
@@ -117,14 +131,14 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     heat = None
     if heat_workload is not None:
         weeks = series(site.store, provider=provider, plan=plan, model=model, workload=heat_workload,
-                       since=now - timedelta(weeks=heatmap.WEEKS))  # fmt: skip
+                       since=now - timedelta(weeks=heatmap.WEEKS), region=regions.read(region))  # fmt: skip
         heat = heatmap.hour_of_week(
             (p.started_at, p.output_speed) for p in weeks if p.charted(include) and p.output_speed
         )
     simulated = any(r.simulated for r in rows) or any(e.simulated for e in configured)
     protocol = rows[0].protocol if rows else configured[0].protocol
     name = endpoint_name(provider, plan, model)
-    query = urlencode({k: v for k, v in (("window", window.name), ("workload", workload)) if v})
+    query = urlencode({k: v for k, v in (("window", window.name), ("workload", workload), ("region", region)) if v})
     facts = {
         "provider": provider,
         "plan": plan,
@@ -147,7 +161,12 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
         "changes": changed,
         "window": window,
         "provider_url": "/?" + urlencode({"provider": provider}),
-        "menus": [window_menu(window), _workload_menu(ordered(r.workload for r in rows), workload or "", "all")],
+        "menus": [
+            window_menu(window),
+            *where,
+            _workload_menu(site.ordered(r.workload for r in rows), workload or "", "all"),
+        ],
+        "region_caption": regions.caption(region, site.config) if where else "",
         "stats_rows": [(r.workload, None, False, r) for r in shown],
         "charts": charts.sample_charts(groups, markers),
         "recent": _recent([(p.workload, p) for p in points]),
@@ -164,8 +183,9 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     recent = [p for _, p in _recent([(p.workload, p) for p in points])]
     # the leaderboard JSON's shape of a row
     rows_data = _rows_data(site, shown, _costs(site, shown, window, now), window, now)
-    data = {"endpoint": facts, "window": window, "rows": rows_data, "series": groups, "recent": recent,
-            "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()}, "changes": changed,
+    data = {"endpoint": facts, "window": window, "region": region, "rows": rows_data, "series": groups,
+            "recent": recent, "uptime": hours, "bursts": {w: bursts_dict(b) for w, b in found.items()},
+            "changes": changed,
             "hour_of_week": heat and {"workload": heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS,
                                       "days": heatmap.DAYS, **dataclasses.asdict(heat)}}  # fmt: skip
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
@@ -177,13 +197,17 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     weights (config.models), so ``/model/llama-3.1-8b-instant`` shows the page of ``llama-3.1-8b``."""
     window, include = window_param(params), client_bound_param(params)
     now, models = site.now(), site.config.models
+    region, where = _region(site, window, now, params)
     model = models.canonical(asked)
     seen = present_models(site.store, window, now, site.long_workloads)
     ids = models.ids(model, [*seen, *(e.model for e in site.config.endpoints)])
-    rows = endpoint_rows(site.store, window, now, site.long_workloads, model=ids, include_client_bound=include)
+    rows = endpoint_rows(
+        site.store, window, now, site.long_workloads, model=ids, include_client_bound=include,
+        region=regions.read(region),
+    )  # fmt: skip
     if not rows and not any(e.model in ids for e in site.config.endpoints):
         raise HTTPException(404, f"no endpoint serving model {asked} has samples or is configured")
-    workloads = ordered(r.workload for r in rows)
+    workloads = site.ordered(r.workload for r in rows)
     usual = site.default_workload
     workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]
@@ -196,7 +220,10 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     grid = region_grid(apart, site.config)
     since = now - timedelta(seconds=window.span(workload, site.long_workloads))
     costs = _costs(site, shown, window, now)
-    named = [x for m in ids for x in model_series(site.store, model=m, workload=workload, since=since)]
+    named = [
+        x for m in ids
+        for x in model_series(site.store, model=m, workload=workload, since=since, region=regions.read(region))
+    ]  # fmt: skip
     named.sort(key=lambda x: x[1].started_at)  # stable: one id's samples keep their order among equal times
     points = list(zip([name for name, _ in named], _scrubbed(site, [p for _, p in named]), strict=True))
     groups: dict[str, list[Point]] = {}
@@ -211,9 +238,13 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
         "workload": workload,
         "window": window,
         "summary": summary[0] if summary else None,
-        "menus": [window_menu(window), _workload_menu(workloads or [workload], workload, None)],
-        "stats_rows": [(r.name, endpoint_path(r.provider, r.plan, r.model), r.simulated, r) for r in shown],
-        "charts": charts.sample_charts(groups),
+        "menus": [window_menu(window), *where, _workload_menu(workloads or [workload], workload, None)],
+        "region_caption": regions.caption(region, site.config) if where else "",
+        "stats_rows": [
+            (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.query(r.region), r.simulated, r)
+            for r in shown
+        ],
+        "charts": charts.sample_charts(groups, keys={r.name: r.provider for r in rows}),  # a provider's colour
         "recent": _recent(points),
         "recent_label": "Endpoint",
         "open_recent": False,
@@ -221,12 +252,15 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
         "grid": grid,
     }
     endpoints = _rows_data(site, shown, costs, window, now)
-    data = {**facts, "workload": workload, "window": window, "summary": summary[0] if summary else None,
-            "endpoints": endpoints, "series": groups, "recent": _recent(points),
+    data = {**facts, "workload": workload, "window": window, "region": region,
+            "summary": summary[0] if summary else None, "endpoints": endpoints, "series": groups,
+            "recent": _recent(points),
             "region_grid": grid_dict(grid)}  # fmt: skip
     return Page(
         "model.html",
         context,
         data,
-        json_url=model_path(model, "json") + "?" + urlencode({"window": window.name, "workload": workload}),
+        json_url=model_path(model, "json")
+        + "?"
+        + urlencode({"window": window.name, "workload": workload, "region": region}),
     )

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import changes, cost, ranking, regions
+from tokenpace.board.rows import failing
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
@@ -53,11 +54,14 @@ def _href(query: ranking.Query, **changes: Any) -> str:
     return f"/?{qs}" if qs else "/"
 
 
-def _columns(each_region: bool, net: bool) -> list[tuple[str, str, str]]:
+def _columns(each_region: bool, net: bool, priced: bool = True) -> list[tuple[str, str, str]]:
     """The columns shown: a region's beside the name when rows are per region, TTFT - RTT beside TTFT when the
-    rows measured the network."""
+    rows measured the network, price and cost only when some row has a price (two columns of dashes cost a
+    narrow screen the last sample)."""
     out = []
     for column in COLUMNS:
+        if column[0] in ("price", "cost") and not priced:
+            continue
         out.append(column)
         if column[0] == "name" and each_region:
             out.append(("region", "Region", ""))
@@ -66,11 +70,11 @@ def _columns(each_region: bool, net: bool) -> list[tuple[str, str, str]]:
     return out
 
 
-def _headers(query: ranking.Query, net: bool = False) -> list[dict[str, str]]:
+def _headers(query: ranking.Query, net: bool = False, priced: bool = True) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
-    for key, label, cls in _columns(query.region == EACH, net):
+    for key, label, cls in _columns(query.region == EACH, net, priced):
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
         if key == "ttft_net":
             head["title"] = TTFT_NET_TITLE
@@ -105,7 +109,7 @@ def _spend_today(site: Site) -> list[cost.PlanDay]:
 
 def _menus(board: ranking.Board, config: Config) -> list[dict[str, object]]:
     q = board.query
-    workloads = ordered([*board.workloads, q.workload])
+    workloads = ordered([*board.workloads, q.workload], config.schedule.workloads)
     # No region menu where no agent ever measured and none is declared: one place, nothing to choose.
     where = [regions.menu(q.region, board.regions, config)] if regions.wanted(board.regions, config) else []
     return [
@@ -178,9 +182,10 @@ def board_charts(board: ranking.Board) -> list[charts.Chart]:
     shown = [e for e in board.entries if e.row.output_speed.n]
     boxed = shown[: charts.MAX_BOXES]
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
+    # coloured by provider, as the dots below: one provider, one colour, on every chart and page
     speeds = charts.boxes(
         "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
-        {_label(board, e): e.row.output_speed for e in boxed},
+        {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): e.row.provider for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
     timed = [
@@ -214,6 +219,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     qs = q.params()
     found = _bursts(site, board)
     net = any(e.row.ttft_net_ms.n for e in board.entries)
+    priced = any(e.cost is not None and e.cost.price is not None for e in board.entries)
     caption = regions.caption(q.region, site.config) if regions.wanted(board.regions, site.config) else ""
     context = {
         "board": board,
@@ -223,7 +229,8 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "models": board.models,
         "budgets": budgets,
         "spend": spent,
-        "headers": _headers(q, net),
+        "headers": _headers(q, net, priced),
+        "priced": priced,
         "sort_label": _SORTED_BY[q.sort],
         "menus": _menus(board, site.config),
         "region_caption": caption,
@@ -231,6 +238,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "net": net,
         "ttft_net_title": TTFT_NET_TITLE,
         "region_token": regions.token,
+        "failing": failing,
         "agents_url": "/agents" if _any_agent(site) else "",
         "hidden": hidden,
         "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),

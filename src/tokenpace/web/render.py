@@ -21,7 +21,7 @@ import jinja2
 import markupsafe
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from tokenpace.board import numbers
+from tokenpace.board import numbers, regions
 from tokenpace.config.endpoints import plan_name
 from tokenpace.version import __version__
 from tokenpace.web.paths import endpoint_path, model_path
@@ -73,7 +73,8 @@ def environment() -> jinja2.Environment:
     env.filters.update(rate=numbers.rate, cut=numbers.cut)
     env.globals.update(
         version=__version__,
-        endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model),
+        # a row of one region links to its endpoint's page of that region
+        endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model) + regions.query(getattr(r, "region", None)),
         model_url=model_path,
         plan_name=plan_name,
     )

@@ -1,11 +1,11 @@
 """A load test report's charts, drawn from its BenchResult by web/charts.py: what a sweep and each level did.
 
-A sweep (two or more points) gets throughput against latency, latency percentiles against the swept value and,
-for a rate sweep, the rate achieved against the rate offered. Every point gets TTFT over its run (a dot per
-request row, failures apart) and its TTFT percentile ladder. The ladder and the sweep charts draw the
-figures the result carries (measure/loadstats.py), never figures recomputed from the rows: the rows are a
-bounded sample, the figures cover every request. Dots are bounded: a chart draws at most ``MAX_DOTS`` rows,
-and fewer per chart when the report has many points, thinned evenly over the run.
+A sweep (two or more points) gets throughput against TTFT and, on an axis of its own, against TPOT; latency
+percentiles against the swept value and, for a rate sweep, the rate achieved against the rate offered. Every point
+gets TTFT over its run (a dot per request row, failures apart) and its TTFT percentile ladder. The ladder and the
+sweep charts draw the figures the result carries (measure/loadstats.py), never figures recomputed from the rows:
+the rows are a bounded sample, the figures cover every request. Dots are bounded: a chart draws at most
+``MAX_DOTS`` rows, and fewer per chart when the report has many points, thinned evenly over the run.
 """
 
 from __future__ import annotations
@@ -64,19 +64,35 @@ def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> li
 
 
 def throughput_latency(result: BenchResult) -> Chart:
-    """Each point at its achieved output tok/s, against its TTFT p50 and p99 and its TPOT p50, joined in the
-    order of the swept value."""
+    """Each point at its achieved output tok/s, against its TTFT p50 and p99, joined in the order of the swept
+    value."""
     dots = [
         d
         for p, _ in swept(result)[1]
         for d in _dots(
             p.load.describe(),
             p.figures.output_tokens_per_s,
-            (("TTFT p50", p.figures.ttft.p50), ("TTFT p99", p.figures.ttft.p99), ("TPOT p50", p.figures.tpot.p50)),
+            (("TTFT p50", p.figures.ttft.p50), ("TTFT p99", p.figures.ttft.p99)),
         )
     ]
-    title = "Throughput vs latency"
+    title = "Throughput vs TTFT"
     return scatter("chart-sweep-throughput", title, "output tok/s", "ms", _by_group(dots), lines=True)
+
+
+def throughput_tpot(result: BenchResult) -> Chart:
+    """TPOT p50 and p99 against achieved output tok/s, on an axis of their own: a TPOT of 20 ms drawn on TTFT's
+    2,000 ms axis is a flat line at the bottom."""
+    dots = [
+        d
+        for p, _ in swept(result)[1]
+        for d in _dots(
+            p.load.describe(),
+            p.figures.output_tokens_per_s,
+            (("TPOT p50", p.figures.tpot.p50), ("TPOT p99", p.figures.tpot.p99)),
+        )
+    ]
+    title = "Throughput vs time per output token"
+    return scatter("chart-sweep-tpot", title, "output tok/s", "TPOT ms", _by_group(dots), lines=True)
 
 
 def latency_by_load(result: BenchResult) -> Chart:
@@ -119,7 +135,7 @@ def sweep_charts(result: BenchResult) -> list[Chart]:
     """A sweep's charts (two or more points); none for one level."""
     if len(result.points) < 2:
         return []
-    out = [throughput_latency(result), latency_by_load(result)]
+    out = [throughput_latency(result), throughput_tpot(result), latency_by_load(result)]
     if swept(result)[0].startswith("offered"):
         out.append(achieved_offered(result))
     return out

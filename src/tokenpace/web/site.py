@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +11,7 @@ import jinja2
 from tokenpace.board import ranking
 from tokenpace.board.changes import Kept
 from tokenpace.config.endpoints import Config
+from tokenpace.config.workloads import ordered
 from tokenpace.schedule.sampler import Job, Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
@@ -38,6 +39,10 @@ class Site:
     pool: ViewPool
     secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
     worker: Worker | None = None  # the process rendering pages, when they are not rendered on pool threads
+
+    def ordered(self, workloads: Iterable[str]) -> list[str]:
+        """Workload names in the schedule's order (the config's), then the built-ins', then A to Z."""
+        return ordered(workloads, self.config.schedule.workloads)
 
     def scrub(self, text: str | None) -> str | None:
         """``text`` with every known secret replaced by ***."""
