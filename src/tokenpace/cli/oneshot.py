@@ -93,7 +93,7 @@ def _cli_endpoint(
 )
 @click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1),
               help="Requests per endpoint (each one a sample).")  # fmt: skip
-@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(1, 4096),
               help="Requests in flight at once, per endpoint.")  # fmt: skip
 @click.option(
     "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD, show_default=True,
@@ -186,6 +186,7 @@ def run(
     from tokenpace.board import terminal
     from tokenpace.cli.measuring import take
     from tokenpace.config.endpoints import Config, load
+    from tokenpace.config.workloads import check_requests
     from tokenpace.measure.clients.transport import Limits, Timeouts
     from tokenpace.measure.corpus import load_corpus
     from tokenpace.measure.run import RunOptions
@@ -208,6 +209,7 @@ def run(
     workload = cfg.workload(workload_name)
     if max_tokens is not None:
         workload = dataclasses.replace(workload, max_tokens=max_tokens)
+    check_requests(workload, requests, "-n")  # every prompt is built before the first is sent
     corpus_dir = corpus or cfg.corpus
     texts = load_corpus(corpus_dir) if corpus_dir is not None else None
     if idle_timeout < first_token_timeout and not quiet:

@@ -20,6 +20,11 @@ from tokenpace.errors import ConfigError
 TEXT_TASKS = ("summarize", "questions", "compare", "translate", "visual")
 IMAGE_TASK = "describe"
 MIN_INPUT_TOKENS = 300  # nonce line and task take up to ~150 of them
+MAX_INPUT_TOKENS = 2_000_000  # ten times the longest context offered; such a prompt is ~9 MB of text
+MAX_CONCURRENCY = 4096  # requests in flight at once, as bench's -c
+PROMPT_MEMORY = 256 << 20  # bytes the prompts one run builds before sending may take (run -n, a plan's requests)
+_BYTES_PER_TOKEN = 10  # a built prompt's text (~4.4 bytes a token) twice, as a string and as the request body
+_PER_PROMPT = 4096  # a prompt's own objects, its sample's share
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +53,12 @@ def _problem(w: Workload) -> str | None:
     known = (*TEXT_TASKS, IMAGE_TASK)
     if w.input_tokens < MIN_INPUT_TOKENS:
         return f"input_tokens: must be at least {MIN_INPUT_TOKENS}, got {w.input_tokens}"
+    if w.input_tokens > MAX_INPUT_TOKENS:
+        return f"input_tokens: must be at most {MAX_INPUT_TOKENS}, got {w.input_tokens}"
     if w.max_tokens < 1:
         return f"max_tokens: must be at least 1, got {w.max_tokens}"
-    if w.concurrency is not None and w.concurrency < 1:
-        return f"concurrency: must be at least 1, got {w.concurrency}"
+    if w.concurrency is not None and not 1 <= w.concurrency <= MAX_CONCURRENCY:
+        return f"concurrency: must be from 1 to {MAX_CONCURRENCY}, got {w.concurrency}"
     if not w.tasks or (unknown := [t for t in w.tasks if t not in known]):
         return f"tasks: give one or more of {', '.join(known)}" + (f", not {unknown[0]!r}" if w.tasks else "")
     if w.image is not None and not all(16 <= side <= 8192 for side in w.image):
@@ -59,6 +66,27 @@ def _problem(w: Workload) -> str | None:
     if (w.image is not None) != (w.tasks == (IMAGE_TASK,)):
         return f"tasks: a workload with an image runs the {IMAGE_TASK!r} task only, and {IMAGE_TASK!r} needs an image"
     return None
+
+
+def prompt_bytes(w: Workload) -> int:
+    """About the memory one built prompt of ``w`` holds until its request is sent: text, body, image (as PNG)."""
+    image = 0 if w.image is None else w.image[0] * w.image[1] * 2  # PNG bytes and their base64 in the body
+    return w.input_tokens * _BYTES_PER_TOKEN + _PER_PROMPT + image
+
+
+def most_requests(w: Workload) -> int:
+    """The most requests of ``w`` one run may build up front: PROMPT_MEMORY's worth."""
+    return max(1, PROMPT_MEMORY // prompt_bytes(w))
+
+
+def check_requests(w: Workload, requests: int, what: str) -> None:
+    """Refuse ``requests`` prompts of ``w`` built at once when they would take more than PROMPT_MEMORY."""
+    if requests > (most := most_requests(w)):
+        mib = requests * prompt_bytes(w) / 2**20
+        raise ConfigError(
+            f"{what} {requests}: the {w.name} prompts would take ~{mib:,.0f} MiB, over the {PROMPT_MEMORY >> 20} "
+            f"MiB they may take; at most {most} requests of {w.name} per run"
+        )
 
 
 # max_tokens 500 for every built-in: enough tokens after the first for a stable output-speed figure, and every
