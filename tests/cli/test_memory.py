@@ -21,6 +21,7 @@ from click.testing import CliRunner, Result
 
 from tokenpace.cli import main
 from tokenpace.measure import corpus, datafiles, load
+from tokenpace.measure.clients.base import HttpRequest
 from tokenpace.measure.synthetic import Lengths, Synthetic
 from tokenpace.measure.tokens import count_tokens
 
@@ -139,8 +140,8 @@ def test_load_builds_ahead_within_its_bytes_and_drops_what_it_handed_out(monkeyp
     assert built == 1 and count >= 6 and ready == count - 2 and held >= 0
 
 
-def _http(text: str) -> load.HttpRequest:
-    return load.HttpRequest("http://x", {}, text.encode())
+def _http(text: str) -> HttpRequest:
+    return HttpRequest("http://x", {}, text.encode())
 
 
 def _started(path: Path) -> int:
