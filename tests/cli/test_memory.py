@@ -54,8 +54,9 @@ def test_a_workloads_input_tokens_are_bounded(tmp_path: Path) -> None:
 
 
 def test_run_refuses_more_prompts_than_fit_and_more_streams_than_4096() -> None:
-    assert_refused(invoke("run", "--sim", "-n", "100000000"), "-n 100000000", "over the 256 MiB", "at most 19")
-    assert_refused(invoke("run", "--sim", "-w", "100k", "-n", "300"), "at most 267 requests of 100k per run")
+    assert_refused(invoke("run", "--sim", "-n", "100000000"), "-n 100000000", "over the 256 MiB", "at most 2326")
+    assert_refused(invoke("run", "--sim", "-w", "100k", "-n", "108"), "at most 107 requests of 100k")
+    assert_refused(invoke("run", "--sim", "--max-tokens", "100000", "-n", "18"), "at most 17 requests of 1k")
     result = invoke("run", "--sim", "-c", "100000")
     assert result.exit_code == 2 and "--concurrency" in result.output and "4096" in result.output
 
@@ -69,7 +70,7 @@ def test_a_plans_requests_are_bounded_when_the_config_is_read(tmp_path: Path) ->
     config.write_text(
         '[providers.demo]\nsimulate = { ttft_ms = 1 }\nrequests = 300\n[schedule]\nworkloads = ["100k"]\n'
     )
-    assert_refused(invoke("workloads", "--config", str(config)), "at most 267 requests of 100k")
+    assert_refused(invoke("workloads", "--config", str(config)), "at most 107 requests of 100k")
     config.write_text('[providers.demo]\nsimulate = { ttft_ms = 1 }\nrequests = 300\n[schedule]\nworkloads = ["1k"]\n')
     assert invoke("workloads", "--config", str(config)).exit_code == 0
 
@@ -177,14 +178,14 @@ def test_a_signal_while_preparing_stops_with_its_code_and_one_line(
 
 def test_sigterm_while_prompts_are_built_stops_within_a_prompt(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    args = [sys.executable, "-m", "tokenpace", "run", "--sim", "-w", "100k", "-n", "260", "-q", "--db", str(db)]
+    args = [sys.executable, "-m", "tokenpace", "run", "--sim", "-w", "100k", "-n", "100", "-q", "--db", str(db)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(600):  # the store is opened just before the prompts are built (~20 s of CPU for these)
+    for _ in range(600):  # the store is opened just before the prompts are built (~10 s of CPU for these)
         if db.exists():
             break
         time.sleep(0.05)
     time.sleep(1)
     proc.send_signal(signal.SIGTERM)
-    _, errors = proc.communicate(timeout=10)  # it was ~20 s: the whole build went on before it stopped
+    _, errors = proc.communicate(timeout=5)  # it was ~10 s: the whole build went on before it stopped
     assert proc.returncode == 143, errors
     assert len(errors.strip().splitlines()) == 1 and "stopped (SIGTERM)" in errors, errors

@@ -54,9 +54,30 @@ def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     from tokenpace.measure.run import event_loop_factory
 
     handler = signal.getsignal(signal.SIGTERM)
+    terminated: list[bool] = []
+
+    async def guarded() -> T:
+        # Inside the loop SIGTERM cancels the main task, as asyncio.Runner does on SIGINT, so its cleanup runs
+        # (raised from a signal handler mid-loop, Terminated could leave a server waiting on its connections).
+        # A command that handles SIGTERM itself replaces this handler with its own.
+        if handler is _on_sigterm:
+            task = asyncio.current_task()
+            assert task is not None
+
+            def on_sigterm() -> None:
+                terminated.append(True)
+                task.cancel()
+
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+        return await main()
+
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-            return runner.run(main())
+            return runner.run(guarded())
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated from None
+        raise
     finally:  # a loop that handled SIGTERM itself sets it back to the default (a silent kill) when it closes
         signal.signal(signal.SIGTERM, handler)
 

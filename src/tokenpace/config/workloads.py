@@ -22,9 +22,12 @@ IMAGE_TASK = "describe"
 MIN_INPUT_TOKENS = 300  # nonce line and task take up to ~150 of them
 MAX_INPUT_TOKENS = 2_000_000  # ten times the longest context offered; such a prompt is ~9 MB of text
 MAX_CONCURRENCY = 4096  # requests in flight at once, as bench's -c
-PROMPT_MEMORY = 256 << 20  # bytes the prompts one run builds before sending may take (run -n, a plan's requests)
-_BYTES_PER_TOKEN = 10  # a built prompt's text (~4.4 bytes a token) twice, as a string and as the request body
-_PER_PROMPT = 4096  # a prompt's own objects, its sample's share
+RUN_MEMORY = 256 << 20  # bytes the requests of one run may hold: prompts built up front, samples kept to the end
+# Measured (peak RSS over -n against the simulator): ~24 bytes a prompt token (its text as a string and as the
+# request body, and what building it leaves), ~150 bytes an output token (a timed event each), 16 KB the rest.
+_PER_INPUT_TOKEN = 24
+_PER_OUTPUT_TOKEN = 150
+_PER_REQUEST = 16 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,24 +71,26 @@ def _problem(w: Workload) -> str | None:
     return None
 
 
-def prompt_bytes(w: Workload) -> int:
-    """About the memory one built prompt of ``w`` holds until its request is sent: text, body, image (as PNG)."""
-    image = 0 if w.image is None else w.image[0] * w.image[1] * 2  # PNG bytes and their base64 in the body
-    return w.input_tokens * _BYTES_PER_TOKEN + _PER_PROMPT + image
+def request_bytes(w: Workload) -> int:
+    """About the memory one request of ``w`` holds in a run: its prompt built up front, image included (a
+    chart's PNG, ~1/30 of a byte a pixel, and its base64 in the body: 1/8 allows for busier ones), and its
+    sample, kept to the end of the run."""
+    image = 0 if w.image is None else w.image[0] * w.image[1] // 8
+    return w.input_tokens * _PER_INPUT_TOKEN + w.max_tokens * _PER_OUTPUT_TOKEN + _PER_REQUEST + image
 
 
 def most_requests(w: Workload) -> int:
-    """The most requests of ``w`` one run may build up front: PROMPT_MEMORY's worth."""
-    return max(1, PROMPT_MEMORY // prompt_bytes(w))
+    """The most requests of ``w`` one run may take: RUN_MEMORY's worth."""
+    return max(1, RUN_MEMORY // request_bytes(w))
 
 
 def check_requests(w: Workload, requests: int, what: str) -> None:
-    """Refuse ``requests`` prompts of ``w`` built at once when they would take more than PROMPT_MEMORY."""
+    """Refuse ``requests`` requests of ``w`` in one run when they would hold more than RUN_MEMORY."""
     if requests > (most := most_requests(w)):
-        mib = requests * prompt_bytes(w) / 2**20
+        mib = requests * request_bytes(w) / 2**20
         raise ConfigError(
-            f"{what} {requests}: the {w.name} prompts would take ~{mib:,.0f} MiB, over the {PROMPT_MEMORY >> 20} "
-            f"MiB they may take; at most {most} requests of {w.name} per run"
+            f"{what} {requests}: {w.name} requests would hold ~{mib:,.0f} MiB, over the {RUN_MEMORY >> 20} MiB "
+            f"a run may hold; at most {most} requests of {w.name} (and its max_tokens) per run"
         )
 
 
