@@ -25,6 +25,8 @@ from tokenpace.measure.clients.base import HttpRequest
 from tokenpace.measure.synthetic import Lengths, Synthetic
 from tokenpace.measure.tokens import count_tokens
 
+URL = ("--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+
 
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
@@ -57,6 +59,7 @@ def test_run_refuses_more_prompts_than_fit_and_more_streams_than_4096() -> None:
     assert_refused(invoke("run", "--sim", "-n", "100000000"), "-n 100000000", "over the 256 MiB", "at most 2326")
     assert_refused(invoke("run", "--sim", "-w", "100k", "-n", "108"), "at most 107 requests of 100k")
     assert_refused(invoke("run", "--sim", "--max-tokens", "100000", "-n", "18"), "at most 17 requests of 1k")
+    assert_refused(invoke("run", "--sim", *URL, "-n", "2000"), "-n 2000 x 2 endpoints = 4000", "at most 2326")
     result = invoke("run", "--sim", "-c", "100000")
     assert result.exit_code == 2 and "--concurrency" in result.output and "4096" in result.output
 

@@ -209,7 +209,6 @@ def run(
     workload = cfg.workload(workload_name)
     if max_tokens is not None:
         workload = dataclasses.replace(workload, max_tokens=max_tokens)
-    check_requests(workload, requests, "-n")  # every prompt is built before the first is sent
     corpus_dir = corpus or cfg.corpus
     texts = load_corpus(corpus_dir) if corpus_dir is not None else None
     if idle_timeout < first_token_timeout and not quiet:
@@ -228,6 +227,10 @@ def run(
         limits=Limits(response_bytes=max_response_bytes),
     )
     chosen, scenarios = _simulated(cfg, chosen, use_sim, protocol)
+    # An endpoint's prompts are all built before its first is sent, and every sample is kept to the summary.
+    check_requests(
+        workload, requests * len(chosen), "-n" if len(chosen) == 1 else f"-n {requests} x {len(chosen)} endpoints ="
+    )
     truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
     store = open_store(db)
     try:
