@@ -43,7 +43,7 @@ def test_custom_workload_from_config() -> None:
         ({"input_tokens": "1k"}, 'workloads.bad.input_tokens: expected a whole number, not "1k"'),
         ({"input_tokens": True}, "workloads.bad.input_tokens: expected a whole number, not true"),
         ({"max_tokens": 0}, "workloads.bad.max_tokens: must be at least 1, got 0"),
-        ({"concurrency": 0}, "workloads.bad.concurrency: must be at least 1, got 0"),
+        ({"concurrency": 0}, "workloads.bad.concurrency: must be from 1 to 4096, got 0"),
         ({"tasks": ["poetry"]}, "workloads.bad.tasks: give one or more of summarize, questions"),
         ({"tasks": []}, "workloads.bad.tasks: give one or more of"),
         ({"tasks": "summarize"}, 'workloads.bad.tasks: expected a list such as ["a", "b"], not "summarize"'),

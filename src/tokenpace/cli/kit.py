@@ -1,8 +1,17 @@
-"""What every command shares: one-line errors with their exit codes, finite numbers, stderr, the event loop."""
+"""What every command shares: one-line errors with their exit codes, finite numbers, stderr, the event loop.
+
+Every command stops on Ctrl-C with exit 130 and on SIGTERM with exit 143, one line on stderr, also while it
+prepares (reads a config, a corpus or a dataset file, builds prompts): SIGTERM raises :class:`Terminated` in
+the main thread as SIGINT raises KeyboardInterrupt, and ``Group.invoke`` turns either into the exit code. A
+command that measures replaces the handler inside its event loop and stops on its own terms (what was taken
+is kept), then exits with the same codes.
+"""
 
 from __future__ import annotations
 
 import math
+import signal
+import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -44,8 +53,33 @@ def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
     from tokenpace.measure.run import event_loop_factory
 
-    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(main())
+    handler = signal.getsignal(signal.SIGTERM)
+    terminated: list[bool] = []
+
+    async def guarded() -> T:
+        # Inside the loop SIGTERM cancels the main task, as asyncio.Runner does on SIGINT, so its cleanup runs
+        # (raised from a signal handler mid-loop, Terminated could leave a server waiting on its connections).
+        # A command that handles SIGTERM itself replaces this handler with its own.
+        if handler is _on_sigterm:
+            task = asyncio.current_task()
+            assert task is not None
+
+            def on_sigterm() -> None:
+                terminated.append(True)
+                task.cancel()
+
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+        return await main()
+
+    try:
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            return runner.run(guarded())
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated from None
+        raise
+    finally:  # a loop that handled SIGTERM itself sets it back to the default (a silent kill) when it closes
+        signal.signal(signal.SIGTERM, handler)
 
 
 class _Mistake(click.ClickException):
@@ -56,14 +90,44 @@ class _Stopped(click.ClickException):
     exit_code = TokenpaceError.exit_code  # 3: tokenpace could not work (database, vocabulary)
 
 
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+TERMINATED = 143  # 128 + SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised in the main thread wherever it is, so preparation stops as Ctrl-C stops it."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
+        # Without this, SIGTERM killed the process silently mid-preparation, and Ctrl-C reached click, which
+        # printed "Aborted!" and exited 1.
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return super().invoke(ctx)
         except TokenpaceError as exc:
             # A message may quote a config's or a server's text: its control characters are shown, not obeyed.
             message = printable(str(exc))
             raise (_Mistake if exc.exit_code == _Mistake.exit_code else _Stopped)(message) from None
+        except KeyboardInterrupt:
+            _stop(INTERRUPTED, "interrupted (Ctrl-C)")
+        except Terminated:
+            _stop(TERMINATED, "stopped (SIGTERM)")
+        finally:
+            if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # not after _stop: the exit is on its way
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(code: int, line: str) -> None:
+    """One line and the signal's exit code, a second signal meanwhile ignored (it would print a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    click.echo(line, err=True)  # not rich: importing it would delay the exit
+    sys.exit(code)
 
 
 class Finite(click.FloatRange):

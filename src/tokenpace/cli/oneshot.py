@@ -93,7 +93,7 @@ def _cli_endpoint(
 )
 @click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1),
               help="Requests per endpoint (each one a sample).")  # fmt: skip
-@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(1, 4096),
               help="Requests in flight at once, per endpoint.")  # fmt: skip
 @click.option(
     "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD, show_default=True,
@@ -186,6 +186,7 @@ def run(
     from tokenpace.board import terminal
     from tokenpace.cli.measuring import take
     from tokenpace.config.endpoints import Config, load
+    from tokenpace.config.workloads import check_requests
     from tokenpace.measure.clients.transport import Limits, Timeouts
     from tokenpace.measure.corpus import load_corpus
     from tokenpace.measure.run import RunOptions
@@ -226,6 +227,10 @@ def run(
         limits=Limits(response_bytes=max_response_bytes),
     )
     chosen, scenarios = _simulated(cfg, chosen, use_sim, protocol)
+    # An endpoint's prompts are all built before its first is sent, and every sample is kept to the summary.
+    check_requests(
+        workload, requests * len(chosen), "-n" if len(chosen) == 1 else f"-n {requests} x {len(chosen)} endpoints ="
+    )
     truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
     store = open_store(db)
     try:

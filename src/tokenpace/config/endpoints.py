@@ -92,7 +92,7 @@ from tokenpace.config.settings import (
     plan_settings,
     schedule_settings,
 )
-from tokenpace.config.workloads import BUILTIN, Workload, workload_from_config
+from tokenpace.config.workloads import BUILTIN, Workload, check_requests, workload_from_config
 from tokenpace.errors import ConfigError
 
 
@@ -316,11 +316,34 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
     return out
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config of every provider tokenpace knows is under 20 KB
+
+
+def _read(path: Path) -> str:
+    """The file's text, read no further than MAX_CONFIG_BYTES: /dev/zero or a huge file is refused, not held."""
+    with path.open("rb") as f:
+        data = f.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: over the {MAX_CONFIG_BYTES}-byte limit of a config file")
+    return data.decode("utf-8")
+
+
+def _check_plan_requests(
+    path: Path, found: list[tuple[Endpoint, PlanSettings, Price | None]], known: dict[str, Workload],
+    scheduled: tuple[str, ...],
+) -> None:  # fmt: skip
+    """A plan's ``requests`` are built up front each scheduled run: refused here when they would not fit."""
+    sequential = [known[name] for name in scheduled if known[name].concurrency is None]
+    for e, settings, _ in found:
+        for w in sequential:
+            check_requests(w, settings.requests, f"{path}: plan {plan_name(e.provider, e.plan)}'s requests =")
+
+
 def load(path: str | Path) -> Config:
     """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(_read(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     except UnicodeDecodeError:
@@ -342,6 +365,7 @@ def load(path: str | Path) -> Config:
         table = model_table(parsed.models)
     except (ConfigError, ValueError) as exc:  # each message starts with the key it is about
         raise ConfigError(f"{path}: {exc}") from None
+    _check_plan_requests(path, found, {**BUILTIN, **workloads}, schedule.workloads)
     simulators = {name: p.simulate for name, p in parsed.providers.items() if p.simulate is not None}
     return Config(
         endpoints=tuple(e for e, _, _ in found),

@@ -20,6 +20,14 @@ from tokenpace.errors import ConfigError
 TEXT_TASKS = ("summarize", "questions", "compare", "translate", "visual")
 IMAGE_TASK = "describe"
 MIN_INPUT_TOKENS = 300  # nonce line and task take up to ~150 of them
+MAX_INPUT_TOKENS = 2_000_000  # ten times the longest context offered; such a prompt is ~9 MB of text
+MAX_CONCURRENCY = 4096  # requests in flight at once, as bench's -c
+RUN_MEMORY = 256 << 20  # bytes the requests of one run may hold: prompts built up front, samples kept to the end
+# Measured (peak RSS over -n against the simulator): ~24 bytes a prompt token (its text as a string and as the
+# request body, and what building it leaves), ~150 bytes an output token (a timed event each), 16 KB the rest.
+_PER_INPUT_TOKEN = 24
+_PER_OUTPUT_TOKEN = 150
+_PER_REQUEST = 16 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +56,12 @@ def _problem(w: Workload) -> str | None:
     known = (*TEXT_TASKS, IMAGE_TASK)
     if w.input_tokens < MIN_INPUT_TOKENS:
         return f"input_tokens: must be at least {MIN_INPUT_TOKENS}, got {w.input_tokens}"
+    if w.input_tokens > MAX_INPUT_TOKENS:
+        return f"input_tokens: must be at most {MAX_INPUT_TOKENS}, got {w.input_tokens}"
     if w.max_tokens < 1:
         return f"max_tokens: must be at least 1, got {w.max_tokens}"
-    if w.concurrency is not None and w.concurrency < 1:
-        return f"concurrency: must be at least 1, got {w.concurrency}"
+    if w.concurrency is not None and not 1 <= w.concurrency <= MAX_CONCURRENCY:
+        return f"concurrency: must be from 1 to {MAX_CONCURRENCY}, got {w.concurrency}"
     if not w.tasks or (unknown := [t for t in w.tasks if t not in known]):
         return f"tasks: give one or more of {', '.join(known)}" + (f", not {unknown[0]!r}" if w.tasks else "")
     if w.image is not None and not all(16 <= side <= 8192 for side in w.image):
@@ -59,6 +69,29 @@ def _problem(w: Workload) -> str | None:
     if (w.image is not None) != (w.tasks == (IMAGE_TASK,)):
         return f"tasks: a workload with an image runs the {IMAGE_TASK!r} task only, and {IMAGE_TASK!r} needs an image"
     return None
+
+
+def request_bytes(w: Workload) -> int:
+    """About the memory one request of ``w`` holds in a run: its prompt built up front, image included (a
+    chart's PNG, ~1/30 of a byte a pixel, and its base64 in the body: 1/8 allows for busier ones), and its
+    sample, kept to the end of the run."""
+    image = 0 if w.image is None else w.image[0] * w.image[1] // 8
+    return w.input_tokens * _PER_INPUT_TOKEN + w.max_tokens * _PER_OUTPUT_TOKEN + _PER_REQUEST + image
+
+
+def most_requests(w: Workload) -> int:
+    """The most requests of ``w`` one run may take: RUN_MEMORY's worth."""
+    return max(1, RUN_MEMORY // request_bytes(w))
+
+
+def check_requests(w: Workload, requests: int, what: str) -> None:
+    """Refuse ``requests`` requests of ``w`` in one run when they would hold more than RUN_MEMORY."""
+    if requests > (most := most_requests(w)):
+        mib = requests * request_bytes(w) / 2**20
+        raise ConfigError(
+            f"{what} {requests}: {w.name} requests would hold ~{mib:,.0f} MiB, over the {RUN_MEMORY >> 20} MiB "
+            f"a run may hold; at most {most} requests of {w.name} (and its max_tokens) per run"
+        )
 
 
 # max_tokens 500 for every built-in: enough tokens after the first for a stable output-speed figure, and every

@@ -32,6 +32,9 @@ _BLOCK_TAG = re.compile(  # elements that start a new paragraph
 )
 _SKIPPED_TAGS = frozenset({"script", "style", "template", "noscript"})
 _BOUNDARIES = ("\n\n", ". ", ".\n", "? ", "! ")  # paragraph first, then sentence
+MAX_CORPUS_BYTES = 16 << 20
+MAX_CORPUS_FILES = 10_000
+TOKENIZE_CHARS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +104,28 @@ def html_text(html: str) -> tuple[str, str]:
 
 
 def load_corpus(path: str | Path) -> Corpus:
-    """Every .txt, .md and .html file under ``path`` (sorted by path, empty files skipped) as a document."""
+    """Every .txt, .md and .html file under ``path`` (sorted by path, empty files skipped) as a document.
+
+    At most MAX_CORPUS_FILES files and MAX_CORPUS_BYTES in all: a corpus is tokenized whole, held for the
+    run, and a few MB of text already make prompts that never repeat.
+    """
     root = Path(path)
     if not root.is_dir():
         raise ConfigError(f"{root}: corpus folder not found; give a folder of .txt, .md or .html files")
-    docs = []
-    for file in sorted(p for p in root.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file()):
-        raw = file.read_text(encoding="utf-8", errors="replace")
+    found = []
+    for p in root.rglob("*"):
+        if p.suffix.lower() in SUFFIXES and p.is_file():
+            found.append(p)
+            if len(found) > MAX_CORPUS_FILES:
+                raise ConfigError(f"{root}: more than {MAX_CORPUS_FILES} text files; keep fewer in the corpus")
+    docs, left = [], MAX_CORPUS_BYTES
+    for file in sorted(found):
+        with file.open("rb") as f:  # read no more than what is left: a file may be huge, or still growing
+            data = f.read(left + 1)
+        left -= len(data)
+        if left < 0:
+            raise ConfigError(f"{root}: over the {MAX_CORPUS_BYTES}-byte limit of a corpus (at {file})")
+        raw = data.decode("utf-8", errors="replace")
         title, text = html_text(raw) if file.suffix.lower() in (".html", ".htm") else ("", raw.strip())
         if text:
             docs.append(Document(title or file.stem, text))
@@ -116,12 +134,31 @@ def load_corpus(path: str | Path) -> Corpus:
     return tuple(docs)
 
 
+def token_starts(text: str) -> array.array[int]:
+    """Character offset of the start of each o200k_base token of ``text``, then ``len(text)`` (4 bytes each).
+
+    Encoded a piece of about TOKENIZE_CHARS at a time, cut before whitespace: a whole 16 MB text encoded at
+    once holds its tokens as Python ints (~150 MB), and cannot be interrupted.
+    """
+    enc = tokens.encoding()
+    out = array.array("I")
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + TOKENIZE_CHARS)
+        if end < len(text):
+            cut = max(text.rfind("\n\n", start, end), text.rfind(" ", start, end))
+            end = cut if cut > start else end  # the whitespace starts the next piece, as it starts a token
+        _, starts = enc.decode_with_offsets(enc.encode(text[start:end], disallowed_special=()))
+        out.extend(start + s for s in starts)
+        start = end
+    out.append(len(text))
+    return out
+
+
 @functools.cache
 def _offsets(text: str) -> array.array[int]:
     """Character offset of the start of each o200k_base token of ``text``, then ``len(text)`` (4 bytes each)."""
-    enc = tokens.encoding()
-    _, starts = enc.decode_with_offsets(enc.encode(text, disallowed_special=()))
-    return array.array("I", [*starts, len(text)])
+    return token_starts(text)
 
 
 def tokenize(corpus: Corpus) -> None:

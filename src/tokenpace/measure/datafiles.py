@@ -11,14 +11,16 @@ sending the earlier human and gpt turns and the k-th human one. Records without 
 Files are hostile: their size, a line's or record's size, the records, the messages and each text are
 bounded, and a bad record is a one-line ConfigError naming the file and its line. A prompt's tokens are
 counted when its chain is built: one over MAX_PROMPT_TOKENS is refused there (a chat just ends before it).
-Chain i is record i mod the record count, in file order.
+Chain i is record i mod the record count, in file order. Records are checked when the file is opened, and
+only their byte spans kept: a chain's record is read again when the chain is built, so a 1 GB file costs a
+few MB, not several GB of strings.
 """
 
 from __future__ import annotations
 
+import array
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,28 +139,42 @@ class FileDataset:
     default_output: int = 256
     turns: int = 0  # 0: single requests
     max_bytes: int = MAX_FILE_BYTES
-    _records: tuple[_Record, ...] = field(init=False, repr=False)
+    _lines: array.array[int] = field(init=False, repr=False)  # each record's line, for errors
+    _starts: array.array[int] = field(init=False, repr=False)  # each record's byte span in the file
+    _ends: array.array[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Read the file once, checking every record, and keep only where each one is (a few MB at most)."""
         if self.kind not in ("jsonl", "sharegpt") or self.turns < 0:
             raise ConfigError(f"{self.path}: read it as jsonl or sharegpt with turns >= 0, not {self.kind!r}")
-        records: list[_Record] = []
+        lines, starts, ends = array.array("L"), array.array("Q"), array.array("Q")
         with jsonrecords.open_file(self.path, self.max_bytes) as f:
-            if self.kind == "jsonl":
-                lines = jsonrecords.json_lines(self.path, f, self.max_bytes, MAX_RECORD_CHARS)
-                items: Iterator[tuple[int, _Record | None]] = ((n, _jsonl_record(self.path, n, d)) for n, d in lines)
-            else:
-                docs = jsonrecords.array_items(self.path, f, self.max_bytes, MAX_RECORD_CHARS)
-                items = ((n, _sharegpt_record(self.path, n, doc)) for n, doc in docs)
-            for n, record in items:
-                if record is None:
+            read = jsonrecords.json_lines if self.kind == "jsonl" else jsonrecords.array_items
+            for n, doc, (start, end) in read(self.path, f, self.max_bytes, MAX_RECORD_CHARS):
+                if self._record(n, doc) is None:
                     continue
-                if len(records) == MAX_RECORDS:
+                if len(lines) == MAX_RECORDS:
                     raise bad(self.path, n, f"more than {MAX_RECORDS} records; keep fewer in the file")
-                records.append(record)
-        if not records:
+                lines.append(n)
+                starts.append(start)
+                ends.append(end)
+        if not lines:
             raise ConfigError(f'{self.path}: no prompts in it; give {{"prompt": "..."}} lines or ShareGPT records')
-        object.__setattr__(self, "_records", tuple(records))
+        for name, value in (("_lines", lines), ("_starts", starts), ("_ends", ends)):
+            object.__setattr__(self, name, value)
+
+    def _record(self, line: int, doc: Any) -> _Record | None:
+        if self.kind == "jsonl":
+            return _jsonl_record(self.path, line, doc)
+        return _sharegpt_record(self.path, line, doc)
+
+    def _read(self, k: int) -> _Record:
+        """Record ``k``, read again from its span: the file is not held, and was checked when opened."""
+        line = self._lines[k]
+        record = self._record(line, jsonrecords.read_span(self.path, line, (self._starts[k], self._ends[k])))
+        if record is None:
+            raise bad(self.path, line, "the record changed since the file was read")
+        return record
 
     @property
     def name(self) -> str:
@@ -167,10 +183,10 @@ class FileDataset:
 
     @property
     def size(self) -> int | None:
-        return len(self._records)
+        return len(self._lines)
 
     def chain(self, i: int) -> Chain:
-        record = self._records[i % len(self._records)]
+        record = self._read(i % len(self._lines))
         if self.turns:
             return self._chat(record)
         cut = next(k for k, (role, _) in enumerate(record.turns) if role == "user") + 1

@@ -29,6 +29,7 @@ GRAMMAR = (
 MAX_SPEC = 4096
 MAX_TURNS = 64
 MAX_PER_GROUP = 1000
+MAX_CHAIN_TOKENS = 4_000_000  # prompt tokens of one chain, all its requests: ~40 MB built, and built ahead
 # kind -> (keys it needs, keys it may have)
 _KEYS = {
     "synthetic": (("input", "output"), ("input_stdev", "output_stdev")),
@@ -122,8 +123,17 @@ def open_dataset(spec: str | None, workload: Workload, seed: int, corpus: Corpus
         prefix, suffix = o["prefix"][0], o["suffix"][0]
         if prefix + suffix > MAX_TOKENS:
             raise _fail(spec, f"prefix + suffix must be at most {MAX_TOKENS} tokens")
+        if (total := o["per_group"][0] * (prefix + suffix)) > MAX_CHAIN_TOKENS:
+            raise _fail(
+                spec, f"per_group x (prefix + suffix) is {total} tokens, over the {MAX_CHAIN_TOKENS} a group may send"
+            )
         return SharedPrefix(prefix, suffix, o["per_group"][0], output, seed, corpus)
     turns, inputs = o["turns"][0], _lengths(spec, o, "input", MIN_INPUT)
     if turns * inputs.top + (turns - 1) * output.top > MAX_TOKENS:
         raise _fail(spec, f"the last turn would send turns x input + (turns - 1) x output, over {MAX_TOKENS} tokens")
+    total = inputs.top * turns * (turns + 1) // 2 + output.top * turns * (turns - 1) // 2
+    if total > MAX_CHAIN_TOKENS:
+        raise _fail(
+            spec, f"the chat's turns would send {total} tokens in all, over the {MAX_CHAIN_TOKENS} a chat may send"
+        )
     return MultiTurn(turns, inputs, output, seed, corpus)

@@ -1,8 +1,10 @@
 """Reading a hostile file's JSON records within bounds: JSONL lines, or the items of one JSON array.
 
 Both read bytes a bounded piece at a time, so neither a line without an end nor a file of hundreds of MB sits
-in memory whole (a JSON array is decoded item by item, the buffer holding one item and a chunk). Every
-problem is a one-line ConfigError that names the file and the line it is on: ``PATH:LINE: what``.
+in memory whole (a JSON array is decoded item by item, the buffer holding one item and a chunk). Each record
+comes with its byte span in the file, so a reader may keep the spans and read a record again when it needs
+it (``read_span``) instead of holding them all. Every problem is a one-line ConfigError that names the file
+and the line it is on: ``PATH:LINE: what``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,23 @@ def _read(path: Path, read: Callable[[int], bytes], size: int) -> bytes:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
+Span = tuple[int, int]  # a record's first byte in the file, and the byte after its last
+
+
+def read_span(path: Path, line: int, span: Span) -> Any:
+    """The JSON value at ``span`` of the file, read again; one that no longer parses is a one-line ConfigError."""
+    try:
+        with path.open("rb") as f:
+            f.seek(span[0])
+            data = f.read(span[1] - span[0])
+        text = data.decode("utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it again ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise bad(path, line, "not UTF-8 text (the file changed since it was read)") from None
+    return _load(path, line, text)
+
+
 def _load(path: Path, line: int, text: str) -> Any:
     try:
         return json.loads(text)
@@ -59,8 +78,8 @@ def _load(path: Path, line: int, text: str) -> Any:
         raise bad(path, line, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
 
 
-def json_lines(path: Path, f: BinaryIO, max_bytes: int, max_line: int) -> Iterator[tuple[int, Any]]:
-    """(line number, value) of each line that is not blank, each line at most ``max_line`` bytes.
+def json_lines(path: Path, f: BinaryIO, max_bytes: int, max_line: int) -> Iterator[tuple[int, Any, Span]]:
+    """(line number, value, span) of each line that is not blank, each line at most ``max_line`` bytes.
 
     Bytes read are bounded too: the file may have grown since it was measured. A UTF-8 BOM is dropped.
     """
@@ -76,11 +95,11 @@ def json_lines(path: Path, f: BinaryIO, max_bytes: int, max_line: int) -> Iterat
         except UnicodeDecodeError:
             raise bad(path, n, "not UTF-8 text") from None
         if text.strip():
-            yield n, _load(path, n, text)
+            yield n, _load(path, n, text), (read - len(data), read)
 
 
-def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Iterator[tuple[int, Any]]:
-    """(line it starts on, value) of each item of the one JSON array ``f`` holds, read a chunk at a time.
+def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Iterator[tuple[int, Any, Span]]:
+    """(line it starts on, value, span) of each item of the one JSON array ``f`` holds, read a chunk at a time.
 
     An item that is neither complete nor valid JSON within ``max_item`` characters is refused. What follows
     the array's closing bracket is not read.
@@ -88,9 +107,23 @@ def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Itera
     decoder = json.JSONDecoder()
     utf8 = codecs.getincrementaldecoder("utf-8-sig")()
     buf, pos, line, eof, read = "", 0, 1, False, 0
+    start = f.tell()
+    # at: the file's byte offset of buf[mark]; a BOM is dropped by the decoder, so buf starts after it
+    at = start + (3 if _read(path, f.read, 3) == codecs.BOM_UTF8 else 0)
+    f.seek(start)
+    mark = 0
+
+    def byte(p: int) -> int:
+        """The file's byte offset of buf[p] (p >= mark), counted on from the last one asked: linear in all."""
+        nonlocal at, mark
+        at += len(buf[mark:p].encode())
+        mark = p
+        return at
 
     def more() -> None:
-        nonlocal buf, pos, eof, read
+        nonlocal buf, pos, eof, read, mark
+        byte(pos)  # buf[:pos] is dropped: keep the count of its bytes
+        mark = 0
         data = _read(path, f.read, max(CHUNK, len(buf) - pos))  # at least doubles what an unfinished item has to parse
         read += len(data)
         if read > max_bytes:
@@ -132,7 +165,7 @@ def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Itera
             raise bad(path, line + buf.count("\n", pos, exc.pos), why) from None
         if end - pos > max_item:
             raise bad(path, line, f"an item over {max_item} characters")
-        yield line, item
+        yield line, item, (byte(pos), byte(end))
         line += buf.count("\n", pos, end)
         pos, first = end, False
         c = skip_space()

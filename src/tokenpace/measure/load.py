@@ -16,6 +16,7 @@ however many are still in flight (up to ``max_concurrency`` if set). Either way:
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine
@@ -40,6 +41,7 @@ from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
 
 BUILD_BATCH = 16  # chains built per turn of the worker thread: short turns, so decoding never waits long
+AHEAD_BYTES = 64 << 20  # what chains built ahead may hold; at least one is built whatever its size
 ChainRunner = Callable[[int, int, bool | None], Coroutine[Any, Any, None]]  # (chain, asked_ns, warm-up or None: over)
 PREBUILT = 5_000  # chains built before a test with a request count starts: the rest are built as it goes
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
@@ -90,46 +92,75 @@ class _Budget:
         return warmup
 
 
+Built = tuple[tuple[Request, HttpRequest], ...]
+
+
+def _weight(chain: Built) -> int:
+    """About the bytes a built chain holds: each request's body, and its prompt's text beside it."""
+    return sum(2 * len(http.body) for _, http in chain)
+
+
 class _Chains:
-    """The dataset's chains with their request bytes, built ahead on the worker thread."""
+    """The dataset's chains with their request bytes, built ahead on the worker thread, within AHEAD_BYTES.
+
+    A chain is handed out once and then dropped: what is held is what is built and not yet sent, never the
+    test's every prompt (a million requests, or chains of thousands of long prompts, would not fit).
+    """
 
     def __init__(
         self, dataset: Dataset, first: int, build: Callable[[Request], HttpRequest], pool: ThreadPoolExecutor
     ) -> None:
         self.dataset, self.first, self.build, self.pool = dataset, first, build, pool
-        self.built: list[tuple[tuple[Request, HttpRequest], ...]] = []
+        self.ready: dict[int, Built] = {}
+        self.count = 0  # chains built so far: the next one to build is this one
+        self.held = 0  # bytes of the chains in ``ready``
+        self.first_request: HttpRequest | None = None  # the warm-up's headers
+        self.stop = threading.Event()  # set when the test stops: a batch being built ends after its chain
         self._filling: asyncio.Future[None] | None = None
         self._background: set[asyncio.Future[None]] = set()  # referenced until done, so never collected mid-way
 
-    def _batch(self, start: int, n: int) -> list[tuple[tuple[Request, HttpRequest], ...]]:
-        first = self.first + start
-        return [tuple((r, self.build(r)) for r in self.dataset.chain(i)) for i in range(first, first + n)]
+    def _batch(self, start: int, n: int) -> list[Built]:
+        out: list[Built] = []
+        weight = 0
+        for i in range(self.first + start, self.first + start + n):
+            if self.stop.is_set() or (out and self.held + weight >= AHEAD_BYTES):
+                break
+            out.append(tuple((r, self.build(r)) for r in self.dataset.chain(i)))
+            weight += _weight(out[-1])
+        return out
 
-    async def fill(self, upto: int) -> None:
-        """Build chains until ``upto`` are ready (one batch at a time, so the loop and decoding go on between)."""
-        while len(self.built) < upto:
+    async def fill(self, upto: int, needed: int = 0) -> None:
+        """Build chains until ``upto`` are built, or AHEAD_BYTES are held once the first ``needed`` are."""
+        while self.count < upto and (self.count < needed or self.held < AHEAD_BYTES):
             if self._filling is None:
-                batch = min(BUILD_BATCH, upto - len(self.built))
+                batch = min(BUILD_BATCH, upto - self.count)
                 self._filling = asyncio.ensure_future(self._extend(batch))
             await asyncio.shield(self._filling)
 
     async def _extend(self, n: int) -> None:
         try:
-            more = await asyncio.get_running_loop().run_in_executor(self.pool, self._batch, len(self.built), n)
-            self.built.extend(more)
+            more = await asyncio.get_running_loop().run_in_executor(self.pool, self._batch, self.count, n)
+            for chain in more:
+                self.ready[self.count] = chain
+                self.held += _weight(chain)
+                self.count += 1
+                if self.first_request is None and chain:
+                    self.first_request = chain[0][1]
         finally:
             self._filling = None
 
-    async def get(self, i: int, ahead: int) -> tuple[tuple[Request, HttpRequest], ...]:
+    async def get(self, i: int, ahead: int) -> Built:
         """Chain ``i``, building it now if it is not ready (late, and the wait shows it); then builds ahead."""
-        if i >= len(self.built):
-            await self.fill(i + 1)
-        if len(self.built) < i + 1 + ahead and self._filling is None:
+        if i >= self.count:
+            await self.fill(i + 1, needed=i + 1)
+        chain = self.ready.pop(i)
+        self.held -= _weight(chain)
+        if self.count < i + 1 + ahead and self._filling is None:
             task = asyncio.ensure_future(self.fill(i + 1 + ahead))
             self._background.add(task)
             task.add_done_callback(_settled)
             task.add_done_callback(self._background.discard)
-        return self.built[i]
+        return chain
 
 
 def _settled(task: asyncio.Future[None]) -> None:
@@ -142,7 +173,8 @@ def _ahead(load: Load) -> int:
     """Chains to build before the first release and keep ready after.
 
     With a request count, all of them (up to PREBUILT): building a prompt costs CPU that would otherwise run
-    beside the streams being timed. With a duration only, about 60 s of an open loop, or 8 per stream.
+    beside the streams being timed. With a duration only, about 60 s of an open loop, or 8 per stream. Either
+    way no more than AHEAD_BYTES of them (measure/load.py's _Chains).
     """
     if load.requests is not None:
         return min(load.warmup + load.requests, PREBUILT)
@@ -215,12 +247,10 @@ async def run_load(
     lag.start()
     try:
         with quiet_interpreter():
-            await chains.fill(_ahead(load))
-            if settings.warm_connections:
-                first = chains.built[0][0][1] if chains.built else None
-                if first is not None:
-                    warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
-                    await warm(session, proto.warm_url(endpoint), first.headers, warm_n, settings.timeouts)
+            await chains.fill(_ahead(load), needed=1)
+            if settings.warm_connections and (first := chains.first_request) is not None:
+                warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
+                await warm(session, proto.warm_url(endpoint), first.headers, warm_n, settings.timeouts)
             try:
                 if load.rate is None:
                     await _closed(load, budget, run_chain)
@@ -233,6 +263,7 @@ async def run_load(
             finally:  # also when stopped: every request sent ends as a sample
                 await asyncio.gather(*decoding)
     finally:
+        chains.stop.set()  # a chain being built ahead is the last one: stopping waits for no more
         await session.close()
         await lag.stop()
         worker.shutdown()

@@ -168,12 +168,23 @@ async def _measure_endpoint(
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
 
+    stop = threading.Event()
+
     def build() -> tuple[list[Prompt], list[HttpRequest]]:
-        prompts = [build_prompt(workload, seed + i, corpus) for i in range(options.requests)]
-        return prompts, [proto.request(endpoint, p) for p in prompts]
+        prompts: list[Prompt] = []
+        requests: list[HttpRequest] = []
+        for i in range(options.requests):
+            if stop.is_set():  # stopped (Ctrl-C, SIGTERM): the thread is waited for, so end now
+                break
+            prompts.append(build_prompt(workload, seed + i, corpus))
+            requests.append(proto.request(endpoint, prompts[-1]))
+        return prompts, requests
 
     # Off the loop: a 100k prompt costs about a second of CPU, which would stall other runs' clocks (serve).
-    prompts, requests = await loop.run_in_executor(decoder, build)
+    try:
+        prompts, requests = await loop.run_in_executor(decoder, build)
+    finally:
+        stop.set()
     decoding: list[asyncio.Future[Sample]] = []
     pool = workload.concurrency or options.concurrency
 

@@ -19,8 +19,7 @@ import random
 from dataclasses import dataclass
 
 from tokenpace.errors import ConfigError
-from tokenpace.measure import tokens
-from tokenpace.measure.corpus import Corpus, default_corpus
+from tokenpace.measure.corpus import Corpus, default_corpus, token_starts
 from tokenpace.measure.dataset import Chain, Request
 from tokenpace.measure.prompts import Message, chat_prompt
 from tokenpace.measure.tokens import count_tokens
@@ -98,9 +97,7 @@ def _loop(corpus: Corpus) -> _Loop:
     if not corpus:
         raise ConfigError("the corpus holds no documents")
     text = "".join(doc.text + "\n\n" for doc in corpus)
-    enc = tokens.encoding()
-    _, starts = enc.decode_with_offsets(enc.encode(text, disallowed_special=()))
-    return _Loop(text, array.array("I", [*starts, len(text)]))
+    return _Loop(text, token_starts(text))
 
 
 def nonce(rng: random.Random) -> str:
