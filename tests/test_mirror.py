@@ -10,6 +10,7 @@ SRC = ROOT / "src" / "tokenpace"
 
 TESTED_THROUGH = {
     "config/price_tables.py": "config/test_prices.py",
+    "board/console.py": "cli/test_control_characters.py",
     "board/summary.py": "cli/test_oneshot.py",
     "board/terminal.py": "cli/test_narrow.py",
     "cli/kit.py": "cli/test_input.py",
@@ -32,6 +33,7 @@ TESTED_THROUGH = {
     "sim/openai_responses.py": "sim/test_protocols.py",
     "sim/stream.py": "sim/test_server.py",
     "sim/wire.py": "sim/test_protocols.py",
+    "store/counting.py": "store/test_rollup.py",
     "store/export.py": "store/test_columns.py",
     "store/recent.py": "web/test_app.py",
     "store/series.py": "store/test_windows.py",

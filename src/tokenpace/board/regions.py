@@ -76,7 +76,7 @@ def one(value: str | None, present: Collection[str], config: Config) -> str:
     return check_known(value, present, config)
 
 
-def query(region: str | None) -> str:
+def url_suffix(region: str | None) -> str:
     """A link's ``?region=`` for a row of one region ('' this process itself); none for a pooled row."""
     return "" if region is None else f"?region={token(region)}"
 

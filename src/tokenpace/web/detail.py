@@ -241,7 +241,7 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
         "menus": [window_menu(window), *where, _workload_menu(workloads or [workload], workload, None)],
         "region_caption": regions.caption(region, site.config) if where else "",
         "stats_rows": [
-            (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.query(r.region), r.simulated, r)
+            (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(r.region), r.simulated, r)
             for r in shown
         ],
         "charts": charts.sample_charts(groups, keys={r.name: r.provider for r in rows}),  # a provider's colour

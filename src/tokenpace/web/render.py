@@ -74,7 +74,9 @@ def environment() -> jinja2.Environment:
     env.globals.update(
         version=__version__,
         # a row of one region links to its endpoint's page of that region
-        endpoint_url=lambda r: endpoint_path(r.provider, r.plan, r.model) + regions.query(getattr(r, "region", None)),
+        endpoint_url=lambda r: (
+            endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(getattr(r, "region", None))
+        ),
         model_url=model_path,
         plan_name=plan_name,
     )
