@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.conftest import SimThread
+from tests.conftest import SimThread, ctrl_c_reaches_child
 from tokenpace import sim
 from tokenpace.cli import main
 from tokenpace.store.database import open_store
@@ -87,7 +87,7 @@ def test_ctrl_c_and_sigterm_keep_what_was_measured(
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokenpace", "run", "--base-url", s.url, "--model", "m", "-n", "4", "-c", "2",
          "--db", str(db), *(["--json"] if as_json else [])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_child,
     )  # fmt: skip
     for _ in range(300):  # until both streams are sending tokens, however slowly the command started
         truths = list(s.simulator.truth.values())
