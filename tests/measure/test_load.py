@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import itertools
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -169,3 +170,22 @@ def test_goodput_counts_exactly_the_requests_that_met_the_slo(sim_thread: Callab
     assert 0 < len(good) < f.ok < f.requests == 60
     assert f.slo_attainment == len(good) / 60
     assert f.goodput == pytest.approx(len(good) / f.duration_s, rel=1e-9)
+
+
+def test_open_loop_duration_counts_on_the_schedule_not_on_a_late_clock(sim_thread: Callable[..., SimThread]) -> None:
+    # The event loop stalls for 0.8 s early on, past the test's end, as on a loaded machine: the arrivals due
+    # meanwhile are released late, and every arrival the schedule puts in the 0.61 s is still released, not
+    # only those the late clock reached in time.
+    stalled: list[bool] = []
+
+    def stall(done: Done) -> None:
+        if not stalled:
+            stalled.append(True)
+            time.sleep(0.8)  # on the loop's thread: nothing is released meanwhile
+
+    load = Load(concurrency=None, rate=50, arrival="constant", requests=None, duration_s=0.61)
+    endpoint = Endpoint("sim", "sim", sim_thread(QUICK).url, simulated=True)
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        done = runner.run(run_load(endpoint, Tiny(), load, SETTINGS, on_done=stall)).done
+    assert stalled and len(done) == len(offsets(50, "constant", duration_s=0.61)) == 31
+    assert max(d.sample.timeline.t_sent_ns - d.asked_ns for d in done) > 0.5e9  # released late, but released
