@@ -344,12 +344,24 @@ async def test_ttft_is_honoured() -> None:
 
 
 async def test_rate_is_honoured_without_drift() -> None:
-    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=200, output_tokens=50))
+    # 100 tokens due every 5 ms. The test stalls the loop for 150 ms after token 10, as a loaded machine does at
+    # random: on the absolute schedule the tokens due meanwhile go out at once and the stream is back on time.
+    # Sleeping 5 ms after each send instead would be late by the stall (and more) to the end; both are read off
+    # the simulator's own send times, which no load can make early.
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=200, output_tokens=100))
     async with serve(sim) as url:
-        await raw_chat(url)
-    sent = times(only(sim), "content")
-    rate = (len(sent) - 1) / ((sent[-1] - sent[0]) / 1e9)
-    assert len(sent) == 50 and 150 <= rate <= 250
+        reply = asyncio.create_task(raw_chat(url))
+        while not sim.truth or only(sim).completion_tokens < 10:  # noqa: ASYNC110 - the stream is being served
+            await asyncio.sleep(0.001)
+        time.sleep(0.15)  # noqa: ASYNC251 - the point: on the loop's thread, the simulator cannot send meanwhile
+        await reply
+    truth = only(sim)
+    sent = times(truth, "content")
+    late_ms = [(t - truth.t_received_ns) / MS - k * 5 for k, t in enumerate(sent)]
+    assert len(sent) == 100 and min(late_ms) >= 0  # never early: never faster than 200 tok/s
+    gaps = [(b - a) / MS for a, b in itertools.pairwise(sent)]
+    assert sum(g < 1 for g in gaps) >= 20  # the ~30 tokens due in the stall went out back to back
+    assert min(late_ms[-20:]) < 75  # and the stream caught up: a drifting one is >= 150 ms late here
 
 
 async def test_stall_pauses_once() -> None:
