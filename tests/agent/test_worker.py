@@ -53,8 +53,9 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
 
     Each sample's TTFT is compared with the simulator's own record of that request (request arrived, first token
     left): TTFT - truth = the client's own share c + the added round trip. c (the request's upload, the
-    client's reading) is what "here" shows; a region's median minus c is its added round trip, within 3 ms of
-    2 x the delay, and TTFT minus the measured network round trip is back within 3 ms of here's.
+    client's reading) is what "here" shows; a region's median minus c is its added round trip, 2 x the delay
+    (3 ms more on a quiet machine, more on a loaded one), and TTFT minus the measured network round trip is
+    back near here's.
     """
     delays = {"here": 0.0, "near": 5.0, "mid": 15.0, "far": 30.0}  # ms each way: the round trip is twice that
     provider = 'base_url = "{}"\nmodels = ["sim"]\napi_key_env = "TP_CANARY_KEY"'
@@ -100,9 +101,12 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
             for s in mine
         )
     print("TTFT - truth", over, "corrected - truth", corrected)  # shown with -s: the figures behind the asserts
+    # A region's TTFT carries its round trip: two one-ways, never under (less the 3 ms here's own overhead may
+    # differ by), under three (a hold too many) however loaded the machine. The correction takes it off: what is
+    # left differs from here's by less than one one-way (left on, or taken twice, it would differ by two).
     for region, one_way in delays.items():
-        assert abs(over[region] - over["here"] - 2 * one_way) <= 3, (region, over)
-        assert abs(corrected[region] - corrected["here"]) <= 3, (region, corrected)
+        assert 2 * one_way - 3 <= over[region] - over["here"] < 3 * one_way + 3, (region, over)
+        assert abs(corrected[region] - corrected["here"]) <= max(3, one_way), (region, corrected)
     # One sample per job and request: the job ids and sequence numbers never repeat.
     assert len({(s.job_id, s.job_seq) for s in samples}) == len(samples)
     assert {a.name: a.state(a.heartbeat_at) for a in rows} == {f"agent-{r}": "stopped" for r in delays}
