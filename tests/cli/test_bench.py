@@ -108,6 +108,15 @@ def test_mistakes_are_one_line_and_send_nothing(
     assert not s.simulator.truth and not (tmp_path / "out").exists()
 
 
+def test_an_in_process_bench_leaves_sigterm_as_it_found_it(tmp_path: Path) -> None:
+    # As `run` (tests/cli/test_oneshot.py): the handler of a closed loop left behind would swallow SIGTERM.
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    db, out = str(tmp_path / "t.db"), str(tmp_path / "o")
+    run = invoke("bench", "--sim", "-n", "2", "--db", db, "--out", out, "-q", *SMALL)
+    assert run.exit_code == 0, run.output
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
 def test_two_endpoints_are_refused(tmp_path: Path) -> None:
     run = invoke("bench", "--sim", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--db", str(tmp_path / "t"))
     assert run.exit_code == 2 and "drives one endpoint" in run.output

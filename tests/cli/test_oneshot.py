@@ -142,3 +142,11 @@ def test_a_servers_message_cannot_steer_the_terminal() -> None:
     shown = io.StringIO()
     terminal.print_summary(Console(file=shown, width=100, color_system=None), summary)
     assert "[bold red]fake[/]" in shown.getvalue() and "\x1b" not in shown.getvalue()
+
+
+def test_an_in_process_run_leaves_sigterm_as_it_found_it(tmp_path: Path) -> None:
+    # The run's SIGTERM handler belongs to its event loop: left behind (as uvloop leaves it) it pointed at a
+    # closed loop, and SIGTERM no longer stopped the process that called the command (a test run, here).
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert invoke("run", "--sim", "-n", "1", "--db", str(tmp_path / "t.db")).exit_code == 0
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -77,6 +77,7 @@ def agent_command(
             assert task is not None
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, task.cancel)
+                stack.callback(loop.remove_signal_handler, sig)  # as cli/measuring.py does, and why
             err.print(f"tokenpace agent {agent.name}: region {region}, store {store.url}", soft_wrap=True)
             with contextlib.suppress(asyncio.CancelledError):
                 await agent.run(grace_s=grace)
