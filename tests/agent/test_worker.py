@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import statistics
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -89,21 +88,23 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
         rows = agents.read(store)
     by_region = _by_region(samples)
     assert set(by_region) == set(delays)
-    over: dict[str, float] = {}  # the region's median of TTFT - truth
-    corrected: dict[str, float] = {}  # and of TTFT - network round trip - truth
+    # The fastest of each region's samples, as rtt_ms is the fastest try: on a loaded machine an agent process's
+    # own overhead grows now and then (a median was 20 ms over here's), its fastest sample's does not.
+    over: dict[str, float] = {}  # the region's least TTFT - truth
+    corrected: dict[str, float] = {}  # and least TTFT - network round trip - truth
     for region in delays:
         mine = [s for s in by_region[region] if s.ok]
         assert len(mine) >= 2 * REQUESTS and {s.agent for s in mine} == {f"agent-{region}"}
         assert all(s.network is not None and s.network.rtt_ms is not None for s in mine)
-        over[region] = statistics.median((s.metrics.ttft_ms or 0) - truths[s.id] for s in mine)
-        corrected[region] = statistics.median(
+        over[region] = min((s.metrics.ttft_ms or 0) - truths[s.id] for s in mine)
+        corrected[region] = min(
             (corrected_ttft(s.metrics.ttft_ms, s.network.rtt_ms if s.network else None) or 0) - truths[s.id]
             for s in mine
         )
     print("TTFT - truth", over, "corrected - truth", corrected)  # shown with -s: the figures behind the asserts
     # A region's TTFT carries its round trip: two one-ways, never under (less the 3 ms here's own overhead may
-    # differ by), under three (a hold too many) however loaded the machine. The correction takes it off: what is
-    # left differs from here's by less than one one-way (left on, or taken twice, it would differ by two).
+    # differ by), under three (a hold too many). The correction takes it off: what is left differs from here's
+    # by less than one one-way (left on, or taken twice, it would differ by two).
     for region, one_way in delays.items():
         assert 2 * one_way - 3 <= over[region] - over["here"] < 3 * one_way + 3, (region, over)
         assert abs(corrected[region] - corrected["here"]) <= max(3, one_way), (region, corrected)

@@ -149,19 +149,20 @@ def test_sigterm_mid_level_writes_what_was_measured(
 
 
 def test_compare_exits_1_when_the_second_run_regressed(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
-    # Times long enough that a loaded machine's few ms are no 50 % change (a 2 ms TPOT's P99 was): TTFT 100 ms,
-    # TPOT 20 ms; the slow server's are four times those.
+    # The slow server's TTFT and TPOT are four times the fast one's (100 and 20 ms), far beyond what a loaded
+    # machine adds. A second run of the fast server is no fixture: on a loaded machine one stalled request moves
+    # a P99 of 20 requests by more than any threshold worth testing, so "the same" is the same file.
     fast = sim_thread(sim.Scenario(ttft_ms=100, tokens_per_s=50, output_tokens=4))
     slow = sim_thread(sim.Scenario(ttft_ms=400, tokens_per_s=12.5, output_tokens=4))
-    for name, s in (("a", fast), ("b", slow), ("c", fast)):
+    for name, s in (("a", fast), ("b", slow)):
         run = invoke("bench", "--base-url", s.url, "--model", "m", "-c", "2", "-n", "20", "--seed", "7", *SMALL,
                      "--db", str(tmp_path / "t.db"), "--out", str(tmp_path / name), "-q")  # fmt: skip
         assert run.exit_code == 0, run.output
-    a, b, c = (str(next((tmp_path / n).glob("*.json"))) for n in "abc")
+    a, b = (str(next((tmp_path / n).glob("*.json"))) for n in "ab")
     worse = invoke("compare", a, b)
     assert worse.exit_code == 1 and "regressed" in worse.output and "TTFT P50" in worse.output
     assert invoke("compare", b, a).exit_code == 0  # faster is no regression
-    assert invoke("compare", a, c, "--threshold", "50%").exit_code == 0  # the same server again
+    assert invoke("compare", a, a).exit_code == 0  # the same figures are no regression
 
 
 def test_the_live_line_shows_requests_done_rate_and_running_ttft() -> None:
