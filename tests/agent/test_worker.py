@@ -102,12 +102,11 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
             for s in mine
         )
     print("TTFT - truth", over, "corrected - truth", corrected)  # shown with -s: the figures behind the asserts
-    # A region's TTFT carries its round trip: two one-ways, never under (less the 3 ms here's own overhead may
-    # differ by), under three (a hold too many). The correction takes it off: what is left differs from here's
-    # by less than one one-way (left on, or taken twice, it would differ by two).
+    # With a CPU burner on each core: {'here': 0.37, 'near': 10.56, 'mid': 30.46, 'far': 60.28}, corrected all
+    # within 1.2 ms of here's. A region's added round trip is twice its delay, the correction takes it off.
     for region, one_way in delays.items():
-        assert 2 * one_way - 3 <= over[region] - over["here"] < 3 * one_way + 3, (region, over)
-        assert abs(corrected[region] - corrected["here"]) <= max(3, one_way), (region, corrected)
+        assert abs(over[region] - over["here"] - 2 * one_way) <= 3, (region, over)
+        assert abs(corrected[region] - corrected["here"]) <= 3, (region, corrected)
     # One sample per job and request: the job ids and sequence numbers never repeat.
     assert len({(s.job_id, s.job_seq) for s in samples}) == len(samples)
     assert {a.name: a.state(a.heartbeat_at) for a in rows} == {f"agent-{r}": "stopped" for r in delays}
