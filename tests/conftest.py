@@ -25,6 +25,16 @@ from tokenpace.store.database import Store, open_store
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+def ctrl_c_reaches_child() -> None:
+    """``preexec_fn`` for a child a test sends Ctrl-C: SIGINT back to its default, as a terminal leaves it.
+
+    A suite started as a background job (``pytest &`` in a script) ignores SIGINT, and children inherit an
+    ignored signal, so Python would never raise KeyboardInterrupt there and the test would wait for nothing.
+    Only ``signal.signal`` runs between fork and exec: no import, no lock another thread could hold.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

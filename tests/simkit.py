@@ -15,11 +15,25 @@ from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.transport import Timeouts, new_session, record
 from tokenpace.measure.prompts import Prompt
 from tokenpace.measure.timing import Recording, Timeline
+from tokenpace.measure.tokens import count_tokens
 from tokenpace.sim import Scenario, Simulator, Truth, serve
 
 PROMPT = "How fast is this endpoint, really?"
 FAST = Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=20)  # no waiting
 MS = 1_000_000
+
+
+def served(truth: Truth) -> tuple[float, float | None]:
+    """The TTFT (ms) and output speed (tok/s) the simulator really served, read off its own send times.
+
+    On a loaded machine the simulator sends late too, so these stray from its scenario's: a client's figures
+    are judged against them, not against the scenario's. Speed as metrics.output_speed defines it: tokens after
+    the first chunk over the time from the first token event to the last.
+    """
+    tokens = [(t, text) for t, kind, text in truth.events if kind in ("content", "reasoning")]
+    (first, first_text), last = tokens[0], tokens[-1][0]
+    speed = (truth.completion_tokens - count_tokens(first_text)) / ((last - first) / 1e9) if last > first else None
+    return (first - truth.t_received_ns) / MS, speed
 
 
 def fast(**changes: Any) -> Scenario:

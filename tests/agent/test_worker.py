@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import statistics
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -53,8 +52,9 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
 
     Each sample's TTFT is compared with the simulator's own record of that request (request arrived, first token
     left): TTFT - truth = the client's own share c + the added round trip. c (the request's upload, the
-    client's reading) is what "here" shows; a region's median minus c is its added round trip, within 3 ms of
-    2 x the delay, and TTFT minus the measured network round trip is back within 3 ms of here's.
+    client's reading) is what "here" shows; a region's median minus c is its added round trip, 2 x the delay
+    (3 ms more on a quiet machine, more on a loaded one), and TTFT minus the measured network round trip is
+    back near here's.
     """
     delays = {"here": 0.0, "near": 5.0, "mid": 15.0, "far": 30.0}  # ms each way: the round trip is twice that
     provider = 'base_url = "{}"\nmodels = ["sim"]\napi_key_env = "TP_CANARY_KEY"'
@@ -88,18 +88,22 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
         rows = agents.read(store)
     by_region = _by_region(samples)
     assert set(by_region) == set(delays)
-    over: dict[str, float] = {}  # the region's median of TTFT - truth
-    corrected: dict[str, float] = {}  # and of TTFT - network round trip - truth
+    # The fastest of each region's samples, as rtt_ms is the fastest try: on a loaded machine an agent process's
+    # own overhead grows now and then (a median was 20 ms over here's), its fastest sample's does not.
+    over: dict[str, float] = {}  # the region's least TTFT - truth
+    corrected: dict[str, float] = {}  # and least TTFT - network round trip - truth
     for region in delays:
         mine = [s for s in by_region[region] if s.ok]
         assert len(mine) >= 2 * REQUESTS and {s.agent for s in mine} == {f"agent-{region}"}
         assert all(s.network is not None and s.network.rtt_ms is not None for s in mine)
-        over[region] = statistics.median((s.metrics.ttft_ms or 0) - truths[s.id] for s in mine)
-        corrected[region] = statistics.median(
+        over[region] = min((s.metrics.ttft_ms or 0) - truths[s.id] for s in mine)
+        corrected[region] = min(
             (corrected_ttft(s.metrics.ttft_ms, s.network.rtt_ms if s.network else None) or 0) - truths[s.id]
             for s in mine
         )
     print("TTFT - truth", over, "corrected - truth", corrected)  # shown with -s: the figures behind the asserts
+    # With a CPU burner on each core: {'here': 0.37, 'near': 10.56, 'mid': 30.46, 'far': 60.28}, corrected all
+    # within 1.2 ms of here's. A region's added round trip is twice its delay, the correction takes it off.
     for region, one_way in delays.items():
         assert abs(over[region] - over["here"] - 2 * one_way) <= 3, (region, over)
         assert abs(corrected[region] - corrected["here"]) <= 3, (region, corrected)

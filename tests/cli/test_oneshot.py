@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.conftest import SimThread
+from tests.conftest import SimThread, ctrl_c_reaches_child
 from tokenpace import sim
 from tokenpace.cli import main
 from tokenpace.store.database import open_store
@@ -87,7 +87,7 @@ def test_ctrl_c_and_sigterm_keep_what_was_measured(
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokenpace", "run", "--base-url", s.url, "--model", "m", "-n", "4", "-c", "2",
          "--db", str(db), *(["--json"] if as_json else [])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_child,
     )  # fmt: skip
     for _ in range(300):  # until both streams are sending tokens, however slowly the command started
         truths = list(s.simulator.truth.values())
@@ -142,3 +142,11 @@ def test_a_servers_message_cannot_steer_the_terminal() -> None:
     shown = io.StringIO()
     terminal.print_summary(Console(file=shown, width=100, color_system=None), summary)
     assert "[bold red]fake[/]" in shown.getvalue() and "\x1b" not in shown.getvalue()
+
+
+def test_an_in_process_run_leaves_sigterm_as_it_found_it(tmp_path: Path) -> None:
+    # The run's SIGTERM handler belongs to its event loop: left behind (as uvloop leaves it) it pointed at a
+    # closed loop, and SIGTERM no longer stopped the process that called the command (a test run, here).
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert invoke("run", "--sim", "-n", "1", "--db", str(tmp_path / "t.db")).exit_code == 0
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -41,9 +41,10 @@ async def test_direct_to_the_simulator_everything_is_loopback_fast() -> None:
 async def test_through_a_20ms_proxy_the_round_trip_is_two_one_ways_and_the_connect_is_loopback() -> None:
     async with sim.serve(sim.Simulator()) as url, DelayProxy("127.0.0.1", port_of(url), 20) as proxy:
         net = await measure_network(Endpoint("sim", "sim", proxy.via(url)), QUICK)
-    assert net.rtt_ms == pytest.approx(40, abs=3)
-    assert net.connect_ms is not None and net.connect_ms < 5  # the kernel accepts before the proxy sees it
-    assert corrected_ttft(100.0, net.rtt_ms) == pytest.approx(60, abs=3)
+    # Two one-ways, never less; a third (a hold too many) would make it 60. A loaded machine only adds.
+    assert net.rtt_ms is not None and 40 <= net.rtt_ms < 60
+    assert net.connect_ms is not None and net.connect_ms < 20  # the kernel accepts before the proxy sees it
+    assert corrected_ttft(100.0, net.rtt_ms) == 100.0 - net.rtt_ms
 
 
 def _self_signed(folder: Path) -> tuple[Path, Path]:
@@ -98,15 +99,14 @@ async def test_tls_handshake_is_timed_and_costs_one_round_trip(
     url, cert_file = tls_sim
     monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # the agent trusts it as it would a public CA
     direct = await measure_network(Endpoint("sim", "sim", url), QUICK)
-    assert direct.connect_ms is not None and direct.connect_ms < 5
-    assert direct.tls_ms is not None and direct.tls_ms < 20
-    assert direct.rtt_ms is not None and direct.rtt_ms < 5
+    assert direct.connect_ms is not None and direct.tls_ms is not None and direct.rtt_ms is not None
     async with DelayProxy("127.0.0.1", port_of(url), 20) as proxy:
         far = await measure_network(Endpoint("sim", "sim", proxy.via(url)), QUICK)
-    assert far.connect_ms is not None and far.connect_ms < 5
-    # TLS 1.3: the client's handshake is over after one round trip; the rest is crypto (2 to 9 ms measured here).
-    assert far.tls_ms is not None and 40 <= far.tls_ms < 55
-    assert far.rtt_ms == pytest.approx(40, abs=3)
+    assert far.connect_ms is not None and far.connect_ms < 20  # under one one-way: the kernel accepts at once
+    # TLS 1.3: the client's handshake is over after one round trip (40 ms), never sooner; the rest is crypto, 2 to
+    # 9 ms on a quiet machine and 45 on a loaded one (measured with a CPU burner per core): no upper bound holds.
+    assert far.tls_ms is not None and far.tls_ms >= 40
+    assert far.rtt_ms is not None and 40 <= far.rtt_ms < 60 and direct.rtt_ms < far.rtt_ms / 2
 
 
 async def test_an_untrusted_certificate_leaves_tls_and_rtt_unmeasured(tls_sim: tuple[str, Path]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, port_taken
+from tests.conftest import ctrl_c_reaches_child, free_port, port_taken
 from tokenpace.serve import discover
 from tokenpace.store.database import open_store
 
@@ -37,7 +37,7 @@ class Served:
         self.log = tmp_path / "serve.log"
         command = [sys.executable, "-m", "tokenpace", "serve", "--port", str(self.port), "--db", str(self.db), *args]
         with self.log.open("a") as log:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=NO_KEYS)
+            self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=NO_KEYS, preexec_fn=ctrl_c_reaches_child)
 
     def wait_for(self, path: str, done: Any, timeout_s: float) -> Any:
         deadline = time.monotonic() + timeout_s

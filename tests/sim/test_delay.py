@@ -93,8 +93,8 @@ async def test_each_chunk_is_held_one_way_side_by_side_not_one_after_another() -
         writer.close()
     delays = [(arrived[i] - sent[i]) / MS for i in range(20)]
     # Never early; late by the timers' millisecond, and by whatever else this machine is doing now and then.
-    # Summed holds would make them 20, 22, 24... 58.
-    assert all(20 <= d < 25 for d in delays) and statistics.median(delays) < 21.5, delays
+    # Summed holds would make them 20, 22, 24... 58 (median 39): a loaded machine's lateness is no such ramp.
+    assert min(delays) >= 20 and statistics.median(delays) < 30, delays
 
 
 async def test_the_handshake_is_not_delayed_but_a_round_trip_takes_two_one_ways(
@@ -112,8 +112,8 @@ async def test_the_handshake_is_not_delayed_but_a_round_trip_takes_two_one_ways(
             assert await reader.readexactly(1) == b"x"
             trips.append((time.perf_counter_ns() - start) / MS)
         writer.close()
-    assert connect_ms < 5  # the kernel accepts before the proxy sees the connection
-    assert min(trips) == pytest.approx(30, abs=3), trips
+    assert connect_ms < 15  # under one one-way: the kernel accepts before the proxy sees the connection
+    assert 30 <= min(trips) < 45, trips  # two one-ways, never less; a third hold would make it 45
 
 
 async def path_ms(simulator: sim.Simulator, url: str) -> list[float]:
@@ -141,7 +141,8 @@ async def test_a_streamed_response_gets_its_ttft_plus_two_one_ways() -> None:
     assert min(far) >= 40, far
     # The fastest sample is the path (as rtt_ms is the fastest try): 40 ms, plus the proxy's timers (each up
     # to 1 ms late) and what measuring adds direct too; the others may also hold this machine's other work.
-    assert min(direct) < 3 and min(far) < 43, (far, direct)
+    # A third one-way (a chunk held behind the role chunk) would add 20 ms more.
+    assert min(far) - min(direct) < 40 + 20, (far, direct)
 
 
 async def test_a_reader_that_stalls_holds_the_proxy_to_its_cap(tcp_server: Callable[[Handler], Awaitable[int]]) -> None:
@@ -166,12 +167,12 @@ async def test_a_reader_that_stalls_holds_the_proxy_to_its_cap(tcp_server: Calla
 
 
 async def test_a_refused_target_closes_the_client_at_once() -> None:
-    async with DelayProxy("127.0.0.1", free_port(), 50) as proxy:
+    async with DelayProxy("127.0.0.1", free_port(), 500) as proxy:
         start = time.perf_counter()
         reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
         assert await reader.read() == b""
         writer.close()
-    assert time.perf_counter() - start < 0.05  # the refusal is not delayed: it is the handshake's, not data
+    assert time.perf_counter() - start < 0.25  # not delayed (by half a second): it is the handshake's, not data
 
 
 async def test_closing_the_proxy_closes_its_connections(tcp_server: Callable[[Handler], Awaitable[int]]) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import itertools
 import json
 import socket
-import statistics
 import time
 from typing import Any
 
@@ -344,12 +343,24 @@ async def test_ttft_is_honoured() -> None:
 
 
 async def test_rate_is_honoured_without_drift() -> None:
-    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=200, output_tokens=50))
+    # 100 tokens due every 5 ms. The test stalls the loop for 150 ms after token 10, as a loaded machine does at
+    # random: on the absolute schedule the tokens due meanwhile go out at once and the stream is back on time.
+    # Sleeping 5 ms after each send instead would be late by the stall (and more) to the end; both are read off
+    # the simulator's own send times, which no load can make early.
+    sim = Simulator(Scenario(ttft_ms=0, tokens_per_s=200, output_tokens=100))
     async with serve(sim) as url:
-        await raw_chat(url)
-    sent = times(only(sim), "content")
-    rate = (len(sent) - 1) / ((sent[-1] - sent[0]) / 1e9)
-    assert len(sent) == 50 and 150 <= rate <= 250
+        reply = asyncio.create_task(raw_chat(url))
+        while not sim.truth or only(sim).completion_tokens < 10:  # noqa: ASYNC110 - the stream is being served
+            await asyncio.sleep(0.001)
+        time.sleep(0.15)  # noqa: ASYNC251 - the point: on the loop's thread, the simulator cannot send meanwhile
+        await reply
+    truth = only(sim)
+    sent = times(truth, "content")
+    late_ms = [(t - truth.t_received_ns) / MS - k * 5 for k, t in enumerate(sent)]
+    assert len(sent) == 100 and min(late_ms) >= 0  # never early: never faster than 200 tok/s
+    gaps = [(b - a) / MS for a, b in itertools.pairwise(sent)]
+    assert sum(g < 1 for g in gaps) >= 20  # the ~30 tokens due in the stall went out back to back
+    assert min(late_ms[-20:]) < 75  # and the stream caught up: a drifting one is >= 150 ms late here
 
 
 async def test_stall_pauses_once() -> None:
@@ -451,17 +462,23 @@ async def test_a_long_running_simulator_keeps_only_its_latest_truths() -> None:
 
 
 async def test_max_streams_queues_requests_beyond_the_capacity() -> None:
-    # 2 slots, 6 requests of ~100 ms each at once: three waves, each starting when the wave before has ended.
+    # 2 slots, 6 requests of ~95 ms each at once (50 ms TTFT, 9 gaps of 5 ms): three waves, each starting when
+    # the wave before has ended. Read off the simulator's send times, which a loaded machine can only make later.
     simulator = Simulator(fast(ttft_ms=50, tokens_per_s=200, output_tokens=10, max_streams=2))
     async with serve(simulator) as url:
         await asyncio.gather(*(raw_chat(url) for _ in range(6)))
-    firsts = sorted(
-        min(t for t, kind, _ in truth.events if kind == "content") - truth.t_received_ns
+    spans = sorted(
+        (min(t for t, kind, _ in truth.events if kind == "content") - truth.t_received_ns,
+         max(t for t, _, _ in truth.events) - truth.t_received_ns)
         for truth in simulator.truth.values()
-    )
-    waves = [statistics.median(firsts[k : k + 2]) / MS for k in (0, 2, 4)]
-    assert waves[0] == pytest.approx(50, abs=25)  # served at once: the scenario's TTFT
-    assert waves[1] - waves[0] >= 90 and waves[2] - waves[1] >= 90  # each waited for a whole stream to end
+    )  # fmt: skip
+    firsts = [first / MS for first, _ in spans]
+    # Never early: the first wave at 50 ms, the second after a whole stream (95) and its own TTFT, the third
+    # after two whole streams; no slot is free sooner (without the cap all six come at 50 ms).
+    assert firsts[0] >= 50 and firsts[2] >= 95 + 50 and firsts[4] >= 2 * 95 + 50, firsts
+    # Two at a time, never more: from first token to last event (inside each stream's slot), two overlap.
+    edges = sorted([(first, 1) for first, _ in spans] + [(last, -1) for _, last in spans], key=lambda e: (e[0], e[1]))
+    assert max(itertools.accumulate(step for _, step in edges)) == 2
 
 
 def test_max_streams_must_be_positive() -> None:

@@ -319,8 +319,9 @@ def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Swe
             terminated.append(True)
             main_task.cancel()  # as asyncio.Runner does on SIGINT: each level's cleanup keeps what was taken
 
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
         async with contextlib.AsyncExitStack() as stack:
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+            stack.callback(loop.remove_signal_handler, signal.SIGTERM)  # as cli/measuring.py does, and why
             (target,) = await sim.started_for([job.endpoint], job.scenarios, stack)
             sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level)
             held.append(sweeper)

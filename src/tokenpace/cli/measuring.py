@@ -66,13 +66,15 @@ def take(
             terminated.append(True)
             main_task.cancel()  # as asyncio.Runner does on SIGINT: the run's cleanup stores what was taken
 
-        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-
         def keep(sample: Sample) -> None:
             kept.append(sample)
             progress.advance(task)
 
         async with contextlib.AsyncExitStack() as stack:
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+            # Removed as the command ends: left behind (uvloop does) it points at a closed loop, and SIGTERM would
+            # no longer stop a process that ran the command in-process (a test run).
+            stack.callback(loop.remove_signal_handler, signal.SIGTERM)
             targets = await sim.started_for(chosen, scenarios, stack)
             # What endpoints refuse is learnt for this command only: the next one asks afresh.
             return await run_workload(targets, workload, options, store, keep, command, texts, refusals=Refusals())

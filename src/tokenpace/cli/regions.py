@@ -78,6 +78,7 @@ def agent_command(
             assert task is not None
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, task.cancel)
+                stack.callback(loop.remove_signal_handler, sig)  # as cli/measuring.py does, and why
             line = f"tokenpace agent {agent.name}: region {region}, store {store.url}"
             err.print(shown(line), soft_wrap=True)
             with contextlib.suppress(asyncio.CancelledError):

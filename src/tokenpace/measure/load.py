@@ -5,8 +5,9 @@ as the previous ones end. Open loop: a chain started at every arrival of the sch
 however many are still in flight (up to ``max_concurrency`` if set). Either way:
 
 - the first ``warmup`` requests are sent under the same load, stored, and marked to be left out of figures;
-- the measured ones stop at ``requests`` or after ``duration_s`` (from the first measured release), whichever
-  comes first; requests in flight then are waited for, so nothing sent is lost;
+- the measured ones stop at ``requests`` or after ``duration_s`` (from the first measured release; in an open
+  loop, on the schedule's time), whichever comes first; requests in flight then are waited for, so nothing
+  sent is lost;
 - each request's ``asked_ns`` is when the schedule meant to release it (the arrival time, or the moment a
   worker or the previous turn freed it), so lateness of the client's own is measured, not hidden;
 - prompts and request bytes are built ahead on the worker thread, decoding happens there after a stream ends,
@@ -296,7 +297,7 @@ async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) 
     assert load.rate is not None
     loop = asyncio.get_running_loop()
     cap = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
-    t0_ns = time.perf_counter_ns()
+    t0_ns, t0 = time.perf_counter_ns(), loop.time()
     at = 0.0
 
     async def capped(i: int, asked: int, warmup: bool) -> None:
@@ -312,6 +313,8 @@ async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) 
             # rest, so a request is never sent before its arrival time and its wait is never negative.
             while (rest := asked - time.perf_counter_ns()) > 0:  # noqa: ASYNC110 - a deadline, not an event
                 await asyncio.sleep(rest / 1e9)
-            if (warmup := budget.take(loop.time())) is None:
+            # The duration is counted on the schedule: an arrival due inside it is released however late the
+            # loop got there (a stalled loop must not shorten the test), and none due after it is.
+            if (warmup := budget.take(t0 + at)) is None:
                 break
             tg.create_task(capped(i, asked, warmup) if cap else run_chain(i, asked, warmup))

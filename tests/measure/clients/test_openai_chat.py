@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.simkit import served
 from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import DEFAULT
@@ -66,16 +67,20 @@ async def test_ttft_and_arrivals_match_ground_truth() -> None:
         truth = simulator.truth[s.timeline.response_id or ""]
         first_sent = next(t for t, kind, _ in truth.events if kind == "content")
         first_seen = s.timeline.token_events[0].t_ns
-        assert 0 <= (first_seen - first_sent) / MS < 50
+        assert first_seen >= first_sent
+        # Each event is timed as it arrives, not when the stream ends: against the stream's length (~195 ms
+        # from first token to last), arrivals lag a little; a client timing events late lags by about half of it.
+        span_ms = (truth.events[-1][0] - first_sent) / MS
         errors = arrival_errors_ms(s, truth)
         assert min(errors) >= 0, "an event cannot arrive before it was sent"
-        assert percentile(errors, 50) is not None and percentile(errors, 50) < 3  # type: ignore[operator]
-        assert max(errors) < 50
-        assert s.metrics.ttft_ms is not None and 80 <= s.metrics.ttft_ms < 80 + 60
+        assert percentile(errors, 50) is not None and percentile(errors, 50) < span_ms / 10  # type: ignore[operator]
+        assert max(errors) < span_ms / 2
+        ttft, speed = served(truth)  # what the simulator served, late on a loaded machine
+        assert ttft >= 80 and s.metrics.ttft_ms is not None and ttft <= s.metrics.ttft_ms < ttft + 60
         # The simulator's words are one o200k token each: the counts agree exactly.
         assert s.metrics.output_tokens == truth.completion_tokens == 40
         assert s.metrics.token_diff == 0
-        assert s.metrics.output_speed == pytest.approx(200, rel=0.25)
+        assert speed is not None and s.metrics.output_speed == pytest.approx(speed, rel=0.25)
 
 
 async def test_empty_role_chunk_first_is_not_the_first_token() -> None:

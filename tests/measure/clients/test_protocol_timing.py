@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.simkit import served
 from tokenpace import sim
 from tokenpace.config.endpoints import PROTOCOLS, Endpoint
 from tokenpace.config.workloads import BUILTIN
@@ -41,12 +42,15 @@ async def test_timing_text_and_usage_match_the_truth(protocol: str) -> None:
     assert s.metrics.output_tokens == truth.completion_tokens == 60 + reasoning
     assert s.metrics.reasoning_tokens == reasoning
     assert s.input_tokens == truth.prompt_tokens
-    # Preambles (role chunks, message_start, ping, response.created, empty parts) never count as the token.
-    assert s.metrics.ttft_ms is not None and 60 <= s.metrics.ttft_ms < 60 + 50
-    first_sent = next(t for t, kind, _ in truth.events if kind in ("reasoning", "content"))
-    arrival = (s.timeline.token_events[0].t_ns - first_sent) / MS
-    assert 0 <= arrival < 50
-    assert s.metrics.output_speed == pytest.approx(300, rel=0.3)
+    # Preambles (role chunks, message_start, ping, response.created, empty parts) go out at once and never count
+    # as the token: the client's first token is the simulator's first, and its TTFT is never under the one the
+    # simulator served (which a loaded machine makes later than the scenario's 60 ms: the truth is the measure).
+    ttft, speed = served(truth)
+    first_sent, first_text = next((t, text) for t, kind, text in truth.events if kind in ("reasoning", "content"))
+    first_seen = s.timeline.token_events[0]
+    assert first_seen.text == first_text and first_seen.t_ns >= first_sent
+    assert ttft >= 60 and s.metrics.ttft_ms is not None and ttft <= s.metrics.ttft_ms < ttft + 50
+    assert speed is not None and s.metrics.output_speed == pytest.approx(speed, rel=0.3)
     assert s.metrics.provider_output_tokens == 60 + reasoning
 
 
