@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.conftest import ctrl_c_reaches_child
 from tokenpace.cli import main
 from tokenpace.measure import corpus, datafiles, load
 from tokenpace.measure.clients.base import HttpRequest
@@ -148,14 +149,26 @@ def _http(text: str) -> HttpRequest:
     return HttpRequest("http://x", {}, text.encode())
 
 
-def _started(path: Path) -> int:
-    """Wait until a reader has the FIFO ``path`` open, then keep it waiting for bytes: the fd to close later."""
+def _started(path: Path, pid: int) -> int:
+    """Wait until process ``pid`` waits in a read of the FIFO ``path``; the writing end, to close later.
+
+    Not merely until it opened it: a signal that lands as its open() returns is only acted on at the next
+    bytecode, and the read that follows would wait for bytes first (a race of microseconds, hit by a test).
+    """
     for _ in range(600):
         try:
-            return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
         except OSError:
             time.sleep(0.05)
-    raise AssertionError("the command never opened its config")
+    else:
+        raise AssertionError("the command never opened its config")
+    for _ in range(600):
+        if "pipe_read" in Path(f"/proc/{pid}/wchan").read_text():
+            return writer
+        time.sleep(0.01)
+    os.close(writer)
+    raise AssertionError("the command never read its config")
 
 
 @pytest.mark.parametrize("command", ["serve", "run", "bench"])
@@ -168,8 +181,10 @@ def test_a_signal_while_preparing_stops_with_its_code_and_one_line(
     fifo = tmp_path / "config.toml"
     os.mkfifo(fifo)  # the command reads its config and waits there: preparing, as long as the test likes
     args = [sys.executable, "-m", "tokenpace", command, "--config", str(fifo), "--db", str(tmp_path / "t.db")]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    writer = _started(fifo)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_child
+    )
+    writer = _started(fifo, proc.pid)
     try:
         proc.send_signal(sig)
         _, errors = proc.communicate(timeout=60)
