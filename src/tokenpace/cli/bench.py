@@ -345,18 +345,21 @@ def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, start
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
     from tokenpace.measure.loadstats import figures
     from tokenpace.measure.results import BenchResult, Point, rows_of
+    from tokenpace.measure.sweep import released_rate
     from tokenpace.version import __version__
 
     points = []
     for level in sweeper.levels if sweeper is not None else []:
         run, done = level.result.run, level.result.done
         points.append(Point(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
-                            run.loop_lag_p99_ms, rows_of(done, _first_sent(done))))  # fmt: skip
+                            run.loop_lag_p99_ms, rows_of(done, _first_sent(done)),
+                            released_rate(done) if level.result.load.rate else None))  # fmt: skip
     finished = {p.run_id for p in points}
     if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
         done, load = live.current, live.load
         points.append(Point(load, figures(done, job.slo, load.rate), done[0].sample.run_id,
-                            rows=rows_of(done, _first_sent(done))))  # fmt: skip
+                            rows=rows_of(done, _first_sent(done)),
+                            released_rate=released_rate(done) if load.rate else None))  # fmt: skip
     e = job.endpoint
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,

@@ -60,6 +60,7 @@ class Point:
     cpu_us_per_event: float | None = None
     loop_lag_p99_ms: float | None = None
     rows: tuple[Row, ...] = ()
+    released_rate: float | None = None  # an open loop's rate as its schedule really released it, req/s
 
 
 @dataclass(frozen=True, slots=True)
