@@ -11,10 +11,10 @@ the rows are a bounded sample, the figures cover every request. Dots are bounded
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeGuard, TypeVar
 
-from tokenpace.measure.loadstats import Latency
+from tokenpace.measure.loadstats import Figures, Latency
 from tokenpace.measure.results import BenchResult, Point
 from tokenpace.web.charts import Chart, Dot, bars, scatter
 
@@ -63,36 +63,33 @@ def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> li
     return [Dot(group, label, x, y) for group, y in lines if _finite(y) and math.isfinite(x)]
 
 
-def throughput_latency(result: BenchResult) -> Chart:
-    """Each point at its achieved output tok/s, against its TTFT p50 and p99, joined in the order of the swept
-    value."""
+def _against_throughput(
+    result: BenchResult, chart_id: str, title: str, y_title: str, label: str, figure: Callable[[Figures], Latency]
+) -> Chart:
+    """Each point at its achieved output tok/s, against the p50 and p99 of ``figure``, joined in the order of
+    the swept value."""
     dots = [
         d
         for p, _ in swept(result)[1]
         for d in _dots(
             p.load.describe(),
             p.figures.output_tokens_per_s,
-            (("TTFT p50", p.figures.ttft.p50), ("TTFT p99", p.figures.ttft.p99)),
+            ((f"{label} p50", figure(p.figures).p50), (f"{label} p99", figure(p.figures).p99)),
         )
     ]
-    title = "Throughput vs TTFT"
-    return scatter("chart-sweep-throughput", title, "output tok/s", "ms", _by_group(dots), lines=True)
+    return scatter(chart_id, title, "output tok/s", y_title, _by_group(dots), lines=True)
+
+
+def throughput_latency(result: BenchResult) -> Chart:
+    """TTFT p50 and p99 against achieved output tok/s."""
+    return _against_throughput(result, "chart-sweep-throughput", "Throughput vs TTFT", "ms", "TTFT", lambda f: f.ttft)
 
 
 def throughput_tpot(result: BenchResult) -> Chart:
     """TPOT p50 and p99 against achieved output tok/s, on an axis of their own: a TPOT of 20 ms drawn on TTFT's
     2,000 ms axis is a flat line at the bottom."""
-    dots = [
-        d
-        for p, _ in swept(result)[1]
-        for d in _dots(
-            p.load.describe(),
-            p.figures.output_tokens_per_s,
-            (("TPOT p50", p.figures.tpot.p50), ("TPOT p99", p.figures.tpot.p99)),
-        )
-    ]
     title = "Throughput vs time per output token"
-    return scatter("chart-sweep-tpot", title, "output tok/s", "TPOT ms", _by_group(dots), lines=True)
+    return _against_throughput(result, "chart-sweep-tpot", title, "TPOT ms", "TPOT", lambda f: f.tpot)
 
 
 def latency_by_load(result: BenchResult) -> Chart:
