@@ -17,10 +17,15 @@ database was given it; ``tests/store/test_database.py`` checks that it and this 
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics
-from tokenpace.measure.sample import Sample
+from tokenpace.measure.network import Network
+from tokenpace.measure.sample import RunRecord, Sample
+from tokenpace.measure.timing import Timeline
 
 METRIC_COLUMNS = tuple(f.name for f in dataclasses.fields(Metrics))
 ENDPOINT_COLUMNS = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
@@ -54,3 +59,33 @@ def sample_values(s: Sample) -> dict[str, Any]:
     net = s.network
     values |= dict(zip(NETWORK_COLUMNS, (None, None, None) if net is None else dataclasses.astuple(net), strict=True))
     return values
+
+
+def sample_from(row: dict[str, Any]) -> Sample:
+    """The Sample a database row holds (by column name, times in epoch seconds): ``sample_values`` undone."""
+    kind = row["error_kind"]
+    failure = None if kind is None else Failure(ErrorKind(kind), row["error_message"], row["http_status"])
+    endpoint = Endpoint(**{f: row[f] for f in ENDPOINT_COLUMNS} | {"simulated": bool(row["simulated"])})
+    net = [row[f] for f in NETWORK_COLUMNS]
+    return Sample(
+        id=row["id"],
+        run_id=row["run_id"],
+        endpoint=endpoint,
+        workload=row["workload"],
+        started_at=datetime.fromtimestamp(row["started_at"], UTC),
+        metrics=Metrics(**{f: row[f] for f in METRIC_COLUMNS}),
+        timeline=Timeline.from_json(row["timeline"], failure),
+        tool_version=row["tool_version"],
+        **{f: row[f] for f in PROMPT_COLUMNS},
+        source=row["source"],
+        published=bool(row["published"]),
+        client_bound=bool(row["client_bound"]),
+        **{f: row[f] for f in REGION_COLUMNS},
+        network=None if all(v is None for v in net) else Network(*net),
+    )
+
+
+def run_from(row: dict[str, Any]) -> RunRecord:
+    """The RunRecord a database row of ``runs`` holds, times in epoch seconds."""
+    when = {f: datetime.fromtimestamp(row[f], UTC) for f in ("started_at", "finished_at")}
+    return RunRecord(**row | when | {"client_bound": bool(row["client_bound"])})

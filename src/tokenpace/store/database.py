@@ -35,11 +35,7 @@ from typing import Any, TypeVar
 
 import platformdirs
 
-from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
-from tokenpace.measure.failures import ErrorKind, Failure
-from tokenpace.measure.metrics import Metrics
-from tokenpace.measure.network import Network
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
 from tokenpace.store import columns, migrations, rollup
@@ -52,8 +48,6 @@ log = logging.getLogger(__name__)
 RESCUED_KEPT = 10_000  # rescued samples remembered (lightly) so that budgets still count them
 ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
 _FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: Dialect.errors
-_METRICS, _ENDPOINT, _PROMPT = columns.METRIC_COLUMNS, columns.ENDPOINT_COLUMNS, columns.PROMPT_COLUMNS
-_NETWORK = columns.NETWORK_COLUMNS
 _SAMPLE_COLUMNS = columns.SAMPLE_COLUMNS
 _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
 
@@ -111,33 +105,6 @@ def _sample_row(s: Sample) -> tuple[Any, ...]:
 
 def _run_row(r: RunRecord) -> tuple[Any, ...]:
     return tuple(_to_db(v) for v in dataclasses.astuple(r))
-
-
-def _sample(row: dict[str, Any]) -> Sample:
-    kind = row["error_kind"]
-    failure = None if kind is None else Failure(ErrorKind(kind), row["error_message"], row["http_status"])
-    endpoint = Endpoint(**{f: row[f] for f in _ENDPOINT} | {"simulated": bool(row["simulated"])})
-    return Sample(
-        id=row["id"],
-        run_id=row["run_id"],
-        endpoint=endpoint,
-        workload=row["workload"],
-        started_at=datetime.fromtimestamp(row["started_at"], UTC),
-        metrics=Metrics(**{f: row[f] for f in _METRICS}),
-        timeline=Timeline.from_json(row["timeline"], failure),
-        tool_version=row["tool_version"],
-        **{f: row[f] for f in _PROMPT},
-        source=row["source"],
-        published=bool(row["published"]),
-        client_bound=bool(row["client_bound"]),
-        **{f: row[f] for f in columns.REGION_COLUMNS},
-        network=None if all(row[f] is None for f in _NETWORK) else Network(*(row[f] for f in _NETWORK)),
-    )
-
-
-def _run(row: dict[str, Any]) -> RunRecord:
-    when = {f: datetime.fromtimestamp(row[f], UTC) for f in ("started_at", "finished_at")}
-    return RunRecord(**row | when | {"client_bound": bool(row["client_bound"])})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -385,12 +352,12 @@ class Store:
         sql += " ORDER BY started_at, id"
         if limit is not None:
             sql, params = sql + " LIMIT ?", [*params, limit]
-        return [_sample(dict(zip(_SAMPLE_COLUMNS, r, strict=True))) for r in self.query(sql, params)]
+        return [columns.sample_from(dict(zip(_SAMPLE_COLUMNS, r, strict=True))) for r in self.query(sql, params)]
 
     def runs(self) -> list[RunRecord]:
         """Every run, oldest first."""
         sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs ORDER BY started_at, id"  # noqa: S608
-        return [_run(dict(zip(_RUN_COLUMNS, r, strict=True))) for r in self.query(sql, ())]
+        return [columns.run_from(dict(zip(_RUN_COLUMNS, r, strict=True))) for r in self.query(sql, ())]
 
     def close(self) -> None:
         """Flush, then close the connection and stop the writer; raises as flush does, but closes first."""
