@@ -517,6 +517,8 @@ def test_an_endpoint_page_lists_its_workloads_in_the_schedules_order(filled: tup
     with TestClient(create_app(store, config)) as c:
         page = c.get(endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model)).text
         data = c.get(endpoint_path(fleet.fast.provider, fleet.fast.plan, fleet.fast.model, "json")).json()
+        board = c.get("/leaderboard.json").json()
+    assert board["workloads"] == ["tiny", "burst", "1k"]  # the board's list too: one order everywhere
     stats = page[page.index('<table class="stats">') :]
     assert re.findall(r'<td rowspan="3">(\w+)<', stats) == ["tiny", "burst", "1k"]
     menu = page[page.index('name="workload"') :]

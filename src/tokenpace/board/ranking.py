@@ -318,7 +318,7 @@ def arrange(
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
     return Board(
         query, window, now, tuple(entries), tuple(models),
-        workloads=tuple(ordered_workloads(x[2] for x in menus)),
+        workloads=tuple(ordered_workloads((x[2] for x in menus), config.schedule.workloads)),
         providers=tuple(sorted({x[0] for x in menus})),
         plans=tuple(sorted({x[1] for x in menus})),
         regions=tuple(sorted(here)),

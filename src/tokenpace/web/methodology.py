@@ -12,7 +12,6 @@ from typing import Any
 
 from tokenpace.board import cost, numbers
 from tokenpace.config.prices import STALE_DAYS
-from tokenpace.config.workloads import ordered
 from tokenpace.measure import metrics
 from tokenpace.measure.tokens import ENCODING
 from tokenpace.store.windows import WINDOWS
@@ -102,7 +101,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "tokenizer": ENCODING,
         "formulas": dict(FORMULAS),
         "windows": windows,
-        "long_workloads": ordered(site.long_workloads),
+        "long_workloads": site.ordered(site.long_workloads),
         "min_samples": site.min_samples,
         "jitter": cfg.schedule.jitter,
         "jobs": jobs,
