@@ -36,3 +36,11 @@ class Formatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return printable(super().format(record))
+
+
+def log_lines() -> None:
+    """tokenpace's log on stderr, a line each with its time and cleaned: how serve and agent show their work."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logging.getLogger("tokenpace").addHandler(handler)
+    logging.getLogger("tokenpace").setLevel(logging.INFO)

@@ -8,7 +8,6 @@ database drivers, pydantic or rich (tests/cli/test_imports.py checks which modul
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,16 +170,12 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     their usual ports (Ollama 11434, llama.cpp 8080, vLLM 8000, SGLang 30000), and, where it finds nothing,
     built-in simulated endpoints, labelled as such everywhere.
     """
-    from tokenpace.board.console import Formatter, shown
+    from tokenpace.board.console import log_lines, shown
     from tokenpace.config import endpoints
     from tokenpace.serve import service  # the web stack loads only for the command that serves it
     from tokenpace.store.database import default_db_path, open_store
 
-    # One line per run and per skipped run, so a terminal shows the service at work.
-    handler = logging.StreamHandler()
-    handler.setFormatter(Formatter("%(asctime)s %(message)s", "%H:%M:%S"))  # a server's message cleaned
-    logging.getLogger("tokenpace").addHandler(handler)
-    logging.getLogger("tokenpace").setLevel(logging.INFO)
+    log_lines()  # one line per run and per skipped run, so a terminal shows the service at work
 
     cfg = endpoints.load(config_path) if config_path is not None else None
     if cfg is not None and not cfg.endpoints:

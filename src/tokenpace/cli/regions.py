@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 from pathlib import Path
 
@@ -35,7 +34,7 @@ def agent_command(
 
     from tokenpace import sim
     from tokenpace.agent.worker import Agent
-    from tokenpace.board.console import Formatter, shown
+    from tokenpace.board.console import log_lines, shown
     from tokenpace.config import endpoints
     from tokenpace.config.regions import check_name
     from tokenpace.errors import ConfigError
@@ -54,10 +53,7 @@ def agent_command(
         known = ", ".join(r.name for r in cfg.regions)
         raise ConfigError(f"--region {region}: {cfg.source} declares no such region (known: {known})")
     queue = Queue(db)  # refuses anything but PostgreSQL, in one line
-    handler = logging.StreamHandler()
-    handler.setFormatter(Formatter("%(asctime)s %(message)s", "%H:%M:%S"))  # a server's message cleaned
-    logging.getLogger("tokenpace").addHandler(handler)
-    logging.getLogger("tokenpace").setLevel(logging.INFO)
+    log_lines()
     store = open_store(db)
 
     async def go() -> None:

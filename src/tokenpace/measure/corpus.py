@@ -157,7 +157,7 @@ def token_starts(text: str) -> array.array[int]:
 
 @functools.cache
 def _offsets(text: str) -> array.array[int]:
-    """Character offset of the start of each o200k_base token of ``text``, then ``len(text)`` (4 bytes each)."""
+    """:func:`token_starts`, once per text for the process."""
     return token_starts(text)
 
 
