@@ -24,7 +24,14 @@ from tokenpace.measure.network import Network, corrected_ttft
 from tokenpace.measure.sample import LOCAL, Origin, Sample, make_sample
 from tokenpace.measure.stats import figure
 from tokenpace.store import rollup
-from tokenpace.store.columns import NETWORK_COLUMNS, ORIGIN_COLUMNS, REGION_COLUMNS, SAMPLE_COLUMNS, sample_values
+from tokenpace.store.columns import (
+    NETWORK_COLUMNS,
+    ORIGIN_COLUMNS,
+    REGION_COLUMNS,
+    SAMPLE_COLUMNS,
+    TRUTH_COLUMNS,
+    sample_values,
+)
 from tokenpace.store.database import Store, epoch, open_store
 from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
 from tokenpace.store.windows import METRICS, WINDOWS, Window, endpoint_rows, present
@@ -162,7 +169,7 @@ def test_the_migration_builds_the_rollup_from_samples_already_there(url: str) ->
     """A database at version 3 (before published/client_bound): migration 4 unpublishes one-shot runs' samples,
     and the rollup, built last, counts only the others; windows read through it equal a recompute."""
     rng = random.Random(5)
-    old = [c for c in SAMPLE_COLUMNS if c not in (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS)]
+    old = [c for c in SAMPLE_COLUMNS if c not in (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS, *TRUTH_COLUMNS)]
     before = []
     for i in range(60):
         s = sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=37 * i), rng)

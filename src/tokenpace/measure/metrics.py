@@ -38,6 +38,7 @@ class Metrics:
     provider_input_tokens: int | None = None
     provider_output_tokens: int | None = None
     token_diff: int | None = None
+    provider_cached_tokens: int | None = None  # input tokens the provider served from its prompt cache
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -107,6 +108,7 @@ def compute(timeline: Timeline) -> Metrics:
         provider_input_tokens=usage.input_tokens if usage else None,
         provider_output_tokens=provider_out,
         token_diff=None if provider_out is None else total - provider_out,
+        provider_cached_tokens=usage.cached_tokens if usage else None,
     )
     if not tokens:
         return base

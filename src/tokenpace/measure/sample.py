@@ -56,6 +56,19 @@ class Sample:
     job_id: str | None = None
     job_seq: int | None = None  # the request's index within its job: a retried job cannot store it twice
     network: Network | None = None
+    # What was timed, beyond timing (issue 22): the canary line the prompt asked for and whether the answer
+    # began with it (None: no canary asked, or no answer); seconds since this process's previous request to
+    # the endpoint and whether that idle time makes it a cold start; which send of a repeated prefix this is.
+    canary: str | None = None
+    canary_ok: bool | None = None
+    idle_s: float | None = None
+    cold: bool = False
+    prefix_turn: int | None = None
+
+    @property
+    def cached(self) -> bool:
+        """The provider says part of the prompt came from its prompt cache."""
+        return bool(self.metrics.provider_cached_tokens)
 
     @property
     def ok(self) -> bool:

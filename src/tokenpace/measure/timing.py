@@ -65,6 +65,7 @@ class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cached_tokens: int | None = None  # input tokens the provider says it served from its prompt cache
 
 
 @dataclass(slots=True)
@@ -129,7 +130,10 @@ class Timeline:
             "events": [[rel(e.t_ns), e.kind.value, e.text] for e in self.events],
         }
         if self.usage is not None:
-            doc["usage"] = [self.usage.input_tokens, self.usage.output_tokens, self.usage.reasoning_tokens]
+            u = self.usage
+            doc["usage"] = [u.input_tokens, u.output_tokens, u.reasoning_tokens]
+            if u.cached_tokens is not None:  # a fourth count only when reported: older rows hold three
+                doc["usage"].append(u.cached_tokens)
         if self.response_id:
             doc["id"] = self.response_id
         if self.server_timings:

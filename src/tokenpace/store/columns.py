@@ -27,12 +27,16 @@ from tokenpace.measure.network import Network
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.measure.timing import Timeline
 
-METRIC_COLUMNS = tuple(f.name for f in dataclasses.fields(Metrics))
+# Metrics fields added after migration 1 sit where their migration put them: at the end, among the truth columns.
+LATER_METRICS = ("provider_cached_tokens",)
+METRIC_COLUMNS = tuple(f.name for f in dataclasses.fields(Metrics) if f.name not in LATER_METRICS)
 ENDPOINT_COLUMNS = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
 PROMPT_COLUMNS = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
 ORIGIN_COLUMNS = ("source", "published", "client_bound")  # which samples the board counts
 REGION_COLUMNS = ("region", "agent", "job_id", "job_seq")  # where it was measured from, by which queued job
 NETWORK_COLUMNS = ("net_connect_ms", "net_tls_ms", "net_rtt_ms")  # measure/network.py, before the run
+SAMPLE_TRUTH = ("canary", "canary_ok", "idle_s", "cold", "prefix_turn")
+TRUTH_COLUMNS = (*LATER_METRICS, *SAMPLE_TRUTH)  # what was timed, beyond timing (migration 12)
 SAMPLE_COLUMNS = (
     *("id", "run_id", *ENDPOINT_COLUMNS, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *METRIC_COLUMNS, "timeline", "tool_version"),
@@ -40,6 +44,7 @@ SAMPLE_COLUMNS = (
     *ORIGIN_COLUMNS,
     *REGION_COLUMNS,
     *NETWORK_COLUMNS,
+    *TRUTH_COLUMNS,
 )
 HIDDEN = frozenset({"base_url", "api_key_env", "prompt_text", "timeline"})  # stored, never exported
 EXPORTED = tuple(c for c in SAMPLE_COLUMNS if c not in HIDDEN)
@@ -53,11 +58,12 @@ def sample_values(s: Sample) -> dict[str, Any]:
     values |= {"workload": s.workload, "started_at": s.started_at, "ok": s.ok}
     values |= {"error_kind": None if s.error_kind is None else s.error_kind.value}
     values |= {"error_message": s.error_message, "http_status": s.http_status}
-    values |= dataclasses.asdict(s.metrics)
+    values |= {c: getattr(s.metrics, c) for c in METRIC_COLUMNS}
     values |= {"timeline": s.timeline.to_json(), "tool_version": s.tool_version}
     values |= {c: getattr(s, c) for c in (*PROMPT_COLUMNS, *ORIGIN_COLUMNS, *REGION_COLUMNS)}
     net = s.network
     values |= dict(zip(NETWORK_COLUMNS, (None, None, None) if net is None else dataclasses.astuple(net), strict=True))
+    values |= {c: getattr(s.metrics, c) for c in LATER_METRICS} | {c: getattr(s, c) for c in SAMPLE_TRUTH}
     return values
 
 
@@ -73,7 +79,7 @@ def sample_from(row: dict[str, Any]) -> Sample:
         endpoint=endpoint,
         workload=row["workload"],
         started_at=datetime.fromtimestamp(row["started_at"], UTC),
-        metrics=Metrics(**{f: row[f] for f in METRIC_COLUMNS}),
+        metrics=Metrics(**{f: row[f] for f in (*METRIC_COLUMNS, *LATER_METRICS)}),
         timeline=Timeline.from_json(row["timeline"], failure),
         tool_version=row["tool_version"],
         **{f: row[f] for f in PROMPT_COLUMNS},
@@ -82,6 +88,11 @@ def sample_from(row: dict[str, Any]) -> Sample:
         client_bound=bool(row["client_bound"]),
         **{f: row[f] for f in REGION_COLUMNS},
         network=None if all(v is None for v in net) else Network(*net),
+        canary=row["canary"],
+        canary_ok=None if row["canary_ok"] is None else bool(row["canary_ok"]),
+        idle_s=row["idle_s"],
+        cold=bool(row["cold"]),
+        prefix_turn=row["prefix_turn"],
     )
 
 

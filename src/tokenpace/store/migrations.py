@@ -215,6 +215,20 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             counting.install,
         ),
     ),
+    (
+        12,
+        (
+            # What was timed, beyond timing (issue 22): the provider's prompt-cache count, the correctness canary
+            # asked for and its verdict, the idle time before the request and the cold-start tag, and which send
+            # of a repeated prefix a cached-prefix workload's request was.
+            "ALTER TABLE samples ADD COLUMN provider_cached_tokens INTEGER",
+            "ALTER TABLE samples ADD COLUMN canary TEXT",
+            "ALTER TABLE samples ADD COLUMN canary_ok INTEGER",
+            "ALTER TABLE samples ADD COLUMN idle_s DOUBLE PRECISION",
+            "ALTER TABLE samples ADD COLUMN cold INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE samples ADD COLUMN prefix_turn INTEGER",
+        ),
+    ),
 )
 
 

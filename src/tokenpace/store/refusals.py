@@ -32,12 +32,12 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # PostgreSQL's INTEGER: the narrower of 
 RESCUE_NAME = "tokenpace-rescued.jsonl"
 # Column types as the migrations declare them; every other column is TEXT.
 _NULLABLE_INTEGERS = {"http_status", "provider_input_tokens", "provider_output_tokens", "token_diff", "input_tokens"}
-_NULLABLE_INTEGERS |= {"seed", "job_seq"}
+_NULLABLE_INTEGERS |= {"seed", "job_seq", "provider_cached_tokens", "canary_ok", "prefix_turn"}
 _INTEGERS = _NULLABLE_INTEGERS | {"simulated", "ok", "chunk_count", "output_tokens", "reasoning_tokens"}
 _INTEGERS |= {"first_chunk_tokens", "image_bytes", "image_pixels", "published", "client_bound"}
-_INTEGERS |= {"concurrency", "requested", "completed"}
+_INTEGERS |= {"concurrency", "requested", "completed", "cold"}
 _REALS = {"started_at", "finished_at", "ttft_ms", "ttfb_ms", "connect_ms", "ttfat_ms", "output_speed", "e2e_ms"}
-_REALS |= {"net_connect_ms", "net_tls_ms", "net_rtt_ms"}
+_REALS |= {"net_connect_ms", "net_tls_ms", "net_rtt_ms", "idle_s"}
 _REALS |= {"t100_ms", "gap_p50_ms", "gap_p95_ms", "gap_max_ms", "loop_lag_p50_ms", "loop_lag_p99_ms"}
 _REALS |= {"loop_lag_max_ms", "cpu_us_per_event"}
 _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")  # an escaped NUL, not an escaped backslash before "u0000"
