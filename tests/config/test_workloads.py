@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, ordered, workload_from_config
+from tokenpace.config.workloads import (
+    AA_OUTPUT_TOKENS,
+    BUILTIN,
+    DEFAULT,
+    TEXT_TASKS,
+    most_requests,
+    ordered,
+    request_bytes,
+    workload_from_config,
+)
 from tokenpace.errors import ConfigError
 from tokenpace.measure.prompts import build_prompt
 
@@ -14,9 +25,35 @@ def test_builtin_workloads() -> None:
     assert DEFAULT is BUILTIN["1k"]
     assert [BUILTIN[n].input_tokens for n in ("1k", "10k", "100k")] == [1_000, 10_000, 100_000]
     assert BUILTIN["parallel"].concurrency == 10 and BUILTIN["parallel"].input_tokens == 1_000
-    assert all(w.max_tokens == 500 for w in BUILTIN.values())
+    assert [BUILTIN[n].max_tokens for n in ("vision", "parallel")] == [1_000, 1_000]  # 1k-sized, as 1k
     tasks = {build_prompt(DEFAULT, seed).task for seed in range(40)}  # the seed picks a task from the mix
     assert tasks == set(TEXT_TASKS)
+
+
+def test_builtins_ask_for_artificial_analysis_output_lengths() -> None:
+    """AA asks for at least 1,000 / 1,500 / 2,000 output tokens on 1k / 10k / 100k: shorter outputs weigh the
+    first chunks more, so a speed over them does not compare with AA's."""
+    assert dict(AA_OUTPUT_TOKENS) == {"1k": 1_000, "10k": 1_500, "100k": 2_000}
+    assert all(BUILTIN[name].max_tokens >= least for name, least in AA_OUTPUT_TOKENS.items())
+
+
+def test_the_memory_estimate_follows_max_tokens() -> None:
+    """150 B an output token: a longer cap is fewer requests a run may hold (100k at 2,000: 98, not 107)."""
+    short, long = (workload_from_config("w", {"input_tokens": 100_000, "max_tokens": n}) for n in (500, 2_000))
+    assert request_bytes(long) - request_bytes(short) == 1_500 * 150
+    assert most_requests(long) < most_requests(short)
+    assert [most_requests(BUILTIN[n]) for n in ("1k", "10k", "100k")] == [1_409, 557, 98]
+
+
+def test_a_table_named_after_a_builtin_changes_only_its_keys() -> None:
+    """``[workloads.10k] max_tokens = 3000`` is 10k with a longer cap, not a 1k-token workload named 10k."""
+    longer = workload_from_config("10k", {"max_tokens": 3_000})
+    assert longer == dataclasses.replace(BUILTIN["10k"], max_tokens=3_000)
+    vision = workload_from_config("vision", {"max_tokens": 800})
+    assert (vision.image, vision.tasks, vision.input_tokens) == ((1200, 840), ("describe",), 1_000)
+    assert workload_from_config("parallel", {"input_tokens": 2_000}).concurrency == 10
+    assert workload_from_config("1k", {"image": [64, 64]}).tasks == ("describe",)
+    assert workload_from_config("mine", {}) == dataclasses.replace(DEFAULT, name="mine")
 
 
 def test_custom_workload_from_config() -> None:

@@ -50,8 +50,8 @@ def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
     # Output: o200k's count, which usage() takes when larger, may run 1.5 x over the model's own max_tokens.
     assert job("m", workload=SMALL).worst_case() == Spend(2, math.ceil(2 * 300 * 1.05), 75)
     vision = job("m", workload=BUILTIN["vision"]).worst_case()
-    assert vision == Spend(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 750)
-    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Spend(20, math.ceil(20 * 1000 * 1.05), 7500)
+    assert vision == Spend(2, math.ceil(2 * (1000 * 1.05 + 40_000)), 1_500)
+    assert job("m", workload=BUILTIN["parallel"]).worst_case() == Spend(20, math.ceil(20 * 1000 * 1.05), 15_000)
 
 
 def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> None:
