@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import itertools
 import json
+import re
 
 import pytest
 from PIL import Image
@@ -89,9 +91,27 @@ def test_translate_names_a_language() -> None:
     assert len(named) > 5
 
 
-def test_tasks_ask_for_long_answers() -> None:
-    for task in TEXT_TASKS:
-        assert "at least " in text_of(build_prompt(Workload("t", 500, tasks=(task,)), 3)).rsplit("\n\n", 1)[1]
+def asked_words(prompt: Prompt) -> int:
+    """The N of "at least N words" in the prompt's task (its last paragraph)."""
+    task = text_of(prompt).rsplit("\n\n", 1)[1]
+    (found,) = re.findall(r"at least ([\d,]+) words", task)
+    return int(found.replace(",", ""))
+
+
+@pytest.mark.parametrize("name", list(BUILTIN))
+def test_every_task_asks_for_more_than_the_cap_lets_through(name: str) -> None:
+    """At ~0.75 English words an o200k token, max_tokens tokens hold ~0.75 x max_tokens words: each task asks for
+    at least max_tokens words, so no answer ends before the cap (the old fixed "500 words" did at 1,000+)."""
+    workload = BUILTIN[name]
+    for task in workload.tasks:
+        prompt = build_prompt(dataclasses.replace(workload, input_tokens=1_000, tasks=(task,)), 3)
+        assert asked_words(prompt) >= workload.max_tokens, (task, asked_words(prompt))
+
+
+def test_the_asked_length_follows_a_workloads_own_cap() -> None:
+    for cap in (64, 3_000, 20_000):
+        for task in TEXT_TASKS:
+            assert asked_words(build_prompt(Workload("t", cap, tasks=(task,)), 3)) >= cap
 
 
 def test_small_corpus_is_cycled_in_new_orders() -> None:
@@ -135,7 +155,7 @@ def test_text_prompt_is_sent_as_a_plain_string() -> None:
     prompt = build_prompt(DEFAULT, 1)
     body = json.loads(OpenAIChat().request(ENDPOINT, prompt).body)
     assert body["messages"] == [{"role": "user", "content": text_of(prompt)}]
-    assert body["max_tokens"] == 500
+    assert body["max_tokens"] == DEFAULT.max_tokens == 1_000
 
 
 def test_chat_prompt_counts_each_message_and_fingerprints_as_build_prompt_does() -> None:

@@ -30,26 +30,34 @@ LANGUAGES = (
 )
 
 # Each task asks for more than max_tokens, so every answer runs to the cap and output speed is measured over
-# a full-length stream. {a} and {b} are the first two documents' titles.
+# a full-length stream: {words} is the workload's max_tokens as words, ~1.3 times what the cap lets through
+# (English runs ~0.75 words an o200k token; other languages and code take more tokens a word). {a} and {b} are
+# the first two documents' titles; {questions}: words / 50, at least 30.
 _TASKS = {
     "summarize": "Summarize the documents above for a developer who has not read them. Cover each document in "
-    "turn, in full paragraphs, and write at least 500 words.",
-    "questions": "Write at least 30 numbered questions that test a careful reading of the documents above. "
-    "Follow each with a two- or three-sentence answer that names the document it comes from. Write at least "
-    "500 words in all.",
+    "turn, in full paragraphs, and write at least {words} words.",
+    "questions": "Write at least {questions} numbered questions that test a careful reading of the documents "
+    "above. Follow each with a two- or three-sentence answer that names the document it comes from. Write at "
+    "least {words} words in all.",
     "compare": 'Write a comparative analysis of "{a}" and "{b}" (and of any other document above): what each '
-    "covers, where they overlap, where they differ and how they depend on each other. Write at least 500 words "
-    "in full paragraphs.",
+    "covers, where they overlap, where they differ and how they depend on each other. Write at least {words} "
+    "words in full paragraphs.",
     "translate": 'Translate the documents above into {language}, starting with "{a}" and going on in order. '
     "Keep code and identifiers as they are, translate everything else in full without summarizing, and write "
-    "at least 500 words of translation.",
+    "at least {words} words of translation.",
     "visual": "Create a visual artifact from the documents above: one self-contained HTML page with an inline "
     "SVG chart or diagram that presents at least 12 facts, names or figures from the text, with labels, a "
-    "legend and a caption. Output the complete code, then explain in at least 300 words what it shows.",
+    "legend and a caption. Output the complete code, then explain in at least {words} words what it shows.",
     IMAGE_TASK: "The attached image is a chart. Describe the chart, then list every bar's label and value "
-    "exactly as shown, then give the total, the largest and the smallest value, then write at least 400 words "
-    "on what the chart suggests and how it could present its data better. The documents above are background.",
+    "exactly as shown, then give the total, the largest and the smallest value, then write at least {words} "
+    "words on what the chart suggests and how it could present its data better. The documents above are "
+    "background.",
 }
+
+
+def asked_words(max_tokens: int) -> int:
+    """Words a task asks for = max_tokens (more than max_tokens tokens hold, at ~0.75 words a token)."""
+    return max_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +143,11 @@ def _build(w: Workload, task: str, rng: random.Random, corpus: Corpus) -> Prompt
     nonce = f"{rng.getrandbits(64):016x}"
     order = rng.getrandbits(64)
     a, b, *_ = itertools.islice(_shuffled(corpus, random.Random(order)), 2)
-    instruction = _TASKS[task].format(a=a.title, b=b.title, language=rng.choice(LANGUAGES))
+    words = asked_words(w.max_tokens)
+    language = rng.choice(LANGUAGES)
+    instruction = _TASKS[task].format(
+        a=a.title, b=b.title, language=language, words=f"{words:,}", questions=max(30, words // 50)
+    )
     first = f"{nonce} is this request's reference number; it is not part of the task.\n\nDocuments:\n\n"
     fixed = count_tokens(first) + count_tokens(instruction)
 
