@@ -8,7 +8,7 @@ import statistics
 
 from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.workloads import Workload
+from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
@@ -50,3 +50,10 @@ def test_the_default_configs_simulators_spread_their_requests() -> None:
     scenarios = sim.scenarios(default_config())
     assert scenarios and all(s.spread > 0 for s in scenarios.values())
     assert sim.Scenario().drawn(random.Random(1)) == sim.Scenario()  # without spread: every request alike
+
+
+def test_the_default_configs_simulators_answer_every_builtin_to_its_cap() -> None:
+    """Like a real model asked for more words than max_tokens lets through: the demo board's outputs are full
+    length (2,000 tokens on 100k), not a fixed 300."""
+    longest = max(w.max_tokens for w in BUILTIN.values())
+    assert all(s.output_tokens >= longest for s in sim.scenarios(default_config()).values())
