@@ -198,6 +198,23 @@ def test_methodology_comes_from_the_config(client: TestClient, filled: tuple[Sto
     assert jobs[fleet.slow.name, "100k"]["every"] == "7 d"
 
 
+def test_methodology_says_which_workload_the_board_opens_on(filled: tuple[Store, Fleet]) -> None:
+    """Issue 22: the page names the view the board actually opens on (its JSON's query), and why not AA's 10k."""
+    store, fleet = filled
+    why = {}
+    for scheduled in (fleet.config.schedule.workloads, ("tiny", "10k", "burst")):
+        config = dataclasses.replace(fleet.config, schedule=ScheduleSettings(workloads=scheduled))
+        with TestClient(create_app(store, config)) as c:
+            opens_on = c.get("/leaderboard.json").json()["query"]["workload"]
+            page, data = c.get("/methodology").text, c.get("/methodology.json").json()
+        assert data["opening"]["workload"] == opens_on == ("1k" if "1k" in scheduled else "tiny")
+        said = re.search(r'<p id="opening">The leaderboard opens on <strong>(\w+)</strong>', page)
+        assert said and said.group(1) == opens_on
+        why[opens_on] = data["opening"]["why"]
+    assert "Artificial Analysis opens on 10k" in why["1k"] and "1,500 tokens on 10k" in why["1k"]
+    assert "runs no 1k" in why["tiny"]
+
+
 def test_samples_csv_filters_and_holds_no_secret(client: TestClient, filled: tuple[Store, Fleet]) -> None:
     store, _ = filled
     table = list(csv.DictReader(io.StringIO(client.get("/samples.csv").text)))

@@ -164,13 +164,22 @@ class Rules:
         return self.stale_s.get(row.key)
 
 
+# What the board opens on where scheduled; why not 10k (AA's default view) is on /methodology (OPENING_WHY there).
+OPENING_WORKLOAD = "1k"
+
+
+def opening_workload(scheduled: Sequence[str]) -> str:
+    """The workload the board shows when none is asked for: OPENING_WORKLOAD where scheduled, else the first."""
+    return OPENING_WORKLOAD if OPENING_WORKLOAD in scheduled or not scheduled else scheduled[0]
+
+
 def rules(config: Config, jobs: Collection[Job]) -> Rules:
     """The board's rules for a config and the jobs sampling it (staleness: cadence.stale_after of each)."""
     scheduled = config.schedule.workloads
     long = {w for w in scheduled if config.workload(w).input_tokens >= LONG_CONTEXT_TOKENS}
     return Rules(
         min_samples=config.schedule.min_samples,
-        workload="1k" if "1k" in scheduled or not scheduled else scheduled[0],
+        workload=opening_workload(scheduled),
         long_workloads=frozenset(long),
         stale_s={j.key: stale_after(j) for j in jobs},
     )

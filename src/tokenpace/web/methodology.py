@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tokenpace.board import cost, numbers
+from tokenpace.board import cost, numbers, ranking
 from tokenpace.config.prices import STALE_DAYS
+from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
 from tokenpace.measure.tokens import ENCODING
 from tokenpace.store.windows import WINDOWS
@@ -69,6 +70,23 @@ def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     return rows, site.jobs_problem
 
 
+# Why the board opens on ranking.OPENING_WORKLOAD and not on 10k, Artificial Analysis's default view.
+OPENING_WHY = (
+    "it runs at each plan's own cadence (10k every 3 h unless configured), so its view holds the most and the "
+    "freshest samples. Artificial Analysis opens on 10k; the built-ins ask for its output lengths ("
+    + ", ".join(f"{n:,} tokens on {w}" for w, n in AA_OUTPUT_TOKENS.items())
+    + "), so the 10k view, one choice away in the workload menu, compares with theirs."
+)
+
+
+def opening(site: Site) -> dict[str, str]:
+    """The workload the board opens on (the site's own, as its pages use it) and why."""
+    name = site.default_workload
+    if name == ranking.OPENING_WORKLOAD:
+        return {"workload": name, "why": OPENING_WHY}
+    return {"workload": name, "why": f"the schedule runs no {ranking.OPENING_WORKLOAD}: it is the first it runs."}
+
+
 SPEND_DAYS = 7
 
 
@@ -108,6 +126,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "jobs_problem": problem,
         "budgets": budgets,
         "workloads": workloads,
+        "opening": opening(site),
         "not_measured": list(NOT_MEASURED),
         "network": NETWORK,
         "prices": prices,
