@@ -196,7 +196,7 @@ def test_a_signal_while_preparing_stops_with_its_code_and_one_line(
 
 def test_sigterm_while_prompts_are_built_stops_within_a_prompt(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    args = [sys.executable, "-m", "tokenpace", "run", "--sim", "-w", "100k", "-n", "100", "-q", "--db", str(db)]
+    args = [sys.executable, "-m", "tokenpace", "run", "--sim", "-w", "100k", "-n", "90", "-q", "--db", str(db)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(600):  # the store is opened just before the prompts are built (~10 s of CPU for these)
         if db.exists():
