@@ -47,7 +47,8 @@ def parse_cold_after(value: object) -> float:
     try:
         return parse_duration(value)  # type: ignore[arg-type]  # anything else is refused there, in one line
     except ValueError:
-        raise ValueError(f'{value!r}: give how long an endpoint idles before a request is cold, e.g. "15m", or "off"') from None
+        wanted = 'give how long an endpoint idles before a request is cold, e.g. "15m", or "off"'
+        raise ValueError(f"{value!r}: {wanted}") from None
 
 
 @dataclass(frozen=True, slots=True)
