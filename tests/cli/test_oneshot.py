@@ -150,3 +150,29 @@ def test_an_in_process_run_leaves_sigterm_as_it_found_it(tmp_path: Path) -> None
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     assert invoke("run", "--sim", "-n", "1", "--db", str(tmp_path / "t.db")).exit_code == 0
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_run_after_an_idle_spell_says_which_samples_were_cold(
+    tmp_path: Path, sim_thread: Callable[..., SimThread]
+) -> None:
+    """The store's last request to the endpoint (an earlier run) makes the next run's first request cold; the
+    summary gives its TTFT apart, the simulator's model load in it; --json has the same."""
+    s = sim_thread(sim.Scenario(ttft_ms=20, tokens_per_s=2000, output_tokens=5, cold_start_ms=400, cold_after_s=0.3))
+    config = tmp_path / "c.toml"
+    config.write_text(f'[providers.s]\nbase_url = "{s.url}"\nmodels = ["m"]\n[schedule]\ncold_after = "0.3s"\n')
+    db = str(tmp_path / "t.db")
+    first = invoke("run", "--config", str(config), "-n", "2", "--db", db)
+    assert first.exit_code == 0 and "cold" not in first.stdout  # nothing known before: nothing tagged
+    time.sleep(0.7)  # an idle spell past both thresholds
+    later = invoke("run", "--config", str(config), "-n", "3", "--db", db)
+    assert later.exit_code == 0, later.output
+    assert "1 of 3 cold (idle >= 0.3 s): TTFT p50 cold " in later.stdout
+    time.sleep(0.7)
+    (summary,) = json.loads(invoke("run", "--config", str(config), "-n", "3", "--db", db, "--json").stdout)["endpoints"]
+    cold = summary["cold"]
+    assert (cold["count"], cold["cold_after_s"]) == (1, 0.3)
+    assert (cold["ttft_ms_cold"]["count"], cold["ttft_ms_warm"]["count"]) == (1, 2)
+    assert cold["ttft_ms_cold"]["p50"] - cold["ttft_ms_warm"]["p50"] > 400 * 0.8  # the model's load
+    # The simulator loaded the model for each later run's first request (the first run's may have met it loading
+    # too, after a slow start of the command: unknown to tokenpace, and so untagged).
+    assert [t.cold_start_ms for t in s.simulator.truth.values()][2:] == [400, 0, 0] * 2

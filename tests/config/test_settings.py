@@ -28,6 +28,15 @@ def test_schedule_settings_per_plan_and_provider(tmp_path: Path) -> None:
     assert s.cadence("10k") == Cadence(3 * 3600) and s.cadence("100k") == Cadence(7 * 86400)  # defaults stay
 
 
+def test_cold_after_from_the_plan_else_the_provider_else_the_schedule(tmp_path: Path) -> None:
+    text = A + 'cold_after = "off"\n[providers.a.plans.p]\nmodels = ["n"]\ncold_after = "2m"\n'
+    text += '[providers.b]\nbase_url = "http://b/v1"\nmodels = ["m"]\n[schedule]\ncold_after = "1h"\n'
+    cfg = load(write(tmp_path, text))
+    assert {e.name: cfg.cold_after_of(e) for e in cfg.endpoints} == {"a/m": 0.0, "a:p/n": 120.0, "b/m": 3600.0}
+    plain = load(write(tmp_path, A))
+    assert plain.cold_after_of(plain.endpoints[0]) == 900.0  # the default: 15 minutes
+
+
 def test_plans_the_file_does_not_declare_get_defaults() -> None:
     from tokenpace.config.endpoints import Config, Endpoint
 
@@ -73,6 +82,9 @@ def test_durations(text: str, seconds: float) -> None:
         ('[schedule.every]\n"1k" = "often"\n', r"schedule\.every\.1k: .*not a duration"),
         ('[schedule.every]\n"1k" = { every = "1d", jitter = 1.5 }\n', r"schedule\.every\.1k: .*jitter must be"),
         ("[schedule]\njitter = 1\n", r"schedule\.jitter: must be below 1, not 1$"),
+        ('[schedule]\ncold_after = "soon"\n', r"schedule\.cold_after: 'soon': give how long .* \"15m\", or \"off\"$"),
+        ("[schedule]\ncold_after = -1\n", r"schedule\.cold_after: -1: give how long an endpoint idles"),
+        (A + 'cold_after = "0m"\n', r"providers\.a\.cold_after: '0m': give how long"),
         ("[schedule]\nmin_samples = 0\n", r"schedule\.min_samples: "),
         ("[schedule]\nworkloads = []\n", r"schedule\.workloads: "),
         (

@@ -342,12 +342,37 @@ async def test_stop_records_cancelled_requests_of_a_real_measurement(store: Stor
     assert not any(s.running for s in sampler.status().jobs)
 
 
+async def test_a_restarted_sampler_takes_idle_times_from_the_store(store: Store) -> None:
+    """A run's first request is cold when the store's last request to the endpoint (any workload, an earlier
+    serve) ended longer ago than the job's cold_after; a job whose threshold is off is never tagged."""
+    async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=20))) as url:
+        plan = [
+            Job(Endpoint("sim", model, url, simulated=True), SMALL, 600, 0.0, 2, cold_after_s=after)
+            for model, after in (("a", 60.0), ("b", 0.0))
+        ]
+        for j in plan:  # sampled by another workload 600 s ago, less a moment: due in 0.2 s, idle since
+            store.add_sample(fake_sample(dataclasses.replace(j, workload=BURST), time.time() - 600 + 0.2))
+        sampler = Sampler(plan, store, grace_s=5)
+        task = asyncio.ensure_future(sampler.run())
+        for _ in range(400):
+            await asyncio.sleep(0.025)
+            if len(store.samples()) == 6:
+                break
+        sampler.stop()
+        await asyncio.wait_for(task, 10)
+    measured = sorted((s for s in store.samples() if s.run_id != "run"), key=lambda s: (s.endpoint.model, s.started_at))
+    assert [(s.endpoint.model, s.cold) for s in measured] == [("a", True), ("a", False), ("b", False), ("b", False)]
+    assert all(s.idle_s is not None and s.idle_s > 590 for s in (measured[0], measured[2]))  # from the store
+    assert all(s.idle_s is not None and s.idle_s < 60 for s in (measured[1], measured[3]))
+
+
 def test_the_config_drives_the_jobs_of_a_simulated_provider(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[providers.demo]\nsimulate = { ttft_ms = 50 }\nevery = "1m"\n[schedule]\nworkloads = ["1k"]\n')
     cfg = load(path)
     (only,) = jobs(cfg, cfg.endpoints)
     assert (only.endpoint.simulated, only.every_s, only.requests, only.concurrency) == (True, 60, 1, 10)
+    assert only.cold_after_s == 900  # the default threshold; config.cold_after_of gives each endpoint's
     assert jobs(Config(), []) == []
 
 

@@ -21,6 +21,7 @@ from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario
         ('{ ttft_ms = "fast" }', r'providers\.demo\.simulate\.ttft_ms: expected a number, not "fast"'),
         ("{ tokens_per_s = 0 }", r"providers\.demo\.simulate\.tokens_per_s must be > 0"),
         ('{ error = "teapot" }', r"providers\.demo\.simulate\.error must be None or one of"),
+        ("{ cold_start_ms = -5 }", r"providers\.demo\.simulate\.ttft_ms, .*cold_start_ms, cold_after_s must be >= 0"),
     ],
 )
 def test_a_simulate_table_is_checked_by_the_simulator_in_the_files_words(
@@ -54,6 +55,8 @@ def test_every_word_is_one_o200k_token() -> None:
         {"reasoning_field": "thinking"},
         {"final_burst": True, "error": "endless"},
         {"jitter_ms": float("nan")},
+        {"cold_start_ms": -1},
+        {"cold_after_s": float("inf")},
     ],
 )
 def test_scenario_rejects_what_it_cannot_do(bad: dict[str, Any]) -> None:

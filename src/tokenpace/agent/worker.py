@@ -20,15 +20,17 @@ import socket
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.measure.coldstart import ColdStarts
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.network import measure_network
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.measure.sample import Origin
-from tokenpace.store import agents
+from tokenpace.store import agents, recent
 from tokenpace.store.database import Store
 from tokenpace.store.queue import TASK, Order, Queue, queue_name
 from tokenpace.version import __version__
@@ -85,6 +87,8 @@ class Agent:
         self.timeouts = timeouts or Timeouts()
         self.counts = Counts()
         self.refusals = Refusals()
+        # Idle times as this region knows them: its own samples in the store, then its own requests.
+        self.cold = ColdStarts(cfg.cold_after_of, partial(recent.last_ended, store, region=region))
         self._row = agents.Agent(self.name, region, socket.gethostname(), __version__, _now(), _now(), heartbeat_s)
         queue.app.task(name=TASK, queue=queue_name(region), pass_context=True)(self._measure)
 
@@ -111,7 +115,7 @@ class Agent:
         options = RunOptions(order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin)
         done = await run_workload(
             [endpoint], workload, options, self.store, command=f"tokenpace agent {self.region}",
-            corpus=self.corpus, refusals=self.refusals,
+            corpus=self.corpus, refusals=self.refusals, cold=self.cold,
         )  # fmt: skip
         try:
             await asyncio.to_thread(self.store.flush)  # kept in Store.unsaved if it fails: written later

@@ -98,6 +98,29 @@ def messages(samples: Sequence[Sample]) -> dict[str, list[Message]]:
 
 
 @dataclass(frozen=True, slots=True)
+class Cold:
+    """Samples sent after the endpoint idled past its threshold (measure/coldstart.py), apart from the others."""
+
+    count: int  # cold samples, failed ones included
+    after_s: float  # the threshold they passed
+    ttft_cold: Figure  # TTFT of the successful cold samples
+    ttft_warm: Figure  # and of the successful others
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "cold_after_s": self.after_s, "ttft_ms_cold": _stat_dict(self.ttft_cold),
+                "ttft_ms_warm": _stat_dict(self.ttft_warm)}  # fmt: skip
+
+
+def cold(samples: Sequence[Sample], after_s: float) -> Cold | None:
+    """TTFT of the cold samples and of the warm ones apart; None when no sample is cold."""
+    if not (count := sum(s.cold for s in samples)):
+        return None
+    ttft = {tag: [v for s in samples if s.ok and s.cold is tag and (v := s.metrics.ttft_ms) is not None]
+            for tag in (True, False)}  # fmt: skip
+    return Cold(count, after_s, figure(ttft[True]), figure(ttft[False]))
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     endpoint: str
     samples: int
@@ -107,6 +130,7 @@ class Summary:
     groups: Bursts | None = None
     error_messages: dict[str, list[Message]] = field(default_factory=dict)
     truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
+    cold: Cold | None = None  # when some samples were cold starts
 
     @property
     def success_rate(self) -> float | None:
@@ -124,11 +148,15 @@ class Summary:
             "groups": None if self.groups is None else bursts_dict(self.groups),
             "error_messages": {k: [m.as_dict() for m in ms] for k, ms in self.error_messages.items()},
             "truth": self.truth,
+            "cold": None if self.cold is None else self.cold.as_dict(),
         }
 
 
-def summarise(endpoint: str, samples: Sequence[Sample], truth: dict[str, float] | None = None) -> Summary:
-    """Figures over successful samples only; failures count towards the success rate (cancelled ones apart)."""
+def summarise(
+    endpoint: str, samples: Sequence[Sample], truth: dict[str, float] | None = None, cold_after_s: float = 0.0
+) -> Summary:
+    """Figures over successful samples only; failures count towards the success rate (cancelled ones apart);
+    cold samples' TTFT apart as well (``cold_after_s``: the threshold they were tagged by, for the reader)."""
     ok = [s for s in samples if s.ok]
     figures = {}
     for name, _label, _unit in FIGURES:
@@ -144,4 +172,5 @@ def summarise(endpoint: str, samples: Sequence[Sample], truth: dict[str, float] 
         bursts(grouped(member(s) for s in samples)),
         messages(samples),
         truth,
+        cold(samples, cold_after_s),
     )

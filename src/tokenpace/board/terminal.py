@@ -63,6 +63,11 @@ def print_summary(console: Console, s: Summary) -> None:
         console.print(table)
         if s.truth is not None:
             console.print("set: what the simulator was told to do (its true TTFT and output speed)")
+    if (c := s.cold) is not None:
+        after = numbers.interval(c.after_s) if c.after_s >= 1 else f"{c.after_s:g} s"
+        cold_ms, warm_ms = (numbers.figure(f.p50, "ms") for f in (c.ttft_cold, c.ttft_warm))
+        ttft = f"TTFT p50 cold {cold_ms} ms vs warm {warm_ms} ms"
+        console.print(f"{c.count} of {s.samples} cold (idle >= {after}): {ttft}", soft_wrap=True, highlight=False)
     for kind, found in s.error_messages.items():
         for m in found:
             console.print(f"  {kind} ({m.count}): {escape(m.message)}", soft_wrap=True, highlight=False)
@@ -70,12 +75,18 @@ def print_summary(console: Console, s: Summary) -> None:
                 console.print(f"    hint: {m.hint}", soft_wrap=True, style="yellow", highlight=False)
 
 
-def summaries(samples: Sequence[Sample], truth: Mapping[str, dict[str, float]] | None = None) -> list[Summary]:
-    """One summary per endpoint, in the order they were measured; ``truth``: a simulator's settings by name."""
+def summaries(
+    samples: Sequence[Sample],
+    truth: Mapping[str, dict[str, float]] | None = None,
+    cold_after: Mapping[str, float] | None = None,
+) -> list[Summary]:
+    """One summary per endpoint, in the order they were measured; ``truth``: a simulator's settings by name;
+    ``cold_after``: the idle time that made a request cold, by name."""
     by_endpoint: dict[str, list[Sample]] = {}
     for s in samples:
         by_endpoint.setdefault(s.endpoint.name, []).append(s)
-    return [summarise(name, samples, (truth or {}).get(name)) for name, samples in by_endpoint.items()]
+    after = cold_after or {}
+    return [summarise(name, got, (truth or {}).get(name), after.get(name, 0.0)) for name, got in by_endpoint.items()]
 
 
 def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:

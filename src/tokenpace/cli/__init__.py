@@ -100,6 +100,10 @@ def workloads_command(config_path: Path | None) -> None:
               help="Share of requests that get --error.")  # fmt: skip
 @click.option("--max-streams", type=click.IntRange(min=1),
               help="Streams generated at once; more queue for a slot, as on a loaded server.")  # fmt: skip
+@click.option("--cold-start-ms", default=0.0, show_default=True, type=Finite(min=0),
+              help="Scale to zero: extra TTFT of a request that finds the model unloaded.")  # fmt: skip
+@click.option("--cold-after-s", default=900.0, show_default=True, type=Finite(min=0),
+              help="Seconds without a request after which the model unloads (with --cold-start-ms).")  # fmt: skip
 @click.option("--api-key-env", help="Require the key held in this environment variable.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seeds the text, jitter and error draws.")
 def sim_command(
@@ -116,6 +120,8 @@ def sim_command(
     error: str | None,
     error_rate: float,
     max_streams: int | None,
+    cold_start_ms: float,
+    cold_after_s: float,
     api_key_env: str | None,
     seed: int,
 ) -> None:
@@ -137,6 +143,8 @@ def sim_command(
         error_rate=error_rate,
         seed=seed,
         max_streams=max_streams,
+        cold_start_ms=cold_start_ms,
+        cold_after_s=cold_after_s,
     )
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tokenpace.cli.kit import err, run_async, stderr
@@ -38,16 +38,22 @@ def take(
     texts: Corpus | None,
     *,
     show_progress: bool,
+    cold_after: Callable[[Endpoint], float] | None = None,
 ) -> Taken:
     """Measure with a progress bar, each simulated provider's simulator started for the run; SIGTERM stops as
-    Ctrl-C does: what was taken is stored (as cancelled samples where a request was cut) and returned."""
+    Ctrl-C does: what was taken is stored (as cancelled samples where a request was cut) and returned.
+    ``cold_after``: each endpoint's idle time that makes a request cold (the default's when None); the first
+    request's idle time is the store's to say."""
     import asyncio
     import contextlib
+    from functools import partial
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tokenpace import sim
+    from tokenpace.measure.coldstart import ColdStarts, default_cold_after
     from tokenpace.measure.run import Refusals, run_workload
+    from tokenpace.store import recent
 
     command = _safe_command(sys.argv[1:], store.url)
     progress = Progress(
@@ -77,7 +83,10 @@ def take(
             stack.callback(loop.remove_signal_handler, signal.SIGTERM)
             targets = await sim.started_for(chosen, scenarios, stack)
             # What endpoints refuse is learnt for this command only: the next one asks afresh.
-            return await run_workload(targets, workload, options, store, keep, command, texts, refusals=Refusals())
+            cold = ColdStarts(cold_after or default_cold_after, partial(recent.last_ended, store))
+            return await run_workload(
+                targets, workload, options, store, keep, command, texts, refusals=Refusals(), cold=cold
+            )
 
     try:
         with progress:

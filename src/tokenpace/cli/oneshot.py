@@ -234,10 +234,11 @@ def run(
     truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
     store = open_store(db)
     try:
-        taken = take(chosen, scenarios, workload, options, store, texts, show_progress=not (as_json or quiet))
+        bar, cold_after = not (as_json or quiet), cfg.cold_after_of
+        taken = take(chosen, scenarios, workload, options, store, texts, show_progress=bar, cold_after=cold_after)
     finally:
         close_store(store)
-    summaries = terminal.summaries(taken.samples, truth)
+    summaries = terminal.summaries(taken.samples, truth, {e.name: cfg.cold_after_of(e) for e in chosen})
     _report(summaries, taken, store.url, as_json)
     if output is not None:  # last, so a file that cannot be written costs neither the summary nor the samples
         try:

@@ -46,6 +46,8 @@ provider is two endpoints. A config file looks like::
     workloads = ["1k", "10k", "100k", "vision", "parallel"]   # the default
     min_samples = 3                       # fewer successful samples than this: shown, not ranked
     jitter = 0.1                          # each interval varies by up to +-10%, so samples don't line up
+    cold_after = "15m"                    # idle this long before a request: tagged cold ("off": never; the
+                                          # default 15m; a provider or plan table may set its own)
 
     [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
     "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for
@@ -214,6 +216,11 @@ class Config:
         """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
         found = self.plans.get((endpoint.provider, endpoint.plan))
         return found or PlanSettings.default(keyed=endpoint.api_key_env is not None)
+
+    def cold_after_of(self, endpoint: Endpoint) -> float:
+        """Idle seconds after which the endpoint's next request is cold: its plan's, else the schedule's (0: never)."""
+        own = self.plan_of(endpoint).cold_after_s
+        return self.schedule.cold_after_s if own is None else own
 
     def concurrency_of(self, provider: str) -> int:
         return self.concurrency.get(provider, DEFAULT_CONCURRENCY)

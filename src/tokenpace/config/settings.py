@@ -24,6 +24,9 @@ DEFAULT_WORKLOADS = ("1k", "10k", "100k", "vision", "parallel")
 # only fill the store, so demos and tests may sample it every second, no faster.
 MIN_EVERY_S = 10.0
 MIN_SIMULATED_EVERY_S = 1.0
+# A request sent after the endpoint was idle this long is tagged cold (measure/coldstart.py): a scale-to-zero
+# endpoint has unloaded its model by then (Hugging Face Inference Endpoints' default is 15 minutes).
+DEFAULT_COLD_AFTER_S = 900.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
 
@@ -35,6 +38,17 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise ValueError(f'{text!r} is not a duration: give a number above 0 and a unit s, m, h or d, e.g. "10m"')
     return seconds
+
+
+def parse_cold_after(value: object) -> float:
+    """Idle seconds that make a request cold: a duration, or ``"off"`` / ``"0"`` (0.0: never cold)."""
+    if value in ("off", "0", 0):
+        return 0.0
+    try:
+        return parse_duration(value)  # type: ignore[arg-type]  # anything else is refused there, in one line
+    except ValueError:
+        wanted = 'give how long an endpoint idles before a request is cold, e.g. "15m", or "off"'
+        raise ValueError(f"{value!r}: {wanted}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +88,7 @@ class PlanSettings:
     every_s: float = BILLING_EVERY_S["per-token"]
     requests: int = 1  # samples per scheduled run of a sequential workload
     budget: Budget | None = None
+    cold_after_s: float | None = None  # idle seconds before a cold request; 0: never; None: the schedule's
 
     @classmethod
     def default(cls, keyed: bool) -> PlanSettings:
@@ -105,6 +120,7 @@ class ScheduleSettings:
     min_samples: int = 3
     jitter: float = 0.1
     every: Mapping[str, Cadence] = field(default_factory=lambda: dict(DEFAULT_EVERY))
+    cold_after_s: float = DEFAULT_COLD_AFTER_S  # 0: no request is tagged cold
 
     def cadence(self, workload: str) -> Cadence:
         """The workload's cadence; workloads without one (declared ones) follow the plan."""
@@ -113,6 +129,7 @@ class ScheduleSettings:
 
 # TOML side: pydantic shapes whose errors name their key (config turns them into one line).
 Duration = Annotated[float, pydantic.PlainValidator(parse_duration)]
+ColdAfter = Annotated[float, pydantic.PlainValidator(parse_cold_after)]
 
 
 def _workload_every(text: str) -> float:
@@ -152,6 +169,7 @@ class PlanKeys(pydantic.BaseModel):
     every: Duration | None = None
     requests: int | None = pydantic.Field(default=None, ge=1)
     budget: BudgetTable | None = None
+    cold_after: ColdAfter | None = None
 
 
 class ScheduleTable(pydantic.BaseModel):
@@ -160,17 +178,20 @@ class ScheduleTable(pydantic.BaseModel):
     min_samples: int = pydantic.Field(default=3, ge=1)
     jitter: float = pydantic.Field(default=0.1, ge=0, lt=1)  # 1 would allow a zero interval
     every: dict[str, Annotated[Cadence, pydantic.PlainValidator(_cadence)]] = {}
+    cold_after: ColdAfter = DEFAULT_COLD_AFTER_S
 
 
 def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool) -> PlanSettings:
     """A plan's settings: its own keys, else its provider's, else the default for a keyed or local plan."""
     billing = plan.billing or provider.billing or PlanSettings.default(keyed).billing
     budget = plan.budget or provider.budget
+    cold_after = plan.cold_after if plan.cold_after is not None else provider.cold_after  # "off" is 0.0
     return PlanSettings(
         billing=billing,
         every_s=plan.every or provider.every or BILLING_EVERY_S[billing],
         requests=plan.requests or provider.requests or 1,
         budget=None if budget is None else Budget(budget.requests, budget.input_tokens, budget.output_tokens),
+        cold_after_s=cold_after,
     )
 
 
@@ -180,7 +201,8 @@ def schedule_settings(table: ScheduleTable, known: Mapping[str, object]) -> Sche
         if unknown := [name for name in names if name not in known]:
             raise ValueError(f"schedule.{key}: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
     every = {**DEFAULT_EVERY, **table.every}
-    return ScheduleSettings(tuple(dict.fromkeys(table.workloads)), table.min_samples, table.jitter, every)
+    workloads = tuple(dict.fromkeys(table.workloads))
+    return ScheduleSettings(workloads, table.min_samples, table.jitter, every, table.cold_after)
 
 
 SIM_BASE_URL = "simulated://{provider}"  # a simulated endpoint's address until the service starts its simulator

@@ -30,6 +30,7 @@ from tokenpace.config.workloads import Workload
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.base import HttpRequest, WireProtocol, undecodable
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
+from tokenpace.measure.coldstart import ColdStarts
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.failures import Failure
 from tokenpace.measure.lag import LoopLag
@@ -159,11 +160,13 @@ async def _measure_endpoint(
     corpus: Corpus | None,
     lag: LoopLag,
     refusals: Refusals,
+    cold: ColdStarts,
 ) -> None:
     """Take ``options.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
     A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
-    of a group at once, the next group when the last one has finished.
+    of a group at once, the next group when the last one has finished. Requests released together share the
+    idle time measured just before their release (coldstart.py).
     """
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
@@ -185,10 +188,12 @@ async def _measure_endpoint(
         prompts, requests = await loop.run_in_executor(decoder, build)
     finally:
         stop.set()
+    if cold.needs_recall(endpoint):  # the store's word on its idle time, once: a read, off the loop
+        await loop.run_in_executor(None, cold.recall, endpoint)
     decoding: list[asyncio.Future[Sample]] = []
     pool = workload.concurrency or options.concurrency
 
-    def decode(rec: Recording, started: datetime, i: int, group: str | None) -> Sample:
+    def decode(rec: Recording, started: datetime, i: int, group: str | None, idle_s: float | None) -> Sample:
         try:
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
@@ -198,6 +203,7 @@ async def _measure_endpoint(
         return make_sample(
             run_id, endpoint, workload.name, started, timeline, prompts[i], group, options.keep_prompts,
             source=options.source, published=published, client_bound=bound, origin=options.origin, seq=i,
+            idle_s=idle_s, cold=cold.tag(endpoint, idle_s),
         )  # fmt: skip
 
     def decoded(future: asyncio.Future[Sample]) -> None:
@@ -208,26 +214,33 @@ async def _measure_endpoint(
         if options.warmup:
             await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, options.timeouts)
 
-        async def one(i: int, group: str | None = None) -> None:
+        async def one(i: int, group: str | None = None, released: tuple[float | None] | None = None) -> None:
+            """``released``: the idle time before this request's release, shared with the others released with it."""
+            idle_s = cold.idle(endpoint) if released is None else released[0]
+
             def ended(rec: Recording, started: datetime) -> None:
-                future = loop.run_in_executor(decoder, decode, rec, started, i, group)
+                cold.ended(endpoint)
+                future = loop.run_in_executor(decoder, decode, rec, started, i, group, idle_s)
                 future.add_done_callback(decoded)
                 decoding.append(future)
 
+            cold.sent(endpoint)  # no await before send_request: its ``ended`` always balances this
             await send_request(session, proto, endpoint, requests[i], options.timeouts, options.limits, refusals, ended)
 
         order = iter(range(options.requests))
+        first_release = (cold.idle(endpoint),)
 
         async def worker() -> None:
             for i in order:
-                await one(i)
+                await one(i, released=first_release if i < pool else None)
 
         try:
             if workload.concurrency:
                 for k, first in enumerate(range(0, options.requests, pool)):
+                    release = (cold.idle(endpoint),)
                     async with asyncio.TaskGroup() as tg:
                         for i in range(first, min(first + pool, options.requests)):
-                            tg.create_task(one(i, f"{run_id[:12]}-{k}"))
+                            tg.create_task(one(i, f"{run_id[:12]}-{k}", release))
             else:
                 async with asyncio.TaskGroup() as tg:
                     for _ in range(min(pool, options.requests)):
@@ -293,14 +306,18 @@ async def run_workload(
     command: str = "",
     corpus: Corpus | None = None,
     refusals: Refusals | None = None,
+    cold: ColdStarts | None = None,
 ) -> RunResult:
     """Measure each endpoint in turn and record the run, including when it is interrupted.
 
     ``refusals``: what earlier runs learnt of optional fields each endpoint refuses, and where this run adds
-    what it learns; None learns for this call only.
+    what it learns; None learns for this call only. ``cold``: when each endpoint's last request ended, and
+    where this run adds its own (coldstart.py); None knows nothing before this call, and tags with the default
+    threshold.
     """
     preload_tokenizer()
     refusals = Refusals() if refusals is None else refusals
+    cold = ColdStarts() if cold is None else cold
     run_id = uuid.uuid4().hex
     seed = (
         options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)
@@ -324,7 +341,7 @@ async def run_workload(
             for k, endpoint in enumerate(endpoints):  # endpoints never share a prompt, nonce included
                 first = seed + k * options.requests
                 await _measure_endpoint(
-                    endpoint, workload, options, run_id, first, keep, decoder, corpus, lag, refusals
+                    endpoint, workload, options, run_id, first, keep, decoder, corpus, lag, refusals, cold
                 )
     finally:
         await lag.stop()

@@ -57,8 +57,9 @@ class Sample:
     job_seq: int | None = None  # the request's index within its job: a retried job cannot store it twice
     network: Network | None = None
     # What was timed, beyond timing (issue 22): the canary line the prompt asked for and whether the answer
-    # began with it (None: no canary asked, or no answer); seconds since this process's previous request to
-    # the endpoint and whether that idle time makes it a cold start; which send of a repeated prefix this is.
+    # began with it (None: no canary asked, or no answer); seconds since the previous request to the endpoint
+    # ended, as this process or its store knows it, and whether that idle time makes it a cold start
+    # (measure/coldstart.py); which send of a repeated prefix this is.
     canary: str | None = None
     canary_ok: bool | None = None
     idle_s: float | None = None
@@ -102,8 +103,11 @@ def make_sample(
     client_bound: bool = False,
     origin: Origin | None = None,
     seq: int | None = None,
+    idle_s: float | None = None,
+    cold: bool = False,
 ) -> Sample:
-    """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job."""
+    """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job;
+    ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (measure/coldstart.py)."""
     origin = origin or Origin()
     return Sample(
         id=uuid.uuid4().hex,
@@ -127,6 +131,8 @@ def make_sample(
         job_id=origin.job_id,
         job_seq=None if origin.job_id is None else seq,
         network=origin.network,
+        idle_s=idle_s,
+        cold=cold,
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from tokenpace.config.endpoints import Config, Endpoint
-from tokenpace.config.settings import DEFAULT_CONCURRENCY, Budget, Spend
+from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, DEFAULT_CONCURRENCY, Budget, Spend
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import LOCAL
@@ -41,6 +41,7 @@ class Job:
     budget: Budget | None = None  # the plan's, shared with every job of the plan
     concurrency: int = DEFAULT_CONCURRENCY  # the provider's limit on requests in flight
     region: str = LOCAL  # where an agent measures it from; LOCAL: this process does
+    cold_after_s: float = DEFAULT_COLD_AFTER_S  # the endpoint's idle time that makes a request cold (0: never)
 
     @property
     def key(self) -> Key:
@@ -95,7 +96,7 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             every = max(plan.every_s, cadence.every_s or 0.0)
             jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
             requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
-            job = Job(e, workload, every, jitter, requests, plan.budget, limit)
+            job = Job(e, workload, every, jitter, requests, plan.budget, limit, cold_after_s=config.cold_after_of(e))
             _check_budget(config.source, job)
             out += [replace(job, region=r.name) for r in config.regions] or [job]
     return out

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol, TypeVar
 
-from tokenpace.config.settings import Budget, Spend
+from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, Budget, Spend
+from tokenpace.measure.coldstart import ColdStarts
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
@@ -122,6 +123,9 @@ class Sampler:
         self.grace_s = grace_s
         self.corpus = corpus
         self.refused_fields = Refusals()  # learnt by the first run of each endpoint, for every later one
+        # When each endpoint's last request ended: the store's word at its first run, this process's after.
+        thresholds = {j.endpoint: j.cold_after_s for j in self.jobs}
+        self.cold = ColdStarts(lambda e: thresholds.get(e, DEFAULT_COLD_AFTER_S), partial(recent.last_ended, store))
         self._inline = inline_reads
         self._started = self.clock.now()
         self._last: dict[Slot, float] = {}
@@ -149,7 +153,7 @@ class Sampler:
         options = RunOptions(requests=job.requests, concurrency=1, source="scheduled", publish=True)
         done = await run_workload(
             [job.endpoint], job.workload, options, self.store, command="tokenpace serve", corpus=self.corpus,
-            refusals=self.refused_fields,
+            refusals=self.refused_fields, cold=self.cold,
         )  # fmt: skip
         ok = sum(s.ok for s in done.samples)
         log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)

@@ -102,8 +102,9 @@ class Ollama(Wire):
         """The closing document; token times on perf_counter_ns, as the truth keeps them."""
         received = self.reply.truth.t_received_ns
         doc = {**self.chunk(message), "done": True, "done_reason": self.finish()}
-        doc |= {"total_duration": time.perf_counter_ns() - received, "load_duration": 0}
-        doc |= {"prompt_eval_duration": first_ns - received, "eval_duration": last_ns - first_ns}
+        load = round(self.reply.truth.cold_start_ms * 1e6)  # loading the model after it scaled to zero, as Ollama
+        doc |= {"total_duration": time.perf_counter_ns() - received, "load_duration": load}
+        doc |= {"prompt_eval_duration": first_ns - received - load, "eval_duration": last_ns - first_ns}
         return doc | (self.usage() or {})
 
     def end(self) -> list[Out]:
@@ -117,6 +118,6 @@ class Ollama(Wire):
     def whole(self) -> dict[str, Any]:
         message = {"content": self.text("content")} | ({"thinking": t} if (t := self.text("reasoning")) else {})
         s, now = self.reply.scenario, time.perf_counter_ns()
-        return self.last(
-            message, self.reply.truth.t_received_ns + s.first_token_ns(self.reply.truth.prompt_tokens), now
-        )
+        truth = self.reply.truth
+        load = round(truth.cold_start_ms * 1e6)
+        return self.last(message, truth.t_received_ns + load + s.first_token_ns(truth.prompt_tokens), now)

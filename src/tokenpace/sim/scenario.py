@@ -64,6 +64,11 @@ class Scenario:
     # Per request, TTFT times a log-normal factor of this sigma and tokens/s divided by one of half of it: a real
     # API's requests differ, its TTFT more than its speed. 0: every request alike (timing tests need that).
     spread: float = 0.0
+    # Scale to zero: a model idle (no request in flight) for longer than cold_after_s unloads, and the request
+    # that wakes it, with any that arrive while it loads, waits cold_start_ms more for its first token. A
+    # simulator starts with its models loaded. 0: never unloads.
+    cold_start_ms: float = 0.0
+    cold_after_s: float = 900.0
 
     def drawn(self, rng: random.Random) -> Scenario:
         """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
@@ -83,10 +88,13 @@ class Scenario:
         return round(self.ttft_ms * NS_PER_MS + prefill_s * 1e9)
 
     def __post_init__(self) -> None:
-        times = (self.ttft_ms, self.jitter_ms, self.stall_ms, self.spread)
+        times = (self.ttft_ms, self.jitter_ms, self.stall_ms, self.spread, self.cold_start_ms, self.cold_after_s)
         counts = (self.output_tokens, self.reasoning_tokens, self.stall_after_tokens or 0)
         checks = [
-            (min(times) >= 0 and all(map(math.isfinite, times)), "ttft_ms, jitter_ms, stall_ms, spread must be >= 0"),
+            (
+                min(times) >= 0 and all(map(math.isfinite, times)),
+                "ttft_ms, jitter_ms, stall_ms, spread, cold_start_ms, cold_after_s must be >= 0",
+            ),
             (self.tokens_per_s > 0, "tokens_per_s must be > 0"),
             ((self.prefill_tokens_per_s or 1) > 0, "prefill_tokens_per_s must be > 0"),
             (self.tokens_per_chunk >= 1, "tokens_per_chunk must be >= 1"),
@@ -111,6 +119,7 @@ class Truth:
     events: list[tuple[int, str, str]] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0  # tokens written so far (reasoning included)
+    cold_start_ms: float = 0.0  # how long it waited for its model to load (scale to zero); 0: it was warm
 
     def text(self, *kinds: str) -> str:
         """Concatenated text of the events of the given kinds (content and reasoning when none given)."""
@@ -124,7 +133,8 @@ class Truth:
     def from_dict(cls, doc: Mapping[str, Any]) -> Truth:
         """Rebuild what ``GET /sim/truth/{id}`` returned (JSON turned the event tuples into lists)."""
         events = [(int(t), str(kind), str(text)) for t, kind, text in doc["events"]]
-        return cls(doc["id"], doc["t_received_ns"], events, doc["prompt_tokens"], doc["completion_tokens"])
+        cold = float(doc.get("cold_start_ms", 0.0))
+        return cls(doc["id"], doc["t_received_ns"], events, doc["prompt_tokens"], doc["completion_tokens"], cold)
 
 
 def from_table(table: Mapping[str, Any]) -> Scenario:

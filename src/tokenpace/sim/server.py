@@ -26,7 +26,7 @@ from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
 from tokenpace.sim.openai_chat import Chat
 from tokenpace.sim.openai_completions import Completions
 from tokenpace.sim.openai_responses import Responses
-from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
+from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, NS_PER_MS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import Call, complete, reply_at_once, stream
 from tokenpace.sim.wire import Reply, Wire, dumps
 
@@ -46,6 +46,28 @@ def _lister(request: web.Request) -> type[Wire]:
     if "anthropic-version" in request.headers or "x-api-key" in request.headers:
         return Anthropic
     return Chat
+
+
+@dataclasses.dataclass
+class _Model:
+    """One model's load state, for a scenario that scales to zero: requests in flight, idle since, loaded by."""
+
+    idle_since_ns: int
+    busy: int = 0
+    ready_ns: int = 0  # when the load in progress ends
+
+    def arrive(self, s: Scenario, t_ns: int) -> int:
+        """When a request arriving at ``t_ns`` may begin: at once when loaded; else when the load it starts (idle
+        more than cold_after_s), or the one in progress, ends."""
+        if s.cold_start_ms and not self.busy and t_ns - self.idle_since_ns > s.cold_after_s * 1e9:
+            self.ready_ns = t_ns + round(s.cold_start_ms * NS_PER_MS)
+        self.busy += 1
+        return max(t_ns, self.ready_ns)
+
+    def leave(self) -> None:
+        self.busy -= 1
+        if not self.busy:
+            self.idle_since_ns = time.perf_counter_ns()
 
 
 class Simulator:
@@ -71,6 +93,8 @@ class Simulator:
         self.truth: dict[str, Truth] = {}  # insertion order: oldest first
         self._served = 0
         self._slots: dict[Scenario, asyncio.Semaphore] = {}  # each scenario's stream slots (max_streams)
+        self._born_ns = time.perf_counter_ns()  # its models are loaded at start, idle from then
+        self._loaded: dict[str, _Model] = {}  # by model name ("": every name served by the default scenario)
 
     def app(self) -> web.Application:
         count_tokens(" warm")  # load the vocabulary now, not inside the first request's TTFT
@@ -162,13 +186,20 @@ class Simulator:
         )  # fmt: skip
         words = iter(lambda: word_rng.choice(vocabulary), None)
         paced = s.drawn(rng)  # this request's TTFT and speed, when the scenario spreads them
-        if s.max_streams is None:
-            return await self._answer(Call(request, paced, truth, wire(reply), error, rng, words), ask.stream)
-        # A server of bounded capacity (a batch size): requests beyond it queue, as a loaded server's do.
-        slots = self._slots.setdefault(s, asyncio.Semaphore(s.max_streams))
-        async with slots:
-            call = Call(request, paced, truth, wire(reply), error, rng, words, time.perf_counter_ns())
-            return await self._answer(call, ask.stream)
+        model = self._loaded.setdefault(ask.model if ask.model in self.models else "", _Model(self._born_ns))
+        begins = model.arrive(s, t_received)
+        truth.cold_start_ms = (begins - t_received) / NS_PER_MS
+        try:
+            if s.max_streams is None:
+                call = Call(request, paced, truth, wire(reply), error, rng, words, begins)
+                return await self._answer(call, ask.stream)
+            # A server of bounded capacity (a batch size): requests beyond it queue, as a loaded server's do.
+            slots = self._slots.setdefault(s, asyncio.Semaphore(s.max_streams))
+            async with slots:
+                call = Call(request, paced, truth, wire(reply), error, rng, words, max(time.perf_counter_ns(), begins))
+                return await self._answer(call, ask.stream)
+        finally:
+            model.leave()
 
     @staticmethod
     async def _answer(call: Call, streamed: bool) -> web.StreamResponse:

@@ -1,9 +1,11 @@
-"""When samples last started: an endpoint's, so the schedule resumes after a restart, and anyone's, for /health."""
+"""When samples last started: an endpoint's, so the schedule resumes after a restart, and anyone's, for /health;
+and when an endpoint's last request ended, so its idle time, and so cold starts, survive a restart."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import LOCAL
 from tokenpace.store.database import Store
@@ -30,6 +32,26 @@ def last_started(
         (provider, model, workload, plan, region, ErrorKind.CANCELLED.value),
     )
     return float(rows[0][0]) if rows else None
+
+
+def last_ended(store: Store, endpoint: Endpoint, region: str = LOCAL) -> float | None:
+    """When the latest request to the endpoint's model at its address ended (start + end-to-end), any workload
+    or plan of its provider, measured from the region; None if the store has none.
+
+    One query per workload, each walking the (provider, model, workload, started_at) index backwards to its
+    first row at the address, rather than every row of the endpoint: a store keeps years of them.
+    """
+    provider, model = endpoint.provider, endpoint.model
+    rows = store.query("SELECT DISTINCT workload FROM samples WHERE provider = ? AND model = ?", (provider, model))
+    ends = []
+    for (workload,) in rows:
+        found = store.query(
+            "SELECT started_at, e2e_ms FROM samples WHERE provider = ? AND model = ? AND workload = ?"
+            " AND base_url = ? AND region = ? ORDER BY started_at DESC LIMIT 1",
+            (provider, model, workload, endpoint.base_url, region),
+        )
+        ends += [float(started) + (e2e or 0.0) / 1000 for started, e2e in found]
+    return max(ends, default=None)
 
 
 def totals(store: Store) -> Totals:

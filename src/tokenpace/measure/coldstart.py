@@ -1,0 +1,109 @@
+"""Cold starts: how long an endpoint sat idle before each request, and whether that makes the request cold.
+
+A scale-to-zero endpoint (a serverless GPU deployment, Ollama unloading a model after five idle minutes) answers
+the first request after an idle spell late: it loads the model first. Samples taken on a sparse cadence would
+mix those answers with warm ones, so each sample carries ``idle_s``, the seconds since the previous request to
+the same address and model ended (any workload), and ``cold`` = idle_s >= the endpoint's ``cold_after``.
+
+Idle is what this process knows: its own requests, and for an endpoint it has not sent to yet, what its store
+says (``recall``, asked once per endpoint, so the knowledge survives a restart of serve and spans one-shot
+runs); None when neither knows, e.g. the endpoint's first request ever, which is then not tagged cold. Idle is
+0 while another request to the endpoint is in flight. Requests released together (a parallel workload's group,
+the first C requests of a run at concurrency C) share the idle time measured just before their release: they
+all met the same sleeping endpoint. Within one run, then, only the first request or release can be cold.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
+
+log = logging.getLogger(__name__)
+Key = tuple[str, str]  # base_url, model: one deployment, whichever provider or plan names it
+
+
+def is_cold(idle_s: float | None, cold_after_s: float) -> bool:
+    """cold = cold_after > 0 and idle >= cold_after; an unknown idle time is not cold."""
+    return cold_after_s > 0 and idle_s is not None and idle_s >= cold_after_s
+
+
+def default_cold_after(endpoint: Endpoint) -> float:
+    """The threshold where no config sets one: config.settings.DEFAULT_COLD_AFTER_S."""
+    return DEFAULT_COLD_AFTER_S
+
+
+def _key(endpoint: Endpoint) -> Key:
+    return (endpoint.base_url, endpoint.model)
+
+
+class ColdStarts:
+    """When each endpoint's last request ended, and what the next one's idle time and cold tag are.
+
+    Whoever calls run_workload() keeps one for as long as its memory should last, as with Refusals: the sampler
+    and a probe agent for their lifetime, ``tokenpace run`` for the command. Times are UTC epoch seconds from
+    ``clock``; ``cold_after`` gives an endpoint's threshold (0: never cold); ``recall`` reads when the store's
+    latest request to an endpoint ended (a blocking read: call :meth:`recall` off the event loop).
+    """
+
+    def __init__(
+        self,
+        cold_after: Callable[[Endpoint], float] = default_cold_after,
+        recall: Callable[[Endpoint], float | None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cold_after = cold_after
+        self._recall = recall
+        self._clock = clock
+        self._ended: dict[Key, float] = {}
+        self._busy: Counter[Key] = Counter()
+        self._recalled: set[Key] = set()
+        self._lock = threading.Lock()  # recall() writes from a thread while the loop reads
+
+    def needs_recall(self, endpoint: Endpoint) -> bool:
+        """The store has not been asked about this endpoint yet (and there is a store to ask)."""
+        return self._recall is not None and _key(endpoint) not in self._recalled
+
+    def recall(self, endpoint: Endpoint) -> None:
+        """Ask the store when its latest request to the endpoint ended and keep the later of that and what is
+        known (a blocking read: call it off the loop); a store that cannot say now is asked again next time."""
+        if self._recall is None:
+            return
+        try:
+            ended_at = self._recall(endpoint)
+        except Exception as exc:  # a store away must not cost the measurement: the idle time is unknown now
+            log.warning("idle time of %s unknown: %s", endpoint.name, " ".join(str(exc).split()))
+            return
+        key = _key(endpoint)
+        with self._lock:
+            self._recalled.add(key)
+            if ended_at is not None:
+                self._ended[key] = max(ended_at, self._ended.get(key, ended_at))
+
+    def idle(self, endpoint: Endpoint) -> float | None:
+        """Idle now = 0 while a request is in flight, else now - the last request's end; None if unknown."""
+        key = _key(endpoint)
+        with self._lock:
+            busy, ended = self._busy[key], self._ended.get(key)
+        if busy:
+            return 0.0
+        return None if ended is None else max(0.0, self._clock() - ended)
+
+    def tag(self, endpoint: Endpoint, idle_s: float | None) -> bool:
+        """Whether a request sent after ``idle_s`` seconds of idle is cold, by the endpoint's threshold."""
+        return is_cold(idle_s, self.cold_after(endpoint))
+
+    def sent(self, endpoint: Endpoint) -> None:
+        with self._lock:
+            self._busy[_key(endpoint)] += 1
+
+    def ended(self, endpoint: Endpoint) -> None:
+        key, now = _key(endpoint), self._clock()
+        with self._lock:
+            self._busy[key] -= 1
+            self._ended[key] = now
