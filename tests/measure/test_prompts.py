@@ -15,6 +15,7 @@ from PIL import Image
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN, DEFAULT, TEXT_TASKS, Workload
 from tokenpace.errors import ConfigError
+from tokenpace.measure import canary
 from tokenpace.measure.clients.openai_chat import OpenAIChat
 from tokenpace.measure.corpus import Document
 from tokenpace.measure.image import bar_chart
@@ -92,8 +93,8 @@ def test_translate_names_a_language() -> None:
 
 
 def asked_words(prompt: Prompt) -> int:
-    """The N of "at least N words" in the prompt's task (its last paragraph)."""
-    task = text_of(prompt).rsplit("\n\n", 1)[1]
+    """The N of "at least N words" in the prompt's task (its paragraph before the canary's last line)."""
+    task = text_of(prompt).rsplit("\n\n", 2)[1]
     (found,) = re.findall(r"at least ([\d,]+) words", task)
     return int(found.replace(",", ""))
 
@@ -112,6 +113,18 @@ def test_the_asked_length_follows_a_workloads_own_cap() -> None:
     for cap in (64, 3_000, 20_000):
         for task in TEXT_TASKS:
             assert asked_words(build_prompt(Workload("t", cap, tasks=(task,)), 3)) >= cap
+
+
+@pytest.mark.parametrize("name", ["1k", "vision", "parallel"])
+def test_every_fresh_prompt_ends_with_the_canary_of_its_own_nonce(name: str) -> None:
+    for seed in range(5):
+        prompt = build_prompt(BUILTIN[name], seed)
+        text = text_of(prompt)
+        assert text.rsplit("\n", 1)[1] == canary.INSTRUCTION  # the fixed-format last line
+        nonce = text[:16]
+        assert prompt.canary == canary.asked(text) == "CHECK " + "-".join(
+            nonce[i : i + 4].upper() for i in range(0, 16, 4)
+        )
 
 
 def test_small_corpus_is_cycled_in_new_orders() -> None:

@@ -1,7 +1,8 @@
 """Prompts: each request's fresh prompt for a workload, built from long-form text and a task.
 
 A prompt is one user message: a nonce line, then documents (or the first part of one) from a corpus, then
-the task. The nonce is 16 random hex digits drawn from the seed and the workload, so two prompts have in
+the task, then the correctness canary's instruction (measure/canary.py: begin the answer with a line made
+from the nonce), always the last line. The nonce is 16 random hex digits drawn from the seed and the workload, so two prompts have in
 common only the nonce digits they share at the start: fewer than 4 characters but for 1 pair in 65,536, far
 below any prefix cache's block. Which documents, in what order, the task and (translate) the language all
 follow the seed too, and the same seed always builds the same prompt. Its size is the o200k_base token count of the
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from tokenpace.config.workloads import IMAGE_TASK, Workload
 from tokenpace.errors import ConfigError
+from tokenpace.measure import canary
 from tokenpace.measure.corpus import Corpus, Document, default_corpus, head, token_length
 from tokenpace.measure.image import bar_chart
 from tokenpace.measure.tokens import count_tokens
@@ -78,6 +80,7 @@ class Prompt:
     task: str = ""
     image_bytes: int = 0
     image_pixels: int = 0
+    canary: str | None = None  # the line the answer must begin with (measure/canary.py); None: none asked
 
 
 def chat_prompt(messages: Sequence[Message], max_tokens: int, tokens: Sequence[int] | None = None) -> Prompt:
@@ -135,7 +138,8 @@ def _sections(docs: Iterator[Document], budget: int, cap: int, slack: int) -> li
 
 
 def _build(w: Workload, task: str, rng: random.Random, corpus: Corpus) -> Prompt:
-    """Nonce line + document sections + task instruction, sized to ``w.input_tokens``; an image if ``w`` has one."""
+    """Nonce line + document sections + task instruction + canary instruction, sized to ``w.input_tokens``; an
+    image if ``w`` has one."""
     if not corpus:
         raise ConfigError("the corpus holds no documents")
     if task == "compare" and len(corpus) < 2:
@@ -148,6 +152,7 @@ def _build(w: Workload, task: str, rng: random.Random, corpus: Corpus) -> Prompt
     instruction = _TASKS[task].format(
         a=a.title, b=b.title, language=language, words=f"{words:,}", questions=max(30, words // 50)
     )
+    instruction += "\n\n" + canary.INSTRUCTION  # last, so the answer's first line is the canary's
     first = f"{nonce} is this request's reference number; it is not part of the task.\n\nDocuments:\n\n"
     fixed = count_tokens(first) + count_tokens(instruction)
 
@@ -176,4 +181,5 @@ def _build(w: Workload, task: str, rng: random.Random, corpus: Corpus) -> Prompt
         task=task,
         image_bytes=sum(len(png) for png in images),
         image_pixels=0 if w.image is None else w.image[0] * w.image[1],
+        canary=canary.expected(nonce),
     )

@@ -8,11 +8,12 @@ from datetime import datetime
 from typing import Literal
 
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure import canary
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import Metrics, compute
 from tokenpace.measure.network import Network
 from tokenpace.measure.prompts import Prompt
-from tokenpace.measure.timing import Timeline
+from tokenpace.measure.timing import EventKind, Timeline
 from tokenpace.version import __version__
 
 Source = Literal["scheduled", "one-shot"]
@@ -109,6 +110,7 @@ def make_sample(
     """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job;
     ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (measure/coldstart.py)."""
     origin = origin or Origin()
+    asked = None if prompt is None else prompt.canary
     return Sample(
         id=uuid.uuid4().hex,
         run_id=run_id,
@@ -133,7 +135,17 @@ def make_sample(
         network=origin.network,
         idle_s=idle_s,
         cold=cold,
+        canary=asked,
+        canary_ok=canary_verdict(asked, timeline),
     )
+
+
+def canary_verdict(asked: str | None, timeline: Timeline) -> bool | None:
+    """canary.passed on the answer's content text; None when no canary was asked or the request failed (a
+    failure is counted as one already: judging its partial answer too would count it twice)."""
+    if asked is None or timeline.failure is not None:
+        return None
+    return canary.passed(asked, timeline.text(EventKind.CONTENT))
 
 
 @dataclass(frozen=True, slots=True)
