@@ -122,8 +122,10 @@ def test_every_fresh_prompt_ends_with_the_canary_of_its_own_nonce(name: str) -> 
         text = text_of(prompt)
         assert text.rsplit("\n", 1)[1] == canary.INSTRUCTION  # the fixed-format last line
         nonce = text[:16]
-        assert prompt.canary == canary.asked(text) == "CHECK " + "-".join(
-            nonce[i : i + 4].upper() for i in range(0, 16, 4)
+        assert (
+            prompt.canary
+            == canary.asked(text)
+            == "CHECK " + "-".join(nonce[i : i + 4].upper() for i in range(0, 16, 4))
         )
 
 

@@ -2,11 +2,12 @@
 
 A prompt is one user message: a nonce line, then documents (or the first part of one) from a corpus, then
 the task, then the correctness canary's instruction (measure/canary.py: begin the answer with a line made
-from the nonce), always the last line. The nonce is 16 random hex digits drawn from the seed and the workload, so two prompts have in
-common only the nonce digits they share at the start: fewer than 4 characters but for 1 pair in 65,536, far
-below any prefix cache's block. Which documents, in what order, the task and (translate) the language all
-follow the seed too, and the same seed always builds the same prompt. Its size is the o200k_base token count of the
-message text (not the chat template's tokens, not the image), within 2% of the workload's target.
+from the nonce), always the last line. The nonce is 16 random hex digits drawn from the seed and the
+workload, so two prompts have in common only the nonce digits they share at the start: fewer than 4
+characters but for 1 pair in 65,536, far below any prefix cache's block. Which documents, in what order, the
+task and (translate) the language all follow the seed too, and the same seed always builds the same prompt.
+Its size is the o200k_base token count of the message text (not the chat template's tokens, not the image),
+within 2% of the workload's target.
 """
 
 from __future__ import annotations
