@@ -1,8 +1,11 @@
-"""Changes in an endpoint's output speed, TTFT or success rate, found in its samples (measure/changepoint.py).
+"""Changes in an endpoint's output speed, TTFT, success rate or canary pass rate, found in its samples
+(measure/changepoint.py).
 
 Speed and TTFT are read from the samples a chart draws (published, successful, not client-bound); the success
-rate from every published sample but those tokenpace itself cancelled, as the board's rate is. Each workload is
-its own series: a 100k prompt is slower than a 1k one, which is no change.
+rate from every published sample but those tokenpace itself cancelled, as the board's rate is; the canary pass
+rate (measure/canary.py) from every published sample with a verdict, by the same outcome test: a model swapped
+or degraded behind the same name shows as a fall. Each workload is its own series: a 100k prompt is slower than
+a 1k one, which is no change.
 
 The board's badge is the endpoint's *current* change: the latest found in its last :data:`LOOKBACK` samples of the
 workload, so it shows while the new level is recent and goes once fewer than MIN_BEFORE samples before it are
@@ -26,16 +29,20 @@ from tokenpace.store.windows import EndpointRow, Key, endpoint_name
 
 LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
 MAX_KEPT = 10_000  # rows whose changes Kept holds
-METRICS = ("output_speed", "ttft_ms", "success_rate")
-LABELS = {"output_speed": "output speed", "ttft_ms": "TTFT", "success_rate": "success rate"}
-UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %"}
+METRICS = ("output_speed", "ttft_ms", "success_rate", "canary_pass_rate")
+RATES = frozenset({"success_rate", "canary_pass_rate"})  # outcomes, 0 to 1: said in percent, better or worse
+LABELS = {
+    "output_speed": "output speed", "ttft_ms": "TTFT", "success_rate": "success rate",
+    "canary_pass_rate": "canary pass rate",
+}  # fmt: skip
+UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %", "canary_pass_rate": " %"}
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
     """A change in one metric of one endpoint and workload: ``at`` is the first changed sample's start,
-    ``before``/``after`` the medians (success rate: the rates, 0 to 1) on either side; ``direction`` is
-    faster/slower for speed and TTFT (a higher TTFT is slower), better/worse for the success rate."""
+    ``before``/``after`` the medians (success and canary pass rates: the rates, 0 to 1) on either side;
+    ``direction`` is faster/slower for speed and TTFT (a higher TTFT is slower), better/worse for the rates."""
 
     metric: str
     provider: str
@@ -57,9 +64,9 @@ class Change:
 
 
 def direction(metric: str, before: float, after: float) -> str:
-    """faster/slower (speed up is faster, TTFT up is slower) or better/worse (success rate up is better)."""
+    """faster/slower (speed up is faster, TTFT up is slower) or better/worse (a rate up is better)."""
     up = after > before
-    if metric == "success_rate":
+    if metric in RATES:
         return "better" if up else "worse"
     return "faster" if up == (metric == "output_speed") else "slower"
 
@@ -82,6 +89,8 @@ def workload_changes(points: Sequence[Point], provider: str, plan: str, model: s
         found += _changes(metric, timed, timing_changes([getattr(p, metric) for p in timed]), ids)
     judged = [p for p in points if p.error_kind != ErrorKind.CANCELLED.value]
     found += _changes("success_rate", judged, outcome_changes([p.ok for p in judged]), ids)
+    checked = [p for p in points if p.canary_ok is not None]
+    found += _changes("canary_pass_rate", checked, outcome_changes([bool(p.canary_ok) for p in checked]), ids)
     return sorted(found, key=lambda c: (c.at, METRICS.index(c.metric)))
 
 
@@ -167,8 +176,8 @@ class Kept:
 
 
 def figure(metric: str, value: float) -> str:
-    """A before/after value as the text says it: speed and TTFT whole, the success rate in percent."""
-    return f"{value * 100:.0f}" if metric == "success_rate" else f"{value:.0f}"
+    """A before/after value as the text says it: speed and TTFT whole, the rates in percent."""
+    return f"{value * 100:.0f}" if metric in RATES else f"{value:.0f}"
 
 
 def describe(c: Change) -> str:

@@ -69,6 +69,11 @@ class Scenario:
     # simulator starts with its models loaded. 0: never unloads.
     cold_start_ms: float = 0.0
     cold_after_s: float = 900.0
+    # The correctness canary (measure/canary.py): asked for by a prompt, the answer begins with its line, right
+    # unless the model is swapped after this many requests to it (each later one answers a digit off) or
+    # degraded (each request answers wrong with this probability).
+    canary_wrong_after: int | None = None
+    canary_wrong_rate: float = 0.0
 
     def drawn(self, rng: random.Random) -> Scenario:
         """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
@@ -103,6 +108,8 @@ class Scenario:
             (self.usage in ("auto", "always", "never"), "usage must be auto, always or never"),
             (self.error in {None, *ERRORS}, f"error must be None or one of {', '.join(sorted(ERRORS))}"),
             (0 <= self.error_rate <= 1, "error_rate must be between 0 and 1"),
+            ((self.canary_wrong_after or 0) >= 0, "canary_wrong_after must be >= 0"),
+            (0 <= self.canary_wrong_rate <= 1, "canary_wrong_rate must be between 0 and 1"),
             (self.max_streams is None or self.max_streams >= 1, "max_streams must be >= 1"),
             (not (self.final_burst and self.error == "endless"), "final_burst cannot be endless"),
         ]

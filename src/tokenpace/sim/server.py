@@ -12,14 +12,16 @@ import dataclasses
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from tokenpace.errors import SimulatorError
+from tokenpace.measure import canary
 from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.measure.tokens import count_tokens, encoding
 from tokenpace.sim.anthropic import Anthropic
 from tokenpace.sim.gemini import Gemini
 from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
@@ -28,7 +30,7 @@ from tokenpace.sim.openai_completions import Completions
 from tokenpace.sim.openai_responses import Responses
 from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, NS_PER_MS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import Call, complete, reply_at_once, stream
-from tokenpace.sim.wire import Reply, Wire, dumps
+from tokenpace.sim.wire import Ask, Reply, Wire, dumps
 
 if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
@@ -92,6 +94,7 @@ class Simulator:
         self.truth_kept = truth_kept
         self.truth: dict[str, Truth] = {}  # insertion order: oldest first
         self._served = 0
+        self._asked: Counter[str] = Counter()  # requests per model name, for its scenario's canary_wrong_after
         self._slots: dict[Scenario, asyncio.Semaphore] = {}  # each scenario's stream slots (max_streams)
         self._born_ns = time.perf_counter_ns()  # its models are loaded at start, idle from then
         self._loaded: dict[str, _Model] = {}  # by model name ("": every name served by the default scenario)
@@ -159,10 +162,12 @@ class Simulator:
 
         s = self.models.get(ask.model, self.default)
         self._served += 1
+        self._asked[ask.model] += 1
         rng = random.Random(f"{s.seed}:{self._served}")  # errors and jitter
         word_rng = random.Random(f"{s.seed}:{self._served}:words")  # the text does not depend on timing
         vocabulary = NON_ASCII_WORDS if s.non_ascii else WORDS
         error = s.error if s.error is not None and rng.random() < s.error_rate else None
+        opening = self._canary(s, ask, rng)
         rid = f"{wire.id_prefix}{uuid.uuid4().hex}"
         truth = self.truth[rid] = Truth(rid, t_received)
         while len(self.truth) > self.truth_kept:  # a long-running simulator forgets its oldest requests
@@ -191,15 +196,29 @@ class Simulator:
         truth.cold_start_ms = (begins - t_received) / NS_PER_MS
         try:
             if s.max_streams is None:
-                call = Call(request, paced, truth, wire(reply), error, rng, words, begins)
+                call = Call(request, paced, truth, wire(reply), error, rng, words, begins, opening)
                 return await self._answer(call, ask.stream)
             # A server of bounded capacity (a batch size): requests beyond it queue, as a loaded server's do.
             slots = self._slots.setdefault(s, asyncio.Semaphore(s.max_streams))
             async with slots:
-                call = Call(request, paced, truth, wire(reply), error, rng, words, max(time.perf_counter_ns(), begins))
+                begun = max(time.perf_counter_ns(), begins)
+                call = Call(request, paced, truth, wire(reply), error, rng, words, begun, opening)
                 return await self._answer(call, ask.stream)
         finally:
             model.leave()
+
+    def _canary(self, s: Scenario, ask: Ask, rng: random.Random) -> tuple[str, ...]:
+        """The canary's line and a newline as o200k tokens, when the prompt asks for one (measure/canary.py):
+        right, or a digit off once the model is swapped (after ``canary_wrong_after`` requests to it) or when
+        degraded (``canary_wrong_rate``, drawn only when set, so other scenarios' draws stay as they were)."""
+        line = canary.asked(ask.prompt)
+        if line is None:
+            return ()
+        swapped = s.canary_wrong_after is not None and self._asked[ask.model] > s.canary_wrong_after
+        if swapped or (s.canary_wrong_rate and rng.random() < s.canary_wrong_rate):
+            line = canary.wrong(line)
+        tokens = encoding().encode(line + "\n")
+        return tuple(encoding().decode([t]) for t in tokens)  # ASCII: every token is whole text
 
     @staticmethod
     async def _answer(call: Call, streamed: bool) -> web.StreamResponse:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -35,6 +36,7 @@ class Call:
     rng: random.Random  # jitter
     words: Iterator[str]  # the text, drawn apart from the jitter so it does not depend on timing
     t_start_ns: int = 0  # when generation began: received, or later when it waited for a stream slot
+    opening: tuple[str, ...] = ()  # the content's first tokens, before the words: the canary's line
 
     def at(self, token_offset: int) -> int:
         """Target send time of an event due ``token_offset`` tokens after the first token."""
@@ -45,16 +47,19 @@ class Call:
         )
 
 
-def plan(s: Scenario, reasoning: int, content: int, words: Iterator[str]) -> Iterator[tuple[int, str, int, str]]:
+def plan(
+    s: Scenario, reasoning: int, content: int, words: Iterator[str], opening: Iterable[str] = ()
+) -> Iterator[tuple[int, str, int, str]]:
     """Token events as (send time in tokens after the first, kind, tokens, text), reasoning first, each of
-    ``tokens_per_chunk`` tokens; ``final_burst``: the first, then the rest when the last token is due."""
+    ``tokens_per_chunk`` tokens; ``final_burst``: the first, then the rest when the last token is due. The
+    content's first tokens are ``opening``'s (as many as fit), then words."""
     total, pos = reasoning + content, 0
-    for kind, n in (("reasoning", reasoning), ("content", content)):
+    for kind, n, source in (("reasoning", reasoning, words), ("content", content, itertools.chain(opening, words))):
         end = pos + n
         while pos < end:
             burst = s.final_burst and pos > 0
             size = end - pos if burst else min(s.tokens_per_chunk, end - pos)
-            yield (total - 1 if burst else pos), kind, size, "".join(next(words) for _ in range(size))
+            yield (total - 1 if burst else pos), kind, size, "".join(next(source) for _ in range(size))
             pos += size
 
 
@@ -118,7 +123,7 @@ async def stream(c: Call) -> web.StreamResponse:
         if s.role_chunk:
             await send(held)
             held = []
-        for i, (offset, kind, n, text) in enumerate(plan(s, reasoning, content, c.words)):
+        for i, (offset, kind, n, text) in enumerate(plan(s, reasoning, content, c.words, c.opening)):
             if pending is not None and sent >= half:
                 if pending != "malformed":
                     break
@@ -157,7 +162,7 @@ async def complete(c: Call) -> web.StreamResponse:
     if c.error == "endless":
         await asyncio.Event().wait()
     last, sent, stall_ns = 0, 0, 0
-    for offset, kind, n, text in plan(s, w.reply.reasoning, w.reply.content, c.words):  # the stream's rules
+    for offset, kind, n, text in plan(s, w.reply.reasoning, w.reply.content, c.words, c.opening):  # the stream's rules
         if s.stall_after_tokens is not None and sent >= s.stall_after_tokens:
             stall_ns = round(s.stall_ms * NS_PER_MS)
         w.keep(kind, text)

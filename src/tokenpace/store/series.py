@@ -37,6 +37,7 @@ class Point:
     client_bound: bool = False
     group_id: str | None = None  # requests released together (the parallel workload) share one
     output_tokens: int | None = None
+    canary_ok: bool | None = None  # its answer began with the canary's line (None: none asked, or it failed)
 
     def charted(self, include_client_bound: bool = False) -> bool:
         """Whether a chart draws it: published, successful and (unless included) not client-bound."""
@@ -48,13 +49,14 @@ class Point:
 
 
 _POINT = f"started_at, workload, ok, error_kind, {', '.join(STORED)}, http_status, error_message, source, published"
-_POINT += ", client_bound, group_id, output_tokens"
+_POINT += ", client_bound, group_id, output_tokens, canary_ok"
 
 
 def _point(r: Sequence[Any]) -> Point:
     return Point(
         datetime.fromtimestamp(r[0], UTC), r[1], bool(r[2]), r[3], r[4], r[5], r[6], r[7], r[8],
         source=r[9], published=bool(r[10]), client_bound=bool(r[11]), group_id=r[12], output_tokens=r[13],
+        canary_ok=None if r[14] is None else bool(r[14]),
     )  # fmt: skip
 
 
