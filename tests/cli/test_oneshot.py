@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import subprocess
@@ -176,3 +177,20 @@ def test_a_run_after_an_idle_spell_says_which_samples_were_cold(
     # The simulator loaded the model for each later run's first request (the first run's may have met it loading
     # too, after a slow start of the command: unknown to tokenpace, and so untagged).
     assert [t.cold_start_ms for t in s.simulator.truth.values()][2:] == [400, 0, 0] * 2
+
+
+def test_the_summary_says_the_canary_pass_rate_and_exports_carry_the_verdicts(
+    tmp_path: Path, sim_thread: Callable[..., SimThread]
+) -> None:
+    """Issue 22: a model swapped after 2 requests passes 2 of 4 canaries; the table's title, --json and the
+    --output file all say so."""
+    s = sim_thread(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=30, canary_wrong_after=2))
+    out, db = tmp_path / "samples.csv", str(tmp_path / "t.db")
+    result = invoke("run", "--base-url", s.url, "--model", "m", "-n", "4", "-c", "1", "--db", db, "--output", str(out))
+    assert result.exit_code == 0, result.output
+    assert "4/4 ok (100%)" in result.stdout and "canary 2/4 (50%)" in result.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert [r["canary_ok"] for r in sorted(rows, key=lambda r: r["started_at"])] == ["1", "1", "0", "0"]
+    assert all(r["canary"].startswith("CHECK ") for r in rows)
+    doc = json.loads(invoke("run", "--base-url", s.url, "--model", "m", "-n", "2", "--db", db, "--json").stdout)
+    assert doc["endpoints"][0]["canary"] == {"passed": 0, "checked": 2, "rate": 0.0}  # still swapped

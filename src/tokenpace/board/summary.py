@@ -1,5 +1,5 @@
-"""Summaries of a set of samples: P5 / P50 / P95 / mean per figure, success rate, errors by kind and their
-commonest messages, each with a hint where the message suggests a usual mistake."""
+"""Summaries of a set of samples: P5 / P50 / P95 / mean per figure, success rate, canary pass rate, errors by
+kind and their commonest messages, each with a hint where the message suggests a usual mistake."""
 
 from __future__ import annotations
 
@@ -131,11 +131,18 @@ class Summary:
     error_messages: dict[str, list[Message]] = field(default_factory=dict)
     truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
     cold: Cold | None = None  # when some samples were cold starts
+    canary_passed: int = 0  # answers that began with the canary's line (measure/canary.py) ...
+    canary_checked: int = 0  # ... of the answers judged (a canary asked, the request successful)
 
     @property
     def success_rate(self) -> float | None:
         """stats.success_rate of these samples: cancelled ones say nothing of the endpoint."""
         return success_rate(self.ok, self.samples, self.errors.get(ErrorKind.CANCELLED.value, 0))
+
+    @property
+    def canary_pass_rate(self) -> float | None:
+        """Canary pass rate = passed / checked; None when no answer was checked."""
+        return self.canary_passed / self.canary_checked if self.canary_checked else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +156,7 @@ class Summary:
             "error_messages": {k: [m.as_dict() for m in ms] for k, ms in self.error_messages.items()},
             "truth": self.truth,
             "cold": None if self.cold is None else self.cold.as_dict(),
+            "canary": {"passed": self.canary_passed, "checked": self.canary_checked, "rate": self.canary_pass_rate},
         }
 
 
@@ -163,6 +171,7 @@ def summarise(
         values = [v for s in ok if (v := getattr(s.metrics, name)) is not None]
         figures[name] = figure(values)
     errors = Counter(str(s.error_kind) for s in samples if not s.ok)
+    verdicts = [s.canary_ok for s in samples if s.canary_ok is not None]
     return Summary(
         endpoint,
         len(samples),
@@ -173,4 +182,6 @@ def summarise(
         messages(samples),
         truth,
         cold(samples, cold_after_s),
+        verdicts.count(True),
+        len(verdicts),
     )

@@ -42,6 +42,8 @@ def print_summary(console: Console, s: Summary) -> None:
     rate = numbers.percent(s.success_rate)
     errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
     title = f"{escape(s.endpoint)}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}"
+    if s.canary_checked:  # answers that began with the line asked for: a wrong or swapped model shows here
+        title += f"  ·  canary {s.canary_passed}/{s.canary_checked} ({numbers.percent(s.canary_pass_rate)})"
     if s.ok == 0:
         console.print(title + "  ·  [bold red]no request succeeded[/]: no figures", soft_wrap=True)
     else:
