@@ -13,10 +13,12 @@ import pytest
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
+from tokenpace.measure import canary
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
+from tokenpace.measure.timing import EventKind
 
 MAX_TOKENS = 128
 
@@ -90,3 +92,17 @@ async def test_parallel_workload_queues_on_the_servers_four_slots(llama_server: 
     # Ten released together on four slots: the last ones wait for a slot, which the spread of TTFT shows.
     ttfts = sorted(s.metrics.ttft_ms or 0 for s in result.samples)
     assert ttfts[-1] > 2 * ttfts[0]
+
+
+async def test_a_real_server_s_answers_get_a_canary_verdict(llama_server: str) -> None:
+    """Issue 22: the canary's verdict on a real model's content. Random weights cannot copy a number, so every
+    answer fails it; the verdict is the canary's rule applied to what was streamed."""
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server)
+    workload = dataclasses.replace(BUILTIN["1k"], max_tokens=32)
+    result = await run_workload([endpoint], workload, RunOptions(4, 1, Timeouts(5, 60, 60, 120)))
+    for s in result.samples:
+        assert s.ok, s.error_message
+        assert s.canary is not None and s.canary.startswith("CHECK ")
+        assert s.canary_ok is canary.passed(s.canary, s.timeline.text(EventKind.CONTENT))
+        assert s.metrics.provider_output_tokens == 32  # the whole answer, the canary's place in it included
+    assert [s.canary_ok for s in result.samples] == [False] * 4
