@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokenpace.measure import canary
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.measure.tokens import count_tokens, token_texts
 
 LINE = "CHECK 3FA9-C01B-2E7D-4456"
 
@@ -71,3 +71,9 @@ def test_the_canary_costs_a_few_tokens() -> None:
     """About 15 output tokens (11 to 22 over nonces), and the instruction under 70 input tokens."""
     assert 11 <= count_tokens(LINE + "\n") <= 22
     assert count_tokens(canary.INSTRUCTION) < 70
+
+
+def test_the_simulator_sends_the_line_as_its_o200k_tokens() -> None:
+    pieces = token_texts(LINE + "\n")
+    assert "".join(pieces) == LINE + "\n" and len(pieces) == count_tokens(LINE + "\n")
+    assert "".join(token_texts("<|endoftext|>")) == "<|endoftext|>"  # special-token text is plain text

@@ -85,3 +85,11 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(encoding().encode(text, disallowed_special=()))
+
+
+def token_texts(text: str) -> list[str]:
+    """The o200k_base tokens of ``text``, each as its own text (whole for ASCII; a multi-byte character split
+    across tokens would decode to replacement characters). As count_tokens, special-token text is ordinary:
+    tiktoken's check for it costs ~100 ms the first time, too long inside a simulated stream."""
+    enc = encoding()
+    return [enc.decode([t]) for t in enc.encode(text, disallowed_special=())]

@@ -21,7 +21,7 @@ from aiohttp import web
 from tokenpace.errors import SimulatorError
 from tokenpace.measure import canary
 from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.tokens import count_tokens, encoding
+from tokenpace.measure.tokens import count_tokens, token_texts
 from tokenpace.sim.anthropic import Anthropic
 from tokenpace.sim.gemini import Gemini
 from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
@@ -217,8 +217,7 @@ class Simulator:
         swapped = s.canary_wrong_after is not None and self._asked[ask.model] > s.canary_wrong_after
         if swapped or (s.canary_wrong_rate and rng.random() < s.canary_wrong_rate):
             line = canary.wrong(line)
-        tokens = encoding().encode(line + "\n")
-        return tuple(encoding().decode([t]) for t in tokens)  # ASCII: every token is whole text
+        return tuple(token_texts(line + "\n"))
 
     @staticmethod
     async def _answer(call: Call, streamed: bool) -> web.StreamResponse:
