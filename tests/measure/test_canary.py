@@ -77,3 +77,14 @@ def test_the_simulator_sends_the_line_as_its_o200k_tokens() -> None:
     pieces = token_texts(LINE + "\n")
     assert "".join(pieces) == LINE + "\n" and len(pieces) == count_tokens(LINE + "\n")
     assert "".join(token_texts("<|endoftext|>")) == "<|endoftext|>"  # special-token text is plain text
+
+
+def test_an_answer_ending_in_a_loop_fails_and_prose_does_not_loop() -> None:
+    line = canary.expected("3fa9c01b2e7d4456")
+    prose = " ".join(f"word{i} follows word{i - 1} here." for i in range(200))
+    assert canary.passed(line, f"{line}\n{prose}")
+    for span in ("the the ", "I will now answer the question. ", "x" * 150 + "\n"):
+        looping = f"{line}\n{prose}" + span * (3 + canary.LOOP_SPAN // len(span))
+        assert canary.loops(looping) and not canary.passed(line, looping)
+    assert not canary.loops("ab" * 50)  # repeated, but shorter than LOOP_SPAN: a rule, a list, not a loop
+    assert not canary.loops("x" * 401 + "".join(chr(65 + i % 26) * 3 for i in range(80)))

@@ -146,3 +146,18 @@ def test_the_scenario_keys_are_checked() -> None:
         sim.Scenario(canary_wrong_after=-1)
     with pytest.raises(ValueError, match="canary_wrong_rate must be between 0 and 1"):
         from_table({"canary_wrong_rate": 2.0})
+
+
+async def test_a_looping_model_fails_the_canary_though_its_answer_begins_right() -> None:
+    """After 10 words the simulated model repeats one 8-word phrase to the cap: it began with the right line
+    (the truth says so), and the verdict is still a fail; the same model without the loop passes."""
+    looping = dataclasses.replace(FAST, loop_after_tokens=10, output_tokens=120)
+    simulator, samples = await measured(looping, 2, dataclasses.replace(SMALL, max_tokens=120))
+    for s in samples:
+        assert s.ok and s.canary is not None
+        assert truth_of(simulator, s).text("content").startswith(s.canary + "\n")
+        assert s.canary_ok is False
+    _, fine = await measured(
+        dataclasses.replace(FAST, output_tokens=120), 2, dataclasses.replace(SMALL, max_tokens=120)
+    )
+    assert [s.canary_ok for s in fine] == [True, True]

@@ -15,7 +15,9 @@ start, where even a capped answer has it.
 
 The verdict reads the answer's content (never its reasoning) with :func:`passed`: its first line with a letter
 or digit, after a leading ``<think>...</think>`` block, must be the expected line once markdown wrapping is
-taken off. Wrong, missing or extra digits always fail.
+taken off. Wrong, missing or extra digits always fail. An answer that ends in a loop (:func:`loops`: its last
+LOOP_SPAN or more characters one span repeated, as a degenerate model repeats itself to the cap) fails too,
+however it began.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _NONCE = re.compile(r"([0-9a-f]{16}) ")  # how a fresh prompt starts (measure/pr
 _THINK = re.compile(r"\s*<think>.*?</think>", re.DOTALL)  # reasoning some servers leave in the content
 _WRAPPING = str.maketrans("", "", "*_`")  # bold, italics and code marks, wherever they are on the line
 _ENDS = " \t#>.:"  # heading and quote marks before, a full stop after
+LOOP_SPAN = 200  # characters: no prose, code or table repeats one span exactly for this long
+LOOP_PERIOD = 400  # the longest repeated span looked for: a sentence or two
 
 
 def expected(nonce: str) -> str:
@@ -60,10 +64,22 @@ def first_line(answer_text: str) -> str | None:
     return None
 
 
+def loops(answer_text: str) -> bool:
+    """Loops = for some period p <= LOOP_PERIOD, the last n = max(2p, LOOP_SPAN) characters equal the n before
+    them shifted by p: the answer ends in at least three copies of one span, LOOP_SPAN characters or more."""
+    text = answer_text.rstrip()
+    for p in range(1, LOOP_PERIOD + 1):
+        n = max(2 * p, LOOP_SPAN)
+        if len(text) >= n + p and text[-n:] == text[-n - p : -p]:
+            return True
+    return False
+
+
 def passed(expected_line: str, answer_text: str) -> bool:
-    """Passed = the answer's :func:`first_line` equals the expected line, ignoring letter case."""
+    """Passed = the answer's :func:`first_line` equals the expected line, ignoring letter case, and it does not
+    end in a loop (:func:`loops`)."""
     line = first_line(answer_text)
-    return line is not None and line.upper() == expected_line.upper()
+    return line is not None and line.upper() == expected_line.upper() and not loops(answer_text)
 
 
 def wrong(expected_line: str) -> str:

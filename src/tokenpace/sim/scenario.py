@@ -74,6 +74,8 @@ class Scenario:
     # degraded (each request answers wrong with this probability).
     canary_wrong_after: int | None = None
     canary_wrong_rate: float = 0.0
+    # A degenerate model: after this many words the content repeats one phrase of LOOP_WORDS words to the cap.
+    loop_after_tokens: int | None = None
 
     def drawn(self, rng: random.Random) -> Scenario:
         """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
@@ -110,6 +112,7 @@ class Scenario:
             (0 <= self.error_rate <= 1, "error_rate must be between 0 and 1"),
             ((self.canary_wrong_after or 0) >= 0, "canary_wrong_after must be >= 0"),
             (0 <= self.canary_wrong_rate <= 1, "canary_wrong_rate must be between 0 and 1"),
+            ((self.loop_after_tokens or 0) >= 0, "loop_after_tokens must be >= 0"),
             (self.max_streams is None or self.max_streams >= 1, "max_streams must be >= 1"),
             (not (self.final_burst and self.error == "endless"), "final_burst cannot be endless"),
         ]

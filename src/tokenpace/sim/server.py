@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 WIRES: tuple[type[Wire], ...] = (Chat, Completions, Responses, Anthropic, Ollama, Gemini)
 SIMULATOR_HEADER = "X-Tokenpace-Simulator"
+LOOP_WORDS = 8  # a looping model's phrase (Scenario.loop_after_tokens)
 _DEFAULT = Scenario()  # frozen: one instance serves as every Simulator's default
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -189,7 +191,10 @@ class Simulator:
             s, truth, ask.model, reasoning, 10**15 if error == "endless" else content, ask.cap, capped, due,
             int(time.time()),
         )  # fmt: skip
-        words = iter(lambda: word_rng.choice(vocabulary), None)
+        words: Iterator[str] = iter(lambda: word_rng.choice(vocabulary), None)
+        if s.loop_after_tokens is not None:
+            phrase = [word_rng.choice(vocabulary) for _ in range(LOOP_WORDS)]
+            words = itertools.chain(itertools.islice(words, s.loop_after_tokens), itertools.cycle(phrase))
         paced = s.drawn(rng)  # this request's TTFT and speed, when the scenario spreads them
         model = self._loaded.setdefault(ask.model if ask.model in self.models else "", _Model(self._born_ns))
         begins = model.arrive(s, t_received)
