@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds
 LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requests
+MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
 
 
 @click.command("bench")
@@ -67,6 +68,11 @@ LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requ
 @click.option("--warmup", default=0, show_default=True, type=click.IntRange(0, 100_000),
               help="Requests sent first under the same load, stored, and left out of the figures.")  # fmt: skip
 @click.option("--sweep", "sweep_text", help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate).")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, MAX_REPEAT),
+              help="Run each level this many times back to back, a point each (for `tokenpace compare`).")
+@click.option("--max-dispatch-p99", "max_dispatch_ms", default=50.0, show_default=True,
+              type=Finite(min=0, max=3_600_000, min_open=True),
+              help="A level whose dispatch delay (sent - scheduled start) P99 passes this many ms is invalid.")
 @click.option("--slo", "slo_text", help="Per-request objective for goodput, e.g. ttft=500ms,tpot=50ms.")
 @click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
               "synthetic:input=N,output=N, prefix:..., multiturn:... (see README).")  # fmt: skip
@@ -104,6 +110,8 @@ def bench(
     duration: str | None,
     warmup: int,
     sweep_text: str | None,
+    repeat: int,
+    max_dispatch_ms: float,
     slo_text: str | None,
     data_spec: str | None,
     workload_name: str,
@@ -123,7 +131,7 @@ def bench(
     Writes OUT/<time>.json (what `tokenpace compare` reads) and OUT/<time>.html (a report that reads offline).
 
     \b
-    Exit codes: 0 done; 1 a level had no successful request; 2 a mistake in the command or a file;
+    Exit codes: 0 done; 1 a level had no successful request or was invalid (--max-dispatch-p99); 2 a mistake in the command or a file;
     3 tokenpace could not work; 130/143 interrupted (what was measured is stored and written).
     """
     import random
@@ -149,6 +157,7 @@ def bench(
         max_concurrency=max_concurrency,
     )
     sweep = loadcfg.parse_sweep(sweep_text) if sweep_text else None
+    _check_repeat(repeat, sweep)
     slo = loadcfg.parse_slo(slo_text) if slo_text else None
     cfg = load(config_path) if config_path is not None else Config()
     target = _endpoint(endpoint, cfg, base_url, model, protocol, api_key_env, provider, headers, use_sim)
@@ -160,7 +169,8 @@ def bench(
     # A stream may be silent as long as its first token may take, and never less than a minute.
     idle = max(60.0, first_token_timeout)
     timeouts = Timeouts(10.0, first_token_timeout, idle, total_timeout)
-    job = _Job(target, scenarios, dataset, base, sweep, slo, seed, timeouts, cold, out_dir, quiet)
+    job = _Job(target, scenarios, dataset, base, sweep, slo, seed, timeouts, cold, out_dir, quiet, repeat,
+               max_dispatch_ms)  # fmt: skip
     _measure_and_report(job, db)
 
 
@@ -179,6 +189,18 @@ class _Job:
     cold: bool
     out_dir: Path
     quiet: bool
+    repeat: int = 1
+    max_dispatch_ms: float | None = None
+
+
+def _check_repeat(repeat: int, sweep: Sweep | None) -> None:
+    """--repeat runs given levels again: not an auto sweep's (each of its levels is chosen from the last)."""
+    from tokenpace.measure.results import MAX_POINTS
+
+    if repeat > 1 and sweep is not None and sweep.auto:
+        raise ConfigError("--repeat runs given levels again: give --sweep concurrency=... or rate=..., not auto")
+    if sweep is not None and len(sweep.values) * repeat > MAX_POINTS:
+        raise ConfigError(f"--sweep with --repeat {repeat}: {len(sweep.values) * repeat} levels, at most {MAX_POINTS}")
 
 
 def _endpoint(
@@ -243,6 +265,9 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
         sys.exit(stopped)
     if result is not None and any(p.figures.ok == 0 for p in result.points):
         err.print("[bold red]a level had no successful request[/]: see the errors above")
+        sys.exit(1)
+    if result is not None and any(p.invalid for p in result.points):
+        err.print("[bold red]a level is invalid[/]: the client sent late (see above); its figures are not the load asked")
         sys.exit(1)
 
 
@@ -323,14 +348,13 @@ def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Swe
             loop.add_signal_handler(signal.SIGTERM, on_sigterm)
             stack.callback(loop.remove_signal_handler, signal.SIGTERM)  # as cli/measuring.py does, and why
             (target,) = await sim.started_for([job.endpoint], job.scenarios, stack)
-            sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level)
+            sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level,
+                              job.max_dispatch_ms, job.repeat)  # fmt: skip
             held.append(sweeper)
             if job.sweep is not None and job.sweep.auto:
                 await sweeper.auto(job.base)
-            elif job.sweep is not None:
-                await sweeper.given(job.base, job.sweep)
             else:
-                await sweeper.point(job.base)
+                await sweeper.given(job.base, job.sweep)
 
     try:
         with live.progress:
@@ -343,7 +367,7 @@ def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Swe
 
 def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
-    from tokenpace.measure.loadstats import figures
+    from tokenpace.measure.loadstats import dispatch_problem, figures
     from tokenpace.measure.results import BenchResult, Point, rows_of
     from tokenpace.measure.sweep import released_rate
     from tokenpace.version import __version__
@@ -353,19 +377,22 @@ def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, start
         run, done = level.result.run, level.result.done
         points.append(Point(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
                             run.loop_lag_p99_ms, rows_of(done, _first_sent(done)),
-                            released_rate(done) if level.result.load.rate else None))  # fmt: skip
+                            released_rate(done) if level.result.load.rate else None, level.repeat,
+                            level.invalid))  # fmt: skip
     finished = {p.run_id for p in points}
     if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
         done, load = live.current, live.load
-        points.append(Point(load, figures(done, job.slo, load.rate), done[0].sample.run_id,
-                            rows=rows_of(done, _first_sent(done)),
-                            released_rate=released_rate(done) if load.rate else None))  # fmt: skip
+        f = figures(done, job.slo, load.rate)
+        points.append(Point(load, f, done[0].sample.run_id, rows=rows_of(done, _first_sent(done)),
+                            released_rate=released_rate(done) if load.rate else None,
+                            invalid=dispatch_problem(f, job.max_dispatch_ms)))  # fmt: skip
     e = job.endpoint
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
         started_at=started.isoformat(timespec="seconds"), tool_version=__version__, command=command, slo=job.slo,
         sweep=None if job.sweep is None else "auto" if job.sweep.auto else job.sweep.over,
         saturation=None if sweeper is None else sweeper.saturation, points=tuple(points),
+        max_dispatch_p99_ms=job.max_dispatch_ms, repeat=job.repeat,
     )  # fmt: skip
 
 
