@@ -64,10 +64,19 @@ def test_the_noise_floor_keeps_tiny_absolute_moves_the_same() -> None:
 
 
 def test_errors_from_none_is_worse_in_percentage_points() -> None:
-    c = compare(result(at(C1)), result(at(C1, failed=2)), 0.1)
+    c = compare(result(point(C1, steady(100, 100, 20))), result(point(C1, steady(100, 100, 20, failed=20))), 0.1)
     errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
     assert (errors.a, errors.b, errors.change, errors.verdict) == (0.0, 0.2, None, "worse")
     assert describe_change(errors) == "+20.0 pt" and "concurrency 1: errors +20.0 pt" in c.regressions
+    assert errors.a_interval is not None and errors.b_interval is not None  # Wilson: [0, 3.7 %], [13 %, 29 %]
+    assert errors.a_interval[1] < errors.b_interval[0]
+
+
+def test_two_failures_in_ten_are_within_the_noise() -> None:
+    # 0 of 10 and 2 of 10 failed: +20 points, but their Wilson intervals ([0, 28 %], [6 %, 51 %]) overlap.
+    c = compare(result(at(C1)), result(at(C1, failed=2)), 0.1)
+    errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
+    assert (errors.b, errors.verdict, c.verdict) == (0.2, "same", "same")
 
 
 def test_goodput_and_attainment_compare_when_both_runs_had_an_slo() -> None:

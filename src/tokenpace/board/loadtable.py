@@ -111,19 +111,29 @@ def _value(c: Change, v: float | None) -> str:
     return numbers.figure(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure(v)
 
 
+def _with_interval(c: Change, v: float | None, interval: tuple[float, float] | None) -> str:
+    """The value, and its 95 % interval dim beneath it: "102 ms" / "[98-110]"."""
+    if interval is None:
+        return _value(c, v)
+    lo, hi = (_value(c, x).removesuffix(" ms") for x in interval)
+    return f"{_value(c, v)}\n[dim]{lo}–{hi}[/]"
+
+
 def print_comparison(console: Console, comparison: Comparison) -> None:
     """Per compared load level a table of figure, A, B, change and verdict; then what was not compared and
     one verdict line."""
     for note in comparison.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
     for pc in comparison.points:
-        table = Table(title=escape(pc.load), title_justify="left")
+        runs = "" if pc.repeats == (1, 1) else f"  ·  repeats A {pc.repeats[0]}, B {pc.repeats[1]} (medians)"
+        table = Table(title=escape(pc.load) + runs, title_justify="left")
         for col in ("figure", "A", "B", "change", "verdict"):
             table.add_column(col, justify="left" if col in ("figure", "verdict") else "right")
         for c in pc.changes:
             name = c.figure if c.headline else f"{c.figure} [dim](not in the verdict)[/]"
             verdict = f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]"
-            table.add_row(name, _value(c, c.a), _value(c, c.b), describe_change(c), verdict)
+            a, b = _with_interval(c, c.a, c.a_interval), _with_interval(c, c.b, c.b_interval)
+            table.add_row(name, a, b, describe_change(c), verdict)
         console.print(table)
         for note in pc.notes:
             console.print(f"  [yellow]{escape(note)}[/]", highlight=False)
@@ -147,4 +157,4 @@ def verdict_line(c: Comparison) -> str:
         return f"[bold red]regressed[/] beyond {limit}: " + escape("; ".join(worse))
     if c.verdict == "improved":
         return f"[green]improved[/]: no headline figure worse beyond {limit}, some better"
-    return f"same: no headline figure moved beyond {limit}"
+    return f"same: no headline figure moved beyond {limit} and outside its run-to-run noise"
