@@ -76,8 +76,8 @@ def test_a_quantile_interval_lies_between_order_statistics() -> None:
 def test_a_share_interval_is_wilsons() -> None:
     from tokenpace.measure.stats import share_interval
 
-    lo, hi = share_interval(0, 100) or (None, None)
+    lo, hi = share_interval(0, 100) or (1.0, 0.0)
     assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(0.037, abs=5e-4)
-    lo, hi = share_interval(20, 100) or (None, None)
-    assert (lo, hi) == (pytest.approx(0.1334, abs=5e-4), pytest.approx(0.2888, abs=5e-4))
+    lo, hi = share_interval(20, 100) or (0.0, 0.0)
+    assert lo == pytest.approx(0.1334, abs=5e-4) and hi == pytest.approx(0.2888, abs=5e-4)
     assert share_interval(0, 0) is None

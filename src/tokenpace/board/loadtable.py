@@ -112,11 +112,11 @@ def _value(c: Change, v: float | None) -> str:
 
 
 def _with_interval(c: Change, v: float | None, interval: tuple[float, float] | None) -> str:
-    """The value, and its 95 % interval dim beneath it: "102 ms" / "[98-110]"."""
+    """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
     if interval is None:
         return _value(c, v)
     lo, hi = (_value(c, x).removesuffix(" ms") for x in interval)
-    return f"{_value(c, v)}\n[dim]{lo}–{hi}[/]"
+    return f"{_value(c, v)}\n[dim]{lo}-{hi}[/]"
 
 
 def print_comparison(console: Console, comparison: Comparison) -> None:

@@ -69,10 +69,10 @@ MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a 
               help="Requests sent first under the same load, stored, and left out of the figures.")  # fmt: skip
 @click.option("--sweep", "sweep_text", help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate).")
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, MAX_REPEAT),
-              help="Run each level this many times back to back, a point each (for `tokenpace compare`).")
+              help="Run each level this many times back to back, a point each (for `tokenpace compare`).")  # fmt: skip
 @click.option("--max-dispatch-p99", "max_dispatch_ms", default=50.0, show_default=True,
               type=Finite(min=0, max=3_600_000, min_open=True),
-              help="A level whose dispatch delay (sent - scheduled start) P99 passes this many ms is invalid.")
+              help="Invalid level: its dispatch delay (sent - scheduled start) P99 is over this, ms.")  # fmt: skip
 @click.option("--slo", "slo_text", help="Per-request objective for goodput, e.g. ttft=500ms,tpot=50ms.")
 @click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
               "synthetic:input=N,output=N, prefix:..., multiturn:... (see README).")  # fmt: skip
@@ -131,8 +131,9 @@ def bench(
     Writes OUT/<time>.json (what `tokenpace compare` reads) and OUT/<time>.html (a report that reads offline).
 
     \b
-    Exit codes: 0 done; 1 a level had no successful request or was invalid (--max-dispatch-p99); 2 a mistake in the command or a file;
-    3 tokenpace could not work; 130/143 interrupted (what was measured is stored and written).
+    Exit codes: 0 done; 1 a level had no successful request, or was invalid (--max-dispatch-p99);
+    2 a mistake in the command or a file; 3 tokenpace could not work; 130/143 interrupted (what was measured
+    is stored and written).
     """
     import random
 
@@ -267,7 +268,7 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
         err.print("[bold red]a level had no successful request[/]: see the errors above")
         sys.exit(1)
     if result is not None and any(p.invalid for p in result.points):
-        err.print("[bold red]a level is invalid[/]: the client sent late (see above); its figures are not the load asked")
+        err.print("[bold red]a level is invalid[/]: the client sent late (see above); not the load asked")
         sys.exit(1)
 
 
@@ -385,6 +386,7 @@ def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, start
         f = figures(done, job.slo, load.rate)
         points.append(Point(load, f, done[0].sample.run_id, rows=rows_of(done, _first_sent(done)),
                             released_rate=released_rate(done) if load.rate else None,
+                            repeat=sweeper.running_repeat if sweeper is not None else 0,
                             invalid=dispatch_problem(f, job.max_dispatch_ms)))  # fmt: skip
     e = job.endpoint
     return BenchResult(

@@ -31,7 +31,6 @@ from tokenpace.config.load import Slo
 from tokenpace.measure.metrics import NS_PER_MS, chunk_times, gaps_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
 
-
 # A level whose dispatch delay P99 is above this is invalid (``bench --max-dispatch-p99``). A healthy client's
 # delay is its loop's timer resolution and a request's building, about a millisecond (the 5 ms loop-lag P99 of
 # measure/lag.py already marks it client-bound); a stall (a blocked loop, a cap too low for the rate) costs

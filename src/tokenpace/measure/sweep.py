@@ -89,6 +89,7 @@ class Sweeper:
         self.endpoint, self.dataset, self.settings, self.slo = endpoint, dataset, settings, slo
         self.sink, self.on_done, self.on_level = sink, on_done, on_level
         self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
+        self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
         self.levels: list[Level] = []
         self.saturation: float | None = None
         self.refusals = Refusals()  # learnt once for the whole sweep
@@ -96,6 +97,7 @@ class Sweeper:
 
     async def point(self, load: Load, repeat: int = 0) -> Level:
         """One load test at ``load``, its prompts after every earlier point's (``repeat``: which run of it)."""
+        self.running_repeat = repeat
         if self.on_level is not None:
             self.on_level(load)
         settings = dataclasses.replace(self.settings, first_chain=self._next_chain)
