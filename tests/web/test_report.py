@@ -326,5 +326,7 @@ def test_an_invalid_repeat_says_why_and_shows_latency_from_schedule() -> None:
     text = render_report(dataclasses.replace(base, points=(dataclasses.replace(p, repeat=1), late)))
     assert 'id="invalid-notice"' in text and "1 of 2 load levels is invalid" in text
     assert "concurrency 4 #1" in text and "concurrency 4 #2" in text and html.escape(why) in text
-    assert 'data-col="ttft-sched-p50" data-value="777.0"' in text and 'data-col="dispatch-p99" data-value="750.0"' in text
+    assert (
+        'data-col="ttft-sched-p50" data-value="777.0"' in text and 'data-col="dispatch-p99" data-value="750.0"' in text
+    )
     assert 'id="invalid-notice"' not in render_report(base)
