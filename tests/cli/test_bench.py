@@ -174,11 +174,11 @@ def test_the_live_line_shows_requests_done_rate_and_running_ttft() -> None:
     from rich.progress import Progress
 
     from tests.loadkit import steady
-    from tokenpace.cli.bench import _Live
+    from tokenpace.cli.benchlive import Live
     from tokenpace.config.load import Load
 
     progress = Progress(console=Console(file=io.StringIO()))
-    live = _Live(progress)
+    live = Live(progress)
     live.level(Load(concurrency=2, requests=5, warmup=1))
     requests = steady(6, ttft_ms=100, gap_ms=10)
     live.done(dataclasses.replace(requests[0], warmup=True))

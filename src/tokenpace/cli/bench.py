@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
-from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +22,8 @@ from tokenpace.config.presets import PROTOCOLS
 from tokenpace.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
     from tokenpace import sim
+    from tokenpace.cli.benchlive import Live
     from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
     from tokenpace.measure.clients.transport import Timeouts
@@ -36,8 +33,6 @@ if TYPE_CHECKING:
     from tokenpace.measure.run import SampleSink
     from tokenpace.measure.sweep import Sweeper
 
-LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds
-LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requests
 MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
 
 
@@ -243,13 +238,14 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
     """Run the levels with live progress, then print the table and write the result and report, even if stopped."""
     from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_result
+    from tokenpace.cli.benchlive import Live, progress
     from tokenpace.cli.measuring import _safe_command
     from tokenpace.store.database import open_store
 
     store = open_store(db)
     command = _safe_command(sys.argv[1:], store.url)
     started = datetime.now(UTC)
-    live, held = _Live(_progress(job.quiet)), list["Sweeper"]()
+    live, held = Live(progress(job.quiet)), list["Sweeper"]()
     stopped: int | None = None
     result: BenchResult | None = None
     try:
@@ -272,55 +268,7 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
         sys.exit(1)
 
 
-class _Live:
-    """The live line of each level: requests done, the request rate of the last seconds, the running TTFT p50."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task: TaskID | None = None
-        self.load: Load | None = None
-        self.current: list[Done] = []  # the level in progress: what an interruption must still write
-        self._ends: deque[float] = deque()
-        self._ttfts: deque[float] = deque(maxlen=LIVE_TTFTS)
-        self._since = time.monotonic()
-
-    def level(self, load: Load) -> None:
-        self.load, self.current, self._since = load, [], time.monotonic()
-        self._ends.clear()
-        self._ttfts.clear()
-        total = load.warmup + load.requests if load.requests is not None else None
-        self.task = self.progress.add_task(load.describe(), total=total, live="")
-
-    def done(self, d: Done) -> None:
-        import statistics
-
-        self.current.append(d)
-        now = time.monotonic()
-        self._ends.append(now)
-        while self._ends[0] < now - LIVE_WINDOW_S:
-            self._ends.popleft()
-        if d.sample.ok and d.sample.metrics.ttft_ms is not None and not d.warmup:
-            self._ttfts.append(d.sample.metrics.ttft_ms)
-        rate = len(self._ends) / max(min(LIVE_WINDOW_S, now - self._since), 1e-3)
-        ttft = f"TTFT p50 {statistics.median(self._ttfts):.0f} ms" if self._ttfts else "TTFT p50 -"
-        live = f"{rate:.1f} req/s  {ttft}" + ("  (warm-up)" if d.warmup else "")
-        if self.task is not None:
-            self.progress.update(self.task, advance=1, live=live)
-
-
-def _progress(quiet: bool) -> Progress:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from tokenpace.cli.kit import stderr
-
-    # Two refreshes a second: the refresh thread takes the interpreter's lock from the timing loop while it draws.
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[live]}"),
-        TimeElapsedColumn(), console=stderr(), disable=quiet, refresh_per_second=2,
-    )  # fmt: skip
-
-
-def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Sweeper]) -> int | None:
+def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Sweeper]) -> int | None:
     """The levels of the job against its endpoint (its simulator started if it is one); SIGTERM stops as Ctrl-C.
 
     Returns None when every level ran, else the exit code of the signal that stopped it (130, 143).
@@ -366,7 +314,7 @@ def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Swe
         return 143 if terminated else 130
 
 
-def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, started: datetime) -> BenchResult:
+def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
     from tokenpace.measure.loadstats import dispatch_problem, figures
     from tokenpace.measure.results import BenchResult, Point, rows_of
