@@ -69,3 +69,11 @@ def test_repeat_with_an_auto_sweep_is_refused(tmp_path: Path, sim_thread: Callab
                  "--db", str(tmp_path / "t.db"), "--out", str(tmp_path / "out"))  # fmt: skip
     assert run.exit_code == 2 and "--repeat runs given levels again" in run.output, run.output
     assert not s.simulator.truth
+
+
+def test_the_default_bound_is_the_engines() -> None:
+    from tokenpace.cli.bench import bench as command
+    from tokenpace.measure.loadstats import DISPATCH_P99_MS
+
+    (option,) = (p for p in command.params if p.name == "max_dispatch_ms")
+    assert option.default == DISPATCH_P99_MS

@@ -65,7 +65,7 @@ MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a 
 @click.option("--sweep", "sweep_text", help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate).")
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, MAX_REPEAT),
               help="Run each level this many times back to back, a point each (for `tokenpace compare`).")  # fmt: skip
-@click.option("--max-dispatch-p99", "max_dispatch_ms", default=50.0, show_default=True,
+@click.option("--max-dispatch-p99", "max_dispatch_ms", default=100.0, show_default=True,
               type=Finite(min=0, max=3_600_000, min_open=True),
               help="Invalid level: its dispatch delay (sent - scheduled start) P99 is over this, ms.")  # fmt: skip
 @click.option("--slo", "slo_text", help="Per-request objective for goodput, e.g. ttft=500ms,tpot=50ms.")

@@ -34,8 +34,9 @@ from tokenpace.measure.sample import Sample
 # A level whose dispatch delay P99 is above this is invalid (``bench --max-dispatch-p99``). A healthy client's
 # delay is its loop's timer resolution and a request's building, about a millisecond (the 5 ms loop-lag P99 of
 # measure/lag.py already marks it client-bound); a stall (a blocked loop, a cap too low for the rate) costs
-# hundreds of ms. 50 ms lets a busy CI runner's jitter pass while staying a tenth of a typical hosted TTFT.
-DISPATCH_P99_MS = 50.0
+# hundreds of ms to seconds. A quiet level on a shared, loaded 2-core machine measured a P99 of 24 ms: 100 ms
+# lets such a CI runner's jitter pass (a failed gate must mean something) and still catches any stall.
+DISPATCH_P99_MS = 100.0
 
 
 @dataclass(frozen=True, slots=True)
