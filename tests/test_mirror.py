@@ -13,6 +13,7 @@ TESTED_THROUGH = {
     "board/console.py": "cli/test_control_characters.py",
     "board/summary.py": "cli/test_oneshot.py",
     "board/terminal.py": "cli/test_narrow.py",
+    "cli/benchlive.py": "cli/test_bench.py",
     "cli/kit.py": "cli/test_input.py",
     "measure/clients/anthropic.py": "measure/clients/test_protocols.py",
     "measure/clients/base.py": "measure/clients/test_protocols.py",

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.loadkit import point, result, steady
+from tests.loadkit import done, point, result, steady
 from tokenpace.board.compare import SPECS, Change, as_dict, compare, describe_change, judge, relative
 from tokenpace.config.load import Load, Slo
 from tokenpace.measure.results import Point
@@ -64,10 +64,19 @@ def test_the_noise_floor_keeps_tiny_absolute_moves_the_same() -> None:
 
 
 def test_errors_from_none_is_worse_in_percentage_points() -> None:
-    c = compare(result(at(C1)), result(at(C1, failed=2)), 0.1)
+    c = compare(result(point(C1, steady(100, 100, 20))), result(point(C1, steady(100, 100, 20, failed=20))), 0.1)
     errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
     assert (errors.a, errors.b, errors.change, errors.verdict) == (0.0, 0.2, None, "worse")
     assert describe_change(errors) == "+20.0 pt" and "concurrency 1: errors +20.0 pt" in c.regressions
+    assert errors.a_interval is not None and errors.b_interval is not None  # Wilson: [0, 3.7 %], [13 %, 29 %]
+    assert errors.a_interval[1] < errors.b_interval[0]
+
+
+def test_two_failures_in_ten_are_within_the_noise() -> None:
+    # 0 of 10 and 2 of 10 failed: +20 points, but their Wilson intervals ([0, 28 %], [6 %, 51 %]) overlap.
+    c = compare(result(at(C1)), result(at(C1, failed=2)), 0.1)
+    errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
+    assert (errors.b, errors.verdict, c.verdict) == (0.2, "same", "same")
 
 
 def test_goodput_and_attainment_compare_when_both_runs_had_an_slo() -> None:
@@ -124,3 +133,48 @@ def test_as_dict_is_json() -> None:
 def test_describe_change(a: float | None, b: float | None, text: str) -> None:
     change = None if a is None or b is None else relative(a, b)
     assert describe_change(Change("TTFT P50", "ms", a, b, change, "same", True)) == text
+
+
+def ttfts(load: Load, values: list[float], repeat: int = 0, invalid: str = "") -> Point:
+    """A point whose requests, one after another, took these TTFTs, then one 20 ms chunk each."""
+    out, t = [], 0.0
+    for v in values:
+        out.append(done(t, t + v + 20, ((t + v, 1), (t + v + 20, 1))))
+        t += v + 20
+    return dataclasses.replace(point(load, out), repeat=repeat, invalid=invalid)
+
+
+def test_a_tail_that_moved_within_its_interval_is_the_same() -> None:
+    # 100 requests at 100 ms but for their slowest three; B's slowest are 40 % slower than A's. P99 moved
+    # +35 %, but from 3 requests of 100: the P99's order-statistic intervals (x97 to x100) overlap.
+    a = ttfts(C1, [100.0] * 97 + [200.0, 250.0, 300.0])
+    b = ttfts(C1, [100.0] * 97 + [150.0, 350.0, 420.0])
+    p99 = next(ch for ch in compare(result(a), result(b), 0.1).points[0].changes if ch.figure == "TTFT P99")
+    assert p99.change is not None and p99.change > 0.1
+    assert p99.a_interval == (100.0, 300.0) and p99.b_interval == (100.0, 420.0) and p99.verdict == "same"
+    # Without the intervals (a figure past the threshold alone) it would have failed the gate.
+    assert judge(SPEC["TTFT P99"], p99.a, p99.b, 0.1) == "worse"
+
+
+def test_repeats_of_a_level_compare_as_one_by_their_medians_and_range() -> None:
+    a = [ttfts(C1, [100.0 + k] * 20, repeat=k + 1) for k in range(3)]
+    noisy = [ttfts(C1, [v] * 20, repeat=k + 1) for k, v in enumerate((95.0, 100.0, 125.0))]  # one slow repeat
+    c = compare(result(*a), result(*noisy), 0.1)
+    (pc,) = c.points
+    ttft = next(ch for ch in pc.changes if ch.figure == "TTFT P50")
+    assert pc.repeats == (3, 3) and (ttft.a, ttft.b) == (101.0, 100.0) and ttft.b_interval == (95.0, 125.0)
+    assert c.verdict == "same"
+    slower = [ttfts(C1, [130.0 + k] * 20, repeat=k + 1) for k in range(3)]
+    c = compare(result(*a), result(*slower), 0.1)
+    assert c.verdict == "regressed" and "concurrency 1: TTFT P50 +29.7%" in c.regressions
+
+
+def test_invalid_repeats_are_left_out_with_a_note_and_none_left_is_not_compared() -> None:
+    bad = "dispatch delay P99 900 ms > 50 ms: the client sent late, the load was not the one asked"
+    a = result(ttfts(C1, [100.0] * 20, repeat=1), ttfts(C1, [100.0] * 20, repeat=2))
+    b = result(ttfts(C1, [100.0] * 20, repeat=1), ttfts(C1, [900.0] * 20, repeat=2, invalid=bad))
+    c = compare(a, b, 0.1)
+    assert c.verdict == "same" and c.points[0].repeats == (2, 1)
+    assert c.notes == (f"run B, concurrency 1 (repeat 2) left out: {bad}",)
+    only_invalid = compare(a, result(ttfts(C1, [100.0] * 20, invalid=bad)), 0.1)
+    assert only_invalid.verdict == "incomparable" and only_invalid.only_a == ("concurrency 1",)

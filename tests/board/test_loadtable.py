@@ -65,7 +65,7 @@ def test_the_comparison_table_and_its_verdict_line() -> None:
 
 def test_verdict_lines() -> None:
     same = compare(result(point(C1, steady(5, 100, 20))), result(point(C1, steady(5, 100, 20))), 0.125)
-    assert verdict_line(same) == "same: no headline figure moved beyond 12.5%"
+    assert verdict_line(same) == "same: no headline figure moved beyond 12.5% and outside its run-to-run noise"
     better = compare(result(point(C1, steady(5, 200, 20))), result(point(C1, steady(5, 100, 20))), 0.1)
     assert "improved" in verdict_line(better)
     none = compare(result(point(C1, steady(5, 100, 20))), result(point(R2, steady(5, 100, 20))), 0.1)

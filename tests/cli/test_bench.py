@@ -86,7 +86,9 @@ def test_auto_sweep_finds_a_servers_known_capacity(tmp_path: Path, sim_thread: C
     above = [p for p in result.points if (p.load.rate or 0) > result.saturation]
     # judged as the sweeper judged them: against the rate their schedule really released (Poisson: +-10 %)
     assert above and all(p.released_rate is not None for p in above)
-    assert not any(kept_up(p.figures, p.released_rate or 0, unloaded_ttft) for p in above)
+    # A level the client itself sent late (invalid) stopped the sweep whatever its figures: it says nothing of
+    # the server.
+    assert not any(kept_up(p.figures, p.released_rate or 0, unloaded_ttft) for p in above if not p.invalid)
 
 
 @pytest.mark.parametrize(
@@ -174,11 +176,11 @@ def test_the_live_line_shows_requests_done_rate_and_running_ttft() -> None:
     from rich.progress import Progress
 
     from tests.loadkit import steady
-    from tokenpace.cli.bench import _Live
+    from tokenpace.cli.benchlive import Live
     from tokenpace.config.load import Load
 
     progress = Progress(console=Console(file=io.StringIO()))
-    live = _Live(progress)
+    live = Live(progress)
     live.level(Load(concurrency=2, requests=5, warmup=1))
     requests = steady(6, ttft_ms=100, gap_ms=10)
     live.done(dataclasses.replace(requests[0], warmup=True))

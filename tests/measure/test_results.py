@@ -32,6 +32,17 @@ def test_round_trip_is_exact() -> None:
     assert r.points[1].figures.by_tag and r.points[1].figures.errors == {"rate_limited": 1}
 
 
+def test_a_document_written_before_repeats_and_dispatch_checks_still_reads() -> None:
+    doc = json.loads(to_json(sweep_result()))
+    del doc["max_dispatch_p99_ms"], doc["repeat"]
+    for p in doc["points"]:
+        del p["repeat"], p["invalid"], p["figures"]["ttft_from_schedule"], p["figures"]["e2e_from_schedule"]
+    old = from_json(json.dumps(doc))
+    assert old.repeat == 1 and old.max_dispatch_p99_ms is None
+    assert [(p.repeat, p.invalid, p.figures.ttft_from_schedule.n) for p in old.points] == [(0, "", 0), (0, "", 0)]
+    assert old.points[0].figures.ttft == sweep_result().points[0].figures.ttft
+
+
 def test_read_a_file(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     path.write_text(to_json(sweep_result()))
@@ -66,6 +77,11 @@ def edit(key_path: str, value: object) -> str:
         (edit("endpoint", "x" * (results.MAX_TEXT + 1)), "endpoint: over 65536 characters"),
         (edit("points.0.figures.errors", {"rate_limited": "x"}), r"errors\.rate_limited: Input should be"),
         ("[" * 100_000, "not JSON"),
+        (edit("points.0.repeat", -1), r"points\.0\.repeat: -1 is not a figure"),
+        (edit("points.0.invalid", "x" * (results.MAX_TEXT + 1)), r"points\.0\.invalid: over 65536 characters"),
+        (edit("points.0.figures.wait.p99", "late"), r"points\.0\.figures\.wait\.p99: Input should be a valid number"),
+        (edit("points.0.figures.ttft_from_schedule.p99", -5.0), r"ttft_from_schedule\.p99: -5\.0 is not a figure"),
+        (edit("max_dispatch_p99_ms", float("inf")), r"max_dispatch_p99_ms"),
     ],
 )
 def test_hostile_documents_are_refused_in_one_line(text: str, message: str) -> None:

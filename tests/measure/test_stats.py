@@ -62,3 +62,22 @@ def test_the_median_interval_is_the_textbook_one_and_covers_95_percent() -> None
         assert lo is not None and hi is not None
         held += lo <= true_median <= hi
     assert 0.94 <= held / 2000 <= 0.99
+
+
+def test_a_quantile_interval_lies_between_order_statistics() -> None:
+    from tokenpace.measure.stats import median_interval, quantile_interval
+
+    values = [float(v) for v in range(1, 101)]
+    assert quantile_interval(values, 0.99) == (97.0, 100.0)  # 99 -+ 1.96 x sqrt(0.99): ranks 97 to 101, clamped
+    assert quantile_interval(values, 0.5) == median_interval(values) == (40.0, 61.0)
+    assert quantile_interval([3.0], 0.5) == (None, None)
+
+
+def test_a_share_interval_is_wilsons() -> None:
+    from tokenpace.measure.stats import share_interval
+
+    lo, hi = share_interval(0, 100) or (1.0, 0.0)
+    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(0.037, abs=5e-4)
+    lo, hi = share_interval(20, 100) or (0.0, 0.0)
+    assert lo == pytest.approx(0.1334, abs=5e-4) and hi == pytest.approx(0.2888, abs=5e-4)
+    assert share_interval(0, 0) is None

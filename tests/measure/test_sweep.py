@@ -68,3 +68,16 @@ def test_released_rate_is_what_the_schedule_really_offered() -> None:
     released = [done(0, 10, warmup=True, asked_ms=-900)] + [done(t, t + 10) for t in (0, 400, 1000, 1500, 2000)]
     assert released_rate(released) == 2.0
     assert released_rate(released[:2]) is None and released_rate([]) is None
+
+
+def test_an_invalid_level_is_never_the_auto_sweeps_good_level(sim_thread: Callable[..., SimThread]) -> None:
+    # A bound no real send meets (a microsecond): every open-loop level is invalid, so the sweep stops at the
+    # first doubling and its refinement, and the saturation rate is the unloaded one, never a rate it "kept up".
+    endpoint = Endpoint("sim", "sim", sim_thread(QUICK).url, simulated=True)
+    sweeper = Sweeper(endpoint, Tiny(), SETTINGS, max_dispatch_p99_ms=0.001)
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        runner.run(sweeper.auto(Load(concurrency=1, requests=10)))
+    unloaded, doubled, refined = sweeper.levels  # three points only: a server this fast would go on doubling
+    assert unloaded.result.load.rate is None and doubled.invalid and refined.invalid
+    assert all(level.figures.ok == 10 for level in sweeper.levels)  # the server answered every request
+    assert sweeper.saturation == float(f"{unloaded.figures.request_rate:.3g}")

@@ -315,3 +315,19 @@ def test_in_chromium_offline_the_charts_draw_and_the_table_prints(tmp_path: Path
             assert asked == [url]
         finally:
             browser.close()
+
+
+def test_an_invalid_repeat_says_why_and_shows_latency_from_schedule() -> None:
+    base = one_point()
+    (p,) = base.points
+    why = "dispatch delay P99 900 ms > 50 ms: the client sent late, the load was not the one asked"
+    f = dataclasses.replace(p.figures, wait=latency(300.0), ttft_from_schedule=latency(777.0))
+    late = dataclasses.replace(p, figures=f, repeat=2, invalid=why, run_id="run-late")
+    text = render_report(dataclasses.replace(base, points=(dataclasses.replace(p, repeat=1), late), repeat=2))
+    assert "2 runs, each load level 2 times back to back, against" in text
+    assert 'id="invalid-notice"' in text and "1 of 2 load levels is invalid" in text
+    assert "concurrency 4 #1" in text and "concurrency 4 #2" in text and html.escape(why) in text
+    assert (
+        'data-col="ttft-sched-p50" data-value="777.0"' in text and 'data-col="dispatch-p99" data-value="750.0"' in text
+    )
+    assert 'id="invalid-notice"' not in render_report(base)

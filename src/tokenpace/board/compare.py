@@ -12,22 +12,43 @@ figure, up for a lower-better one) by more than the threshold **and** by more th
 *n/a* when either run lacks the figure. The comparison *regressed* when any headline figure is worse; ITL P99
 (one slow gap in thousands moves it) and output speed (TPOT's inverse: the same change twice) are shown but
 never decide the verdict.
+
+Noise. A run's figure is one draw: a second run of the same server moves a P99 of 100 requests by more than
+any threshold worth setting. So each figure also gets a 95 % interval per run, and a move past the threshold
+is *worse* (or *better*) only when A's and B's intervals do not overlap (:func:`judge`):
+
+- over the requests, from the rows each point keeps: for a latency percentile, the distribution-free interval
+  of that quantile between two order statistics (measure/stats.py's :func:`quantile_interval`); for the error
+  share, the Wilson interval;
+- over the repeats (``bench --repeat N``, every point of a load level): the range of the repeats' figures (it
+  holds the median of the repeats' distribution with probability 1 - 2 / 2^N: 75 % at 3, 94 % at 5). This is
+  the only interval of the rates, whose noise is run to run;
+- a figure's interval is the widest of those it has; without any (a rate of one run) the threshold alone
+  decides, as before. A figure's value with repeats is the median of the repeats' values.
+
+Two 95 % intervals that do not overlap differ at about the 0.5 % level: a CI gate that fails only then (and
+past the threshold) fails on the server, not on the noise. A repeat whose level was invalid (its dispatch delay
+passed ``--max-dispatch-p99``: the client did not give the load asked) is left out, with a note; a level left
+with no valid repeat in either run is not compared.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tokenpace.config.load import Load
 from tokenpace.measure.loadstats import Figures
-from tokenpace.measure.results import BenchResult, Point
+from tokenpace.measure.results import BenchResult, Point, Row
+from tokenpace.measure.stats import quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]
 Unit = Literal["ms", "tok/s", "req/s", "share"]
 NOISE_FLOOR: dict[Unit, float] = {"ms": 1.0, "tok/s": 0.1, "req/s": 0.01, "share": 0.005}
+Interval = tuple[float, float]
 
 
 def error_share(f: Figures) -> float | None:
@@ -37,13 +58,21 @@ def error_share(f: Figures) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """One compared figure: its name, unit, which way is better, whether it decides the verdict, its getter."""
+    """One compared figure: its name, unit, which way is better, whether it decides the verdict, its getter;
+    for a latency percentile, the quantile and each request's value of it (from the point's rows)."""
 
     name: str
     unit: Unit
     higher_better: bool
     headline: bool
     get: Callable[[Figures], float | None]
+    q: float | None = None
+    per_request: Callable[[Row], float | None] | None = None
+
+
+def row_tpot(r: Row) -> float | None:
+    """A row's TPOT = (E2E - TTFT) / (output tokens - 1), as loadstats.tpot_ms; None below two tokens."""
+    return None if r.ttft_ms is None or r.output_tokens < 2 else (r.e2e_ms - r.ttft_ms) / (r.output_tokens - 1)
 
 
 SPECS: tuple[Spec, ...] = (
@@ -52,20 +81,21 @@ SPECS: tuple[Spec, ...] = (
     Spec("goodput", "req/s", True, True, lambda f: f.goodput),
     Spec("SLO attainment", "share", True, True, lambda f: f.slo_attainment),
     Spec("output speed P50", "tok/s", True, False, lambda f: f.output_speed.p50),
-    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50),
-    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99),
-    Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50),
-    Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99),
+    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, lambda r: r.ttft_ms),
+    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, lambda r: r.ttft_ms),
+    Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50, 0.5, row_tpot),
+    Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99, 0.99, row_tpot),
     Spec("ITL P99", "ms", False, False, lambda f: f.itl.p99),
-    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50),
-    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99),
+    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, lambda r: r.e2e_ms),
+    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, lambda r: r.e2e_ms),
     Spec("errors", "share", False, True, error_share),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing)."""
+    """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing), and
+    each run's 95 % interval of it (None: none to give)."""
 
     figure: str
     unit: Unit
@@ -74,6 +104,8 @@ class Change:
     change: float | None
     verdict: Verdict
     headline: bool
+    a_interval: Interval | None = None
+    b_interval: Interval | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +115,7 @@ class PointComparison:
     load: str
     changes: tuple[Change, ...]
     notes: tuple[str, ...] = ()  # e.g. one run was client-bound there
+    repeats: tuple[int, int] = (1, 1)  # valid repeats of the level compared in A and in B
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +144,26 @@ def relative(a: float, b: float) -> float | None:
     return (b - a) / abs(a) if a else None
 
 
-def judge(spec: Spec, a: float | None, b: float | None, threshold: float) -> Verdict:
-    """better / worse when B moved past both the threshold (relative) and the unit's noise floor (absolute)."""
+def judge(
+    spec: Spec, a: float | None, b: float | None, threshold: float,
+    a_interval: Interval | None = None, b_interval: Interval | None = None,
+) -> Verdict:  # fmt: skip
+    """better / worse when B moved past the threshold (relative), the unit's noise floor (absolute) and, when
+    both runs have an interval, outside A's (the intervals do not overlap)."""
     if a is None or b is None:
         return "n/a"
     diff = b - a
     rel = relative(a, b)
     if abs(diff) <= NOISE_FLOOR[spec.unit] or (rel is not None and abs(rel) <= threshold):
         return "same"
+    if a_interval is not None and b_interval is not None and overlap(a_interval, b_interval):
+        return "same"
     return "better" if (diff > 0) == spec.higher_better else "worse"
+
+
+def overlap(a: Interval, b: Interval) -> bool:
+    """Two closed intervals overlap when each starts no later than the other ends."""
+    return a[0] <= b[1] and b[0] <= a[1]
 
 
 def load_key(load: Load) -> tuple[str, float]:
@@ -127,15 +171,46 @@ def load_key(load: Load) -> tuple[str, float]:
     return ("rate", load.rate) if load.rate is not None else ("concurrency", float(load.concurrency or 0))
 
 
-def compare_point(a: Point, b: Point, threshold: float) -> PointComparison:
-    """Every figure of SPECS at one load level, A against B."""
+def value(spec: Spec, points: Sequence[Point]) -> float | None:
+    """A figure of a level's repeats = the median of its repeats' values (the value itself for one run)."""
+    values = [v for p in points if (v := spec.get(p.figures)) is not None]
+    return statistics.median(values) if values else None
+
+
+def interval(spec: Spec, points: Sequence[Point]) -> Interval | None:
+    """The widest of: the range over the repeats (two or more), and the interval over the requests' rows
+    (a latency quantile's order statistics, or the error share's Wilson interval); None with neither."""
+    found: list[Interval] = []
+    values = [v for p in points if (v := spec.get(p.figures)) is not None]
+    if len(values) >= 2:
+        found.append((min(values), max(values)))
+    rows = [r for p in points for r in p.rows]
+    if spec.per_request is not None and spec.q is not None:
+        ordered = sorted(v for r in rows if r.ok and (v := spec.per_request(r)) is not None)
+        lo, hi = quantile_interval(ordered, spec.q)
+        if lo is not None and hi is not None:
+            found.append((lo, hi))
+    elif spec.get is error_share and rows and (share := share_interval(sum(not r.ok for r in rows), len(rows))):
+        found.append(share)
+    return (min(i[0] for i in found), max(i[1] for i in found)) if found else None
+
+
+def compare_point(a: Point | Sequence[Point], b: Point | Sequence[Point], threshold: float) -> PointComparison:
+    """Every figure of SPECS at one load level, A's repeats against B's (a point each, or one point)."""
+    a_points = [a] if isinstance(a, Point) else list(a)
+    b_points = [b] if isinstance(b, Point) else list(b)
     changes = []
     for spec in SPECS:
-        va, vb = spec.get(a.figures), spec.get(b.figures)
+        va, vb = value(spec, a_points), value(spec, b_points)
+        ia, ib = interval(spec, a_points), interval(spec, b_points)
         change = None if va is None or vb is None else relative(va, vb)
-        changes.append(Change(spec.name, spec.unit, va, vb, change, judge(spec, va, vb, threshold), spec.headline))
-    notes = tuple(f"run {name} was client-bound here" for name, p in (("A", a), ("B", b)) if p.client_bound)
-    return PointComparison(a.load.describe(), tuple(changes), notes)
+        verdict = judge(spec, va, vb, threshold, ia, ib)
+        changes.append(Change(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib))
+    notes = tuple(
+        f"run {name} was client-bound here" for name, ps in (("A", a_points), ("B", b_points))
+        if any(p.client_bound for p in ps)
+    )  # fmt: skip
+    return PointComparison(a_points[0].load.describe(), tuple(changes), notes, (len(a_points), len(b_points)))
 
 
 def _differences(a: BenchResult, b: BenchResult) -> tuple[str, ...]:
@@ -150,26 +225,32 @@ def _differences(a: BenchResult, b: BenchResult) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _levels(r: BenchResult, run: str, notes: list[str]) -> dict[tuple[str, float], list[Point]]:
+    """A run's valid points by load level, in order; each invalid one left out with a note."""
+    grouped: dict[tuple[str, float], list[Point]] = {}
+    for p in r.points:
+        if p.invalid:
+            which = f" (repeat {p.repeat})" if p.repeat else ""
+            notes.append(f"run {run}, {p.load.describe()}{which} left out: {p.invalid}")
+            continue
+        grouped.setdefault(load_key(p.load), []).append(p)
+    return grouped
+
+
 def compare(a: BenchResult, b: BenchResult, threshold: float) -> Comparison:
-    """B against A at each load level both measured; ``threshold`` is a relative change (0.1: 10 %)."""
-    waiting: dict[tuple[str, float], list[Point]] = {}
-    for p in b.points:
-        waiting.setdefault(load_key(p.load), []).append(p)
-    compared, only_a = [], []
-    for p in a.points:
-        match = waiting.get(load_key(p.load))
-        if match:
-            compared.append(compare_point(p, match.pop(0), threshold))
-        else:
-            only_a.append(p.load.describe())
-    only_b = tuple(p.load.describe() for left in waiting.values() for p in left)
+    """B against A at each load level both measured (all its valid repeats); ``threshold``: relative (0.1: 10 %)."""
+    notes = list(_differences(a, b))
+    in_a, in_b = _levels(a, "A", notes), _levels(b, "B", notes)
+    compared = [compare_point(ps, in_b[key], threshold) for key, ps in in_a.items() if key in in_b]
+    only_a = tuple(ps[0].load.describe() for key, ps in in_a.items() if key not in in_b)
+    only_b = tuple(ps[0].load.describe() for key, ps in in_b.items() if key not in in_a)
     regressions = tuple(
         f"{pc.load}: {c.figure} {describe_change(c)}"
         for pc in compared
         for c in pc.changes
         if c.headline and c.verdict == "worse"
     )
-    return Comparison(threshold, tuple(compared), tuple(only_a), only_b, _differences(a, b), regressions)
+    return Comparison(threshold, tuple(compared), only_a, only_b, tuple(notes), regressions)
 
 
 def describe_change(c: Change) -> str:

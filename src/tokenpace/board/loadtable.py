@@ -1,6 +1,8 @@
 """What the terminal shows of a load test: a row per load level, and of a comparison, a table per level.
 
-The load column names the rate asked for (``rate 4/s``); ``req/s`` beside it is what the endpoint answered.
+The load column names the rate asked for (``rate 4/s``, and ``#2`` for the second run of ``--repeat``);
+``req/s`` beside it is what the endpoint answered; ``dispatch P99`` is how late the client itself sent (sent -
+scheduled start), and a level it makes invalid says so under the table with its figures from schedule.
 
 Figures are written by board.numbers (ms whole, tok/s one decimal below 100); a request rate keeps two
 decimals below 10, where a sweep's low levels live (0.25 req/s is not "0.2").
@@ -18,7 +20,7 @@ from tokenpace.board.compare import Change, Comparison, describe_change
 from tokenpace.measure.results import BenchResult, Point
 from tokenpace.measure.stats import commonest
 
-NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight")  # left out of a terminal narrower than 120 columns
+NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
@@ -27,18 +29,24 @@ def _columns(result: BenchResult) -> list[str]:
     cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
     cols += ["ITL\nP99", "E2E\nP50"]
     cols += ["goodput\nreq/s", "SLO\nmet"] if result.slo is not None else []
-    cols += ["in\nflight"]
-    return cols + (["client"] if any(p.client_bound for p in result.points) else [])
+    cols += ["in\nflight", "dispatch\nP99"]
+    return cols + (["client"] if any(p.client_bound or p.invalid for p in result.points) else [])
 
 
 def _row(p: Point, slo: bool, flag: bool) -> list[str]:
     f = p.figures
     ms = [numbers.figure(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
-    cells = [p.load.describe(), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
+    cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
     cells += [numbers.figure(f.output_tokens_per_s), *ms]
     cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
-    cells += [f"{f.concurrency_held:.1f}"]
-    return cells + (["[bold yellow]bound[/]" if p.client_bound else "ok"] if flag else [])
+    cells += [f"{f.concurrency_held:.1f}", numbers.figure(f.wait.p99, "ms")]
+    state = "[bold red]invalid[/]" if p.invalid else "[bold yellow]bound[/]" if p.client_bound else "ok"
+    return cells + ([state] if flag else [])
+
+
+def label(p: Point) -> str:
+    """The load, and which run of --repeat: "concurrency 4 #2"."""
+    return p.load.describe() + (f" #{p.repeat}" if p.repeat else "")
 
 
 def print_result(console: Console, result: BenchResult) -> None:
@@ -53,13 +61,16 @@ def print_result(console: Console, result: BenchResult) -> None:
     for i in shown:
         col = columns[i]
         table.add_column(col, justify="left" if col == "load" else "right", no_wrap=True)
-    flag = any(p.client_bound for p in result.points)
+    flag = any(p.client_bound or p.invalid for p in result.points)
     for p in result.points:
         cells = _row(p, result.slo is not None, flag)
         table.add_row(*(cells[i] for i in shown))
     console.print(table)
     for p in result.points:
         f = p.figures
+        if p.invalid:
+            console.print(f"  [bold red]{escape(label(p))} invalid:[/] {escape(p.invalid)}", soft_wrap=True)
+            console.print(f"    {escape(schedule_line(p))}", soft_wrap=True, highlight=False)
         if f.errors:
             kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
             console.print(f"  {p.load.describe()}: errors {escape(kinds)}", soft_wrap=True, highlight=False)
@@ -78,6 +89,20 @@ def print_result(console: Console, result: BenchResult) -> None:
         )
 
 
+def schedule_line(p: Point) -> str:
+    """Dispatch delay P50/P90/P99/max, and TTFT and E2E from the scheduled start beside those from the send."""
+    f = p.figures
+    w = f.wait
+    delay = " / ".join(numbers.figure(v, "ms") for v in (w.p50, w.p90, w.p99, w.max))
+    pairs = (("TTFT", f.ttft, f.ttft_from_schedule), ("E2E", f.e2e, f.e2e_from_schedule))
+    lat = "  ".join(
+        f"{name} P50 {numbers.figure(sent.p50, 'ms')} -> {numbers.figure(sched.p50, 'ms')}, "
+        f"P99 {numbers.figure(sent.p99, 'ms')} -> {numbers.figure(sched.p99, 'ms')}"
+        for name, sent, sched in pairs
+    )
+    return f"dispatch delay P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
+
+
 def _value(c: Change, v: float | None) -> str:
     if c.unit == "share":
         return numbers.percent(v)
@@ -86,19 +111,29 @@ def _value(c: Change, v: float | None) -> str:
     return numbers.figure(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure(v)
 
 
+def _with_interval(c: Change, v: float | None, interval: tuple[float, float] | None) -> str:
+    """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
+    if interval is None:
+        return _value(c, v)
+    lo, hi = (_value(c, x).removesuffix(" ms") for x in interval)
+    return f"{_value(c, v)}\n[dim]{lo}-{hi}[/]"
+
+
 def print_comparison(console: Console, comparison: Comparison) -> None:
     """Per compared load level a table of figure, A, B, change and verdict; then what was not compared and
     one verdict line."""
     for note in comparison.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
     for pc in comparison.points:
-        table = Table(title=escape(pc.load), title_justify="left")
+        runs = "" if pc.repeats == (1, 1) else f"  ·  repeats A {pc.repeats[0]}, B {pc.repeats[1]} (medians)"
+        table = Table(title=escape(pc.load) + runs, title_justify="left")
         for col in ("figure", "A", "B", "change", "verdict"):
             table.add_column(col, justify="left" if col in ("figure", "verdict") else "right")
         for c in pc.changes:
             name = c.figure if c.headline else f"{c.figure} [dim](not in the verdict)[/]"
             verdict = f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]"
-            table.add_row(name, _value(c, c.a), _value(c, c.b), describe_change(c), verdict)
+            a, b = _with_interval(c, c.a, c.a_interval), _with_interval(c, c.b, c.b_interval)
+            table.add_row(name, a, b, describe_change(c), verdict)
         console.print(table)
         for note in pc.notes:
             console.print(f"  [yellow]{escape(note)}[/]", highlight=False)
@@ -122,4 +157,4 @@ def verdict_line(c: Comparison) -> str:
         return f"[bold red]regressed[/] beyond {limit}: " + escape("; ".join(worse))
     if c.verdict == "improved":
         return f"[green]improved[/]: no headline figure worse beyond {limit}, some better"
-    return f"same: no headline figure moved beyond {limit}"
+    return f"same: no headline figure moved beyond {limit} and outside its run-to-run noise"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
-from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +22,8 @@ from tokenpace.config.presets import PROTOCOLS
 from tokenpace.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
     from tokenpace import sim
+    from tokenpace.cli.benchlive import Live
     from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
     from tokenpace.measure.clients.transport import Timeouts
@@ -36,8 +33,7 @@ if TYPE_CHECKING:
     from tokenpace.measure.run import SampleSink
     from tokenpace.measure.sweep import Sweeper
 
-LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds
-LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requests
+MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
 
 
 @click.command("bench")
@@ -67,6 +63,11 @@ LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requ
 @click.option("--warmup", default=0, show_default=True, type=click.IntRange(0, 100_000),
               help="Requests sent first under the same load, stored, and left out of the figures.")  # fmt: skip
 @click.option("--sweep", "sweep_text", help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate).")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, MAX_REPEAT),
+              help="Run each level this many times back to back, a point each (for `tokenpace compare`).")  # fmt: skip
+@click.option("--max-dispatch-p99", "max_dispatch_ms", default=100.0, show_default=True,
+              type=Finite(min=0, max=3_600_000, min_open=True),
+              help="Invalid level: its dispatch delay (sent - scheduled start) P99 is over this, ms.")  # fmt: skip
 @click.option("--slo", "slo_text", help="Per-request objective for goodput, e.g. ttft=500ms,tpot=50ms.")
 @click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
               "synthetic:input=N,output=N, prefix:..., multiturn:... (see README).")  # fmt: skip
@@ -104,6 +105,8 @@ def bench(
     duration: str | None,
     warmup: int,
     sweep_text: str | None,
+    repeat: int,
+    max_dispatch_ms: float,
     slo_text: str | None,
     data_spec: str | None,
     workload_name: str,
@@ -123,8 +126,9 @@ def bench(
     Writes OUT/<time>.json (what `tokenpace compare` reads) and OUT/<time>.html (a report that reads offline).
 
     \b
-    Exit codes: 0 done; 1 a level had no successful request; 2 a mistake in the command or a file;
-    3 tokenpace could not work; 130/143 interrupted (what was measured is stored and written).
+    Exit codes: 0 done; 1 a level had no successful request, or was invalid (--max-dispatch-p99; not in auto);
+    2 a mistake in the command or a file; 3 tokenpace could not work; 130/143 interrupted (what was measured
+    is stored and written).
     """
     import random
 
@@ -149,6 +153,7 @@ def bench(
         max_concurrency=max_concurrency,
     )
     sweep = loadcfg.parse_sweep(sweep_text) if sweep_text else None
+    _check_repeat(repeat, sweep)
     slo = loadcfg.parse_slo(slo_text) if slo_text else None
     cfg = load(config_path) if config_path is not None else Config()
     target = _endpoint(endpoint, cfg, base_url, model, protocol, api_key_env, provider, headers, use_sim)
@@ -160,7 +165,8 @@ def bench(
     # A stream may be silent as long as its first token may take, and never less than a minute.
     idle = max(60.0, first_token_timeout)
     timeouts = Timeouts(10.0, first_token_timeout, idle, total_timeout)
-    job = _Job(target, scenarios, dataset, base, sweep, slo, seed, timeouts, cold, out_dir, quiet)
+    job = _Job(target, scenarios, dataset, base, sweep, slo, seed, timeouts, cold, out_dir, quiet, repeat,
+               max_dispatch_ms)  # fmt: skip
     _measure_and_report(job, db)
 
 
@@ -179,6 +185,18 @@ class _Job:
     cold: bool
     out_dir: Path
     quiet: bool
+    repeat: int = 1
+    max_dispatch_ms: float | None = None
+
+
+def _check_repeat(repeat: int, sweep: Sweep | None) -> None:
+    """--repeat runs given levels again: not an auto sweep's (each of its levels is chosen from the last)."""
+    from tokenpace.measure.results import MAX_POINTS
+
+    if repeat > 1 and sweep is not None and sweep.auto:
+        raise ConfigError("--repeat runs given levels again: give --sweep concurrency=... or rate=..., not auto")
+    if sweep is not None and len(sweep.values) * repeat > MAX_POINTS:
+        raise ConfigError(f"--sweep with --repeat {repeat}: {len(sweep.values) * repeat} levels, at most {MAX_POINTS}")
 
 
 def _endpoint(
@@ -220,13 +238,14 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
     """Run the levels with live progress, then print the table and write the result and report, even if stopped."""
     from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_result
+    from tokenpace.cli.benchlive import Live, progress
     from tokenpace.cli.measuring import _safe_command
     from tokenpace.store.database import open_store
 
     store = open_store(db)
     command = _safe_command(sys.argv[1:], store.url)
     started = datetime.now(UTC)
-    live, held = _Live(_progress(job.quiet)), list["Sweeper"]()
+    live, held = Live(progress(job.quiet)), list["Sweeper"]()
     stopped: int | None = None
     result: BenchResult | None = None
     try:
@@ -244,57 +263,13 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
     if result is not None and any(p.figures.ok == 0 for p in result.points):
         err.print("[bold red]a level had no successful request[/]: see the errors above")
         sys.exit(1)
+    # An auto sweep climbs until something gives, the client included: its invalid level is where it stopped.
+    if result is not None and result.sweep != "auto" and any(p.invalid for p in result.points):
+        err.print("[bold red]a level is invalid[/]: the client sent late (see above); not the load asked")
+        sys.exit(1)
 
 
-class _Live:
-    """The live line of each level: requests done, the request rate of the last seconds, the running TTFT p50."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task: TaskID | None = None
-        self.load: Load | None = None
-        self.current: list[Done] = []  # the level in progress: what an interruption must still write
-        self._ends: deque[float] = deque()
-        self._ttfts: deque[float] = deque(maxlen=LIVE_TTFTS)
-        self._since = time.monotonic()
-
-    def level(self, load: Load) -> None:
-        self.load, self.current, self._since = load, [], time.monotonic()
-        self._ends.clear()
-        self._ttfts.clear()
-        total = load.warmup + load.requests if load.requests is not None else None
-        self.task = self.progress.add_task(load.describe(), total=total, live="")
-
-    def done(self, d: Done) -> None:
-        import statistics
-
-        self.current.append(d)
-        now = time.monotonic()
-        self._ends.append(now)
-        while self._ends[0] < now - LIVE_WINDOW_S:
-            self._ends.popleft()
-        if d.sample.ok and d.sample.metrics.ttft_ms is not None and not d.warmup:
-            self._ttfts.append(d.sample.metrics.ttft_ms)
-        rate = len(self._ends) / max(min(LIVE_WINDOW_S, now - self._since), 1e-3)
-        ttft = f"TTFT p50 {statistics.median(self._ttfts):.0f} ms" if self._ttfts else "TTFT p50 -"
-        live = f"{rate:.1f} req/s  {ttft}" + ("  (warm-up)" if d.warmup else "")
-        if self.task is not None:
-            self.progress.update(self.task, advance=1, live=live)
-
-
-def _progress(quiet: bool) -> Progress:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from tokenpace.cli.kit import stderr
-
-    # Two refreshes a second: the refresh thread takes the interpreter's lock from the timing loop while it draws.
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[live]}"),
-        TimeElapsedColumn(), console=stderr(), disable=quiet, refresh_per_second=2,
-    )  # fmt: skip
-
-
-def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Sweeper]) -> int | None:
+def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Sweeper]) -> int | None:
     """The levels of the job against its endpoint (its simulator started if it is one); SIGTERM stops as Ctrl-C.
 
     Returns None when every level ran, else the exit code of the signal that stopped it (130, 143).
@@ -323,14 +298,13 @@ def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Swe
             loop.add_signal_handler(signal.SIGTERM, on_sigterm)
             stack.callback(loop.remove_signal_handler, signal.SIGTERM)  # as cli/measuring.py does, and why
             (target,) = await sim.started_for([job.endpoint], job.scenarios, stack)
-            sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level)
+            sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level,
+                              job.max_dispatch_ms, job.repeat)  # fmt: skip
             held.append(sweeper)
             if job.sweep is not None and job.sweep.auto:
                 await sweeper.auto(job.base)
-            elif job.sweep is not None:
-                await sweeper.given(job.base, job.sweep)
             else:
-                await sweeper.point(job.base)
+                await sweeper.given(job.base, job.sweep)
 
     try:
         with live.progress:
@@ -341,9 +315,9 @@ def _run(job: _Job, store: SampleSink, command: str, live: _Live, held: list[Swe
         return 143 if terminated else 130
 
 
-def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, started: datetime) -> BenchResult:
+def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
-    from tokenpace.measure.loadstats import figures
+    from tokenpace.measure.loadstats import dispatch_problem, figures
     from tokenpace.measure.results import BenchResult, Point, rows_of
     from tokenpace.measure.sweep import released_rate
     from tokenpace.version import __version__
@@ -353,19 +327,23 @@ def _result(job: _Job, sweeper: Sweeper | None, live: _Live, command: str, start
         run, done = level.result.run, level.result.done
         points.append(Point(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
                             run.loop_lag_p99_ms, rows_of(done, _first_sent(done)),
-                            released_rate(done) if level.result.load.rate else None))  # fmt: skip
+                            released_rate(done) if level.result.load.rate else None, level.repeat,
+                            level.invalid))  # fmt: skip
     finished = {p.run_id for p in points}
     if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
         done, load = live.current, live.load
-        points.append(Point(load, figures(done, job.slo, load.rate), done[0].sample.run_id,
-                            rows=rows_of(done, _first_sent(done)),
-                            released_rate=released_rate(done) if load.rate else None))  # fmt: skip
+        f = figures(done, job.slo, load.rate)
+        points.append(Point(load, f, done[0].sample.run_id, rows=rows_of(done, _first_sent(done)),
+                            released_rate=released_rate(done) if load.rate else None,
+                            repeat=sweeper.running_repeat if sweeper is not None else 0,
+                            invalid=dispatch_problem(f, job.max_dispatch_ms)))  # fmt: skip
     e = job.endpoint
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
         started_at=started.isoformat(timespec="seconds"), tool_version=__version__, command=command, slo=job.slo,
         sweep=None if job.sweep is None else "auto" if job.sweep.auto else job.sweep.over,
         saturation=None if sweeper is None else sweeper.saturation, points=tuple(points),
+        max_dispatch_p99_ms=job.max_dispatch_ms, repeat=job.repeat,
     )  # fmt: skip
 
 

@@ -7,6 +7,11 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 - TPOT: (E2E - TTFT) / (output tokens - 1), per request;
 - ITL: gaps between a request's consecutive chunks, pooled over all requests;
 - E2E: last byte - request sent;
+- dispatch delay (``wait``): request sent - its scheduled start (``asked_ns``): the client's own lateness;
+- TTFT and E2E *from schedule*: first token (last byte) - scheduled start = the figure from the send + the
+  dispatch delay. A stalled client (a blocked loop, a cap too low for an open loop's rate) sends late, and
+  the server then sees less load than asked: the figures from the send hide that (coordinated omission), the
+  ones from schedule show what a user arriving on the schedule would have waited;
 - throughput: measured requests (and their output tokens) / the measured window (first send to last end);
 - goodput: requests that met every SLO / the measured window; SLO attainment: their share of all measured requests.
 
@@ -25,6 +30,13 @@ from dataclasses import dataclass
 from tokenpace.config.load import Slo
 from tokenpace.measure.metrics import NS_PER_MS, chunk_times, gaps_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
+
+# A level whose dispatch delay P99 is above this is invalid (``bench --max-dispatch-p99``). A healthy client's
+# delay is its loop's timer resolution and a request's building, about a millisecond (the 5 ms loop-lag P99 of
+# measure/lag.py already marks it client-bound); a stall (a blocked loop, a cap too low for the rate) costs
+# hundreds of ms to seconds. A quiet level on a shared, loaded 2-core machine measured a P99 of 24 ms: 100 ms
+# lets such a CI runner's jitter pass (a failed gate must mean something) and still catches any stall.
+DISPATCH_P99_MS = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +91,14 @@ class Figures:
     tpot: Latency
     itl: Latency
     e2e: Latency
-    wait: Latency  # request sent - released by the schedule: the client's own lateness
+    wait: Latency  # dispatch delay = request sent - scheduled start: the client's own lateness
     output_speed: Latency  # per-request output speed (tok/s, Artificial Analysis's formula)
     goodput: float | None = None  # requests that met every SLO / window; None without an SLO
     slo_attainment: float | None = None  # share (0..1) of measured requests that met every SLO
     by_tag: tuple[TagFigures, ...] = ()  # one per tag when the dataset tags requests
     offered_rate: float | None = None  # open loop: the rate asked for (req/s); request_rate under it: fell behind
+    ttft_from_schedule: Latency = Latency()  # first token - scheduled start (older documents: n 0)
+    e2e_from_schedule: Latency = Latency()  # last byte - scheduled start
 
 
 def latency(values: Sequence[float]) -> Latency:
@@ -112,6 +126,23 @@ def chunk_gaps_ms(s: Sample) -> list[float]:
 def wait_ms(d: Done) -> float:
     """Wait = request sent - released by the schedule, ms: how late the client itself was."""
     return (d.sample.timeline.t_sent_ns - d.asked_ns) / NS_PER_MS
+
+
+def from_schedule_ms(d: Done, ms_from_send: float | None) -> float | None:
+    """A latency from the scheduled start = the latency from the send + the dispatch delay, ms."""
+    return None if ms_from_send is None else ms_from_send + wait_ms(d)
+
+
+def dispatch_problem(f: Figures, bound_ms: float | None) -> str:
+    """Why a level is invalid: its dispatch delay P99 > ``bound_ms``; "" when within it (or no bound)."""
+    p99 = f.wait.p99
+    if bound_ms is None or p99 is None or p99 <= bound_ms:
+        return ""
+    return f"dispatch delay P99 {p99:.0f} ms > {bound_ms:g} ms: the client sent late, the load was not the one asked"
+
+
+def _from_schedule(done: Sequence[Done], name: str) -> list[float]:
+    return [v for d in done if (v := from_schedule_ms(d, getattr(d.sample.metrics, name))) is not None]
 
 
 def window_s(done: Sequence[Done]) -> float:
@@ -157,6 +188,7 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
     """
     measured = [d for d in done if not d.warmup]
     ok = [d.sample for d in measured if d.sample.ok]
+    ok_done = [d for d in measured if d.sample.ok]
     window = window_s(measured)
     errors = Counter(str(d.sample.error_kind) for d in measured if not d.sample.ok)
     ttft, tpot, e2e = _ok_latencies(ok)
@@ -181,4 +213,6 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
         slo_attainment=None if good is None or not measured else good / len(measured),
         by_tag=tuple(tag_figures(t, [d for d in measured if d.tag == t]) for t in tags) if tags != [""] else (),
         offered_rate=offered_rate,
+        ttft_from_schedule=latency(_from_schedule(ok_done, "ttft_ms")),
+        e2e_from_schedule=latency(_from_schedule(ok_done, "e2e_ms")),
     )

@@ -7,7 +7,9 @@ figure is derived (measure/loadstats.py) from samples that are also stored in th
 The file is JSON (:func:`to_json`), read back by :func:`from_json` / :func:`read` as hostile input: at most
 MAX_BYTES, a known ``format``, every field of its type (strict: no "5" for 5), every number finite and in
 0..MAX_NUMBER, every text at most MAX_TEXT characters, at most MAX_POINTS points and MAX_ROWS items in any list.
-Anything else is one ConfigError naming the field.
+Anything else is one ConfigError naming the field. Fields added since format 1 (a point's ``repeat`` and
+``invalid``, figures from schedule) have defaults, so a document written before them still reads, and a
+tokenpace that predates them reads a newer one as a document of one run per point.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Point:
     loop_lag_p99_ms: float | None = None
     rows: tuple[Row, ...] = ()
     released_rate: float | None = None  # an open loop's rate as its schedule really released it, req/s
+    repeat: int = 0  # which run of ``bench --repeat N`` this is (1..N); 0 when the level ran once
+    invalid: str = ""  # why the level's figures are not the load asked for (dispatch delay); "" valid
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,8 @@ class BenchResult:
     saturation: float | None = None  # auto sweep: the highest rate the endpoint kept up with
     points: tuple[Point, ...] = field(default_factory=tuple)
     format: int = FORMAT
+    max_dispatch_p99_ms: float | None = None  # the bound a level's dispatch delay P99 was held to
+    repeat: int = 1  # runs of each level, back to back (``--repeat``): a point each
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,15 +75,30 @@ def mean_interval(values: Sequence[float], mean: float) -> tuple[float | None, f
 
 
 def median_interval(ordered: Sequence[float]) -> tuple[float | None, float | None]:
-    """95 % distribution-free interval of the median = (x₍ₗ₎, x₍ᵤ₎), l, u = n/2 ∓ Z95·√n/2 (binomial, normal
-    approximation; 1-based order statistics, clamped to the extremes); none below two values."""
+    """95 % distribution-free interval of the median: :func:`quantile_interval` at q = 0.5."""
+    return quantile_interval(ordered, 0.5)
+
+
+def quantile_interval(ordered: Sequence[float], q: float) -> tuple[float | None, float | None]:
+    """95 % distribution-free interval of the q-quantile = (x₍ₗ₎, x₍ᵤ₎), l, u = nq ∓ Z95·√(nq(1-q)) (binomial,
+    normal approximation; u one rank up; 1-based order statistics, clamped to the extremes); none below two
+    values. At q = 0.5: n/2 ∓ Z95·√n/2. A tail's interval reaches the largest value when n(1-q) is small."""
     n = len(ordered)
     if n < 2:
         return None, None
-    spread = Z95 * math.sqrt(n) / 2
-    lower = max(1, math.floor(n / 2 - spread))
-    upper = min(n, math.ceil(n / 2 + 1 + spread))
+    spread = Z95 * math.sqrt(n * q * (1 - q))
+    lower = max(1, math.floor(n * q - spread))
+    upper = min(n, math.ceil(n * q + 1 + spread))
     return ordered[lower - 1], ordered[upper - 1]
+
+
+def share_interval(k: int, n: int) -> tuple[float, float] | None:
+    """95 % Wilson interval of the share k / n = (p + z²/2n ∓ z·√(p(1-p)/n + z²/4n²)) / (1 + z²/n); None when n is 0."""
+    if n <= 0:
+        return None
+    p, z2 = k / n, Z95 * Z95
+    centre, half = p + z2 / (2 * n), Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - half) / (1 + z2 / n)), min(1.0, (centre + half) / (1 + z2 / n))
 
 
 def commonest(kinds: Mapping[str, int]) -> tuple[tuple[str, int], ...]:

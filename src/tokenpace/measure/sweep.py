@@ -9,6 +9,11 @@ prefix cache cannot make a later point look faster. The automatic sweep (``--swe
    of the requests, and its TTFT p50 stays within TTFT_GROWTH times the unloaded one (queueing shows there first);
 3. one more point at the geometric mean of the last rate kept up with and the first one not: the saturation
    rate is the highest offered rate the server kept up with.
+
+A level whose dispatch delay P99 passes the bound (measure/loadstats.py's :func:`dispatch_problem`) is invalid:
+the client did not release the load asked for, so the level says nothing of the server and is never the auto
+sweep's good level (the sweep stops there as at a level not kept up with). ``repeat`` runs each given level
+that many times back to back, a level each.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Slo, Sweep
 from tokenpace.measure.dataset import Dataset
 from tokenpace.measure.load import LoadResult, Settings, run_load
-from tokenpace.measure.loadstats import Done, Figures, figures
+from tokenpace.measure.loadstats import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
 from tokenpace.measure.run import Refusals, SampleSink
 
 KEEP_UP = 0.9  # completed requests/s over offered requests/s
@@ -37,6 +42,8 @@ class Level:
 
     result: LoadResult
     figures: Figures
+    repeat: int = 0  # 1..N of a repeated level, 0 when it ran once
+    invalid: str = ""  # dispatch_problem's reason, "" valid
 
 
 def levels(base: Load, sweep: Sweep) -> list[Load]:
@@ -76,28 +83,36 @@ class Sweeper:
         sink: SampleSink | None = None,
         on_done: Callable[[Done], None] | None = None,
         on_level: Callable[[Load], None] | None = None,
+        max_dispatch_p99_ms: float | None = DISPATCH_P99_MS,
+        repeat: int = 1,
     ) -> None:
         self.endpoint, self.dataset, self.settings, self.slo = endpoint, dataset, settings, slo
         self.sink, self.on_done, self.on_level = sink, on_done, on_level
+        self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
+        self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
         self.levels: list[Level] = []
         self.saturation: float | None = None
         self.refusals = Refusals()  # learnt once for the whole sweep
         self._next_chain = settings.first_chain
 
-    async def point(self, load: Load) -> Level:
-        """One load test at ``load``, its prompts after every earlier point's."""
+    async def point(self, load: Load, repeat: int = 0) -> Level:
+        """One load test at ``load``, its prompts after every earlier point's (``repeat``: which run of it)."""
+        self.running_repeat = repeat
         if self.on_level is not None:
             self.on_level(load)
         settings = dataclasses.replace(self.settings, first_chain=self._next_chain)
         result = await run_load(self.endpoint, self.dataset, load, settings, self.sink, self.on_done, self.refusals)
         self._next_chain = max((d.chain for d in result.done), default=self._next_chain) + 1
-        level = Level(result, figures(result.done, self.slo, load.rate))
+        f = figures(result.done, self.slo, load.rate)
+        level = Level(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
         self.levels.append(level)
         return level
 
-    async def given(self, base: Load, sweep: Sweep) -> list[Level]:
-        for load in levels(base, sweep) if sweep.values else [base]:
-            await self.point(load)
+    async def given(self, base: Load, sweep: Sweep | None = None) -> list[Level]:
+        """Each level of the sweep (or the base load alone), ``repeat`` times back to back."""
+        for load in levels(base, sweep) if sweep is not None and sweep.values else [base]:
+            for r in range(self.repeat):
+                await self.point(load, r + 1 if self.repeat > 1 else 0)
         return self.levels
 
     async def auto(self, base: Load) -> list[Level]:
@@ -110,7 +125,7 @@ class Sweeper:
         rate = 2 * r1
         while len(self.levels) < MAX_AUTO_POINTS - 1:
             level = await self.point(dataclasses.replace(base, concurrency=None, rate=_rounded(rate)))
-            if not kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
+            if level.invalid or not kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
                 bad = _rounded(rate)
                 break
             good, rate = _rounded(rate), rate * 2
@@ -118,7 +133,7 @@ class Sweeper:
             low = good if good is not None else r1
             mid = _rounded(math.sqrt(low * bad))
             level = await self.point(dataclasses.replace(base, concurrency=None, rate=mid))
-            if kept_up(level.figures, released_rate(level.result.done) or mid, ttft1):
+            if not level.invalid and kept_up(level.figures, released_rate(level.result.done) or mid, ttft1):
                 good = mid
         # Never saturated within the points allowed: no saturation rate to report (the report says so).
         self.saturation = None if bad is None else good if good is not None else _rounded(r1)

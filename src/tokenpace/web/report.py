@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tokenpace.board.loadtable import label
 from tokenpace.measure.loadstats import TagFigures
 from tokenpace.measure.results import BenchResult, Point
 from tokenpace.web import report_charts
@@ -44,7 +45,7 @@ def point_view(point: Point, index: int, budget: int) -> PointView:
     return PointView(
         index=index,
         point=point,
-        label=point.load.describe(),
+        label=label(point),
         charts=tuple(report_charts.point_charts(point, index, budget)),
         tags=point.figures.by_tag[:MAX_TAGS],
         tags_left_out=max(0, len(point.figures.by_tag) - MAX_TAGS),
@@ -68,6 +69,7 @@ def render_report(result: BenchResult) -> str:
             points_left_out=len(result.points) - len(shown),
             sweep_charts=report_charts.sweep_charts(bounded),
             client_bound=sum(p.client_bound for p in shown),
+            invalid=sum(bool(p.invalid) for p in shown),
             max_command=MAX_COMMAND,
         )
     )
