@@ -4,6 +4,7 @@ recompute from the samples."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sqlite3
 from collections import Counter
@@ -15,7 +16,7 @@ from typing import Any, Literal
 import psycopg
 import pytest
 
-from tests.store.test_database import raw
+from tests.store.test_database import columns, raw
 from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, stream
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
@@ -52,12 +53,20 @@ def store(url: str) -> Iterator[Store]:
         yield s
 
 
+KEY = len(rollup.HOURS.key)  # identity, unit, client_bound and the tags (cached, cold)
+COUNTED = 7  # samples, ok, one_shot, first_at, last_at, protocol, simulated; then the failures
+
+
 def normalised(rows: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-    """Rollup rows by key, their texts as sorted lists: the writer appends in arrival order, a rebuild in time's."""
+    """Rollup rows by key, their texts as sorted lists: the writer appends in arrival order, a rebuild in time's.
+    Each is (7 counts, failures, canary checked, canary passed, the metrics' values)."""
     found = {}
+    checks = len(rollup.CURRENT.checks)
     for r in rows:
-        counts, (failures, *metrics) = tuple(r[7:14]), r[14:]
-        found[tuple(r[:7])] = (*counts, sorted(failures.split()), *(sorted(rollup.decode(m)) for m in metrics))
+        counts, failures = tuple(r[KEY : KEY + COUNTED]), r[KEY + COUNTED]
+        verdicts, metrics = r[KEY + COUNTED + 1 : KEY + COUNTED + 1 + checks], r[KEY + COUNTED + 1 + checks :]
+        values = (sorted(rollup.decode(m)) for m in metrics)
+        found[tuple(r[:KEY])] = (*counts, sorted(failures.split()), *verdicts, *values)
     return found
 
 
@@ -95,12 +104,15 @@ def assert_rollup_right(url: str, published: int) -> None:
         per = level.seconds // rollup.HOUR
         units: dict[tuple[Any, ...], list[Any]] = {}
         for key, hour in kept(url).items():
-            unit = units.setdefault((*key[:5], key[5] // per, key[6]), [0, 0, 0, [], [], [], [], []])
+            unit = units.setdefault((*key[:5], key[5] // per, *key[6:]), [0, 0, 0, [], 0, 0, [], [], [], []])
             for i in range(3):
                 unit[i] += hour[i]
-            for i in range(5):  # the failures and each metric's values
-                unit[3 + i] = sorted(unit[3 + i] + hour[7 + i])
-        assert units == {k: [*v[:3], *v[7:]] for k, v in kept(url, level).items()}, level.table
+            unit[3] = sorted(unit[3] + hour[COUNTED])  # the failures
+            for i in (4, 5):  # the canary's counts
+                unit[i] += hour[COUNTED - 3 + i]
+            for i in range(4):  # each metric's values
+                unit[6 + i] = sorted(unit[6 + i] + hour[COUNTED + 3 + i])
+        assert units == {k: [*v[:3], *v[COUNTED:]] for k, v in kept(url, level).items()}, level.table
 
 
 def metric(s: Sample, name: str) -> float | None:
@@ -123,9 +135,20 @@ def sample(endpoint: Endpoint, at: datetime, rng: random.Random, workload: str =
     region = rng.choice((LOCAL, "eu-west", "us-east"))
     network = Network(rng.uniform(1, 50), None, rng.uniform(1, 90)) if region and rng.random() < 0.7 else None
     origin = Origin(region=region, agent=f"{region}-1" if region else None, network=network)
-    return make_sample(
+    made = make_sample(
         "run", endpoint, workload, at, timing, source=source, published=published, client_bound=bound, origin=origin
     )
+    return truthful(made, rng)
+
+
+def truthful(s: Sample, rng: random.Random) -> Sample:
+    """What issue 22 adds, at random: served from the provider's cache (or told 0 cached tokens), a cold start,
+    a canary passed, failed or not asked (and never judged when the request failed)."""
+    cached = rng.choice((None, None, 0, 0, 128, 1))
+    verdict = rng.choice((None, True, True, False)) if s.ok else None
+    canary = None if verdict is None and rng.random() < 0.5 else "CANARY-7"
+    metrics = dataclasses.replace(s.metrics, provider_cached_tokens=cached)
+    return dataclasses.replace(s, metrics=metrics, cold=rng.random() < 0.2, canary=canary, canary_ok=verdict)
 
 
 def test_the_writer_keeps_the_rollup_equal_to_a_rebuild(url: str, store: Store) -> None:
@@ -138,7 +161,10 @@ def test_the_writer_keeps_the_rollup_equal_to_a_rebuild(url: str, store: Store) 
         store.add_sample(written[-1])
     store.flush()
     assert_rollup_right(url, sum(s.published for s in written))
-    assert any(k[5] for k in kept(url)) and any("cancelled" in v[7] for v in kept(url).values())
+    hours = kept(url)
+    assert any(k[6] for k in hours) and any("cancelled" in v[COUNTED] for v in hours.values())
+    assert any(k[7] for k in hours) and any(k[8] for k in hours)  # cached and cold rows
+    assert sum(v[COUNTED + 1] for v in hours.values()) > sum(v[COUNTED + 2] for v in hours.values()) > 0
 
 
 @pytest.mark.parametrize("level", rollup.LEVELS, ids=lambda level: level.table)
@@ -201,13 +227,22 @@ def recompute(samples: Sequence[Sample], window: Window, now: datetime, long: Se
             found.setdefault((e.provider, e.plan, e.model, s.workload), []).append(s)
     expected = {}
     for key, group in sorted(found.items()):
-        used = [s for s in group if s.ok and (include or not s.client_bound)]
+        counted = [s for s in group if s.ok and (include or not s.client_bound) and not cached(s)]
+        used = [s for s in counted if not s.cold]
         figures = [figure([v for s in used if (v := metric(s, m)) is not None]) for m in METRICS]
+        cold = figure([v for s in counted if s.cold and (v := s.metrics.ttft_ms) is not None])
         kinds = Counter(s.error_kind.value for s in group if s.error_kind and not s.ok)
         times = min(s.started_at for s in group), max(s.started_at for s in group)
+        truth = (sum(map(cached, group)), sum(s.cold for s in group), cold,
+                 sum(s.canary_ok is not None for s in group), sum(s.canary_ok is True for s in group))  # fmt: skip
         expected[key] = (len(group), sum(s.ok for s in group), sum(s.client_bound for s in group), len(used),
-                         sum(s.source == "one-shot" for s in group), dict(kinds), times, figures)  # fmt: skip
+                         sum(s.source == "one-shot" for s in group), dict(kinds), times, figures, truth)  # fmt: skip
     return expected
+
+
+def cached(s: Sample) -> bool:
+    """Served (in part) from the provider's prompt cache: a positive count of cached tokens."""
+    return (s.metrics.provider_cached_tokens or 0) > 0
 
 
 def assert_windows_equal_a_recompute(store: Store, samples: Sequence[Sample], nows: Sequence[datetime]) -> None:
@@ -219,6 +254,7 @@ def assert_windows_equal_a_recompute(store: Store, samples: Sequence[Sample], no
                     (r.provider, r.plan, r.model, r.workload): (
                         r.samples, r.ok, r.client_bound, r.usable, r.one_shot, dict(r.errors),
                         (r.first_at, r.last_at), [r.figure(m) for m in METRICS],
+                        (r.cached, r.cold, r.cold_ttft_ms, r.canary_checked, r.canary_passed),
                     )
                     for r in rows
                 }  # fmt: skip
@@ -296,3 +332,47 @@ def test_cover_tiles_the_span_with_days_hours_and_two_raw_edges() -> None:
             assert len(whole) == (-(-h0 // 24) < h1 // 24)  # a day is read whole whenever one fits
         else:
             assert ranges == [] and edges == [(">", low, "<=", now)]
+
+
+def migrate_to(url: str, version: int) -> None:
+    """The history up to ``version`` applied, as a tokenpace of that version left the database."""
+    postgres = url.startswith("postgresql://")
+    conn: Any = psycopg.connect(url) if postgres else sqlite3.connect(url)
+    ph = "%s" if postgres else "?"
+    try:
+        conn.execute(BOOTSTRAP)
+        for v, steps in MIGRATIONS:
+            if v <= version:
+                for step in steps:
+                    step(conn, ph) if callable(step) else conn.execute(step)
+                conn.execute(f"INSERT INTO schema_migrations VALUES ({v}, 0)")  # noqa: S608
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_canary(url: str) -> None:
+    """A database at version 12 holds migration 10's rollups, whatever the code's shape is now (its history is
+    frozen), counted by migration 11's trigger on PostgreSQL; migration 13 remakes them in the current shape from
+    samples carrying the truth columns, and windows read through them equal a recompute."""
+    rng = random.Random(9)
+    migrate_to(url, 12)
+    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(rollup.TENTH))
+    written = [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=53 * i), rng) for i in range(80)]
+    insert = f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) VALUES ({', '.join('?' * len(SAMPLE_COLUMNS))})"  # noqa: S608
+    for s in written:
+        values = sample_values(s)
+        values |= {"started_at": epoch(s.started_at), "ok": int(s.ok), "error_kind": values["error_kind"]}
+        raw(url, insert, tuple(int(v) if isinstance(v, bool) else v for v in (values[c] for c in SAMPLE_COLUMNS)))
+    assert {r[0] for r in raw(url, "SELECT SUM(samples) FROM sample_days")} == {
+        sum(s.published for s in written) if url.startswith("postgresql://") else None
+    }  # the old trigger counted them in the old shape; SQLite counts in Python, which raw inserts skip
+    with open_store(url) as store:
+        assert columns(url, "sample_hours") == list(rollup.HOURS.columns)
+        assert_rollup_right(url, sum(s.published for s in written))
+        assert_windows_equal_a_recompute(store, [s for s in written if s.published], [NOW])
+        assert any(r.cached and r.cold and r.canary_checked > r.canary_passed for r in store_rows(store))
+
+
+def store_rows(store: Store) -> list[Any]:
+    return endpoint_rows(store, WINDOWS["7d"], NOW)

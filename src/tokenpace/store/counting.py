@@ -29,24 +29,36 @@ def _metric(name: str) -> str:
     return f"CASE WHEN NEW.ok = 0 THEN '' ELSE coalesce(encode(float8send({value}), 'hex'), '') END"
 
 
-def _upsert(level: rollup.Level) -> str:
+# The canary's counts of one sample: its verdict known, and passed (canary_ok is 0/1 or NULL).
+_CHECKS = {"canary_checked": "(NEW.canary_ok IS NOT NULL)::integer", "canary_passed": "coalesce(NEW.canary_ok, 0)"}
+
+
+def _tag(name: str) -> str:
+    """A key tag of one sample: rollup.TAGS' SQL over the new row's columns."""
+    return {"cached": "CASE WHEN NEW.provider_cached_tokens > 0 THEN 1 ELSE 0 END", "cold": "NEW.cold"}[name]
+
+
+def _upsert(level: rollup.Level, shape: rollup.Shape) -> str:
     """The level's upsert of one sample, in PL/pgSQL; ``h`` holds the sample's hour."""
     per = level.seconds // rollup.HOUR
     unit = "h" if per == 1 else f"floor(h / {per}.0)::bigint"  # Python's h // per, for negative h too
-    ident = [f"NEW.{c}" for c in rollup.CURRENT.ident]
+    ident = [f"NEW.{c}" for c in shape.ident]
     counts = [
         "1", "NEW.ok", "(NEW.source = 'one-shot')::integer", "NEW.started_at", "NEW.started_at", "NEW.protocol",
         "NEW.simulated", f"CASE WHEN NEW.ok = 0 THEN ' ' || coalesce(NEW.error_kind, '{rollup.UNKNOWN}') ELSE '' END",
     ]  # fmt: skip
-    values = [*ident, unit, "NEW.client_bound", *counts, *(_metric(m) for m in rollup.CURRENT.metrics)]
-    assert len(values) == len(level.columns)
-    conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {rollup.upsert_set(level.table, rollup.CURRENT)}"
-    return f"INSERT INTO {level.table} ({', '.join(level.columns)}) VALUES ({', '.join(values)}) {conflict};"  # noqa: S608
+    tags = [_tag(t) for t in shape.tags]
+    checks = [_CHECKS[c] for c in shape.checks]
+    values = [*ident, unit, "NEW.client_bound", *tags, *counts, *checks, *(_metric(m) for m in shape.metrics)]
+    columns = level.columns_of(shape)
+    assert len(values) == len(columns)
+    conflict = f"ON CONFLICT ({', '.join(level.key_of(shape))}) DO UPDATE SET {rollup.upsert_set(level.table, shape)}"
+    return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES ({', '.join(values)}) {conflict};"  # noqa: S608
 
 
-def function_sql(schema: str) -> str:
+def function_sql(schema: str, shape: rollup.Shape = rollup.CURRENT) -> str:
     """The trigger's function, its search_path fixed to ``schema`` (quoted) and pg_temp last."""
-    body = "\n    ".join(_upsert(level) for level in rollup.LEVELS)
+    body = "\n    ".join(_upsert(level, shape) for level in rollup.LEVELS)
     return f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = {schema}, pg_temp AS $$
 DECLARE
@@ -65,14 +77,15 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def install(conn: Any, ph: str) -> None:
-    """Migration 11 on PostgreSQL (nothing on SQLite): the counting trigger, the ``role`` columns' default, and
-    no role but the owner left able to write the rollups (an agent of an older version then fails its writes,
-    kept and retried, instead of counting its samples twice beside the trigger)."""
+def install(conn: Any, ph: str, shape: rollup.Shape = rollup.CURRENT) -> None:
+    """On PostgreSQL (nothing on SQLite): the counting trigger writing a shape, the ``role`` columns' default,
+    and no role but the owner left able to write the rollups (an agent of an older version then fails its
+    writes, kept and retried, instead of counting its samples twice beside the trigger). Migration 13 installs
+    it again for the shape it made."""
     if ph == "?":  # SQLite: one writer, counting in Python
         return
     ((schema,),) = conn.execute("SELECT current_schema()").fetchall()
-    conn.execute(function_sql(quoted(schema)))
+    conn.execute(function_sql(quoted(schema), shape))
     conn.execute(f"REVOKE ALL ON FUNCTION {FUNCTION}() FROM PUBLIC")
     conn.execute(f"DROP TRIGGER IF EXISTS {TRIGGER} ON samples")
     conn.execute(
@@ -91,3 +104,8 @@ def install(conn: Any, ph: str) -> None:
     for (grantee,) in writers:
         who = "PUBLIC" if grantee == "PUBLIC" else quoted(grantee)
         conn.execute(f"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON {', '.join(names)} FROM {who}")
+
+
+def install_tenth(conn: Any, ph: str) -> None:
+    """Migration 11: the trigger as it was first installed, writing migration 10's shape (rollup.TENTH)."""
+    install(conn, ph, rollup.TENTH)

@@ -201,7 +201,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         (
             # The rollups keyed by region too (a board per region), and keeping TTFT less the network round trip
             # (rollup.DERIVED) so its percentiles are exact like the others: dropped, recreated and rebuilt.
-            rollup.recreate,
+            rollup.recreate_tenth,
         ),
     ),
     (
@@ -212,7 +212,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # that an agent's role needs no right on them.
             "ALTER TABLE agents ADD COLUMN role TEXT",
             "ALTER TABLE runs ADD COLUMN role TEXT",
-            counting.install,
+            counting.install_tenth,
         ),
     ),
     (
@@ -227,6 +227,17 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN idle_s DOUBLE PRECISION",
             "ALTER TABLE samples ADD COLUMN cold INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE samples ADD COLUMN prefix_turn INTEGER",
+        ),
+    ),
+    (
+        13,
+        (
+            # The board's truth (issue 22): the rollups keyed by whether the provider served the prompt from its
+            # cache and whether the sample was a cold start (rollup.TAGS: fresh figures are rows with both 0),
+            # and counting the canary's verdicts (rollup.CHECKS): dropped, recreated, rebuilt, and the counting
+            # trigger installed again for the new shape.
+            rollup.recreate,
+            counting.install,
         ),
     ),
 )

@@ -50,28 +50,40 @@ COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simul
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it
 
 
+# Key columns after client_bound (0/1), as SQL both databases evaluate alike over a sample's columns: the provider
+# served part of the prompt from its cache (its figures are not a fresh prompt's), and the request came after the
+# endpoint sat idle long enough to be a cold start (its TTFT is reported apart). A fresh sample has both 0.
+TAGS = {"cached": "CASE WHEN provider_cached_tokens > 0 THEN 1 ELSE 0 END", "cold": "cold"}
+# Counts of the correctness canary (issue 22): samples whose verdict is known, and those that passed.
+CHECKS = ("canary_checked", "canary_passed")
+
+
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What a rollup row is keyed by (besides its unit and client_bound) and which figures it keeps.
 
-    The tables' shape changed (migration 10 added the region and corrected TTFT): migrations 6-8 still build
-    the shape they built (:data:`FIRST`), so the history means what it meant; the code reads :data:`CURRENT`.
+    The tables' shape changed (migration 10 added the region and corrected TTFT, migration 13 the cached and cold
+    tags and the canary's counts): each migration builds the shape it built (:data:`FIRST` for 6-8,
+    :data:`TENTH` for 10 and 11), so the history means what it meant; the code reads :data:`CURRENT`.
     """
 
     ident: tuple[str, ...]
     metrics: tuple[str, ...]
+    tags: tuple[str, ...] = ()  # of TAGS: key columns after client_bound
+    checks: tuple[str, ...] = ()  # CHECKS, or none: counts after the failures
 
     @property
     def raw(self) -> str:
         """What a raw sample contributes, in this order: the windows read their edge hours with the same columns."""
         metrics = (DERIVED.get(m, m) for m in self.metrics)
-        return ", ".join(
-            (*self.ident, "started_at, ok, error_kind, source, client_bound, protocol, simulated", *metrics)
-        )
+        counted = "started_at, ok, error_kind, source, client_bound, protocol, simulated"
+        tags = (TAGS[t] for t in self.tags)
+        return ", ".join((*self.ident, counted, *tags, *(("canary_ok",) if self.checks else ()), *metrics))
 
 
 FIRST = Shape(("provider", "plan", "model", "workload"), STORED)  # migrations 6, 7 and 8
-CURRENT = Shape(("provider", "plan", "model", "workload", "region"), METRICS)  # migration 10
+TENTH = Shape(("provider", "plan", "model", "workload", "region"), METRICS)  # migrations 10 and 11
+CURRENT = Shape(TENTH.ident, METRICS, tuple(TAGS), CHECKS)  # migration 13
 RAW = CURRENT.raw
 
 
@@ -84,10 +96,10 @@ class Level:
     seconds: int
 
     def key_of(self, shape: Shape) -> tuple[str, ...]:
-        return (*shape.ident, self.unit, "client_bound")
+        return (*shape.ident, self.unit, "client_bound", *shape.tags)
 
     def columns_of(self, shape: Shape) -> tuple[str, ...]:
-        return (*self.key_of(shape), *COUNTS, *shape.metrics)
+        return (*self.key_of(shape), *COUNTS, *shape.checks, *shape.metrics)
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -199,7 +211,7 @@ def _larger(table: str, column: str, *, smaller: bool = False) -> str:
 
 def upsert_set(t: str, shape: Shape) -> str:
     return ", ".join(
-        [f"{c} = {t}.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot")]
+        [f"{c} = {t}.{c} + excluded.{c}" for c in ("samples", "ok", "one_shot", *shape.checks)]
         + [_larger(t, "first_at", smaller=True), _larger(t, "last_at"), _larger(t, "protocol")]
         + [_larger(t, "simulated"), *(f"{c} = {t}.{c} || excluded.{c}" for c in ("failures", *shape.metrics))]
     )
@@ -207,8 +219,9 @@ def upsert_set(t: str, shape: Shape) -> str:
 
 @dataclass
 class _Row:
-    """One rollup row being built: from one sample (the writer) or from many (a rebuild)."""
+    """One rollup row being built: from one sample (the writer) or from many (a rebuild), of a shape."""
 
+    shape: Shape
     protocol: str
     simulated: int
     first_at: float
@@ -217,11 +230,19 @@ class _Row:
     samples: int = 0
     ok: int = 0
     one_shot: int = 0
+    checked: int = 0
+    passed: int = 0
     failures: list[str] = field(default_factory=list)
 
     def add(self, rest: Sequence[Any]) -> None:
-        """Count one sample, given as its ``RAW`` columns after its identity."""
-        at, ok, kind, source, _, protocol, simulated, *metrics = rest
+        """Count one sample, given as its shape's ``raw`` columns after its identity (its tags are in the key)."""
+        at, ok, kind, source, _, protocol, simulated = rest[:7]
+        after = 7 + len(self.shape.tags)
+        if self.shape.checks:
+            verdict = rest[after]
+            self.checked += verdict is not None
+            self.passed += bool(verdict)
+            after += 1
         self.samples += 1
         self.ok += int(ok)
         self.one_shot += source == "one-shot"
@@ -230,22 +251,25 @@ class _Row:
         if not ok:
             self.failures.append(f" {kind or UNKNOWN}")
         else:
-            for texts, value in zip(self.values, metrics, strict=True):
+            for texts, value in zip(self.values, rest[after:], strict=True):
                 if value is not None:
                     texts.append(encode(float(value)))
 
     def row(self, key: Sequence[Any]) -> tuple[Any, ...]:
         counts = (self.samples, self.ok, self.one_shot, self.first_at, self.last_at, self.protocol, self.simulated)
-        return (*key, *counts, "".join(self.failures), *("".join(v) for v in self.values))
+        checks = (self.checked, self.passed) if self.shape.checks else ()
+        return (*key, *counts, "".join(self.failures), *checks, *("".join(v) for v in self.values))
 
 
-def _key(raw: Sequence[Any], level: Level, n: int) -> tuple[Any, ...]:
-    """The row's key: the sample's identity (its first n columns), its unit and whether it was client-bound."""
-    return (*raw[:n], level.of(raw[n]), int(raw[n + 4]))
+def _key(raw: Sequence[Any], level: Level, shape: Shape) -> tuple[Any, ...]:
+    """The row's key: the sample's identity (its first columns), its unit, whether it was client-bound and its
+    tags (0/1 each)."""
+    n = len(shape.ident)
+    return (*raw[:n], level.of(raw[n]), int(raw[n + 4]), *(int(t) for t in raw[n + 7 : n + 7 + len(shape.tags)]))
 
 
-def _start(rest: Sequence[Any], metrics: int) -> _Row:
-    return _Row(rest[5], int(rest[6]), rest[0], rest[0], tuple([] for _ in range(metrics)))
+def _start(rest: Sequence[Any], shape: Shape) -> _Row:
+    return _Row(shape, rest[5], int(rest[6]), rest[0], rest[0], tuple([] for _ in shape.metrics))
 
 
 def _insert(level: Level, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str:
@@ -254,11 +278,17 @@ def _insert(level: Level, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str
     return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
 
 
+_COUNTED = ("started_at", "ok", "error_kind", "source", "client_bound", "protocol", "simulated")
+
+
 def _raw(values: Sequence[Any]) -> list[Any]:
-    """A sample's ``RAW`` columns from its values in ``SAMPLE_COLUMNS`` order, derived figures computed."""
+    """A sample's ``RAW`` columns from its values in ``SAMPLE_COLUMNS`` order, tags and derived figures computed
+    as the SQL of :data:`TAGS` and :data:`DERIVED` computes them."""
     get = {c: values[i] for c, i in _INDEX.items()}
-    stored = [get[c.strip()] for c in RAW.split(",")[: -len(DERIVED)]]
-    return [*stored, corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])]
+    cached = get["provider_cached_tokens"]
+    tags = [int(cached is not None and cached > 0), int(get["cold"])]
+    stored = [get[c] for c in (*CURRENT.ident, *_COUNTED)] + tags + [get["canary_ok"]]
+    return [*stored, *(get[m] for m in STORED), corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])]
 
 
 def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
@@ -266,11 +296,11 @@ def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     if not values[_INDEX["published"]]:
         return
     raw = _raw(values)
-    one = _start(raw[_IDENT:], len(METRICS))
+    one = _start(raw[_IDENT:], CURRENT)
     one.add(raw[_IDENT:])
     for level in LEVELS:
         conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {upsert_set(level.table, CURRENT)}"
-        conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, _IDENT)))
+        conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, CURRENT)))
 
 
 def fold(raws: Iterable[Sequence[Any]], level: Level = HOURS, shape: Shape = CURRENT) -> dict[tuple[Any, ...], _Row]:
@@ -278,10 +308,10 @@ def fold(raws: Iterable[Sequence[Any]], level: Level = HOURS, shape: Shape = CUR
     n = len(shape.ident)
     rows: dict[tuple[Any, ...], _Row] = {}
     for raw in raws:
-        key = _key(raw, level, n)
+        key = _key(raw, level, shape)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = _start(raw[n:], len(shape.metrics))
+            row = rows[key] = _start(raw[n:], shape)
         row.add(raw[n:])
     return rows
 
@@ -308,13 +338,18 @@ def rebuild(
         at = conn.execute(nxt, (end,)).fetchone()[0]
 
 
-def recreate(conn: Connection, ph: str) -> None:
-    """Migration 10: every level dropped, made again in the current shape and rebuilt from ``samples``."""
+def recreate(conn: Connection, ph: str, shape: Shape = CURRENT) -> None:
+    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10 and 13)."""
     for level in LEVELS:
         conn.execute(f"DROP TABLE {level.table}")
-        for sql in level.schema():
+        for sql in level.schema(shape):
             conn.execute(sql)
-    rebuild(conn, ph)
+    rebuild(conn, ph, shape=shape)
+
+
+def recreate_tenth(conn: Connection, ph: str) -> None:
+    """Migration 10: the rollups keyed by region too and keeping TTFT less the round trip (:data:`TENTH`)."""
+    recreate(conn, ph, TENTH)
 
 
 def rebuild_hours(conn: Connection, ph: str) -> None:

@@ -2,8 +2,10 @@
 
 Figures are computed in Python from every value, sorted, by :func:`tokenpace.measure.stats.figure`: the very
 ``metrics.percentile`` of a run's summary, so a window's percentiles are exact and equal a recompute from the
-raw samples whichever database holds them. Values of successful samples count; those of client-bound ones only
-when included. The success rate counts every sample by its outcome, cancelled ones left out (``stats``).
+raw samples whichever database holds them. Values of successful *fresh* samples count: not served from the
+provider's prompt cache, not a cold start (those have their own TTFT figure), and not client-bound unless those
+are included. The success rate counts every sample by its outcome, cancelled ones left out (``stats``); the
+canary's pass rate every sample whose verdict is known.
 """
 
 from __future__ import annotations
@@ -16,81 +18,113 @@ from typing import Any
 from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 
+Group = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
+FRESH: Group = (0, 0, 0)
+TTFT = METRICS.index("ttft_ms")
+
 
 def _lists() -> tuple[list[Any], ...]:
     return tuple([] for _ in METRICS)
 
 
+def _groups(cold: int, include_bound: bool) -> tuple[Group, ...]:
+    """The groups a figure takes: not cached, cold or not, client-bound only when included."""
+    return ((0, cold, 0), (0, cold, 1)) if include_bound else ((0, cold, 0),)
+
+
 @dataclass
 class Tally:
-    """Counts, times and values so far; ``bound_*`` hold the client-bound samples' share apart."""
+    """Counts, times and values so far; values and successes kept per :data:`Group`, so a figure takes the
+    fresh ones (and the client-bound ones when included) and the cold TTFT the cold ones."""
 
     samples: int = 0
     ok: int = 0
     one_shot: int = 0
     bound: int = 0  # client-bound samples, whatever their outcome
-    bound_ok: int = 0
+    cached: int = 0  # samples the provider served (in part) from its prompt cache, whatever their outcome
+    cold: int = 0  # samples taken after the endpoint sat idle long enough to be a cold start
+    checked: int = 0  # samples whose canary verdict is known
+    passed: int = 0
     first_at: float | None = None
     last_at: float | None = None
     protocol: str = ""
     simulated: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    texts: tuple[list[str], ...] = field(default_factory=_lists)  # rollup values, unparsed
-    bound_texts: tuple[list[str], ...] = field(default_factory=_lists)
-    values: tuple[list[float], ...] = field(default_factory=_lists)
-    bound_values: tuple[list[float], ...] = field(default_factory=_lists)
+    oks: Counter[Group] = field(default_factory=Counter)  # successful samples per group
+    texts: dict[Group, tuple[list[str], ...]] = field(default_factory=dict)  # rollup values, unparsed
+    values: dict[Group, tuple[list[float], ...]] = field(default_factory=dict)
 
     def _times(self, first: float, last: float, protocol: str, simulated: int) -> None:
         self.first_at = first if self.first_at is None else min(self.first_at, first)
         self.last_at = last if self.last_at is None else max(self.last_at, last)
         self.protocol, self.simulated = max(self.protocol, protocol), max(self.simulated, int(simulated))
 
-    def hours(self, r: Sequence[Any], bound: bool) -> None:
-        """Add a rollup row: samples, ok, one_shot, first_at, last_at, protocol, simulated, failures, metrics."""
-        samples, ok, one_shot, first, last, protocol, simulated, failures, *metrics = r
+    def _count(self, group: Group, samples: int, ok: int, checked: int, passed: int) -> None:
         self.samples += samples
         self.ok += ok
+        self.oks[group] += ok
+        cached, cold, bound = group
+        self.cached += samples if cached else 0
+        self.cold += samples if cold else 0
+        self.bound += samples if bound else 0
+        self.checked += checked
+        self.passed += passed
+
+    def hours(self, r: Sequence[Any], group: Group) -> None:
+        """Add a rollup row: samples, ok, one_shot, first_at, last_at, protocol, simulated, failures, canary
+        checked and passed, metrics."""
+        samples, ok, one_shot, first, last, protocol, simulated, failures, checked, passed, *metrics = r
+        self._count(group, samples, ok, checked, passed)
         self.one_shot += one_shot
-        if bound:
-            self.bound += samples
-            self.bound_ok += ok
         self._times(first, last, protocol, simulated)
         if failures:
             self.kinds.update(failures.split())
-        for texts, text in zip(self.bound_texts if bound else self.texts, metrics, strict=True):
+        kept = self.texts.get(group)
+        if kept is None:
+            kept = self.texts[group] = _lists()
+        for texts, text in zip(kept, metrics, strict=True):
             if text:
                 texts.append(text)
 
     def sample(self, r: Sequence[Any]) -> None:
-        """Add a raw sample: started_at, ok, error_kind, source, client_bound, protocol, simulated, metrics."""
-        at, ok, kind, source, bound, protocol, simulated, *metrics = r
-        self.samples += 1
+        """Add a raw sample (rollup.RAW after its identity): started_at, ok, error_kind, source, client_bound,
+        protocol, simulated, cached, cold, canary_ok, metrics."""
+        at, ok, kind, source, bound, protocol, simulated, cached, cold, verdict, *metrics = r
+        group = (int(cached), int(cold), int(bool(bound)))
+        self._count(group, 1, int(bool(ok)), verdict is not None, bool(verdict))
         self.one_shot += source == "one-shot"
-        self.bound += bool(bound)
         self._times(at, at, protocol, simulated)
         if not ok:
             self.kinds[kind or UNKNOWN] += 1
             return
-        self.ok += 1
-        self.bound_ok += bool(bound)
-        for values, value in zip(self.bound_values if bound else self.values, metrics, strict=True):
+        kept = self.values.get(group)
+        if kept is None:
+            kept = self.values[group] = _lists()
+        for values, value in zip(kept, metrics, strict=True):
             if value is not None:
                 values.append(float(value))
 
     def usable(self, include_bound: bool) -> int:
-        """Successful samples whose figures count."""
-        return self.ok if include_bound else self.ok - self.bound_ok
+        """Successful fresh samples whose figures count."""
+        return sum(self.oks[g] for g in _groups(0, include_bound))
+
+    def _figure(self, i: int, groups: Sequence[Group]) -> Figure:
+        texts = [t for g in groups if g in self.texts for t in self.texts[g][i]]
+        values = decode("".join(texts))
+        for g in groups:
+            if g in self.values:
+                values += self.values[g][i]
+        values.sort()
+        return figure_sorted(values)
 
     def figures(self, include_bound: bool) -> list[Figure]:
-        """Each metric's Figure over the values that count, sorted once (stats.figure_sorted)."""
-        found = []
-        for i in range(len(self.values)):
-            texts = self.texts[i] + self.bound_texts[i] if include_bound else self.texts[i]
-            values = decode("".join(texts))
-            values += self.values[i] + self.bound_values[i] if include_bound else self.values[i]
-            values.sort()
-            found.append(figure_sorted(values))
-        return found
+        """Each metric's Figure over the fresh values that count, sorted once (stats.figure_sorted)."""
+        groups = _groups(0, include_bound)
+        return [self._figure(i, groups) for i in range(len(METRICS))]
+
+    def cold_ttft(self, include_bound: bool) -> Figure:
+        """TTFT over the cold starts' values (not cached; client-bound ones only when included)."""
+        return self._figure(TTFT, _groups(1, include_bound))
 
 
 def tally(found: dict[tuple[str, ...], Tally], key: Sequence[Any]) -> Tally:

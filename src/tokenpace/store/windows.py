@@ -3,8 +3,11 @@
 A window is the span (now - seconds, now]; long-context workloads may use a longer span (Artificial Analysis
 measures its 100k workload over 14 days instead of 72 hours). Only published samples are read: what the
 service's schedule took, and one-shot runs published on purpose (``run --publish``), counted apart per row.
-Figures come from successful samples that were not client-bound (the client's own loop lagged while timing
-them, so their figures are the client's, not the endpoint's), unless asked to include those; the success rate
+Figures come from successful *fresh* samples: not served (in part) from the provider's prompt cache (a cached
+prompt's TTFT is not a fresh prompt's: counted and shown apart), not a cold start after the endpoint sat idle
+(its TTFT is reported apart, so sparse cadences do not mix cold and warm), and not client-bound (the client's
+own loop lagged while timing them, so their figures are the client's, not the endpoint's) unless asked to
+include those. The correctness canary's verdicts are counted beside them (checked, passed); the success rate
 is ok / (samples - cancelled), client-bound samples included by their outcome (the endpoint did answer them),
 because a sample cancelled at shutdown says nothing of the endpoint.
 
@@ -97,6 +100,16 @@ class EndpointRow:
     usable: int | None = None  # successful samples whose figures count (client-bound ones out); None: every ok
     ttft_net_ms: Figure = NO_FIGURE  # TTFT less the network round trip, of samples that measured it
     region: str | None = None  # where measured from: '' the storing process itself; None every region pooled
+    cached: int = 0  # samples the provider served (in part) from its prompt cache: left out of the figures
+    cold: int = 0  # cold starts (taken after the endpoint sat idle): out of the figures, their TTFT apart
+    cold_ttft_ms: Figure = NO_FIGURE  # the cold starts' TTFT (cached ones out, client-bound as the figures)
+    canary_checked: int = 0  # samples whose correctness canary has a verdict
+    canary_passed: int = 0
+
+    @property
+    def canary_rate(self) -> float | None:
+        """passed / checked of the correctness canary; None when no verdict is known."""
+        return self.canary_passed / self.canary_checked if self.canary_checked else None
 
     @property
     def name(self) -> str:
@@ -198,8 +211,8 @@ def present_models(store: Store, window: Window, now: datetime, long_workloads: 
 # A rollup row as it is, summed in Python (Tally.hours): grouping in SQL (SUM, string_agg) cost PostgreSQL a sort
 # and an aggregate over multi-kilobyte texts, ~10 % of a 72 h board over 1M samples, to save a few hundred rows.
 _ROLLUP_ROW = (
-    "provider, plan, model, workload, region, client_bound, samples, ok, one_shot, first_at, last_at, protocol, "
-    "simulated, failures, " + ", ".join(METRICS)
+    "provider, plan, model, workload, region, client_bound, cached, cold, samples, ok, one_shot, first_at, "
+    "last_at, protocol, simulated, failures, canary_checked, canary_passed, " + ", ".join(METRICS)
 )
 
 
@@ -238,7 +251,7 @@ def endpoint_rows(
     n = 5 if split or region is not None else 4
     if hours:
         for r in store.query(*_union(hours)):
-            tally(found, r[:n]).hours(r[6:], bool(r[5]))
+            tally(found, r[:n]).hours(r[8:], (r[6], r[7], r[5]))
     for r in store.query(*_union(raws)):
         tally(found, r[:n]).sample(r[5:])
     rows = []
@@ -258,6 +271,8 @@ def endpoint_rows(
                 errors=kinds, cancelled=cancelled,
                 client_bound=t.bound, one_shot=t.one_shot, usable=t.usable(include_client_bound),
                 ttft_net_ms=ttft_net_ms, region=key[4] if n == 5 else None,
+                cached=t.cached, cold=t.cold, cold_ttft_ms=t.cold_ttft(include_client_bound),
+                canary_checked=t.checked, canary_passed=t.passed,
             )
         )  # fmt: skip
     return rows
@@ -278,6 +293,13 @@ class ModelRow:
     success_rate: float | None
     simulated: bool = False  # any contributing endpoint is a simulator
     region: str | None = None  # its rows' region (None: every region pooled)
+    canary_checked: int = 0  # every endpoint's canary verdicts, pooled as the success rate is
+    canary_passed: int = 0
+
+    @property
+    def canary_rate(self) -> float | None:
+        """passed / checked of the canary over every endpoint serving the model; None when none was judged."""
+        return self.canary_passed / self.canary_checked if self.canary_checked else None
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -294,8 +316,8 @@ def model_rows(
     ``llama-3.1-8b-instant`` and ``llama3.1-8b`` are one model row; by default every id is its own model.
 
     Endpoints with fewer than ``min_samples`` counted samples are left out of the figures: too few to speak
-    for a model. The success rate pools every endpoint's samples: a provider that fails every request has no
-    counted sample, and the median of the others' rates would hide it.
+    for a model. The success rate and the canary's pass rate pool every endpoint's samples: a provider that fails
+    every request has no counted sample, and the median of the others' rates would hide it.
     """
     every: dict[tuple[str, str, str], list[EndpointRow]] = {}
     for r in rows:  # per region too when rows are (an endpoint's region is not another endpoint)
@@ -318,4 +340,5 @@ def _model_row(
     return ModelRow(
         model, workload, len(group), sum(r.samples for r in group),
         med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in group), group[0].region,
+        sum(r.canary_checked for r in every), sum(r.canary_passed for r in every),
     )  # fmt: skip
