@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,10 +95,14 @@ def attempt(world: World, sql: str, params: tuple[Any, ...] = ()) -> None:
 
 
 def store_as_agent(world: World, region: str, job: int | str | None, seq: int = 0, workload: str = "1k",
-                   endpoint: Endpoint = FAR) -> bool:  # fmt: skip
-    """Write a sample through the store as the agent's role; whether the database took it."""
+                   endpoint: Endpoint = FAR, **truth: Any) -> bool:  # fmt: skip
+    """Write a sample through the store as the agent's role (``truth``: issue 22's fields of it); whether the
+    database took it."""
     origin = Origin(region, "eu-1", None if job is None else str(job))
     sample = make_sample("eu-run", endpoint, workload, NOW, stream(50, 5), origin=origin, seq=seq)
+    cached = truth.pop("provider_cached_tokens", None)
+    sample = dataclasses.replace(sample, metrics=dataclasses.replace(sample.metrics, provider_cached_tokens=cached))
+    sample = dataclasses.replace(sample, **truth)
     store = open_store(world.agent)
     try:
         store.add_sample(sample)
@@ -121,6 +126,17 @@ def test_its_own_job_goes_in_and_the_board_counts_it(world: World) -> None:
     assert counted(world, "eu-west") == 1  # counted by the database, not by a right of the role's
     assert store_as_agent(world, "eu-west", world.eu_job, seq=1)  # the same request again: stored once
     assert counted(world, "eu-west") == 1
+
+
+def test_the_trigger_keys_its_samples_by_cache_and_cold_start_and_counts_its_canary(world: World) -> None:
+    """Counted under the agent's role (migration 13's shape): a cached, cold sample whose canary failed, a fresh
+    one whose canary passed."""
+    assert store_as_agent(world, "eu-west", world.eu_job, seq=0, provider_cached_tokens=64, cold=True,
+                          canary="CANARY-1", canary_ok=False)  # fmt: skip
+    assert store_as_agent(world, "eu-west", world.eu_job, seq=1, canary="CANARY-2", canary_ok=True)
+    select = "SELECT cached, cold, samples, canary_checked, canary_passed FROM sample_{} WHERE region = 'eu-west'"
+    for level in ("hours", "quarters", "days"):
+        assert sorted(owner_sees(world, select.format(level))) == [(0, 0, 1, 1, 1), (1, 1, 1, 1, 0)], level
 
 
 def test_it_cannot_insert_samples_for_another_region(world: World) -> None:

@@ -17,11 +17,19 @@ from tokenpace.measure.stats import Figure
 from tokenpace.store.windows import METRICS, EndpointRow
 
 FAILING_BELOW = 0.9  # a success rate under this is marked beside the endpoint's name: more than 1 request in 10 fails
+# A canary pass rate under this is marked "fast but wrong" beside the name: more than 1 answer in 20 did not begin
+# with the line the prompt asked for. Its speed is of answers that may not be to the question.
+WRONG_BELOW = 0.95
 
 
 def failing(r: EndpointRow) -> bool:
     """Whether the row's success rate is low enough to say so where the eye is (a row without samples: no)."""
     return r.success_rate is not None and r.success_rate < FAILING_BELOW
+
+
+def wrong(r: EndpointRow) -> bool:
+    """Whether the row's canary pass rate is below WRONG_BELOW ("fast but wrong"; no verdict yet: no)."""
+    return r.canary_rate is not None and r.canary_rate < WRONG_BELOW
 
 
 def iso(t: datetime | None) -> str | None:
@@ -41,7 +49,10 @@ def row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
         "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
         "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
         "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
+        "cached": r.cached, "cold": r.cold, "canary_checked": r.canary_checked, "canary_passed": r.canary_passed,
+        "canary_rate": r.canary_rate, "fast_but_wrong": wrong(r),
         **{m: figure_dict(r.figure(m), statistic) for m in METRICS},
+        "cold_ttft_ms": figure_dict(r.cold_ttft_ms, statistic),
         "first_at": iso(r.first_at), "last_at": iso(r.last_at), "window_s": r.window_s,
         "errors": dict(r.errors),
     }  # fmt: skip

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tokenpace.board import console as clean
-from tokenpace.board import numbers, regions
+from tokenpace.board import numbers, regions, rows
 from tokenpace.board.ranking import METRIC_OF, Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.config.presets import Preset
@@ -114,15 +114,19 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
         changed = " [yellow](changed)[/]" if e.change else ""  # what changed is in --json, too long for a cell
         where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
-        return escape(r.name) + where + (" [magenta](simulated)[/]" if r.simulated else "") + one_shot + changed
+        wrong = " [red](fast but wrong)[/]" if rows.wrong(r) else ""  # its canary failed too often
+        simulated = " [magenta](simulated)[/]" if r.simulated else ""
+        return escape(r.name) + where + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure(figure.headline(statistic))} [dim](n={figure.n})[/]"
     if key == "success":
-        return numbers.percent(r.success_rate)
+        canary = f" [dim](canary {numbers.percent(r.canary_rate)})[/]" if r.canary_checked else ""
+        return numbers.percent(r.success_rate) + canary
     if key == "samples":
-        # Client-bound samples are left out of the figures (unless included): say how many.
-        return str(r.samples) + (f" [yellow]({r.client_bound} client-bound)[/]" if r.client_bound else "")
+        # Client-bound, cached and cold samples are left out of the figures (client-bound unless included).
+        apart = ((r.client_bound, "client-bound"), (r.cached, "cached"), (r.cold, "cold"))
+        return str(r.samples) + "".join(f" [yellow]({n} {what})[/]" for n, what in apart if n)
     if key == "price":  # blended: the one figure that fits a column; JSON has every rate
         c = e.cost
         return numbers.dollars(c.blended if c else None) + (" [yellow](old price)[/]" if c and c.stale else "")

@@ -254,6 +254,7 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     endpoints = _rows_data(site, shown, costs, window, now)
     data = {**facts, "workload": workload, "window": window, "region": region,
             "summary": summary[0] if summary else None, "endpoints": endpoints, "series": groups,
+            "canary_rate": summary[0].canary_rate if summary else None,  # pooled over every provider
             "recent": _recent(points),
             "region_grid": grid_dict(grid)}  # fmt: skip
     return Page(

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import changes, cost, ranking, regions
-from tokenpace.board.rows import failing
+from tokenpace.board.rows import WRONG_BELOW, failing, wrong
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
@@ -32,6 +32,7 @@ COLUMNS = (
     ("ttft", "TTFT", "num"),
     ("e2e", "End-to-end", "num wide"),
     ("success", "Success", "num"),
+    ("canary", "Canary", "num wide"),  # only when some row's canary has a verdict
     ("samples", "Samples", "num wide"),
     ("price", "Price, $/1M (3:1)", "num wide"),
     ("cost", "$ per request", "num wide"),
@@ -44,6 +45,10 @@ TTFT_NET_TITLE = (
     "requests): the distance to the provider taken off. It cannot take off the provider's queueing or prompt "
     "processing, which stay in both figures."
 )
+CANARY_TITLE = (
+    "The correctness canary: each fresh prompt asks the answer to begin with a line of its own; the share of "
+    f"answers that did. Under {WRONG_BELOW:.0%} the endpoint is marked fast but wrong."
+)
 _ARROWS = {"asc": "▲", "desc": "▼"}
 _SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time", "success": "success rate",
               "samples": "sample count", "name": "endpoint name"}  # fmt: skip
@@ -54,13 +59,13 @@ def _href(query: ranking.Query, **changes: Any) -> str:
     return f"/?{qs}" if qs else "/"
 
 
-def _columns(each_region: bool, net: bool, priced: bool = True) -> list[tuple[str, str, str]]:
+def _columns(each_region: bool, net: bool, priced: bool = True, canary: bool = False) -> list[tuple[str, str, str]]:
     """The columns shown: a region's beside the name when rows are per region, TTFT - RTT beside TTFT when the
     rows measured the network, price and cost only when some row has a price (two columns of dashes cost a
-    narrow screen the last sample)."""
+    narrow screen the last sample), the canary's pass rate only when some row's canary was judged."""
     out = []
     for column in COLUMNS:
-        if column[0] in ("price", "cost") and not priced:
+        if (column[0] in ("price", "cost") and not priced) or (column[0] == "canary" and not canary):
             continue
         out.append(column)
         if column[0] == "name" and each_region:
@@ -70,14 +75,16 @@ def _columns(each_region: bool, net: bool, priced: bool = True) -> list[tuple[st
     return out
 
 
-def _headers(query: ranking.Query, net: bool = False, priced: bool = True) -> list[dict[str, str]]:
+def _headers(
+    query: ranking.Query, net: bool = False, priced: bool = True, canary: bool = False
+) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
-    for key, label, cls in _columns(query.region == EACH, net, priced):
+    for key, label, cls in _columns(query.region == EACH, net, priced, canary):
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
-        if key == "ttft_net":
-            head["title"] = TTFT_NET_TITLE
+        if key in ("ttft_net", "canary"):
+            head["title"] = TTFT_NET_TITLE if key == "ttft_net" else CANARY_TITLE
         if key in ranking.SORTS:
             active = key == query.sort
             flipped = "asc" if current == "desc" else "desc"
@@ -220,6 +227,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
     found = _bursts(site, board)
     net = any(e.row.ttft_net_ms.n for e in board.entries)
     priced = any(e.cost is not None and e.cost.price is not None for e in board.entries)
+    canary = any(e.row.canary_checked for e in board.entries)
     caption = regions.caption(q.region, site.config) if regions.wanted(board.regions, site.config) else ""
     context = {
         "board": board,
@@ -229,7 +237,11 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "models": board.models,
         "budgets": budgets,
         "spend": spent,
-        "headers": _headers(q, net, priced),
+        "headers": _headers(q, net, priced, canary),
+        "canary": canary,
+        "wrong": wrong,
+        "cached_total": sum(e.row.cached for e in board.entries),
+        "cold_total": sum(e.row.cold for e in board.entries),
         "priced": priced,
         "sort_label": _SORTED_BY[q.sort],
         "menus": _menus(board, site.config),

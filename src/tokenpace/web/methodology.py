@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenpace.board import cost, numbers, ranking
+from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
@@ -37,7 +38,8 @@ NOT_MEASURED = (
     "in TTFT; tokenpace sees only when bytes arrive.",
     "Reasoning tokens a provider hides: output speed counts the tokens that arrive (o200k_base), so a model that "
     "thinks without streaming its thoughts looks slow to start rather than fast.",
-    "Rate limits and quality of the answers; prices are stated (config, presets), not read from bills.",
+    "Rate limits, and the quality of the answers beyond the canary's one line; prices are stated (config, "
+    "presets), not read from bills.",
     "Tokens as the provider's own tokenizer counts them: every model is counted with o200k_base, so speeds "
     "compare across providers (the provider-reported counts are kept beside them in the raw samples).",
     "Regions where no probe agent runs (without agents: every region but this server's), and cold starts a "
@@ -52,6 +54,35 @@ NETWORK = (
     "It takes off the distance between the agent and the provider, so regions compare on what the provider did; "
     "it cannot take off the provider's queueing or prompt processing (which is what TTFT is for), nor the time "
     "the cheap request itself took on the server. Samples without an agent have no RTT, and no corrected figure."
+)
+
+# What a sample was, beyond its timing (issue 22), and what the board does with it: windows.py, rows.py.
+TRUTH = (
+    (
+        "cached",
+        "Served from a cache",
+        "When the provider reports that part of the prompt came from its prompt cache (a positive count of "
+        "cached input tokens), the sample's TTFT is not a fresh prompt's. Such samples are counted and shown "
+        '("N cached" under the sample count) but left out of every figure and of the ranking minimum.',
+    ),
+    (
+        "cold",
+        "Cold starts",
+        "A request sent after the endpoint sat idle longer than its configured time is tagged cold: a "
+        "scale-to-zero endpoint may have to start before it answers. Cold samples are left out of the figures "
+        'and the ranking, which are of a warm endpoint, and their TTFT is reported apart ("N cold \u00b7 TTFT" '
+        "under the sample count, cold_ttft_ms in the JSON and CSV), so sparse cadences do not mix cold and warm.",
+    ),
+    (
+        "canary",
+        "The correctness canary",
+        "Every fresh prompt asks the answer to begin with a line of its own; the sample stores whether it did, "
+        "beside its timings. The board shows each endpoint's pass rate (passed / judged; a failed request is not "
+        f'judged), marks one under {WRONG_BELOW:.0%} "fast but wrong" beside its name (as it marks one whose '
+        f"success rate is under {FAILING_BELOW:.0%} \"failing\"), and a model's pass rate pools every provider's "
+        "verdicts. Canary verdicts count whatever the sample's cache or cold tag: they are about the answer, "
+        "not its speed.",
+    ),
 )
 
 
@@ -129,6 +160,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "opening": opening(site),
         "not_measured": list(NOT_MEASURED),
         "network": NETWORK,
+        "truth": [{"id": key, "title": title, "text": text} for key, title, text in TRUTH],
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
     }
