@@ -63,14 +63,14 @@ TRUTH = (
         "Served from a cache",
         "When the provider reports that part of the prompt came from its prompt cache (a positive count of "
         "cached input tokens), the sample's TTFT is not a fresh prompt's. Such samples are counted and shown "
-        '("N cached" under the sample count) but left out of every figure and of the ranking minimum.',
+        "(“N cached” under the sample count) but left out of every figure and of the ranking minimum.",
     ),
     (
         "cold",
         "Cold starts",
         "A request sent after the endpoint sat idle longer than its configured time is tagged cold: a "
         "scale-to-zero endpoint may have to start before it answers. Cold samples are left out of the figures "
-        'and the ranking, which are of a warm endpoint, and their TTFT is reported apart ("N cold \u00b7 TTFT" '
+        "and the ranking, which are of a warm endpoint, and their TTFT is reported apart (“N cold · TTFT” "
         "under the sample count, cold_ttft_ms in the JSON and CSV), so sparse cadences do not mix cold and warm.",
     ),
     (
@@ -78,8 +78,8 @@ TRUTH = (
         "The correctness canary",
         "Every fresh prompt asks the answer to begin with a line of its own; the sample stores whether it did, "
         "beside its timings. The board shows each endpoint's pass rate (passed / judged; a failed request is not "
-        f'judged), marks one under {WRONG_BELOW:.0%} "fast but wrong" beside its name (as it marks one whose '
-        f"success rate is under {FAILING_BELOW:.0%} \"failing\"), and a model's pass rate pools every provider's "
+        f"judged), marks one under {WRONG_BELOW:.0%} “fast but wrong” beside its name (as it marks one whose "
+        f"success rate is under {FAILING_BELOW:.0%} “failing”), and a model's pass rate pools every provider's "
         "verdicts. Canary verdicts count whatever the sample's cache or cold tag: they are about the answer, "
         "not its speed.",
     ),
