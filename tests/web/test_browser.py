@@ -7,6 +7,7 @@ A screenshot of each page is kept under tests/artifacts/ (gitignored) for a pers
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -225,8 +226,9 @@ jitter = 0
 
 @pytest.fixture
 def unwell(tmp_path: Path) -> Iterator[str]:
-    """quick, broken (HTTP 500 every time) and ghost (six samples an hour old, then its budget is spent: stale),
-    once quick has samples of both workloads; six of quick's, an hour old, measured by an agent in eu-west."""
+    """quick, broken (HTTP 500 every time) and ghost (six samples an hour old, then its budget is spent: stale;
+    their correctness canary failed: fast but wrong), once quick has samples of both workloads; six of quick's,
+    an hour old, measured by an agent in eu-west."""
     _chromium()
     endpoint = Endpoint("ghost", "sim", "http://127.0.0.1:9/v1", simulated=True)
     events = tuple(Event(i * 1_000_000, EventKind.CONTENT, " word") for i in range(5, 10))
@@ -236,7 +238,10 @@ def unwell(tmp_path: Path) -> Iterator[str]:
     with open_store(str(tmp_path / "serve.db")) as store:
         for i in range(6):  # the budget's 6 requests in 24 h, spent
             at = datetime.now(UTC) - timedelta(hours=1, minutes=i)
-            store.add_sample(make_sample("pre", endpoint, "short", at, timeline))
+            wrong = dataclasses.replace(
+                make_sample("pre", endpoint, "short", at, timeline), canary="C", canary_ok=False
+            )
+            store.add_sample(wrong)
             store.add_sample(make_sample("pre", quick, "short", at, timeline, origin=agent))
 
     def ready(board: dict[str, Any]) -> bool:
@@ -453,13 +458,15 @@ def test_every_column_is_on_screen_or_behind_a_scroll_cue_and_trouble_is_beside_
                     assert scrolled or not phone, view  # a phone's board overflows: its cue is checked
                 page.goto(f"{unwell}/?workload=short&client_bound=include")
                 for name, badge, text in (("ghost/sim", "stale", r"stale · \d+ (min|h)"),
-                                          ("broken/sim", "failing", r"failing · 0% ok")):  # fmt: skip
+                                          ("broken/sim", "failing", r"failing · 0% ok"),
+                                          ("ghost/sim", "wrong", r"fast but wrong · 0% canary")):  # fmt: skip
                     mark = page.locator(f'#leaderboard tr[data-endpoint="{name}"] td.name .badge.{badge}')
                     assert mark.is_visible() and re.fullmatch(text, mark.inner_text()), name
                     box = mark.bounding_box()
                     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (name, box)
                 healthy = page.locator('#leaderboard tr[data-endpoint="quick/sim"] td.name .badge')
                 assert healthy.filter(has_text="stale").count() == healthy.filter(has_text="failing").count() == 0
+                assert healthy.filter(has_text="wrong").count() == 0
                 page.goto(f"{unwell}/methodology")
                 assert page.evaluate("document.documentElement.scrollWidth") <= width, "methodology"
                 page.close()

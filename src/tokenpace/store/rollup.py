@@ -2,9 +2,11 @@
 
 A window over a million samples ranked 70,000 of them per read (0.4 s for 24 h, 2-3 s for 72 h on SQLite).
 ``sample_hours`` holds, per (provider, plan, model, workload, region, hour = floor(started_at / 3600),
-client_bound) of the *published* samples: how many, how many ok and one-shot, the first and last time, the protocol
-and simulated flag (their maxima, as the windows report them), the failures' kinds (`` kind`` each), and for the ok
-samples each metric's values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs skipped, as
+client_bound, cached, cold) of the *published* samples (:data:`TAGS`: served from the provider's prompt cache, a
+cold start; the board's figures are of rows with both 0): how many, how many ok and one-shot, the first and last
+time, the protocol and simulated flag (their maxima, as the windows report them), the failures' kinds (`` kind``
+each), how many had a canary verdict and how many passed (:data:`CHECKS`), and for the ok samples each metric's
+values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs skipped, as
 text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
 concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
 ``float()`` of decimal text took ten times as long).

@@ -97,7 +97,7 @@ class EndpointRow:
     cancelled: int = 0  # failures of kind "cancelled", left out of the success rate
     client_bound: int = 0  # samples timed while the client's own loop lagged, whatever their outcome
     one_shot: int = 0  # samples from one-shot runs published with `run --publish`
-    usable: int | None = None  # successful samples whose figures count (client-bound ones out); None: every ok
+    usable: int | None = None  # successful samples whose figures count (fresh: cached, cold, client-bound out)
     ttft_net_ms: Figure = NO_FIGURE  # TTFT less the network round trip, of samples that measured it
     region: str | None = None  # where measured from: '' the storing process itself; None every region pooled
     cached: int = 0  # samples the provider served (in part) from its prompt cache: left out of the figures
