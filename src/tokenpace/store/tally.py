@@ -21,6 +21,7 @@ from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 Group = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
 FRESH: Group = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
+_NONE = figure_sorted([])
 
 
 def _lists() -> tuple[list[Any], ...]:
@@ -62,13 +63,16 @@ class Tally:
     def _count(self, group: Group, samples: int, ok: int, checked: int, passed: int) -> None:
         self.samples += samples
         self.ok += ok
+        self.checked += checked
+        self.passed += passed
+        if group == FRESH:  # most rows: nothing counted apart
+            self.oks[FRESH] += ok
+            return
         self.oks[group] += ok
         cached, cold, bound = group
         self.cached += samples if cached else 0
         self.cold += samples if cold else 0
         self.bound += samples if bound else 0
-        self.checked += checked
-        self.passed += passed
 
     def hours(self, r: Sequence[Any], group: Group) -> None:
         """Add a rollup row: samples, ok, one_shot, first_at, last_at, protocol, simulated, failures, canary
@@ -109,6 +113,8 @@ class Tally:
         return sum(self.oks[g] for g in _groups(0, include_bound))
 
     def _figure(self, i: int, groups: Sequence[Group]) -> Figure:
+        if not any(g in self.texts or g in self.values for g in groups):
+            return _NONE  # no cold start, say: nothing to sort
         texts = [t for g in groups if g in self.texts for t in self.texts[g][i]]
         values = decode("".join(texts))
         for g in groups:
