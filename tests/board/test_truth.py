@@ -18,10 +18,12 @@ from rich.console import Console
 from starlette.testclient import TestClient
 
 from tests.store.test_windows import CEREBRAS, GROQ, NOW, stream
+from tokenpace.board import numbers
 from tokenpace.board.ranking import Query, as_dict, csv_table, read_board
 from tokenpace.board.rows import WRONG_BELOW
 from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
@@ -131,3 +133,4 @@ def test_the_pages_show_the_badge_the_canary_column_and_the_model_pass_rate(clie
     text = client.get("/methodology").text
     assert f"under {WRONG_BELOW:.0%} “fast but wrong” beside its name" in text  # the constant, not a copy
     assert 'id="cached"' in text and 'id="cold"' in text
+    assert f"(cold_after, {numbers.interval(DEFAULT_COLD_AFTER_S)} unless" in text

@@ -1,13 +1,10 @@
 """The table users see, one model for the web page, its JSON and CSV twins and the terminal.
 
 A board is every endpoint's row for one workload over one window, filtered, sorted and ranked. Rows with fewer
-successful samples than ``min_samples`` are shown but not ranked: a median of two samples is an anecdote.
-Figures and the minimum count fresh samples only: those the provider served from its prompt cache and cold
-starts are counted and shown apart (``windows.py``), and the correctness canary's pass rate sits beside them
-("fast but wrong" below ``rows.WRONG_BELOW``).
-Client-bound samples (timed while this client's own loop lagged) count neither in figures nor towards
-``min_samples`` unless the query says ``client_bound=include``; each row shows how many there were, and how
-many of its samples came from one-shot runs published with ``run --publish``. Prices and costs: ``cost.py``.
+successful fresh samples (cached and cold ones apart, windows.py) than ``min_samples`` are shown, not ranked: a
+median of two is an anecdote. Client-bound samples (timed while this client's own loop lagged) count neither in
+figures nor towards ``min_samples`` unless the query says ``client_bound=include``; each row shows how many there
+were, and how many of its samples came from one-shot runs published with ``run --publish``. Prices: ``cost.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from urllib.parse import urlencode
 
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
-from tokenpace.board.rows import figure_dict, iso, row_dict, wrong
+from tokenpace.board.rows import TRUTH, figure_dict, iso, model_dict, row_dict, truth_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.errors import BadRequest
@@ -368,9 +365,7 @@ def as_dict(b: Board) -> dict[str, Any]:
             | {"change": change_dict(e.change)}
             for e in b.entries
         ],
-        "models": [
-            dataclasses.asdict(m) | {"region": regions.token(m.region), "canary_rate": m.canary_rate} for m in b.models
-        ],
+        "models": [model_dict(m) for m in b.models],
         "workloads": list(b.workloads),
         "providers": list(b.providers),
         "plans": list(b.plans),
@@ -387,21 +382,19 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "region", "protocol",
         "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
-        "counted", "client_bound", "one_shot", "cached", "cold", "canary_checked", "canary_passed", "canary_rate",
-        "fast_but_wrong", *(f"{m}_{s}" for m in METRICS for s in stats), *(f"cold_ttft_ms_{s}" for s in stats),
-        *cost.CSV_COLUMNS, "change",
+        "counted", "client_bound", "one_shot", *TRUTH, *(f"{m}_{s}" for m in METRICS for s in stats),
+        *(f"cold_ttft_ms_{s}" for s in stats), *cost.CSV_COLUMNS, "change",
     ]  # fmt: skip
     table = []
     for e in b.entries:
         r = e.row
-        figures = [figure_dict(r.figure(m), b.window.statistic)[s] for m in METRICS for s in stats]
-        figures += [figure_dict(r.cold_ttft_ms, b.window.statistic)[s] for s in stats]
+        shown = (*map(r.figure, METRICS), r.cold_ttft_ms)
+        figures = [figure_dict(f, b.window.statistic)[s] for f in shown for s in stats]
         table.append([
             e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload,
             regions.token(r.region), r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
-            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, r.cached, r.cold,
-            r.canary_checked, r.canary_passed, r.canary_rate, wrong(r), *figures, *cost.csv_values(e.cost),
-            describe(e.change) if e.change else "",
+            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *truth_dict(r).values(), *figures,
+            *cost.csv_values(e.cost), describe(e.change) if e.change else "",
         ])  # fmt: skip
     return header, table

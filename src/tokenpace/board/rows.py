@@ -14,7 +14,7 @@ from typing import Any
 
 from tokenpace.board.regions import token
 from tokenpace.measure.stats import Figure
-from tokenpace.store.windows import METRICS, EndpointRow
+from tokenpace.store.windows import METRICS, EndpointRow, ModelRow
 
 FAILING_BELOW = 0.9  # a success rate under this is marked beside the endpoint's name: more than 1 request in 10 fails
 # A canary pass rate under this is marked "fast but wrong" beside the name: more than 1 answer in 20 did not begin
@@ -41,6 +41,20 @@ def figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
     return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
 
 
+TRUTH = ("cached", "cold", "canary_checked", "canary_passed", "canary_rate", "fast_but_wrong")
+
+
+def truth_dict(r: EndpointRow) -> dict[str, Any]:
+    """What the row says beyond timing (issue 22): samples counted apart, the canary's verdicts and its badge."""
+    values = (r.cached, r.cold, r.canary_checked, r.canary_passed, r.canary_rate, wrong(r))
+    return dict(zip(TRUTH, values, strict=True))
+
+
+def model_dict(m: ModelRow) -> dict[str, Any]:
+    """A model row as JSON-able data, its region as a URL spells it and its pooled canary pass rate."""
+    return dataclasses.asdict(m) | {"region": token(m.region), "canary_rate": m.canary_rate}
+
+
 def row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
     """The row as JSON-able data; times are ISO 8601 UTC, errors a kind -> count object, commonest first."""
     return {
@@ -49,8 +63,7 @@ def row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
         "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
         "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
         "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
-        "cached": r.cached, "cold": r.cold, "canary_checked": r.canary_checked, "canary_passed": r.canary_passed,
-        "canary_rate": r.canary_rate, "fast_but_wrong": wrong(r),
+        **truth_dict(r),
         **{m: figure_dict(r.figure(m), statistic) for m in METRICS},
         "cold_ttft_ms": figure_dict(r.cold_ttft_ms, statistic),
         "first_at": iso(r.first_at), "last_at": iso(r.last_at), "window_s": r.window_s,

@@ -13,6 +13,7 @@ from typing import Any
 from tokenpace.board import cost, numbers, ranking
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.config.prices import STALE_DAYS
+from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
 from tokenpace.measure.tokens import ENCODING
@@ -68,7 +69,8 @@ TRUTH = (
     (
         "cold",
         "Cold starts",
-        "A request sent after the endpoint sat idle longer than its configured time is tagged cold: a "
+        "A request sent after the endpoint sat idle at least its configured time (cold_after, "
+        f"{numbers.interval(DEFAULT_COLD_AFTER_S)} unless a provider or plan sets one) is tagged cold: a "
         "scale-to-zero endpoint may have to start before it answers. Cold samples are left out of the figures "
         "and the ranking, which are of a warm endpoint, and their TTFT is reported apart (“N cold · TTFT” "
         "under the sample count, cold_ttft_ms in the JSON and CSV), so sparse cadences do not mix cold and warm.",
