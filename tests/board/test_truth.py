@@ -52,7 +52,7 @@ def write(store: Store, now: Any = NOW) -> None:
         put(store, GROQ, now - timedelta(minutes=10 + i), 5, provider_cached_tokens=512, canary="C", canary_ok=True)
     for i in range(2):
         put(store, GROQ, now - timedelta(hours=5 + i), 5000, cold=True, idle_s=900.0)
-        put(store, OTHER, now - timedelta(hours=5 + i), 1, provider_cached_tokens=1)
+        put(store, OTHER, now - timedelta(hours=5 + i), 1, provider_cached_tokens=2048)
     store.flush()
 
 
@@ -134,3 +134,12 @@ def test_the_pages_show_the_badge_the_canary_column_and_the_model_pass_rate(clie
     assert f"under {WRONG_BELOW:.0%} “fast but wrong” beside its name" in text  # the constant, not a copy
     assert 'id="cached"' in text and 'id="cold"' in text
     assert f"(cold_after, {numbers.interval(DEFAULT_COLD_AFTER_S)} unless" in text
+
+
+def test_a_few_reused_template_tokens_are_no_cache_hit() -> None:
+    """llama.cpp reports the 4-5 chat-template tokens its slot reuses on every fresh prompt as cached: such a
+    sample is fresh; a real hit (OpenAI, Anthropic and Gemini cache 1,024 tokens or more) is cached."""
+    from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
+
+    assert not is_cached(None) and not is_cached(0) and not is_cached(5)
+    assert not is_cached(CACHED_MIN_TOKENS - 1) and is_cached(CACHED_MIN_TOKENS) and is_cached(1024)

@@ -131,7 +131,7 @@ def test_its_own_job_goes_in_and_the_board_counts_it(world: World) -> None:
 def test_the_trigger_keys_its_samples_by_cache_and_cold_start_and_counts_its_canary(world: World) -> None:
     """Counted under the agent's role (migration 13's shape): a cached, cold sample whose canary failed, a fresh
     one whose canary passed."""
-    assert store_as_agent(world, "eu-west", world.eu_job, seq=0, provider_cached_tokens=64, cold=True,
+    assert store_as_agent(world, "eu-west", world.eu_job, seq=0, provider_cached_tokens=1024, cold=True,
                           canary="CANARY-1", canary_ok=False)  # fmt: skip
     assert store_as_agent(world, "eu-west", world.eu_job, seq=1, canary="CANARY-2", canary_ok=True)
     select = "SELECT cached, cold, samples, canary_checked, canary_passed FROM sample_{} WHERE region = 'eu-west'"

@@ -144,7 +144,7 @@ def sample(endpoint: Endpoint, at: datetime, rng: random.Random, workload: str =
 def truthful(s: Sample, rng: random.Random) -> Sample:
     """What issue 22 adds, at random: served from the provider's cache (or told 0 cached tokens), a cold start,
     a canary passed, failed or not asked (and never judged when the request failed)."""
-    cached = rng.choice((None, None, 0, 0, 128, 1))
+    cached = rng.choice((None, None, 0, 0, 128, 127, 5, 4096))
     verdict = rng.choice((None, True, True, False)) if s.ok else None
     canary = None if verdict is None and rng.random() < 0.5 else "CANARY-7"
     metrics = dataclasses.replace(s.metrics, provider_cached_tokens=cached)

@@ -20,7 +20,6 @@ import socket
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tokenpace.config.endpoints import Config, Endpoint
@@ -30,7 +29,7 @@ from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.network import measure_network
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.measure.sample import Origin
-from tokenpace.store import agents, recent
+from tokenpace.store import agents
 from tokenpace.store.database import Store
 from tokenpace.store.queue import TASK, Order, Queue, queue_name
 from tokenpace.version import __version__
@@ -87,8 +86,9 @@ class Agent:
         self.timeouts = timeouts or Timeouts()
         self.counts = Counts()
         self.refusals = Refusals()
-        # Idle times as this region knows them: its own samples in the store, then its own requests.
-        self.cold = ColdStarts(cfg.cold_after_of, partial(recent.last_ended, store, region=region))
+        # Idle times from this agent's own requests only: an agent's own role may insert samples but not read
+        # them (store/grants.py), so after a restart its first request to an endpoint has no idle time.
+        self.cold = ColdStarts(cfg.cold_after_of)
         self._row = agents.Agent(self.name, region, socket.gethostname(), __version__, _now(), _now(), heartbeat_s)
         queue.app.task(name=TASK, queue=queue_name(region), pass_context=True)(self._measure)
 

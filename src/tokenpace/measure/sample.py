@@ -18,7 +18,16 @@ from tokenpace.version import __version__
 
 Source = Literal["scheduled", "one-shot"]
 SOURCES: tuple[Source, ...] = ("scheduled", "one-shot")
+# A sample is served from a cache when the provider says at least this many prompt tokens came from it: a real
+# hit is 1,024 or more (OpenAI, Anthropic and Gemini cache no less), while llama.cpp reports the few chat-template
+# tokens its slot reuses on every fresh prompt (4-5), which save nothing.
+CACHED_MIN_TOKENS = 128
 LOCAL = ""  # the region of samples taken by the process that stores them (run, serve without agents)
+
+
+def is_cached(cached_tokens: int | None) -> bool:
+    """Cached = the provider's cached prompt tokens >= CACHED_MIN_TOKENS."""
+    return cached_tokens is not None and cached_tokens >= CACHED_MIN_TOKENS
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +79,7 @@ class Sample:
     @property
     def cached(self) -> bool:
         """The provider says part of the prompt came from its prompt cache."""
-        return bool(self.metrics.provider_cached_tokens)
+        return is_cached(self.metrics.provider_cached_tokens)
 
     @property
     def ok(self) -> bool:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.measure.network import corrected_ttft
+from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
 from tokenpace.store.dialects import Connection
 
@@ -55,7 +56,7 @@ UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows
 # Key columns after client_bound (0/1), as SQL both databases evaluate alike over a sample's columns: the provider
 # served part of the prompt from its cache (its figures are not a fresh prompt's), and the request came after the
 # endpoint sat idle long enough to be a cold start (its TTFT is reported apart). A fresh sample has both 0.
-TAGS = {"cached": "CASE WHEN provider_cached_tokens > 0 THEN 1 ELSE 0 END", "cold": "cold"}
+TAGS = {"cached": f"CASE WHEN provider_cached_tokens >= {CACHED_MIN_TOKENS} THEN 1 ELSE 0 END", "cold": "cold"}
 # Counts of the correctness canary (issue 22): samples whose verdict is known, and those that passed.
 CHECKS = ("canary_checked", "canary_passed")
 
@@ -288,7 +289,7 @@ def _raw(values: Sequence[Any]) -> list[Any]:
     as the SQL of :data:`TAGS` and :data:`DERIVED` computes them."""
     get = {c: values[i] for c, i in _INDEX.items()}
     cached = get["provider_cached_tokens"]
-    tags = [int(cached is not None and cached > 0), int(get["cold"])]
+    tags = [int(is_cached(cached)), int(get["cold"])]
     stored = [get[c] for c in (*CURRENT.ident, *_COUNTED)] + tags + [get["canary_ok"]]
     return [*stored, *(get[m] for m in STORED), corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])]
 
