@@ -4,6 +4,7 @@ one 1k request alone (the cold start, per the simulator), and its own requests a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
@@ -14,11 +15,15 @@ import pytest
 from tests.measure.test_coldstart import AFTER_S, IDLE_S, LOAD_MS, SCALES_TO_ZERO
 from tests.schedule.test_sampler import SMALL, T0, FakeClock, Runs, fake_sample, run_for
 from tokenpace import sim
-from tokenpace.config.endpoints import Endpoint
+from tokenpace.agent.worker import Agent
+from tokenpace.config.endpoints import Endpoint, load
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure.sample import Sample
+from tokenpace.schedule import cadence
+from tokenpace.schedule.dispatch import Dispatcher
 from tokenpace.schedule.sampler import Budget, Job, Sampler
 from tokenpace.store.database import Store, open_store
+from tokenpace.store.queue import Queue
 
 WAKE = BUILTIN["1k"]
 
@@ -29,11 +34,13 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield s
 
 
-async def sample_until(sampler: Sampler, store: Store, done: Callable[[list[Sample]], bool]) -> list[Sample]:
+async def sample_until(
+    sampler: Sampler, store: Store, done: Callable[[list[Sample]], bool], within: float = 60
+) -> list[Sample]:
     """Run the sampler (real time) until ``done(measured samples)``, then stop it; the measured samples."""
     task = asyncio.ensure_future(sampler.run())
     measured: list[Sample] = []
-    for _ in range(400):
+    for _ in range(int(within / 0.025)):
         await asyncio.sleep(0.025)
         measured = [s for s in store.samples() if s.run_id != "run"]
         if done(measured):
@@ -115,3 +122,44 @@ async def test_a_region_run_wakes_by_the_regions_samples_once_and_within_the_pro
     # Each hour: the first run due finds the endpoint idle for an hour and wakes it (a 1k run of one); the other,
     # due at the same time, waits for the wake and finds it awake.
     assert sampler.waker.sent == 3 and len(starts) == 3 * 3
+
+
+async def test_a_region_agent_measures_the_wake_order_cold_and_the_runs_warm(pg_url: str, tmp_path: Path) -> None:
+    """End to end through the queue: serve's sampler queues the wake (a 1k order of one) and then the run's
+    order; the region's agent measures both, the wake paying the simulator's load, the run's request warm."""
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[providers.far]\nbase_url = "http://127.0.0.1:9/v1"\nmodels = ["m"]\nevery = "1h"\ncold_after = "0.3s"\n'
+        "[workloads.small]\ninput_tokens = 300\nmax_tokens = 50\n"
+        '[schedule]\nworkloads = ["small"]\njitter = 0\n[regions.eu]\n'
+    )
+    cfg = load(path)
+    simulator = sim.Simulator(SCALES_TO_ZERO)
+    queue = Queue(pg_url)
+    await queue.open()
+    await queue.install()
+    dispatcher = Dispatcher(queue, poll_s=0.05)
+    async with contextlib.AsyncExitStack() as stack:
+        url = await stack.enter_async_context(sim.serve(simulator))
+        endpoints = [dataclasses.replace(e, base_url=url) for e in cfg.endpoints]
+        (job,) = cadence.jobs(cfg, endpoints)
+        with open_store(pg_url) as store:
+            store.add_sample(dataclasses.replace(fake_sample(job, time.time() - 3600 + 0.5), region="eu"))
+            store.flush()
+            agent = Agent(cfg, endpoints, store, queue, "eu", name="here", heartbeat_s=0.5)
+            working = asyncio.create_task(agent.run(grace_s=1))
+            await asyncio.sleep(IDLE_S)  # the simulator's model unloads
+            sampler = Sampler([job], store, run_job=dispatcher, grace_s=5)
+            try:
+                measured = await sample_until(sampler, store, lambda found: len(found) == 2)
+            finally:
+                working.cancel()
+                await asyncio.gather(working, return_exceptions=True)
+                await dispatcher.close()
+                await queue.close()
+    wake, own = measured
+    assert (wake.workload, wake.region, wake.agent, wake.cold, wake.published) == ("1k", "eu", "here", True, True)
+    assert (own.workload, own.region, own.cold) == ("small", "eu", False)
+    truth = [simulator.truth[s.timeline.response_id or ""].cold_start_ms for s in (wake, own)]
+    assert truth == [LOAD_MS, 0.0]  # the wake paid the load; the run's request met the model loaded
+    assert dispatcher.counts == {"queued": 2, "finished": 2} and sampler.waker.sent == 1
