@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.measure.test_coldstart import AFTER_S, IDLE_S, LOAD_MS, SCALES_TO_ZERO
-from tests.schedule.test_sampler import SMALL, T0, FakeClock, Runs, fake_sample, run_for
+from tests.schedule.test_sampler import SMALL, T0, FakeClock, Runs, fake_sample, job, run_for
 from tokenpace import sim
 from tokenpace.agent.worker import Agent
 from tokenpace.config.endpoints import Endpoint, load
@@ -50,19 +50,19 @@ async def sample_until(
     return sorted((s for s in store.samples() if s.run_id != "run"), key=lambda s: s.started_at)
 
 
-def due_soon(store: Store, job: Job, **endpoint: str) -> None:
-    """The job last ran an interval ago, less a moment (at ``endpoint``'s address if given): due in 0.2 s."""
-    e = dataclasses.replace(job.endpoint, **endpoint)
-    store.add_sample(fake_sample(dataclasses.replace(job, endpoint=e), time.time() - job.every_s + 0.2))
+def due_soon(store: Store, at: Job, base_url: str | None = None) -> None:
+    """The job last ran an interval ago, less a moment (at ``base_url`` if given): due in 0.2 s."""
+    e = dataclasses.replace(at.endpoint, base_url=base_url or at.endpoint.base_url)
+    store.add_sample(fake_sample(dataclasses.replace(at, endpoint=e), time.time() - at.every_s + 0.2))
 
 
 async def test_a_sparse_run_on_a_cold_endpoint_wakes_it_first_and_measures_warm(store: Store) -> None:
     simulator = sim.Simulator(SCALES_TO_ZERO)
     async with sim.serve(simulator) as url:
-        job = Job(Endpoint("sim", "m", url, simulated=True), SMALL, 600, 0.0, 2, cold_after_s=AFTER_S, wake=WAKE)
-        due_soon(store, job)  # idle for 600 s as the store says, and the simulator's model unloads meanwhile:
+        sparse = Job(Endpoint("sim", "m", url, simulated=True), SMALL, 600, 0.0, 2, cold_after_s=AFTER_S, wake=WAKE)
+        due_soon(store, sparse)  # idle for 600 s as the store says, and the simulator's model unloads meanwhile:
         await asyncio.sleep(IDLE_S)
-        sampler = Sampler([job], store, grace_s=5)
+        sampler = Sampler([sparse], store, grace_s=5)
         measured = await sample_until(sampler, store, lambda found: len(found) == 3)
     wake, *own = measured
     assert (wake.workload, wake.cold, wake.published, wake.source) == ("1k", True, True, "scheduled")
@@ -142,14 +142,14 @@ async def test_a_region_agent_measures_the_wake_order_cold_and_the_runs_warm(pg_
     async with contextlib.AsyncExitStack() as stack:
         url = await stack.enter_async_context(sim.serve(simulator))
         endpoints = [dataclasses.replace(e, base_url=url) for e in cfg.endpoints]
-        (job,) = cadence.jobs(cfg, endpoints)
+        (regional,) = cadence.jobs(cfg, endpoints)
         with open_store(pg_url) as store:
-            store.add_sample(dataclasses.replace(fake_sample(job, time.time() - 3600 + 0.5), region="eu"))
+            store.add_sample(dataclasses.replace(fake_sample(regional, time.time() - 3600 + 0.5), region="eu"))
             store.flush()
             agent = Agent(cfg, endpoints, store, queue, "eu", name="here", heartbeat_s=0.5)
             working = asyncio.create_task(agent.run(grace_s=1))
             await asyncio.sleep(IDLE_S)  # the simulator's model unloads
-            sampler = Sampler([job], store, run_job=dispatcher, grace_s=5)
+            sampler = Sampler([regional], store, run_job=dispatcher, grace_s=5)
             try:
                 measured = await sample_until(sampler, store, lambda found: len(found) == 2)
             finally:
@@ -163,3 +163,14 @@ async def test_a_region_agent_measures_the_wake_order_cold_and_the_runs_warm(pg_
     truth = [simulator.truth[s.timeline.response_id or ""].cold_start_ms for s in (wake, own)]
     assert truth == [LOAD_MS, 0.0]  # the wake paid the load; the run's request met the model loaded
     assert dispatcher.counts == {"queued": 2, "finished": 2} and sampler.waker.sent == 1
+
+
+async def test_the_budget_check_counts_the_wake_request(store: Store) -> None:
+    clock = FakeClock()
+    runs = Runs(store, clock)
+    tight = Budget(requests=3)  # one run of one request: 2 sent at worst (a refused one resent); with a wake, 4
+    waking, plain = job("w", budget=tight, wake=WAKE, plan="a"), job("p", budget=tight, plan="b")
+    sampler = Sampler([waking, plain], store, clock=clock, run_job=runs, inline_reads=True)
+    await run_for(sampler, clock, 60)
+    assert not runs.started[waking.key] and len(runs.started[plain.key]) == 1
+    assert {b.plan: b.skipped for b in sampler.status().budgets} == {"a": 1, "b": 0}
