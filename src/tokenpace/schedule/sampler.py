@@ -126,9 +126,7 @@ class Sampler:
         self.refused_fields = Refusals()  # learnt by the first run of each endpoint, for every later one
         # When each endpoint's last request ended: the store's word at its first run, this process's after.
         thresholds = {j.endpoint: j.cold_after_s for j in self.jobs}
-        self.cold = ColdStarts(
-            lambda e: thresholds.get(e, DEFAULT_COLD_AFTER_S), partial(recent.last_ended, store), self.clock.now
-        )
+        self.cold = ColdStarts(lambda e: thresholds.get(e, DEFAULT_COLD_AFTER_S), partial(recent.last_ended, store))
         self._inline = inline_reads
         self.waker = Waker(self.cold, store, self._read, self.clock.now, self._failed)
         self._started = self.clock.now()

@@ -18,7 +18,6 @@ from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
-from typing import TypeVar
 
 from tokenpace.measure.coldstart import ColdStarts, is_cold
 from tokenpace.measure.sample import LOCAL
@@ -26,7 +25,6 @@ from tokenpace.schedule.cadence import Job
 from tokenpace.store import recent
 from tokenpace.store.database import Store
 
-T = TypeVar("T")
 Place = tuple[str, str, str]  # base URL, model, region: one deployment as seen from one place
 log = logging.getLogger(__name__)
 
@@ -39,7 +37,8 @@ class Waker:
     """Sends the wake request of each run that finds its endpoint cold, one per cold spell and place.
 
     ``cold`` is the sampler's knowledge of idle times here; a region's are read from the store (its agents'
-    samples). ``read`` runs a blocking read as the sampler does; ``failed`` logs and counts what it survives.
+    samples) against ``now``, the sampler's clock, as its budget windows are. ``read`` runs a blocking read as
+    the sampler does; ``failed`` logs and counts what it survives.
     """
 
     def __init__(
