@@ -37,6 +37,18 @@ def test_cold_after_from_the_plan_else_the_provider_else_the_schedule(tmp_path: 
     assert plain.cold_after_of(plain.endpoints[0]) == 900.0  # the default: 15 minutes
 
 
+def test_wake_from_the_plan_else_the_provider_else_the_schedule_and_never_where_nothing_is_cold(
+    tmp_path: Path,
+) -> None:
+    text = A + 'wake = false\n[providers.a.plans.p]\nmodels = ["n"]\nwake = true\n'
+    text += '[providers.b]\nbase_url = "http://b/v1"\nmodels = ["m"]\n[providers.c]\nbase_url = "http://c/v1"\n'
+    text += 'models = ["m"]\ncold_after = "off"\n'
+    cfg = load(write(tmp_path, text))
+    assert {e.name: cfg.wake_of(e) for e in cfg.endpoints} == {"a/m": False, "a:p/n": True, "b/m": True, "c/m": False}
+    off = load(write(tmp_path, A + "[schedule]\nwake = false\n"))
+    assert not off.wake_of(off.endpoints[0])
+
+
 def test_plans_the_file_does_not_declare_get_defaults() -> None:
     from tokenpace.config.endpoints import Config, Endpoint
 
@@ -85,6 +97,8 @@ def test_durations(text: str, seconds: float) -> None:
         ('[schedule]\ncold_after = "soon"\n', r"schedule\.cold_after: 'soon': give how long .* \"15m\", or \"off\"$"),
         ("[schedule]\ncold_after = -1\n", r"schedule\.cold_after: -1: give how long an endpoint idles"),
         (A + 'cold_after = "0m"\n', r"providers\.a\.cold_after: '0m': give how long"),
+        ('[schedule]\nwake = "no"\n', r"schedule\.wake: expected true or false, not \"no\"$"),
+        (A + "wake = 1\n", r"providers\.a\.wake: "),
         ("[schedule]\nmin_samples = 0\n", r"schedule\.min_samples: "),
         ("[schedule]\nworkloads = []\n", r"schedule\.workloads: "),
         (

@@ -54,6 +54,27 @@ def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
     assert job("m", workload=BUILTIN["parallel"]).worst_case() == Spend(20, math.ceil(20 * 1000 * 1.05), 15_000)
 
 
+def test_a_worst_case_counts_the_wake_request_where_a_run_may_send_one(tmp_path: Path) -> None:
+    # A wake is a run of one 1k request of its own: 2 sent (one may be refused), 2 x 1,050 in, 1,500 out.
+    wake = Spend(2, math.ceil(2 * 1000 * 1.05), 1_500)
+    small = job("m", workload=SMALL).worst_case()
+    assert job("m", workload=SMALL, wake=BUILTIN["1k"]).worst_case() == small + wake
+    assert job("m", workload=SMALL, wake=BUILTIN["1k"], cold_after_s=0.0).worst_case() == small  # never cold
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[providers.x]\nbase_url = "https://x/v1"\napi_key_env = "X_KEY"\nmodels = ["m"]\n'
+        '[providers.y]\nbase_url = "https://y/v1"\nmodels = ["m"]\nwake = false\n'
+        '[providers.z]\nbase_url = "https://z/v1"\nmodels = ["m"]\ncold_after = "off"\n'
+        '[schedule]\nworkloads = ["10k"]\n[workloads.1k]\nmax_tokens = 800\n'
+    )
+    found = {j.endpoint.provider: j for j in jobs(load(path), load(path).endpoints)}
+    assert found["x"].wake is not None and found["x"].wake.max_tokens == 800  # the config's 1k, its own cap
+    ten_k = Spend(2, math.ceil(2 * 10_000 * 1.05), 2_250)
+    assert found["x"].worst_case() == ten_k + Spend(2, 2_100, 1_200)
+    assert found["y"].wake is None and found["y"].worst_case() == ten_k  # wake = false
+    assert found["z"].wake is None and found["z"].worst_case() == ten_k  # cold_after off: nothing is cold
+
+
 def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(
@@ -65,10 +86,18 @@ def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as err:
         jobs(cfg, [e for e in cfg.endpoints if e.plan == "default"])
     assert str(err.value) == (
-        f"{path}: providers.x: budget.requests = 8 is less than one run of workload parallel needs (20):"
-        " raise it or leave parallel out of schedule.workloads"
+        f"{path}: providers.x: budget.requests = 8 is less than one run of workload parallel and its wake request"
+        " need (22): raise it, set wake = false or leave parallel out of schedule.workloads"
     )
+    path.write_text(path.read_text() + "wake = false\n")
+    with pytest.raises(ConfigError) as err:
+        jobs(load(path), [e for e in load(path).endpoints if e.plan == "default"])
+    assert str(err.value).endswith(
+        "one run of workload parallel needs (20): raise it or leave parallel out of schedule.workloads"
+    )
+    path.write_text(path.read_text().replace("wake = false\n", ""))
     path.write_text(path.read_text().replace('"1k", "parallel"', '"1k", "vision"'))
     cfg = load(path)
-    with pytest.raises(ConfigError, match=r"providers\.x\.plans\.pro: budget\.input_tokens = 50000 .* vision needs"):
+    wanted = r"providers\.x\.plans\.pro: budget\.input_tokens = 50000 .* vision and its wake request need \(84200\)"
+    with pytest.raises(ConfigError, match=wanted):
         jobs(cfg, cfg.endpoints)

@@ -283,9 +283,9 @@ def test_static_files_and_pages_are_served_gzipped_to_who_takes_it(client: TestC
 def test_stale_rows_and_budget_caps_that_bit(filled: tuple[Store, Fleet]) -> None:
     store, fleet = filled
     # A real sampler whose plan allows two requests a day (one run's worst case: a request and a possible
-    # renegotiation): the store already holds more, so it skips.
+    # renegotiation; no wake request before it): the store already holds more, so it skips.
     only_1k = dataclasses.replace(fleet.config.schedule, workloads=("1k",))
-    plans = {("fastco", "default"): PlanSettings(budget=Budget(requests=2))}
+    plans = {("fastco", "default"): PlanSettings(budget=Budget(requests=2), wake=False)}
     budgeted = dataclasses.replace(fleet.config, plans=plans, schedule=only_1k)
     sampler = Sampler(jobs(budgeted, [fleet.fast]), store, clock=_Jumping(), inline_reads=True)
 

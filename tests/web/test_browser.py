@@ -207,6 +207,7 @@ every = "2s"
 simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
 every = "2s"
 budget = { requests = 6 }
+wake = false
 
 [workloads.short]
 input_tokens = 300

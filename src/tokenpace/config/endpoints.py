@@ -48,6 +48,8 @@ provider is two endpoints. A config file looks like::
     jitter = 0.1                          # each interval varies by up to +-10%, so samples don't line up
     cold_after = "15m"                    # idle this long before a request: tagged cold ("off": never; the
                                           # default 15m; a provider or plan table may set its own)
+    wake = true                           # a scheduled run that finds its endpoint cold first sends one 1k
+                                          # request alone (a cold sample; the run's are warm); so may a table
 
     [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
     "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for
@@ -221,6 +223,12 @@ class Config:
         """Idle seconds after which the endpoint's next request is cold: its plan's, else the schedule's (0: never)."""
         own = self.plan_of(endpoint).cold_after_s
         return self.schedule.cold_after_s if own is None else own
+
+    def wake_of(self, endpoint: Endpoint) -> bool:
+        """Whether a scheduled run that finds the endpoint cold sends a wake request first: its plan's, else the
+        schedule's (no wake where cold_after is off: nothing is cold)."""
+        own = self.plan_of(endpoint).wake
+        return (self.schedule.wake if own is None else own) and self.cold_after_of(endpoint) > 0
 
     def concurrency_of(self, provider: str) -> int:
         return self.concurrency.get(provider, DEFAULT_CONCURRENCY)

@@ -89,6 +89,7 @@ class PlanSettings:
     requests: int = 1  # samples per scheduled run of a sequential workload
     budget: Budget | None = None
     cold_after_s: float | None = None  # idle seconds before a cold request; 0: never; None: the schedule's
+    wake: bool | None = None  # a cold endpoint gets a wake request before a scheduled run; None: the schedule's
 
     @classmethod
     def default(cls, keyed: bool) -> PlanSettings:
@@ -121,6 +122,7 @@ class ScheduleSettings:
     jitter: float = 0.1
     every: Mapping[str, Cadence] = field(default_factory=lambda: dict(DEFAULT_EVERY))
     cold_after_s: float = DEFAULT_COLD_AFTER_S  # 0: no request is tagged cold
+    wake: bool = True  # a scheduled run of an endpoint found cold first sends one 1k request alone
 
     def cadence(self, workload: str) -> Cadence:
         """The workload's cadence; workloads without one (declared ones) follow the plan."""
@@ -170,6 +172,7 @@ class PlanKeys(pydantic.BaseModel):
     requests: int | None = pydantic.Field(default=None, ge=1)
     budget: BudgetTable | None = None
     cold_after: ColdAfter | None = None
+    wake: pydantic.StrictBool | None = None
 
 
 class ScheduleTable(pydantic.BaseModel):
@@ -179,6 +182,7 @@ class ScheduleTable(pydantic.BaseModel):
     jitter: float = pydantic.Field(default=0.1, ge=0, lt=1)  # 1 would allow a zero interval
     every: dict[str, Annotated[Cadence, pydantic.PlainValidator(_cadence)]] = {}
     cold_after: ColdAfter = DEFAULT_COLD_AFTER_S
+    wake: pydantic.StrictBool = True
 
 
 def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool) -> PlanSettings:
@@ -192,6 +196,7 @@ def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool) -> PlanSettin
         requests=plan.requests or provider.requests or 1,
         budget=None if budget is None else Budget(budget.requests, budget.input_tokens, budget.output_tokens),
         cold_after_s=cold_after,
+        wake=plan.wake if plan.wake is not None else provider.wake,
     )
 
 
@@ -202,7 +207,7 @@ def schedule_settings(table: ScheduleTable, known: Mapping[str, object]) -> Sche
             raise ValueError(f"schedule.{key}: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
     every = {**DEFAULT_EVERY, **table.every}
     workloads = tuple(dict.fromkeys(table.workloads))
-    return ScheduleSettings(workloads, table.min_samples, table.jitter, every, table.cold_after)
+    return ScheduleSettings(workloads, table.min_samples, table.jitter, every, table.cold_after, table.wake)
 
 
 SIM_BASE_URL = "simulated://{provider}"  # a simulated endpoint's address until the service starts its simulator

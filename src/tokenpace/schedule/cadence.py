@@ -25,6 +25,7 @@ OUTPUT_MARGIN = 1.5
 # Input tokens allowed per image, high on purpose: gpt-4o-mini bills a 1200x840 image as ~37k tokens and
 # Anthropic ~1.3k, and a worst case must hold for every provider.
 IMAGE_TOKEN_ALLOWANCE = 40_000
+WAKE_WORKLOAD = "1k"  # the cheapest built-in: what wakes a cold endpoint before a run
 Key = tuple[str, str, str, str]  # provider, plan, model, workload
 Slot = tuple[str, ...]  # a key, and its region where agents measure it: what the sampler schedules
 
@@ -42,6 +43,9 @@ class Job:
     concurrency: int = DEFAULT_CONCURRENCY  # the provider's limit on requests in flight
     region: str = LOCAL  # where an agent measures it from; LOCAL: this process does
     cold_after_s: float = DEFAULT_COLD_AFTER_S  # the endpoint's idle time that makes a request cold (0: never)
+    # The workload of the one request sent alone before a run that finds the endpoint cold (the config's 1k),
+    # so that the run's own requests are warm; None: no wake.
+    wake: Workload | None = None
 
     @property
     def key(self) -> Key:
@@ -62,22 +66,33 @@ class Job:
         """Requests in flight while it runs: a sequential workload sends one at a time."""
         return self.workload.concurrency or 1
 
+    @property
+    def wakes(self) -> bool:
+        """Whether a run of this job may send a wake request first (there is a wake and a threshold)."""
+        return self.wake is not None and self.cold_after_s > 0
+
     def worst_case(self) -> Spend:
-        """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out."""
+        """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out;
+        plus, when it wakes, its wake request's worst case as a run of one (2 requests, 1 x max_tokens x 1.5)."""
         # The first run of an endpoint may send ``width`` requests that refuse an optional field (run.py
         # resends each without it): they are billed as input perhaps, never as output.
-        n = self.requests
-        sent = n + self.width
-        output = math.ceil(n * self.workload.max_tokens * OUTPUT_MARGIN)
-        return Spend(sent, math.ceil(sent * self._input_per_request()), output)
+        own = _worst(self.workload, self.requests, self.width)
+        return own + _worst(self.wake, 1, 1) if self.wake is not None and self.wakes else own
 
     def refusals(self) -> Spend:
         """The ``width`` refused requests of an endpoint's first run, as worst_case() allows for them."""
-        return Spend(self.width, math.ceil(self.width * self._input_per_request()))
+        return Spend(self.width, math.ceil(self.width * _input_per_request(self.workload)))
 
-    def _input_per_request(self) -> float:
-        w = self.workload
-        return w.input_tokens * INPUT_MARGIN + (w.image is not None) * IMAGE_TOKEN_ALLOWANCE
+
+def _worst(workload: Workload, n: int, width: int) -> Spend:
+    """A run of n requests, ``width`` at once: n + width sent, as many inputs, n outputs (see Job.worst_case)."""
+    sent = n + width
+    output = math.ceil(n * workload.max_tokens * OUTPUT_MARGIN)
+    return Spend(sent, math.ceil(sent * _input_per_request(workload)), output)
+
+
+def _input_per_request(w: Workload) -> float:
+    return w.input_tokens * INPUT_MARGIN + (w.image is not None) * IMAGE_TOKEN_ALLOWANCE
 
 
 def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
@@ -96,7 +111,8 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             every = max(plan.every_s, cadence.every_s or 0.0)
             jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
             requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
-            job = Job(e, workload, every, jitter, requests, plan.budget, limit, cold_after_s=config.cold_after_of(e))
+            wake = config.workload(WAKE_WORKLOAD) if config.wake_of(e) else None
+            job = Job(e, workload, every, jitter, requests, plan.budget, limit, LOCAL, config.cold_after_of(e), wake)
             _check_budget(config.source, job)
             out += [replace(job, region=r.name) for r in config.regions] or [job]
     return out
@@ -111,10 +127,10 @@ def _check_budget(source: str, job: Job) -> None:
     for name in ("requests", "input_tokens", "output_tokens"):
         cap, used = getattr(job.budget, name), getattr(need, name)
         if cap is not None and used > cap:
-            raise ConfigError(
-                f"{source}: {where}: budget.{name} = {cap} is less than one run of workload "
-                f"{job.workload.name} needs ({used}): raise it or leave {job.workload.name} out of schedule.workloads"
-            )
+            w = job.workload.name
+            run = f"one run of workload {w}" + (" and its wake request need" if job.wakes else " needs")
+            fix = "raise it" + ", set wake = false" * job.wakes + f" or leave {w} out of schedule.workloads"
+            raise ConfigError(f"{source}: {where}: budget.{name} = {cap} is less than {run} ({used}): {fix}")
 
 
 def _unit(*parts: object) -> float:

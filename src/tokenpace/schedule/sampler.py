@@ -4,7 +4,7 @@ Jobs and their due times come from ``cadence``. When a job is due it runs if its
 requests (a parallel workload of 10 needs 10) and its plan's budget has room for its worst case; one that fits
 only once the plan's runs in flight end waits for them, one that does not fit even then is skipped and counted.
 Due times come from the database, so a restart neither bursts nor samples twice. All times are UTC epoch
-seconds from an injectable :class:`Clock`.
+seconds from an injectable :class:`Clock`. A run that finds its endpoint cold sends a wake request first (wake.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tokenpace.measure.coldstart import ColdStarts
 from tokenpace.measure.corpus import Corpus
 from tokenpace.measure.run import Refusals, RunOptions, run_workload
 from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
+from tokenpace.schedule.wake import Waker
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
 from tokenpace.store.usage import spent
@@ -127,6 +128,7 @@ class Sampler:
         thresholds = {j.endpoint: j.cold_after_s for j in self.jobs}
         self.cold = ColdStarts(lambda e: thresholds.get(e, DEFAULT_COLD_AFTER_S), partial(recent.last_ended, store))
         self._inline = inline_reads
+        self.waker = Waker(self.cold, store, self._read, self.clock.now, self._failed)
         self._started = self.clock.now()
         self._last: dict[Slot, float] = {}
         self._due: dict[Slot, float] = {}  # absent while a job runs
@@ -267,10 +269,14 @@ class Sampler:
     async def _run_one(self, job: Job, started: float) -> None:
         try:
             known = job.endpoint in self.refused_fields
+            await self.waker.before(job, self.run_job)
+            self.waker.started(job)
             try:
                 await self.run_job(job)
             except Exception as exc:  # one broken endpoint or failed write must not stop the others
                 self._failed(f"scheduled run {job.name} failed", exc)
+            finally:
+                self.waker.ended(job)
             if not known and job.endpoint in self.refused_fields:
                 # Its refused requests are stored as no sample, so usage() never sees them: count them here, from
                 # now, no earlier than they were sent, so they leave the 24 h no sooner than the real ones do.

@@ -73,7 +73,10 @@ TRUTH = (
         f"{numbers.interval(DEFAULT_COLD_AFTER_S)} unless a provider or plan sets one) is tagged cold: a "
         "scale-to-zero endpoint may have to start before it answers. Cold samples are left out of the figures "
         "and the ranking, which are of a warm endpoint, and their TTFT is reported apart (“N cold · TTFT” "
-        "under the sample count, cold_ttft_ms in the JSON and CSV), so sparse cadences do not mix cold and warm.",
+        "under the sample count, cold_ttft_ms in the JSON and CSV), so sparse cadences do not mix cold and warm. "
+        "A scheduled run that finds its endpoint cold first sends one 1k request alone (a wake request, stored "
+        "as a cold 1k sample), so its own requests meet a warm endpoint and a plan sampled hourly or every few "
+        "hours still has warm figures; the wake counts against the plan's budget.",
     ),
     (
         "canary",
