@@ -21,7 +21,8 @@ def test_only_postgresql_carries_queues(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change",
     [{"requests": 0}, {"requests": 10_001}, {"requests": "many"}, {"deadline": "soon"}, {"endpoint": "x" * 1001},
-     {"workload": "w" * 201}],
+     {"workload": "w" * 201}, {"idle_s": -1}, {"idle_s": float("nan")}, {"idle_s": float("inf")},
+     {"idle_s": "long"}],
 )  # fmt: skip
 def test_an_order_out_of_bounds_is_refused(change: dict[str, Any]) -> None:
     assert Order.from_kwargs(ORDER) == Order("groq/llama", "1k", "eu-west", 2, 1e9)
@@ -29,6 +30,7 @@ def test_an_order_out_of_bounds_is_refused(change: dict[str, Any]) -> None:
         Order.from_kwargs(ORDER | change)
     with pytest.raises(ValueError, match="not a tokenpace order: KeyError"):
         Order.from_kwargs({k: v for k, v in ORDER.items() if k != "region"})
+    assert Order.from_kwargs(ORDER | {"idle_s": 3600}).idle_s == 3600.0  # a wake order's (schedule/wake.py)
 
 
 async def test_one_waiting_order_per_lock_and_cancelling_one(pg_url: str) -> None:

@@ -110,6 +110,8 @@ class Agent:
             self.counts.dropped += 1
             log.info("job %s (%s %s) taken after its deadline: dropped", job.id, order.endpoint, order.workload)
             return
+        if order.idle_s is not None:  # a wake order: the sampler saw the endpoint idle this long
+            self.cold.learn(endpoint, time.time() - order.idle_s)
         network = await measure_network(endpoint, self.timeouts, tries=NETWORK_TRIES)
         origin = Origin(self.region, self.name, str(job.id), network)
         options = RunOptions(order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin)

@@ -79,11 +79,16 @@ class ColdStarts:
         except Exception as exc:  # a store away must not cost the measurement: the idle time is unknown now
             log.warning("idle time of %s unknown: %s", endpoint.name, " ".join(str(exc).split()))
             return
+        with self._lock:
+            self._recalled.add(_key(endpoint))
+        if ended_at is not None:
+            self.learn(endpoint, ended_at)
+
+    def learn(self, endpoint: Endpoint, ended_at: float) -> None:
+        """Told that the endpoint's last request ended at ``ended_at`` (epoch seconds): kept unless later known."""
         key = _key(endpoint)
         with self._lock:
-            self._recalled.add(key)
-            if ended_at is not None:
-                self._ended[key] = max(ended_at, self._ended.get(key, ended_at))
+            self._ended[key] = max(ended_at, self._ended.get(key, ended_at))
 
     def idle(self, endpoint: Endpoint) -> float | None:
         """Idle now = 0 while a request is in flight, else now - the last request's end; None if unknown."""

@@ -46,6 +46,9 @@ class Job:
     # The workload of the one request sent alone before a run that finds the endpoint cold (the config's 1k),
     # so that the run's own requests are warm; None: no wake.
     wake: Workload | None = None
+    # A wake run's idle time as the sampler saw it (seconds), told to the region's agent with the order: an
+    # agent's role cannot read samples, so after a restart it would not know the endpoint was idle.
+    idle_s: float | None = None
 
     @property
     def key(self) -> Key:

@@ -29,6 +29,7 @@ from tokenpace.store.dialects import hide_password, say
 log = logging.getLogger(__name__)
 TASK = "tokenpace.measure"  # procrastinate's name of the one task: measure an order
 DONE = frozenset({"succeeded", "failed", "cancelled", "aborted"})
+MAX_IDLE_S = 10 * 365 * 86400.0  # an order's idle time: ten years is more than any endpoint idles
 RETRIES = 1  # a stalled job is retried this many times, then recorded as failed
 
 
@@ -46,6 +47,7 @@ class Order:
     region: str
     requests: int
     deadline: float  # UTC epoch seconds: taken later, the order is dropped and counted
+    idle_s: float | None = None  # a wake order's idle time as the sampler saw it (schedule/wake.py)
 
     @property
     def lock(self) -> str:
@@ -59,10 +61,12 @@ class Order:
             order = cls(
                 str(kwargs["endpoint"]), str(kwargs["workload"]), str(kwargs["region"]),
                 int(kwargs["requests"]), float(kwargs["deadline"]),
+                None if kwargs.get("idle_s") is None else float(kwargs["idle_s"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a tokenpace order: {type(exc).__name__} {exc}") from None
-        if not 1 <= order.requests <= 10_000 or len(order.endpoint) > 1000 or len(order.workload) > 200:
+        idle_ok = order.idle_s is None or 0 <= order.idle_s <= MAX_IDLE_S  # NaN fails both comparisons
+        if not 1 <= order.requests <= 10_000 or len(order.endpoint) > 1000 or len(order.workload) > 200 or not idle_ok:
             raise ValueError("not a tokenpace order: a value is out of bounds")
         return order
 
