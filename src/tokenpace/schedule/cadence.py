@@ -96,6 +96,8 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             every = max(plan.every_s, cadence.every_s or 0.0)
             jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
             requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
+            if workload.paired:  # whole pairs: a cold turn alone says nothing of a cache
+                requests = max(2, requests + requests % 2)
             job = Job(e, workload, every, jitter, requests, plan.budget, limit, cold_after_s=config.cold_after_of(e))
             _check_budget(config.source, job)
             out += [replace(job, region=r.name) for r in config.regions] or [job]

@@ -147,7 +147,7 @@ class Responses(OpenAIWire):
             return None
         prompt, output = self.reply.truth.prompt_tokens, self.generated
         return {
-            "input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": output,
+            "input_tokens": prompt, "input_tokens_details": {"cached_tokens": self.reply.truth.cached_tokens}, "output_tokens": output,
             "output_tokens_details": {"reasoning_tokens": self.reply.reasoning}, "total_tokens": prompt + output,
         }  # fmt: skip
 
