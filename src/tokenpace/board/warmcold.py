@@ -49,22 +49,22 @@ def table(turns: Iterable[Turn]) -> list[WarmCold]:
         warm = [t for t in group if t.turn == 2]
         cold_p50, warm_p50 = percentile(cold, 50), percentile([t.ttft_ms for t in warm], 50)
         cached = [t.cached_tokens or 0 for t in warm]
-        out.append(
-            WarmCold(
-                *key, simulated=any(t.simulated for t in group), cold_n=len(cold), warm_n=len(warm),
-                cold_ttft_p50_ms=cold_p50, warm_ttft_p50_ms=warm_p50, speedup=speedup(cold_p50, warm_p50),
-                warm_cached_share=sum(c > 0 for c in cached) / len(cached) if cached else None,
-                warm_cached_tokens_p50=percentile([c for c in cached if c > 0], 50),
-            )  # fmt: skip
-        )
+        row = WarmCold(
+            *key, simulated=any(t.simulated for t in group), cold_n=len(cold), warm_n=len(warm),
+            cold_ttft_p50_ms=cold_p50, warm_ttft_p50_ms=warm_p50, speedup=speedup(cold_p50, warm_p50),
+            warm_cached_share=sum(c > 0 for c in cached) / len(cached) if cached else None,
+            warm_cached_tokens_p50=percentile([c for c in cached if c > 0], 50),
+        )  # fmt: skip
+        out.append(row)
     return out
 
 
 def of_samples(samples: Iterable[Sample]) -> list[Turn]:
-    """A run's own samples as turns (what ``tokenpace run`` prints): the successful ones with a prefix turn."""
+    """A run's own samples as turns (what ``tokenpace run`` prints): the successful ones with a prefix turn
+    (client-bound ones too, as in the run's summary: the run's line warns when its client was the bottleneck)."""
     return [
         Turn(s.endpoint.provider, s.endpoint.plan, s.endpoint.model, s.workload, s.prefix_turn,
              s.metrics.ttft_ms, s.metrics.provider_cached_tokens, s.endpoint.simulated)
         for s in samples
-        if s.prefix_turn is not None and s.ok and s.metrics.ttft_ms is not None and not s.client_bound
+        if s.prefix_turn is not None and s.ok and s.metrics.ttft_ms is not None
     ]  # fmt: skip

@@ -33,9 +33,9 @@ def turns(store: Store, since: float, *, published: bool = True) -> list[Turn]:
     rows = store.query(
         "SELECT provider, plan, model, workload, prefix_turn, ttft_ms, provider_cached_tokens, simulated"
         " FROM samples WHERE prefix_turn IS NOT NULL AND started_at >= ? AND error_kind IS NULL"
-        " AND ttft_ms IS NOT NULL AND client_bound = 0" + (" AND published = 1" if published else "") +
+        " AND ttft_ms IS NOT NULL AND client_bound = 0 AND (published = 1 OR ? = 0)"
         " ORDER BY started_at DESC LIMIT ?",
-        (since, MAX_TURNS),
+        (since, int(published), MAX_TURNS),
     )  # fmt: skip
     return [
         Turn(str(p), str(plan), str(m), str(w), int(t), float(ttft), None if c is None else int(c), bool(sim))

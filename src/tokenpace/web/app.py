@@ -41,7 +41,7 @@ from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import EndpointRow
-from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, promptcache, prom, render
+from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, prom, promptcache, render
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
