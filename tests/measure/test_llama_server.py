@@ -119,7 +119,7 @@ async def test_cached_10k_pairs_hit_llama_servers_prompt_cache(llama_server_long
     cached = [s.metrics.provider_cached_tokens or 0 for s in samples]
     # A new pair's nonce misses the cache, but llama.cpp still reuses the chat template's first few tokens
     # ("<|im_start|>user" ...) of the slot's last prompt and says so: such a turn 1 is flagged cached.
-    assert cached[0] == 0 and 0 <= cached[2] < 16
+    assert cached[0] < 16 and cached[2] < 16  # (the server is shared: its slot may hold an earlier prompt)
     for cold, warm in (samples[:2], samples[2:]):
         assert cold.group_id == warm.group_id
         # The server's own count of what it took from the cache (timings.cache_n) is what usage reported.
