@@ -63,7 +63,7 @@ def workloads_command(config_path: Path | None) -> None:
     listed: dict[str, Workload] = {**BUILTIN, **cfg.workloads}
     for w in listed.values():
         image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
-        concurrency = "-" if w.concurrency is None else f"{w.concurrency} at once"
+        concurrency = "pairs, in turn" if w.paired else "-" if w.concurrency is None else f"{w.concurrency} at once"
         tokens = (numbers.figure(w.input_tokens, "int"), numbers.figure(w.max_tokens, "int"))
         table.add_row(shown(w.name), *tokens, shown(", ".join(w.tasks)), concurrency, image)
     Console().print(table)
