@@ -21,7 +21,7 @@ from tokenpace.measure.prompts import build_prompt
 
 
 def test_builtin_workloads() -> None:
-    assert set(BUILTIN) == {"1k", "10k", "100k", "vision", "parallel"}
+    assert set(BUILTIN) == {"1k", "10k", "100k", "vision", "parallel", "cached-10k"}
     assert DEFAULT is BUILTIN["1k"]
     assert [BUILTIN[n].input_tokens for n in ("1k", "10k", "100k")] == [1_000, 10_000, 100_000]
     assert BUILTIN["parallel"].concurrency == 10 and BUILTIN["parallel"].input_tokens == 1_000
@@ -71,6 +71,8 @@ def test_custom_workload_from_config() -> None:
     pic = workload_from_config("pic", {"image": [640, 480]})
     assert pic.image == (640, 480) and pic.tasks == ("describe",)
     assert build_prompt(pic, 1).image_pixels == 640 * 480
+    pairs = workload_from_config("cached-30k", {"input_tokens": 30_000, "paired": True})
+    assert pairs.paired and BUILTIN["cached-10k"].paired and not BUILTIN["10k"].paired
 
 
 @pytest.mark.parametrize(
@@ -89,6 +91,9 @@ def test_custom_workload_from_config() -> None:
         ({"image": [640, 480], "tasks": ["summarize"]}, "workloads.bad.tasks: a workload with an image"),
         ({"tasks": ["describe"]}, "workloads.bad.tasks: a workload with an image"),
         ({"input_token": 1000}, 'workloads.bad.input_token: unknown key; did you mean "input_tokens"?'),
+        ({"paired": True, "tasks": ["summarize"]}, "workloads.bad.paired: a paired workload needs two or more"),
+        ({"paired": True, "concurrency": 2}, "workloads.bad.paired: a paired workload needs two or more"),
+        ({"paired": "yes"}, 'workloads.bad.paired: expected true or false, not "yes"'),
     ],
 )
 def test_bad_workload_config_is_one_line(table: dict[str, object], expected: str) -> None:

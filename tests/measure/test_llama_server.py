@@ -106,3 +106,23 @@ async def test_a_real_server_s_answers_get_a_canary_verdict(llama_server: str) -
         assert s.canary_ok is canary.passed(s.canary, s.timeline.text(EventKind.CONTENT))
         assert s.metrics.provider_output_tokens == 32  # the whole answer, the canary's place in it included
     assert [s.canary_ok for s in result.samples] == [False] * 4
+
+
+async def test_cached_10k_pairs_hit_llama_servers_prompt_cache(llama_server_long: str) -> None:
+    """llama-server keeps a slot's last prompt: turn 2 of a pair reuses the prefix, and says so in usage."""
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server_long)
+    workload = dataclasses.replace(BUILTIN["cached-10k"], max_tokens=16)
+    result = await run_workload([endpoint], workload, RunOptions(4, 1, Timeouts(5, 120, 120, 240)))
+    samples = sorted(result.samples, key=lambda s: s.started_at)
+    assert [s.error_kind for s in samples] == [None] * 4, [s.error_message for s in samples]
+    assert [s.prefix_turn for s in samples] == [1, 2, 1, 2]
+    cached = [s.metrics.provider_cached_tokens or 0 for s in samples]
+    # A new pair's nonce misses the cache, but llama.cpp still reuses the chat template's first few tokens
+    # ("<|im_start|>user" ...) of the slot's last prompt and says so: such a turn 1 is flagged cached.
+    assert cached[0] < 16 and cached[2] < 16  # (the server is shared: its slot may hold an earlier prompt)
+    for cold, warm in (samples[:2], samples[2:]):
+        assert cold.group_id == warm.group_id
+        # The server's own count of what it took from the cache (timings.cache_n) is what usage reported.
+        assert warm.timeline.server_timings is not None
+        assert warm.metrics.provider_cached_tokens == warm.timeline.server_timings["cache_n"] > 9000
+        assert (warm.metrics.ttft_ms or 0) < (cold.metrics.ttft_ms or 0)

@@ -45,6 +45,17 @@ def test_jobs_take_the_longer_of_plan_and_workload_cadence(tmp_path: Path) -> No
     assert stale_after(found["local", "1k"]) == pytest.approx(2 * 600 * 1.1)
 
 
+def test_a_paired_workload_runs_whole_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[providers.one]\nbase_url = "http://127.0.0.1:8080/v1"\nmodels = ["m"]\nrequests = 1\n'
+        '[providers.three]\nbase_url = "http://127.0.0.1:8081/v1"\nmodels = ["m"]\nrequests = 3\n'
+        '[schedule]\nworkloads = ["cached-10k", "1k"]\n'
+    )
+    found = {(j.endpoint.provider, j.workload.name): j.requests for j in jobs(load(path), load(path).endpoints)}
+    assert found == {("one", "cached-10k"): 2, ("one", "1k"): 1, ("three", "cached-10k"): 4, ("three", "1k"): 3}
+
+
 def test_a_worst_case_allows_for_images_and_a_refused_request() -> None:
     # Each run may first send `width` requests that refuse an optional field; an image may cost 40k tokens.
     # Output: o200k's count, which usage() takes when larger, may run 1.5 x over the model's own max_tokens.

@@ -16,6 +16,7 @@ from tokenpace.board import console as clean
 from tokenpace.board import numbers, regions, rows
 from tokenpace.board.ranking import METRIC_OF, Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
+from tokenpace.board.warmcold import WarmCold
 from tokenpace.config.presets import Preset
 from tokenpace.measure.run import RunResult
 from tokenpace.measure.sample import Sample
@@ -102,6 +103,22 @@ def print_run(out: Console, err: Console, result: RunResult, where: str) -> None
     # soft_wrap: one line however narrow the terminal or pipe, so the run id and the seed stay whole.
     line = f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})"
     out.print(line, soft_wrap=True, highlight=False)
+
+
+def print_warm_cold(out: Console, rows: Sequence[WarmCold]) -> None:
+    """A paired workload's warm vs cold TTFT per endpoint (turn 1 cold, turn 2 sent once it ended)."""
+    title = "Prompt cache: TTFT p50 (ms) of a prefix sent cold, then warm; warm turns the provider reported cached"
+    table = Table(title=title, title_justify="left")
+    for col in ("endpoint", "pairs", "cold", "warm", "speed-up", "cached"):
+        table.add_column(col, justify="left" if col == "endpoint" else "right")
+    for r in rows:
+        name = escape(f"{r.provider}/{r.model}") + (" [magenta](simulated)[/]" if r.simulated else "")
+        speedup = numbers.DASH if r.speedup is None else f"{r.speedup:.2f}x"
+        tokens = r.warm_cached_tokens_p50
+        cached = numbers.percent(r.warm_cached_share) + (f" ({numbers.figure(tokens, 'int')} tok)" if tokens else "")
+        figures = (numbers.figure(r.cold_ttft_p50_ms), numbers.figure(r.warm_ttft_p50_ms))
+        table.add_row(name, f"{min(r.cold_n, r.warm_n)}", *figures, speedup, cached)
+    out.print(table)
 
 
 def _cell(board: Board, e: Entry, key: str) -> str:

@@ -63,7 +63,7 @@ def workloads_command(config_path: Path | None) -> None:
     listed: dict[str, Workload] = {**BUILTIN, **cfg.workloads}
     for w in listed.values():
         image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
-        concurrency = "-" if w.concurrency is None else f"{w.concurrency} at once"
+        concurrency = "pairs, in turn" if w.paired else "-" if w.concurrency is None else f"{w.concurrency} at once"
         tokens = (numbers.figure(w.input_tokens, "int"), numbers.figure(w.max_tokens, "int"))
         table.add_row(shown(w.name), *tokens, shown(", ".join(w.tasks)), concurrency, image)
     Console().print(table)
@@ -104,6 +104,8 @@ def workloads_command(config_path: Path | None) -> None:
               help="Scale to zero: extra TTFT of a request that finds the model unloaded.")  # fmt: skip
 @click.option("--cold-after-s", default=900.0, show_default=True, type=Finite(min=0),
               help="Seconds without a request after which the model unloads (with --cold-start-ms).")  # fmt: skip
+@click.option("--prefix-cache", is_flag=True,
+              help="Cache recent prompts' prefixes: a repeated one is not prefilled again; usage says so.")  # fmt: skip
 @click.option("--api-key-env", help="Require the key held in this environment variable.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seeds the text, jitter and error draws.")
 def sim_command(
@@ -122,6 +124,7 @@ def sim_command(
     max_streams: int | None,
     cold_start_ms: float,
     cold_after_s: float,
+    prefix_cache: bool,
     api_key_env: str | None,
     seed: int,
 ) -> None:
@@ -145,6 +148,7 @@ def sim_command(
         max_streams=max_streams,
         cold_start_ms=cold_start_ms,
         cold_after_s=cold_after_s,
+        prefix_cache=prefix_cache,
     )
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:

@@ -97,7 +97,7 @@ def _cli_endpoint(
               help="Requests in flight at once, per endpoint.")  # fmt: skip
 @click.option(
     "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD, show_default=True,
-    help="Built-in (1k, 10k, 100k, vision, parallel) or declared in --config; see `tokenpace workloads`.",
+    help="Built-in (1k, 10k, 100k, vision, parallel, cached-10k) or declared in --config; see `tokenpace workloads`.",
 )  # fmt: skip
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Override the workload's output cap.")
 @click.option(
@@ -277,7 +277,7 @@ def _simulated(
     configured = sim.scenarios(cfg)
     scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated}
     if use_sim:
-        scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120)
+        scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120, prefix_cache=True)
         at = SIM_BASE_URL.format(provider="sim")
         chosen = [Endpoint("sim", "sim", at, protocol=protocol, simulated=True), *chosen]
     return chosen, scenarios
@@ -285,22 +285,26 @@ def _simulated(
 
 def _report(summaries: list[Summary], taken: Taken, store_url: str, as_json: bool) -> None:
     """Each endpoint's summary, as text or JSON; a finished run's line with its id and seed."""
-    from tokenpace.board import terminal
+    from tokenpace.board import terminal, warmcold
     from tokenpace.board.console import Console
 
     result, kept = taken.result, taken.samples
+    cache = warmcold.table(warmcold.of_samples(kept))  # a paired workload's (cached-10k): warm vs cold TTFT
     if as_json:
         doc = {  # an interrupted run's id is on its samples (the run record was stored all the same)
             "run_id": result.run.id if result is not None else kept[0].run_id if kept else None,
             "client_bound": None if result is None else result.run.client_bound,
             "seed": None if result is None else result.run.seed,
             "endpoints": [s.as_dict() for s in summaries],
+            **({"prompt_cache": [dataclasses.asdict(r) for r in cache]} if cache else {}),
         }
         click.echo(json.dumps(doc, indent=2))
         return
     out = Console()
     for s in summaries:
         terminal.print_summary(out, s)
+    if cache:
+        terminal.print_warm_cold(out, cache)
     if result is not None:
         terminal.print_run(out, err, result, store_url)
 

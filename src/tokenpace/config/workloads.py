@@ -2,9 +2,10 @@
 
 Speed depends on prompt length, so a result is about a named workload. Built in: ``1k``, ``10k`` and ``100k``
 input tokens with a mix of five tasks and Artificial Analysis's output lengths (1,000, 1,500 and 2,000 tokens),
-``vision`` (a ~1 megapixel chart and ~1k tokens of text) and ``parallel`` (1k tokens, 10 requests released
-together, as Artificial Analysis's daily parallel test). A config file declares more, or changes a built-in's
-keys (``[workloads.NAME]``); ``measure.prompts`` builds each request's fresh prompt.
+``vision`` (a ~1 megapixel chart and ~1k tokens of text), ``parallel`` (1k tokens, 10 requests released
+together, as Artificial Analysis's daily parallel test) and ``cached-10k`` (pairs of requests sharing a 10k-token
+prefix: warm vs cold TTFT of a prompt cache). A config file declares more, or changes a built-in's keys
+(``[workloads.NAME]``); ``measure.prompts`` builds each request's fresh prompt.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class Workload:
     """What to send: a target prompt size, the task mix and output cap, and optionally an image or a burst.
 
     A request's task is chosen by its seed from ``tasks``. ``image`` (width, height) attaches a chart and goes
-    with the ``describe`` task only. ``concurrency``: this many requests are released together.
+    with the ``describe`` task only. ``concurrency``: this many requests are released together. ``paired``:
+    requests go in pairs, the same prefix twice with a different task at the end, the second sent once the
+    first has ended (turn 1 fills a prompt cache, turn 2 may hit it).
     """
 
     name: str
@@ -47,6 +50,7 @@ class Workload:
     tasks: tuple[str, ...] = TEXT_TASKS
     concurrency: int | None = None
     image: tuple[int, int] | None = None
+    paired: bool = False
 
     def __post_init__(self) -> None:
         if problem := _problem(self):
@@ -68,6 +72,8 @@ def _problem(w: Workload) -> str | None:
         return f"tasks: give one or more of {', '.join(known)}" + (f", not {unknown[0]!r}" if w.tasks else "")
     if w.image is not None and not all(16 <= side <= 8192 for side in w.image):
         return f"image: width and height must be 16 to 8192 pixels, got {list(w.image)}"
+    if w.paired and (w.concurrency is not None or w.image is not None or len(set(w.tasks)) < 2):
+        return "paired: a paired workload needs two or more text tasks (one per turn), no concurrency and no image"
     if (w.image is not None) != (w.tasks == (IMAGE_TASK,)):
         return f"tasks: a workload with an image runs the {IMAGE_TASK!r} task only, and {IMAGE_TASK!r} needs an image"
     return None
@@ -107,6 +113,8 @@ BUILTIN: dict[str, Workload] = {
     "100k": Workload("100k", AA_OUTPUT_TOKENS["100k"], input_tokens=100_000),
     "vision": Workload("vision", AA_OUTPUT_TOKENS["1k"], input_tokens=1_000, tasks=(IMAGE_TASK,), image=(1200, 840)),
     "parallel": Workload("parallel", AA_OUTPUT_TOKENS["1k"], input_tokens=1_000, concurrency=10),
+    # The same prefix twice (turn 1 cold, turn 2 warm): 10k-sized, so it takes 10k's cap and its turn 1 compares.
+    "cached-10k": Workload("cached-10k", AA_OUTPUT_TOKENS["10k"], input_tokens=10_000, paired=True),
 }
 DEFAULT = BUILTIN["1k"]
 
@@ -128,15 +136,16 @@ class _Table(pydantic.BaseModel):
     tasks: list[str] | None = None
     concurrency: int | None = None
     image: list[int] | None = pydantic.Field(None, min_length=2, max_length=2)
+    paired: bool | None = None
 
 
 def workload_from_config(name: str, table: Mapping[str, Any]) -> Workload:
     """A workload from its TOML table; any mistake is one ConfigError line ``workloads.NAME.key: ...``.
 
     Keys: ``input_tokens``, ``max_tokens``, ``tasks`` (default: all five text tasks, or ``describe`` with an
-    image), ``concurrency``, ``image = [width, height]``. A table named after a built-in changes only the keys it
-    gives (``[workloads.10k]`` with ``max_tokens = 3000`` is still 10k tokens in); any other starts from DEFAULT
-    (1k in, 1k's output cap, the five text tasks).
+    image), ``concurrency``, ``image = [width, height]``, ``paired``. A table named after a built-in changes only
+    the keys it gives (``[workloads.10k]`` with ``max_tokens = 3000`` is still 10k tokens in); any other starts from
+    DEFAULT (1k in, 1k's output cap, the five text tasks).
     """
     try:
         t = _Table.model_validate(table)
@@ -153,6 +162,7 @@ def workload_from_config(name: str, table: Mapping[str, Any]) -> Workload:
             tasks=tasks,
             concurrency=base.concurrency if t.concurrency is None else t.concurrency,
             image=image,
+            paired=base.paired if t.paired is None else t.paired,
         )
     except ValueError as exc:
         raise ConfigError(f"workloads.{name}.{exc}") from None

@@ -8,6 +8,9 @@ characters but for 1 pair in 65,536, far below any prefix cache's block. Which d
 task and (translate) the language all follow the seed too, and the same seed always builds the same prompt.
 Its size is the o200k_base token count of the message text (not the chat template's tokens, not the image),
 within 2% of the workload's target.
+
+A paired workload's two turns share everything but the task at the end: the same nonce and documents,
+sized for the longer of the two tasks, so the second turn repeats the first one's prefix to the character.
 """
 
 from __future__ import annotations
@@ -96,11 +99,15 @@ def chat_prompt(messages: Sequence[Message], max_tokens: int, tokens: Sequence[i
     return Prompt(tuple(messages), max_tokens, sum(counts), digest.hexdigest()[:16])
 
 
-def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None) -> Prompt:
-    """The prompt of request ``seed`` (corpus None: CPython's reference topics)."""
+def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None, turn: int = 1) -> Prompt:
+    """The prompt of request ``seed`` (corpus None: CPython's reference topics); of a paired workload, the
+    prompt of the pair's ``turn`` (1 or 2): two distinct tasks are drawn, the turn's one ends the prompt."""
     rng = random.Random(f"{workload.name}/{workload.input_tokens}/{seed}")
-    task = rng.choice(workload.tasks)
-    return _build(workload, task, rng, default_corpus() if corpus is None else corpus)
+    corpus = default_corpus() if corpus is None else corpus
+    if not workload.paired:
+        return _build(workload, (rng.choice(workload.tasks),), rng, corpus)
+    tasks = tuple(rng.sample(sorted(set(workload.tasks)), 2))
+    return _build(workload, tasks if turn == 1 else tasks[::-1], rng, corpus)
 
 
 def _shuffled(corpus: Corpus, rng: random.Random) -> Iterator[Document]:
@@ -138,38 +145,50 @@ def _sections(docs: Iterator[Document], budget: int, cap: int, slack: int) -> li
     return out
 
 
-def _build(w: Workload, task: str, rng: random.Random, corpus: Corpus) -> Prompt:
-    """Nonce line + document sections + task instruction + canary instruction, sized to ``w.input_tokens``; an
-    image if ``w`` has one."""
+def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus) -> Prompt:
+    """Nonce line + document sections + the first task's instruction + canary instruction, sized to
+    ``w.input_tokens`` and leaving room for the longest of ``tasks`` (the sections are the same whichever ends the
+    prompt); an image if ``w`` has one."""
+    task = tasks[0]
     if not corpus:
         raise ConfigError("the corpus holds no documents")
-    if task == "compare" and len(corpus) < 2:
+    if "compare" in tasks and len(corpus) < 2:
         raise ConfigError(f"workload {w.name}: the compare task needs a corpus of at least 2 documents")
     nonce = f"{rng.getrandbits(64):016x}"
     order = rng.getrandbits(64)
     a, b, *_ = itertools.islice(_shuffled(corpus, random.Random(order)), 2)
     words = asked_words(w.max_tokens)
     language = rng.choice(LANGUAGES)
-    instruction = _TASKS[task].format(
-        a=a.title, b=b.title, language=language, words=f"{words:,}", questions=max(30, words // 50)
-    )
-    instruction += "\n\n" + canary.INSTRUCTION  # last, so the answer's first line is the canary's
+    instructions = [
+        _TASKS[t].format(a=a.title, b=b.title, language=language, words=f"{words:,}", questions=max(30, words // 50))
+        + "\n\n"
+        + canary.INSTRUCTION  # last, so the answer's first line is the canary's
+        for t in tasks
+    ]
+    instruction = instructions[0]
     first = f"{nonce} is this request's reference number; it is not part of the task.\n\nDocuments:\n\n"
-    fixed = count_tokens(first) + count_tokens(instruction)
+    fixed = count_tokens(first) + max(map(count_tokens, instructions))
+
+    longest = max(instructions, key=count_tokens)
 
     def text(budget: int) -> str:
-        cap = budget // 2 if task == "compare" else budget  # compare: at least two documents
+        """The prompt up to its task: the same for every one of ``tasks``."""
+        cap = budget // 2 if "compare" in tasks else budget  # compare: at least two documents
         docs = _shuffled(corpus, random.Random(order))
-        return first + "".join(_sections(docs, budget, cap, slack=w.input_tokens // 100)) + instruction
+        return first + "".join(_sections(docs, budget, cap, slack=w.input_tokens // 100))
 
     # Sections are sized by their own token counts; where many short ones drift from the exact count of the
     # whole (tokens merge across joins), a second pass corrects the budget by the difference (and is kept if closer).
+    # Sized with the longest task, so a pair's turns choose the same sections.
     budget = w.input_tokens - fixed
-    body = text(budget)
-    size = count_tokens(body)
+    head_text = text(budget)
+    size = count_tokens(head_text + longest)
     if abs(size - w.input_tokens) > w.input_tokens * TOLERANCE / 4:
         again = text(budget + w.input_tokens - size)
-        body, size = min((body, size), (again, count_tokens(again)), key=lambda t: abs(t[1] - w.input_tokens))
+        sized = (head_text, size), (again, count_tokens(again + longest))
+        head_text, size = min(sized, key=lambda t: abs(t[1] - w.input_tokens))
+    body = head_text + instruction
+    size = size if instruction == longest else count_tokens(body)
     images = () if w.image is None else (bar_chart(rng.getrandbits(64), w.image).png,)
     digest = hashlib.sha256(body.encode())
     for png in images:

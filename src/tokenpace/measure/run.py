@@ -166,7 +166,9 @@ async def _measure_endpoint(
 
     A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
     of a group at once, the next group when the last one has finished. Requests released together share the
-    idle time measured just before their release (coldstart.py).
+    idle time measured just before their release (coldstart.py). A paired workload (cached-10k) sends requests
+    2k and 2k+1 as one pair, the second once the first has ended, ``options.concurrency`` pairs at a time; each
+    pair is a group.
     """
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
@@ -179,7 +181,10 @@ async def _measure_endpoint(
         for i in range(options.requests):
             if stop.is_set():  # stopped (Ctrl-C, SIGTERM): the thread is waited for, so end now
                 break
-            prompts.append(build_prompt(workload, seed + i, corpus))
+            if workload.paired:  # a pair's turns share their seed: the same prefix, a different task
+                prompts.append(build_prompt(workload, seed + i // 2, corpus, turn=i % 2 + 1))
+            else:
+                prompts.append(build_prompt(workload, seed + i, corpus))
             requests.append(proto.request(endpoint, prompts[-1]))
         return prompts, requests
 
@@ -203,7 +208,7 @@ async def _measure_endpoint(
         return make_sample(
             run_id, endpoint, workload.name, started, timeline, prompts[i], group, options.keep_prompts,
             source=options.source, published=published, client_bound=bound, origin=options.origin, seq=i,
-            idle_s=idle_s, cold=cold.tag(endpoint, idle_s),
+            idle_s=idle_s, cold=cold.tag(endpoint, idle_s), prefix_turn=i % 2 + 1 if workload.paired else None,
         )  # fmt: skip
 
     def decoded(future: asyncio.Future[Sample]) -> None:
@@ -227,12 +232,16 @@ async def _measure_endpoint(
             cold.sent(endpoint)  # no await before send_request: its ``ended`` always balances this
             await send_request(session, proto, endpoint, requests[i], options.timeouts, options.limits, refusals, ended)
 
-        order = iter(range(options.requests))
+        step = 2 if workload.paired else 1
+        order = iter(range(0, options.requests, step))
         first_release = (cold.idle(endpoint),)
 
         async def worker() -> None:
             for i in order:
-                await one(i, released=first_release if i < pool else None)
+                group = f"{run_id[:12]}-p{i // 2}" if workload.paired else None
+                for turn in range(i, min(i + step, options.requests)):  # a pair's turns one after the other
+                    released = first_release if turn == i and i < pool * step else None
+                    await one(turn, group, released)
 
         try:
             if workload.concurrency:

@@ -115,9 +115,11 @@ def make_sample(
     seq: int | None = None,
     idle_s: float | None = None,
     cold: bool = False,
+    prefix_turn: int | None = None,
 ) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job;
-    ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (measure/coldstart.py)."""
+    ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (measure/coldstart.py);
+    ``prefix_turn``: which send of a repeated prefix it was (a paired workload's)."""
     origin = origin or Origin()
     asked = None if prompt is None else prompt.canary
     return Sample(
@@ -146,6 +148,7 @@ def make_sample(
         cold=cold,
         canary=asked,
         canary_ok=canary_verdict(asked, timeline),
+        prefix_turn=prefix_turn,
     )
 
 

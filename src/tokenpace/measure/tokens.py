@@ -80,6 +80,11 @@ def preload() -> None:
     encoding()
 
 
+def token_ids(text: str) -> list[int]:
+    """The o200k_base tokens of ``text`` (special-token text as ordinary text), as :func:`count_tokens` counts them."""
+    return encoding().encode(text, disallowed_special=()) if text else []
+
+
 def count_tokens(text: str) -> int:
     """Number of o200k_base tokens in ``text`` (special-token text counted as ordinary text)."""
     if not text:

@@ -114,6 +114,8 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             every = max(plan.every_s, cadence.every_s or 0.0)
             jitter = schedule.jitter if cadence.jitter is None else cadence.jitter
             requests = workload.concurrency or plan.requests  # a parallel run is one burst of its concurrency
+            if workload.paired:  # whole pairs: a cold turn alone says nothing of a cache
+                requests = max(2, requests + requests % 2)
             wake = config.workload(WAKE_WORKLOAD) if config.wake_of(e) else None
             job = Job(e, workload, every, jitter, requests, plan.budget, limit, LOCAL, config.cold_after_of(e), wake)
             _check_budget(config.source, job)

@@ -109,8 +109,9 @@ class Anthropic(Wire):
         return [*events, self.event({"type": "content_block_stop", "index": self.index})]
 
     def preamble(self) -> list[Out]:
-        usage = {"input_tokens": self.reply.truth.prompt_tokens, "output_tokens": 1}
-        usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        truth = self.reply.truth
+        usage = {"input_tokens": truth.prompt_tokens - truth.cached_tokens, "output_tokens": 1}
+        usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": truth.cached_tokens}
         events = [self.event({"type": "message_start", "message": self.message([], None, usage)})]
         first = "reasoning" if self.reply.reasoning else "content" if self.reply.content else None
         return [*events, *([self.start_block(first)] if first else []), self.event({"type": "ping"})]
@@ -134,7 +135,11 @@ class Anthropic(Wire):
         return "max_tokens" if self.reply.capped else "end_turn"
 
     def usage(self) -> dict[str, Any]:
-        return {"input_tokens": self.reply.truth.prompt_tokens, "output_tokens": self.generated}
+        """Anthropic's input_tokens leave out the tokens read from its cache, reported apart (as newer servers
+        repeat them in ``message_delta``)."""
+        truth = self.reply.truth
+        usage = {"input_tokens": truth.prompt_tokens - truth.cached_tokens, "output_tokens": self.generated}
+        return usage | ({"cache_read_input_tokens": truth.cached_tokens} if self.reply.scenario.prefix_cache else {})
 
     def end(self) -> list[Out]:
         usage = self.usage()

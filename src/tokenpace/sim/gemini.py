@@ -123,6 +123,8 @@ class Gemini(Wire):
         r = self.reply
         usage: dict[str, Any] = {"promptTokenCount": r.truth.prompt_tokens, "candidatesTokenCount": r.content}
         usage["totalTokenCount"] = r.truth.prompt_tokens + self.generated
+        if r.truth.cached_tokens:  # part of the prompt count, and only there when some were cached
+            usage["cachedContentTokenCount"] = r.truth.cached_tokens
         return usage | ({"thoughtsTokenCount": r.reasoning} if r.reasoning else {})
 
     def end(self) -> list[Out]:

@@ -120,4 +120,5 @@ class Ollama(Wire):
         s, now = self.reply.scenario, time.perf_counter_ns()
         truth = self.reply.truth
         load = round(truth.cold_start_ms * 1e6)
-        return self.last(message, truth.t_received_ns + load + s.first_token_ns(truth.prompt_tokens), now)
+        first = s.first_token_ns(truth.prompt_tokens, truth.cached_tokens)
+        return self.last(message, truth.t_received_ns + load + first, now)

@@ -64,6 +64,8 @@ class OpenAIWire(Wire):
         r = self.reply
         usage: dict[str, Any] = {"prompt_tokens": r.truth.prompt_tokens, "completion_tokens": self.generated}
         usage["total_tokens"] = r.truth.prompt_tokens + self.generated
+        if r.scenario.prefix_cache:  # prompt tokens include the cached ones
+            usage["prompt_tokens_details"] = {"cached_tokens": r.truth.cached_tokens}
         if r.reasoning:
             usage["completion_tokens_details"] = {"reasoning_tokens": r.reasoning}
         return usage

@@ -145,9 +145,9 @@ class Responses(OpenAIWire):
     def usage(self) -> dict[str, Any] | None:
         if not self.reply.usage_due:
             return None
-        prompt, output = self.reply.truth.prompt_tokens, self.generated
+        prompt, output, cached = self.reply.truth.prompt_tokens, self.generated, self.reply.truth.cached_tokens
         return {
-            "input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": output,
+            "input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached}, "output_tokens": output,
             "output_tokens_details": {"reasoning_tokens": self.reply.reasoning}, "total_tokens": prompt + output,
         }  # fmt: skip
 

@@ -76,6 +76,10 @@ class Scenario:
     canary_wrong_rate: float = 0.0
     # A degenerate model: after this many words the content repeats one phrase of LOOP_WORDS words to the cap.
     loop_after_tokens: int | None = None
+    # A prompt cache (sim/prefix.py): a prompt's leading blocks seen recently are not prefilled again; their count
+    # is reported in each protocol's own field. Cached tokens cost prompt tokens / cached_tokens_per_s (None: free).
+    prefix_cache: bool = False
+    cached_tokens_per_s: float | None = None
 
     def drawn(self, rng: random.Random) -> Scenario:
         """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
@@ -84,15 +88,18 @@ class Scenario:
             return self
         slower, slower_tokens = rng.lognormvariate(0, self.spread), rng.lognormvariate(0, self.spread / 2)
         prefill = self.prefill_tokens_per_s and self.prefill_tokens_per_s / slower
+        cached = self.cached_tokens_per_s and self.cached_tokens_per_s / slower
         return dataclasses.replace(
-            self, ttft_ms=self.ttft_ms * slower, prefill_tokens_per_s=prefill,
+            self, ttft_ms=self.ttft_ms * slower, prefill_tokens_per_s=prefill, cached_tokens_per_s=cached,
             tokens_per_s=self.tokens_per_s / slower_tokens, spread=0.0,
         )  # fmt: skip
 
-    def first_token_ns(self, prompt_tokens: int) -> int:
-        """Scheduled TTFT = ttft_ms + prompt tokens / prefill rate (the second term only when a rate is set)."""
-        prefill_s = prompt_tokens / self.prefill_tokens_per_s if self.prefill_tokens_per_s else 0.0
-        return round(self.ttft_ms * NS_PER_MS + prefill_s * 1e9)
+    def first_token_ns(self, prompt_tokens: int, cached_tokens: int = 0) -> int:
+        """Scheduled TTFT = ttft_ms + uncached prompt tokens / prefill rate + cached ones / cached rate (each term
+        only when its rate is set)."""
+        prefill_s = (prompt_tokens - cached_tokens) / self.prefill_tokens_per_s if self.prefill_tokens_per_s else 0.0
+        read_s = cached_tokens / self.cached_tokens_per_s if self.cached_tokens_per_s else 0.0
+        return round(self.ttft_ms * NS_PER_MS + (prefill_s + read_s) * 1e9)
 
     def __post_init__(self) -> None:
         times = (self.ttft_ms, self.jitter_ms, self.stall_ms, self.spread, self.cold_start_ms, self.cold_after_s)
@@ -104,6 +111,7 @@ class Scenario:
             ),
             (self.tokens_per_s > 0, "tokens_per_s must be > 0"),
             ((self.prefill_tokens_per_s or 1) > 0, "prefill_tokens_per_s must be > 0"),
+            ((self.cached_tokens_per_s or 1) > 0, "cached_tokens_per_s must be > 0"),
             (self.tokens_per_chunk >= 1, "tokens_per_chunk must be >= 1"),
             (min(counts) >= 0, "output_tokens, reasoning_tokens, stall_after_tokens must be >= 0"),
             (self.reasoning_field in ("reasoning_content", "reasoning"), "reasoning_field: unknown field"),
@@ -130,6 +138,7 @@ class Truth:
     prompt_tokens: int = 0
     completion_tokens: int = 0  # tokens written so far (reasoning included)
     cold_start_ms: float = 0.0  # how long it waited for its model to load (scale to zero); 0: it was warm
+    cached_tokens: int = 0  # prompt tokens its prefix cache served (scenario prefix_cache), not prefilled
 
     def text(self, *kinds: str) -> str:
         """Concatenated text of the events of the given kinds (content and reasoning when none given)."""
@@ -143,8 +152,9 @@ class Truth:
     def from_dict(cls, doc: Mapping[str, Any]) -> Truth:
         """Rebuild what ``GET /sim/truth/{id}`` returned (JSON turned the event tuples into lists)."""
         events = [(int(t), str(kind), str(text)) for t, kind, text in doc["events"]]
-        cold = float(doc.get("cold_start_ms", 0.0))
-        return cls(doc["id"], doc["t_received_ns"], events, doc["prompt_tokens"], doc["completion_tokens"], cold)
+        cold, cached = float(doc.get("cold_start_ms", 0.0)), int(doc.get("cached_tokens", 0))
+        counts = doc["prompt_tokens"], doc["completion_tokens"], cold, cached
+        return cls(doc["id"], doc["t_received_ns"], events, *counts)
 
 
 def from_table(table: Mapping[str, Any]) -> Scenario:

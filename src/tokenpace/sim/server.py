@@ -22,13 +22,14 @@ from aiohttp import web
 from tokenpace.errors import SimulatorError
 from tokenpace.measure import canary
 from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.tokens import count_tokens, token_texts
+from tokenpace.measure.tokens import count_tokens, token_ids, token_texts
 from tokenpace.sim.anthropic import Anthropic
 from tokenpace.sim.gemini import Gemini
 from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
 from tokenpace.sim.openai_chat import Chat
 from tokenpace.sim.openai_completions import Completions
 from tokenpace.sim.openai_responses import Responses
+from tokenpace.sim.prefix import PrefixCache
 from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, NS_PER_MS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import Call, complete, reply_at_once, stream
 from tokenpace.sim.wire import Ask, Reply, Wire, dumps
@@ -100,6 +101,7 @@ class Simulator:
         self._slots: dict[Scenario, asyncio.Semaphore] = {}  # each scenario's stream slots (max_streams)
         self._born_ns = time.perf_counter_ns()  # its models are loaded at start, idle from then
         self._loaded: dict[str, _Model] = {}  # by model name ("": every name served by the default scenario)
+        self.caches: dict[str, PrefixCache] = {}  # each model's prompt cache (scenario prefix_cache), bounded
 
     def app(self) -> web.Application:
         count_tokens(" warm")  # load the vocabulary now, not inside the first request's TTFT
@@ -177,7 +179,12 @@ class Simulator:
         # Counted on a thread (tiktoken lets go of the GIL): on the loop, a burst of 256 prompts of 1k tokens
         # held each later request's handler back by up to ~100 ms (bench/fidelity.py's transit). The count is
         # the simulated prefill's work: it happens within the TTFT, which is scheduled from t_received anyway.
-        truth.prompt_tokens = await asyncio.get_running_loop().run_in_executor(None, count_tokens, ask.prompt)
+        if s.prefix_cache:  # the cache is the model's, as a server's KV cache is: shared by its protocols
+            tokens = await asyncio.get_running_loop().run_in_executor(None, token_ids, ask.prompt)
+            truth.prompt_tokens = len(tokens)
+            truth.cached_tokens = self.caches.setdefault(ask.model, PrefixCache()).serve(tokens)
+        else:
+            truth.prompt_tokens = await asyncio.get_running_loop().run_in_executor(None, count_tokens, ask.prompt)
         if error in ("429", "500"):
             status, headers = int(error), {"Retry-After": "1"} if error == "429" else {}
             body_text = dumps(wire.error_doc(status))

@@ -42,7 +42,7 @@ class Call:
         """Target send time of an event due ``token_offset`` tokens after the first token."""
         return (
             (self.t_start_ns or self.truth.t_received_ns)
-            + self.s.first_token_ns(self.truth.prompt_tokens)
+            + self.s.first_token_ns(self.truth.prompt_tokens, self.truth.cached_tokens)
             + round(token_offset * 1e9 / self.s.tokens_per_s)
         )
 

@@ -41,7 +41,7 @@ from tokenpace.schedule import sampler
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import EndpointRow
-from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, prom, render
+from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, prom, promptcache, render
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
@@ -289,6 +289,7 @@ def create_app(
         # Not kept until the next sample: agents beat without storing one (agents.py reads afresh).
         Route("/agents{format:format}", _fresh(lambda s, r: agents.agents_page(s, _params(r)))),
         Route("/methodology{format:format}", _page(lambda s, r: methodology.methodology_page(s, _params(r)))),
+        Route("/prompt-cache{format:format}", _page(lambda s, r: promptcache.prompt_cache_page(s, _params(r)))),
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),
         Route("/metrics", _cached(_metrics)),

@@ -242,7 +242,7 @@ def test_openai_responses_stream() -> None:
     ]
     assert t.text(EventKind.REASONING) == "**Greeting** in French…"
     assert t.text(EventKind.CONTENT) == "Bonjour à tous 🎉"
-    assert t.usage == Usage(12, 84, 64)
+    assert t.usage == Usage(12, 84, 64, 0)
     assert t.response_id == "resp_68a1f0"
     assert [e.text for e in t.events if e.kind is EventKind.FINISH] == ["completed"]
     assert t.failure is None
@@ -282,7 +282,7 @@ def test_anthropic_stream() -> None:
     assert t.text(EventKind.REASONING) == "They want a greeting…"
     assert t.text(EventKind.CONTENT) == "Grüß Gott, 世界!"
     assert t.text(EventKind.TOOL_CALL) == '{"location": "Wien"}'
-    assert t.usage == Usage(472, 89, None)  # input from message_start, output from message_delta
+    assert t.usage == Usage(472, 89, None, 0)  # input from message_start, output from message_delta
     assert t.response_id == "msg_01XFDUDYJgAACzvnptvVoYEL"
     assert [e.text for e in t.events if e.kind is EventKind.FINISH] == ["tool_use"]
     assert t.failure is None
@@ -550,7 +550,7 @@ def test_ollama_tool_call() -> None:
 
 def test_anthropic_message_delta_input_count_wins_when_given() -> None:
     raw = ANTHROPIC.replace(b'"usage":{"output_tokens":89}', b'"usage":{"input_tokens":480,"output_tokens":89}')
-    assert decode("anthropic", raw).usage == Usage(480, 89, None)
+    assert decode("anthropic", raw).usage == Usage(480, 89, None, 0)
 
 
 # --- the NDJSON line splitter ----------------------------------------------------------------------------

@@ -4,6 +4,10 @@
 events between ``content_block_start`` and ``content_block_stop``, ``message_delta`` carries the stop reason
 and the output usage, and ``message_stop`` ends it. ``ping`` may come at any time. Only text, thinking and
 tool-input deltas are generated text; a thinking block's ``signature_delta`` is an opaque token, not text.
+
+Anthropic's ``input_tokens`` leaves out the prompt tokens read from its cache (``cache_read_input_tokens``)
+and those written to it (``cache_creation_input_tokens``). The input count stored is their sum, the whole
+prompt as other providers count it, and the cached count is ``cache_read_input_tokens``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,16 @@ _DELTAS = {
     "thinking_delta": (EventKind.REASONING, "thinking"),
     "input_json_delta": (EventKind.TOOL_CALL, "partial_json"),
 }
+
+
+def _inputs(d: Decoded, usage: Any) -> tuple[int | None, int | None]:
+    """(whole prompt, cache reads) of a usage object: input + cache creation + cache read tokens, and cache reads."""
+    if not isinstance(usage, dict):
+        return None, None
+    fresh = d.count("input_tokens", usage.get("input_tokens"))
+    written = d.count("cache_creation_input_tokens", usage.get("cache_creation_input_tokens"))
+    read = d.count("cache_read_input_tokens", usage.get("cache_read_input_tokens"))
+    return (None if fresh is None else fresh + (written or 0) + (read or 0)), read
 
 
 def _content(m: Message) -> str | list[dict[str, Any]]:
@@ -59,6 +73,7 @@ class Anthropic(WireProtocol):
     def decode(self, recording: Recording) -> Timeline:
         d = Decoded(recording)
         input_tokens: int | None = None
+        cached: int | None = None
         with d.reading():
             for ev in sse.parse(recording.chunks):
                 doc = d.json(ev.data)
@@ -76,18 +91,19 @@ class Anthropic(WireProtocol):
                 elif kind == "message_start":
                     message = doc.get("message") or {}
                     d.response_id = d.response_id or message.get("id")
-                    input_tokens = d.count("input_tokens", (message.get("usage") or {}).get("input_tokens"))
+                    input_tokens, cached = _inputs(d, message.get("usage"))
                     d.add(ev.t_ns, EventKind.OTHER)
                 elif kind == "message_delta":
                     stop = (doc.get("delta") or {}).get("stop_reason")
                     if stop:
                         d.add(ev.t_ns, EventKind.FINISH, str(stop))
                     usage = doc.get("usage")
-                    if isinstance(usage, dict):  # output so far; newer servers repeat the input count here
-                        given = d.count("input_tokens", usage.get("input_tokens"))
+                    if isinstance(usage, dict):  # output so far; newer servers repeat the input counts here
+                        given, given_cached = _inputs(d, usage)
                         d.usage = Usage(
                             input_tokens if given is None else given,
                             d.count("output_tokens", usage.get("output_tokens")),
+                            cached_tokens=cached if given_cached is None else given_cached,
                         )
                         d.add(ev.t_ns, EventKind.USAGE)
                 elif kind == "message_stop":

@@ -28,10 +28,12 @@ def _content(m: Message) -> dict[str, Any]:
 
 
 def _usage(d: Decoded, meta: dict[str, Any]) -> Usage:
+    """Output is candidates plus thoughts; the prompt count includes ``cachedContentTokenCount``."""
     candidates = d.count("candidatesTokenCount", meta.get("candidatesTokenCount"))
     thoughts = d.count("thoughtsTokenCount", meta.get("thoughtsTokenCount"))
     output = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
-    return Usage(d.count("promptTokenCount", meta.get("promptTokenCount")), output, thoughts)
+    cached = d.count("cachedContentTokenCount", meta.get("cachedContentTokenCount"))
+    return Usage(d.count("promptTokenCount", meta.get("promptTokenCount")), output, thoughts, cached)
 
 
 def _parts(d: Decoded, t_ns: int, candidate: dict[str, Any]) -> None:

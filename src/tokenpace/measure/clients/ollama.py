@@ -3,7 +3,8 @@
 Each line carries ``message.content`` (or ``message.thinking``, or ``message.tool_calls``); the last one has
 ``done: true``, the reason and the server's own timings in nanoseconds (load, prompt evaluation, generation),
 which are kept as a free cross-check of what the client measured. Ollama Cloud (``https://ollama.com``)
-speaks the same API with a Bearer key.
+speaks the same API with a Bearer key. Its API has no cached-token field (Ollama reuses a cached prompt
+prefix, but says so nowhere), so a sample from it is never flagged as served from a prompt cache.
 """
 
 from __future__ import annotations

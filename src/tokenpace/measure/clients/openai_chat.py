@@ -22,11 +22,14 @@ ChoiceEvents = Callable[[int, dict[str, Any]], list[Event]]
 
 
 def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
+    """Prompt tokens include the cached ones (``prompt_tokens_details.cached_tokens``; llama.cpp sends it too)."""
     details = doc.get("completion_tokens_details") or {}
+    prompt = doc.get("prompt_tokens_details") or {}
     return Usage(
         d.count("prompt_tokens", doc.get("prompt_tokens")),
         d.count("completion_tokens", doc.get("completion_tokens")),
         d.count("reasoning_tokens", details.get("reasoning_tokens")),
+        d.count("cached_tokens", prompt.get("cached_tokens")),
     )
 
 

@@ -27,11 +27,14 @@ _ENDINGS = ("response.completed", "response.incomplete")
 
 
 def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
+    """Input tokens include the cached ones (``input_tokens_details.cached_tokens``)."""
     details = doc.get("output_tokens_details") or {}
+    inputs = doc.get("input_tokens_details") or {}
     return Usage(
         d.count("input_tokens", doc.get("input_tokens")),
         d.count("output_tokens", doc.get("output_tokens")),
         d.count("reasoning_tokens", details.get("reasoning_tokens")),
+        d.count("cached_tokens", inputs.get("cached_tokens")),
     )
 
 
