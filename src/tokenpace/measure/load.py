@@ -34,6 +34,7 @@ from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.clients.base import HttpRequest, undecodable
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.measure.dataset import Dataset, Request
+from tokenpace.measure.decodegate import DecodeGate
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.loadstats import Done
 from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter, run_record, send_request, yield_to_the_loop
@@ -205,6 +206,7 @@ async def run_load(
     budget, decoding, seq = _Budget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
 
     def decode(rec: Recording, when: datetime, i: int, req: Request, warmup: bool, asked: int, chain: int) -> Done:
+        gate.wait()  # on the decoder thread: the next requests are written first (measure/decodegate.py)
         try:
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
@@ -233,7 +235,7 @@ async def run_load(
             future.add_done_callback(decoded)
             decoding.append(future)
 
-        await send_request(session, proto, endpoint, http, settings.timeouts, settings.limits, refusals, ended)
+        await send_request(session, proto, endpoint, http, settings.timeouts, settings.limits, refusals, ended, gate)
 
     async def run_chain(i: int, asked: int, warmup: bool | None) -> None:
         for k, (req, http) in enumerate(await chains.get(i, _ahead(load))):
@@ -244,7 +246,8 @@ async def run_load(
             await send(req, http, asked, warmup, settings.first_chain + i)
 
     pool = load.concurrency or load.max_concurrency or MAX_CONCURRENCY
-    session = new_session(pool, settings.timeouts)
+    gate = DecodeGate()
+    session = new_session(pool, settings.timeouts, gate.written)
     lag.start()
     try:
         with quiet_interpreter():

@@ -32,6 +32,7 @@ from tokenpace.measure.clients.base import HttpRequest, WireProtocol, undecodabl
 from tokenpace.measure.clients.transport import Limits, Timeouts, new_session, record, warm
 from tokenpace.measure.coldstart import ColdStarts
 from tokenpace.measure.corpus import Corpus
+from tokenpace.measure.decodegate import DecodeGate
 from tokenpace.measure.failures import Failure
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.prompts import Prompt, build_prompt
@@ -199,6 +200,7 @@ async def _measure_endpoint(
     pool = workload.concurrency or options.concurrency
 
     def decode(rec: Recording, started: datetime, i: int, group: str | None, idle_s: float | None) -> Sample:
+        gate.wait()  # on the decoder thread: the next requests are written first
         try:
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
@@ -215,7 +217,8 @@ async def _measure_endpoint(
         if not future.cancelled() and future.exception() is None:
             keep(future.result())
 
-    async with new_session(pool, options.timeouts) as session:
+    gate = DecodeGate()
+    async with new_session(pool, options.timeouts, gate.written) as session:
         if options.warmup:
             await warm(session, proto.warm_url(endpoint), requests[0].headers, pool, options.timeouts)
 
@@ -230,7 +233,9 @@ async def _measure_endpoint(
                 decoding.append(future)
 
             cold.sent(endpoint)  # no await before send_request: its ``ended`` always balances this
-            await send_request(session, proto, endpoint, requests[i], options.timeouts, options.limits, refusals, ended)
+            await send_request(
+                session, proto, endpoint, requests[i], options.timeouts, options.limits, refusals, ended, gate
+            )
 
         step = 2 if workload.paired else 1
         order = iter(range(0, options.requests, step))
@@ -261,6 +266,7 @@ async def _measure_endpoint(
 async def send_request(
     session: aiohttp.ClientSession, proto: WireProtocol, endpoint: Endpoint, request: HttpRequest,
     timeouts: Timeouts, limits: Limits, refusals: Refusals, ended: Callable[[Recording, datetime], None],
+    gate: DecodeGate | None = None,
 ) -> None:  # fmt: skip
     """Send one request, its timing in a fresh recording; ``ended(recording, sent at)`` runs once it is over,
     on cancellation too, so a cancelled request is still a sample.
@@ -272,14 +278,28 @@ async def send_request(
         request = proto.without_extras(request, refused) or request
     rec, started = Recording(), datetime.now(UTC)
     try:
-        await record(session, request, timeouts, rec, proto.has_token, limits)
+        await _record(session, request, timeouts, rec, proto, limits, gate)
         if rec.failure is not None and (plain := proto.without_extras(request, rec.failure)) is not None:
             # A negotiation, not a measurement: ask again without the refused field, clock restarted.
             refusals.remember(endpoint, rec.failure)
             rec, started = Recording(), datetime.now(UTC)
-            await record(session, plain, timeouts, rec, proto.has_token, limits)
+            await _record(session, plain, timeouts, rec, proto, limits, gate)
     finally:
         ended(rec, started)
+
+
+async def _record(
+    session: aiohttp.ClientSession, request: HttpRequest, timeouts: Timeouts, rec: Recording, proto: WireProtocol,
+    limits: Limits, gate: DecodeGate | None,
+) -> None:  # fmt: skip
+    """transport.record, decoding held back (``gate``) from the moment it is asked for until it is written."""
+    if gate is not None:
+        gate.asking(rec)
+    try:
+        await record(session, request, timeouts, rec, proto.has_token, limits)
+    finally:
+        if gate is not None:
+            gate.written(rec)  # at the latest: one that failed before its write is never written
 
 
 def run_record(

@@ -82,8 +82,9 @@ def _client_failure(exc: aiohttp.ClientError, rec: Recording, secrets: tuple[str
     return Failure(kind, one_line(redact(message, secrets)))
 
 
-def trace_config() -> aiohttp.TraceConfig:
-    """Records when a request had to open a new connection, so network set-up is told apart."""
+def trace_config(on_sent: Callable[[Recording], None] | None = None) -> aiohttp.TraceConfig:
+    """Records when a request had to open a new connection, so network set-up is told apart, and when it
+    was written (``on_sent`` is then told: measure/decodegate.py)."""
 
     async def start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
         if isinstance(ctx.trace_request_ctx, Recording):
@@ -98,6 +99,8 @@ def trace_config() -> aiohttp.TraceConfig:
         rec = ctx.trace_request_ctx
         if isinstance(rec, Recording) and rec.t_sent_ns is None:
             rec.t_sent_ns = time.perf_counter_ns()
+            if on_sent is not None:
+                on_sent(rec)
 
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_start.append(start)
@@ -106,12 +109,15 @@ def trace_config() -> aiohttp.TraceConfig:
     return trace
 
 
-def new_session(concurrency: int, timeouts: Timeouts) -> aiohttp.ClientSession:
-    """A session whose pool holds one keep-alive connection per concurrent stream."""
+def new_session(
+    concurrency: int, timeouts: Timeouts, on_sent: Callable[[Recording], None] | None = None
+) -> aiohttp.ClientSession:
+    """A session whose pool holds one keep-alive connection per concurrent stream; ``on_sent(recording)`` runs
+    as each request is handed to its socket."""
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=concurrency, limit_per_host=0),
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.idle),
-        trace_configs=[trace_config()],
+        trace_configs=[trace_config(on_sent)],
     )
 
 
