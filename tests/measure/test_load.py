@@ -16,6 +16,7 @@ from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load
+from tokenpace.measure import load as engine
 from tokenpace.measure.arrivals import offsets
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.dataset import Chain, Request
@@ -190,3 +191,14 @@ def test_open_loop_duration_counts_on_the_schedule_not_on_a_late_clock(sim_threa
         done = runner.run(run_load(endpoint, Tiny(), load, SETTINGS, on_done=stall)).done
     assert stalled and len(done) == len(offsets(50, "constant", duration_s=0.61)) == 31
     assert max(d.sample.timeline.t_sent_ns - d.asked_ns for d in done) > 0.5e9  # released late, but released
+
+
+def test_a_closed_loop_staggers_its_workers(
+    sim_thread: Callable[..., SimThread], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "STAGGER_S", 0.02)  # far above what writing 6 requests costs, even on a loaded machine
+    slow = sim.Scenario(ttft_ms=400, tokens_per_s=1000, output_tokens=5)  # each request outlasts the stagger
+    done = run(sim_thread(slow).url, Load(concurrency=6, requests=6))
+    asked = sorted(d.asked_ns for d in done)
+    assert all(d.sample.ok for d in done)
+    assert all(b - a >= 0.015e9 for a, b in itertools.pairwise(asked))

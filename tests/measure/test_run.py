@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import json
 import statistics
 import time
@@ -203,3 +204,16 @@ async def test_a_cancelled_run_keeps_every_sample_each_as_it_ended() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
     assert [s.error_kind for s in kept] == [None, ErrorKind.CANCELLED]
+
+
+async def test_a_closed_loop_staggers_its_streams_so_rounds_do_not_end_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(run, "STAGGER_S", 0.02)  # far above what writing 8 requests costs, even on a loaded machine
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=400, tokens_per_s=2000, output_tokens=3))  # outlasts the stagger
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        result = await run_workload([endpoint], BUILTIN["1k"], RunOptions(8, 8, FAST, seed=1))
+    asked = sorted(s.timeline.t_sent_ns - s.timeline.queued_ns for s in result.samples)
+    assert all(s.ok for s in result.samples)
+    assert all(b - a >= 0.015e9 for a, b in itertools.pairwise(asked))

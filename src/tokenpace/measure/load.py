@@ -37,7 +37,15 @@ from tokenpace.measure.dataset import Dataset, Request
 from tokenpace.measure.decodegate import DecodeGate
 from tokenpace.measure.lag import LoopLag
 from tokenpace.measure.loadstats import Done
-from tokenpace.measure.run import Refusals, SampleSink, quiet_interpreter, run_record, send_request, yield_to_the_loop
+from tokenpace.measure.run import (
+    STAGGER_S,
+    Refusals,
+    SampleSink,
+    quiet_interpreter,
+    run_record,
+    send_request,
+    yield_to_the_loop,
+)
 from tokenpace.measure.sample import RunRecord, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
@@ -282,17 +290,19 @@ async def run_load(
 
 
 async def _closed(load: Load, budget: _Budget, run_chain: ChainRunner) -> None:
-    """``concurrency`` workers, each taking the next chain when its last one has ended."""
+    """``concurrency`` workers, each taking the next chain when its last one has ended, the k-th starting
+    k * STAGGER_S after the first."""
     loop = asyncio.get_running_loop()
     chain_ids = iter(range(1 << 62))
 
-    async def worker() -> None:
+    async def worker(k: int) -> None:
+        await asyncio.sleep(k * STAGGER_S)  # streams staggered, so rounds do not end together (measure/run.py)
         while (warmup := budget.take(loop.time())) is not None:
             await run_chain(next(chain_ids), time.perf_counter_ns(), warmup)
 
     async with asyncio.TaskGroup() as tg:
-        for _ in range(load.concurrency or 1):
-            tg.create_task(worker())
+        for k in range(load.concurrency or 1):
+            tg.create_task(worker(k))
 
 
 async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) -> None:

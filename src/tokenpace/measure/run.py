@@ -41,6 +41,9 @@ from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
 
 DECODER_SWITCH_INTERVAL_S = 0.0002
+# A closed loop's streams start this far apart: released all at once, equal streams end together, and every
+# round boundary the client writes them all back to back, each waiting on the ones before (bench/fidelity.py).
+STAGGER_S = 0.0005
 
 
 QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see quiet_interpreter)
@@ -166,7 +169,8 @@ async def _measure_endpoint(
     """Take ``options.requests`` samples of one endpoint, decoding each on the decoder thread as it ends.
 
     A workload with its own concurrency (the parallel one) releases its requests in groups of that size, all
-    of a group at once, the next group when the last one has finished. Requests released together share the
+    of a group at once, the next group when the last one has finished. Otherwise ``pool`` workers take the
+    requests in turn, the k-th starting k * STAGGER_S after the first. Requests released together share the
     idle time measured just before their release (coldstart.py). A paired workload (cached-10k) sends requests
     2k and 2k+1 as one pair, the second once the first has ended, ``options.concurrency`` pairs at a time; each
     pair is a group.
@@ -241,7 +245,8 @@ async def _measure_endpoint(
         order = iter(range(0, options.requests, step))
         first_release = (cold.idle(endpoint),)
 
-        async def worker() -> None:
+        async def worker(k: int) -> None:
+            await asyncio.sleep(k * STAGGER_S)  # its place in the schedule: the wait before it is not the client's
             for i in order:
                 group = f"{run_id[:12]}-p{i // 2}" if workload.paired else None
                 for turn in range(i, min(i + step, options.requests)):  # a pair's turns one after the other
@@ -257,8 +262,8 @@ async def _measure_endpoint(
                             tg.create_task(one(i, f"{run_id[:12]}-{k}", release))
             else:
                 async with asyncio.TaskGroup() as tg:
-                    for _ in range(min(pool, options.requests)):
-                        tg.create_task(worker())
+                    for k in range(min(pool, options.requests)):
+                        tg.create_task(worker(k))
         finally:
             await asyncio.gather(*decoding)
 
