@@ -24,7 +24,7 @@ which at ~57 µs an event tops out near 15k events/s on one core. Server and cli
   and simulator allow (both get preempted under other load), so what exceeds it is the client's own.
 
     uv run python bench/fidelity.py [--levels 1,32,256,512] [--server lean|sim] [--tokens-per-s 50]
-        [--output-tokens 100] [--raw 40]
+        [--output-tokens 100] [--raw 40] [--stagger-ms 0.5] [--hold-decode-ms 500]
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pathlib import Path
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
+from tokenpace.measure import decodegate, run
 from tokenpace.measure.clients.transport import Timeouts
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.run import RunOptions, RunResult, event_loop_factory, run_workload
@@ -200,7 +201,12 @@ def main() -> None:
     parser.add_argument("--requests-per-level", type=int, default=0, help="default: max(level, 20)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--raw", type=int, default=0, help="then this many requests from a bare asyncio client")
+    parser.add_argument("--stagger-ms", type=float, default=run.STAGGER_S * 1000,
+                        help="closed-loop streams start this far apart (0: all at once, as before)")  # fmt: skip
+    parser.add_argument("--hold-decode-ms", type=float, default=decodegate.MAX_HOLD_S * 1000,
+                        help="longest decoding waits for requests being written (0: never)")  # fmt: skip
     args = parser.parse_args()
+    run.STAGGER_S, decodegate.MAX_HOLD_S = args.stagger_ms / 1000, args.hold_decode_ms / 1000  # A/B, one knob each
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[0]})  # the client gets one core, the simulator another
     from tokenpace.measure.tokens import preload
