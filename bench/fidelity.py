@@ -202,7 +202,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--raw", type=int, default=0, help="then this many requests from a bare asyncio client")
     parser.add_argument("--stagger-ms", type=float, default=run.STAGGER_S * 1000,
-                        help="closed-loop streams start this far apart (0, the default: all at once)")  # fmt: skip
+                        help="closed-loop streams start this far apart (0: all at once, as before)")  # fmt: skip
     parser.add_argument("--hold-decode-ms", type=float, default=decodegate.MAX_HOLD_S * 1000,
                         help="longest decoding waits for requests being written (0: never)")  # fmt: skip
     args = parser.parse_args()

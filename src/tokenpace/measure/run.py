@@ -41,11 +41,9 @@ from tokenpace.measure.timing import Recording
 from tokenpace.measure.tokens import preload as preload_tokenizer
 
 DECODER_SWITCH_INTERVAL_S = 0.0002
-# A closed loop's streams may start this far apart: released all at once, equal streams end together, and every
-# round boundary the client writes them all back to back, each waiting on the ones before (bench/fidelity.py).
-# Off (0) until measured on a quiet machine: 0.5 ms cut the p50 wait at 256 streams but worsened 512 on a loaded one
-# (docs/accuracy.md); bench/fidelity.py --stagger-ms tries it.
-STAGGER_S = 0.0
+# A closed loop's streams start this far apart: released all at once, equal streams end together, and every
+# round boundary the client writes them all back to back, each waiting on the ones before (docs/accuracy.md).
+STAGGER_S = 0.0005
 
 
 QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see quiet_interpreter)
