@@ -22,7 +22,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.network import Network, corrected_ttft
-from tokenpace.measure.sample import LOCAL, Origin, Sample, make_sample
+from tokenpace.measure.sample import CACHED_MIN_TOKENS, LOCAL, Origin, Sample, make_sample
 from tokenpace.measure.stats import figure
 from tokenpace.store import rollup
 from tokenpace.store.columns import (
@@ -241,8 +241,8 @@ def recompute(samples: Sequence[Sample], window: Window, now: datetime, long: Se
 
 
 def cached(s: Sample) -> bool:
-    """Served (in part) from the provider's prompt cache: a positive count of cached tokens."""
-    return (s.metrics.provider_cached_tokens or 0) > 0
+    """Served (in part) from the provider's prompt cache: at least CACHED_MIN_TOKENS cached tokens."""
+    return (s.metrics.provider_cached_tokens or 0) >= CACHED_MIN_TOKENS
 
 
 def assert_windows_equal_a_recompute(store: Store, samples: Sequence[Sample], nows: Sequence[datetime]) -> None:
