@@ -48,7 +48,8 @@ def print_summary(console: Console, s: Summary) -> None:
     if s.ok == 0:
         console.print(title + "  ·  [bold red]no request succeeded[/]: no figures", soft_wrap=True)
     else:
-        table = Table(title=title, title_justify="left")
+        console.print(title, soft_wrap=True)  # a line of its own: a table's title would wrap at the table's width
+        table = Table()
         columns = ("figure", "unit", "n", "P5", "P50", "P95", "mean") + (("set",) if s.truth is not None else ())
         for col in columns:
             table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
