@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenpace.measure.sample import CACHED_MIN_TOKENS
 from tokenpace.store import rollup
 
 FUNCTION = "tokenpace_count_sample"
@@ -36,8 +35,7 @@ _CHECKS = {"canary_checked": "(NEW.canary_ok IS NOT NULL)::integer", "canary_pas
 
 def _tag(name: str) -> str:
     """A key tag of one sample: rollup.TAGS' SQL over the new row's columns."""
-    cached = f"CASE WHEN NEW.provider_cached_tokens >= {CACHED_MIN_TOKENS} THEN 1 ELSE 0 END"
-    return {"cached": cached, "cold": "NEW.cold"}[name]
+    return rollup.TAGS[name].format(row="NEW.")
 
 
 def _upsert(level: rollup.Level, shape: rollup.Shape) -> str:

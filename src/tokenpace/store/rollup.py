@@ -56,9 +56,18 @@ UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows
 # Key columns after client_bound (0/1), as SQL both databases evaluate alike over a sample's columns: the provider
 # served part of the prompt from its cache (its figures are not a fresh prompt's), and the request came after the
 # endpoint sat idle long enough to be a cold start (its TTFT is reported apart). A fresh sample has both 0.
-TAGS = {"cached": f"CASE WHEN provider_cached_tokens >= {CACHED_MIN_TOKENS} THEN 1 ELSE 0 END", "cold": "cold"}
+# ``{row}`` is the columns' prefix: "" in a query over samples, "NEW." in the counting trigger (counting.py).
+TAGS = {
+    "cached": f"CASE WHEN {{row}}provider_cached_tokens >= {CACHED_MIN_TOKENS} THEN 1 ELSE 0 END",
+    "cold": "{row}cold",
+}
 # Counts of the correctness canary (issue 22): samples whose verdict is known, and those that passed.
 CHECKS = ("canary_checked", "canary_passed")
+
+
+# What every sample counts in a row besides its identity, in this order (the raw columns after the identity).
+_COUNTED = ("started_at", "ok", "error_kind", "source", "client_bound", "protocol", "simulated")
+_BOUND = _COUNTED.index("client_bound")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +88,8 @@ class Shape:
     def raw(self) -> str:
         """What a raw sample contributes, in this order: the windows read their edge hours with the same columns."""
         metrics = (DERIVED.get(m, m) for m in self.metrics)
-        counted = "started_at, ok, error_kind, source, client_bound, protocol, simulated"
-        tags = (TAGS[t] for t in self.tags)
-        return ", ".join((*self.ident, counted, *tags, *(("canary_ok",) if self.checks else ()), *metrics))
+        tags = (TAGS[t].format(row="") for t in self.tags)
+        return ", ".join((*self.ident, *_COUNTED, *tags, *(("canary_ok",) if self.checks else ()), *metrics))
 
 
 FIRST = Shape(("provider", "plan", "model", "workload"), STORED)  # migrations 6, 7 and 8
@@ -239,8 +247,8 @@ class _Row:
 
     def add(self, rest: Sequence[Any]) -> None:
         """Count one sample, given as its shape's ``raw`` columns after its identity (its tags are in the key)."""
-        at, ok, kind, source, _, protocol, simulated = rest[:7]
-        after = 7 + len(self.shape.tags)
+        at, ok, kind, source, _, protocol, simulated = rest[: len(_COUNTED)]
+        after = len(_COUNTED) + len(self.shape.tags)
         if self.shape.checks:
             verdict = rest[after]
             self.checked += verdict is not None
@@ -267,8 +275,8 @@ class _Row:
 def _key(raw: Sequence[Any], level: Level, shape: Shape) -> tuple[Any, ...]:
     """The row's key: the sample's identity (its first columns), its unit, whether it was client-bound and its
     tags (0/1 each)."""
-    n = len(shape.ident)
-    return (*raw[:n], level.of(raw[n]), int(raw[n + 4]), *(int(t) for t in raw[n + 7 : n + 7 + len(shape.tags)]))
+    n, tags = len(shape.ident), len(shape.ident) + len(_COUNTED)
+    return (*raw[:n], level.of(raw[n]), int(raw[n + _BOUND]), *(int(t) for t in raw[tags : tags + len(shape.tags)]))
 
 
 def _start(rest: Sequence[Any], shape: Shape) -> _Row:
@@ -279,9 +287,6 @@ def _insert(level: Level, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str
     columns = level.columns_of(shape)
     one = f"({', '.join([ph] * len(columns))})"
     return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
-
-
-_COUNTED = ("started_at", "ok", "error_kind", "source", "client_bound", "protocol", "simulated")
 
 
 def _raw(values: Sequence[Any]) -> list[Any]:
