@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.measure import canary
 from tokenpace.measure.bursts import Bursts, Member, bursts, grouped
 from tokenpace.measure.clients import protocol_for
 from tokenpace.measure.failures import ErrorKind
@@ -142,7 +143,7 @@ class Summary:
     @property
     def canary_pass_rate(self) -> float | None:
         """Canary pass rate = passed / checked; None when no answer was checked."""
-        return self.canary_passed / self.canary_checked if self.canary_checked else None
+        return canary.pass_rate(self.canary_passed, self.canary_checked)
 
     def as_dict(self) -> dict[str, Any]:
         return {

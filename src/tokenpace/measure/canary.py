@@ -82,6 +82,11 @@ def passed(expected_line: str, answer_text: str) -> bool:
     return line is not None and line.upper() == expected_line.upper() and not loops(answer_text)
 
 
+def pass_rate(passed: int, checked: int) -> float | None:
+    """Pass rate = passed / checked verdicts; None when no answer was judged."""
+    return passed / checked if checked else None
+
+
 def wrong(expected_line: str) -> str:
     """A near miss: the expected line with its last hex digit moved on by one (what a swapped model answers)."""
     last = expected_line[-1]

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure import canary
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, commonest, success_rate
 from tokenpace.store.database import Store, epoch, utc
@@ -109,7 +110,7 @@ class EndpointRow:
     @property
     def canary_rate(self) -> float | None:
         """passed / checked of the correctness canary; None when no verdict is known."""
-        return self.canary_passed / self.canary_checked if self.canary_checked else None
+        return canary.pass_rate(self.canary_passed, self.canary_checked)
 
     @property
     def name(self) -> str:
@@ -299,7 +300,7 @@ class ModelRow:
     @property
     def canary_rate(self) -> float | None:
         """passed / checked of the canary over every endpoint serving the model; None when none was judged."""
-        return self.canary_passed / self.canary_checked if self.canary_checked else None
+        return canary.pass_rate(self.canary_passed, self.canary_checked)
 
 
 def _median(values: Iterable[float | None]) -> float | None:
