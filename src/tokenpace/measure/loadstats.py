@@ -187,8 +187,8 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
     every measured request, ok or not: both are about the load offered, not the answers.
     """
     measured = [d for d in done if not d.warmup]
-    ok = [d.sample for d in measured if d.sample.ok]
     ok_done = [d for d in measured if d.sample.ok]
+    ok = [d.sample for d in ok_done]
     window = window_s(measured)
     errors = Counter(str(d.sample.error_kind) for d in measured if not d.sample.ok)
     ttft, tpot, e2e = _ok_latencies(ok)

@@ -167,9 +167,8 @@ def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corp
     ]
     instruction = instructions[0]
     first = f"{nonce} is this request's reference number; it is not part of the task.\n\nDocuments:\n\n"
-    fixed = count_tokens(first) + max(map(count_tokens, instructions))
-
     longest = max(instructions, key=count_tokens)
+    fixed = count_tokens(first) + count_tokens(longest)
 
     def text(budget: int) -> str:
         """The prompt up to its task: the same for every one of ``tasks``."""
