@@ -39,12 +39,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
-from tokenpace.measure import decodegate, run
-from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.load import decodegate, run
+from tokenpace.load.run import RunOptions, RunResult, event_loop_factory, run_workload
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import RunOptions, RunResult, event_loop_factory, run_workload
 from tokenpace.sim import Truth
 
 MS = 1_000_000
@@ -154,7 +154,7 @@ def report(level: int, result: RunResult, port: int, tokens_per_s: float, sim_cp
 async def raw_reference(port: int, n: int, input_tokens: int, output_tokens: int) -> list[float]:
     """First-token arrival error (ms) of ``n`` requests, one at a time, from a bare asyncio client on one
     connection: the floor this machine and simulator allow, to tell the client's lateness from theirs."""
-    from tokenpace.measure.prompts import build_prompt
+    from tokenpace.prompts.prompt import build_prompt
 
     workload = Workload("fidelity-raw", output_tokens, input_tokens=input_tokens)
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -209,7 +209,7 @@ def main() -> None:
     run.STAGGER_S, decodegate.MAX_HOLD_S = args.stagger_ms / 1000, args.hold_decode_ms / 1000  # A/B, one knob each
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[0]})  # the client gets one core, the simulator another
-    from tokenpace.measure.tokens import preload
+    from tokenpace.prompts.tokens import preload
 
     preload()
     port = 18000 + os.getpid() % 1000

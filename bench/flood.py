@@ -38,8 +38,8 @@ import aiohttp
 from aggregate import fill_sqlite
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.serve import service
 from tokenpace.store.database import Store, open_store
 

@@ -15,9 +15,9 @@ import statistics
 import time
 
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.measure.corpus import default_corpus, token_length
-from tokenpace.measure.prompts import build_prompt
-from tokenpace.measure.tokens import preload
+from tokenpace.prompts.corpus import default_corpus, token_length
+from tokenpace.prompts.prompt import build_prompt
+from tokenpace.prompts.tokens import preload
 
 
 def ms(seconds: float) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tokenpace.measure.results import read
+from tokenpace.load.results import read
 from tokenpace.web.report import render_report
 
 CHROMIUM = "/usr/bin/chromium"

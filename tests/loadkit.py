@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Slo
+from tokenpace.load.figures import Done, figures
+from tokenpace.load.results import BenchResult, Point, rows_of
 from tokenpace.measure.failures import ErrorKind, Failure
-from tokenpace.measure.loadstats import Done, figures
-from tokenpace.measure.results import BenchResult, Point, rows_of
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from tokenpace.config.load import Load, Slo
-from tokenpace.measure.loadstats import Figures, Latency, TagFigures
-from tokenpace.measure.results import BenchResult, Point, Row
+from tokenpace.load.figures import Figures, Latency, TagFigures
+from tokenpace.load.results import BenchResult, Point, Row
 
 EVIL = "<script>alert(1)</script>"
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import aiohttp
 
+from tokenpace.clients import protocol_for
+from tokenpace.clients.transport import Timeouts, new_session, record
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.clients.transport import Timeouts, new_session, record
-from tokenpace.measure.prompts import Prompt
 from tokenpace.measure.timing import Recording, Timeline
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.prompt import Prompt
+from tokenpace.prompts.tokens import count_tokens
 from tokenpace.sim import Scenario, Simulator, Truth, serve
 
 PROMPT = "How fast is this endpoint, really?"

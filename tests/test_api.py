@@ -11,7 +11,7 @@ import pytest
 import tokenpace
 
 # Packages that re-export names from their modules; every other package's __init__ holds only a docstring.
-EXPORTING = ["tokenpace.sim", "tokenpace.web", "tokenpace.measure.clients"]
+EXPORTING = ["tokenpace.sim", "tokenpace.web", "tokenpace.clients"]
 
 
 def public_names(module: types.ModuleType) -> list[str]:

@@ -19,7 +19,10 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for layer in (
         "errors version",
         "config",
+        "prompts",
         "measure",
+        "clients",
+        "load",
         "store sim",
         "schedule agent",
         "board",
@@ -84,7 +87,7 @@ def test_imports_only_go_down_a_layer() -> None:
 def test_a_probe_agent_imports_only_what_measuring_and_storing_need() -> None:
     """An agent runs far from the board (issue 11): no scheduler, board, web, serve or simulator comes with it."""
     used = {package_of(n) for m, targets in graph().items() if package_of(m) == "agent" for n in targets}
-    assert used - {"agent"} <= {"errors", "version", "config", "measure", "store"}
+    assert used - {"agent"} <= {"errors", "version", "config", "prompts", "measure", "clients", "load", "store"}
 
 
 def cycle(g: dict[str, set[str]]) -> list[str]:

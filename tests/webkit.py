@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokenpace import sim
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.store.database import Store, open_store
 

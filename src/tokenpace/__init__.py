@@ -11,13 +11,13 @@ import typing
 from tokenpace.version import __version__
 
 if typing.TYPE_CHECKING:
+    from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.workloads import Workload
     from tokenpace.errors import TokenpaceError
-    from tokenpace.measure.clients.transport import Timeouts
+    from tokenpace.load.run import Refusals, RunOptions, RunResult, run_workload
     from tokenpace.measure.failures import ErrorKind, Failure
     from tokenpace.measure.metrics import Metrics
-    from tokenpace.measure.run import Refusals, RunOptions, RunResult, run_workload
     from tokenpace.measure.sample import Sample
     from tokenpace.measure.timing import Timeline
     from tokenpace.store.database import Store, open_store
@@ -25,16 +25,16 @@ if typing.TYPE_CHECKING:
 # Loaded on first use (PEP 562): `tokenpace --help` imports this package, and must not pay for aiohttp,
 # tiktoken or the database drivers that these names bring.
 _HOME = {
-    "Timeouts": "tokenpace.measure.clients.transport",
+    "Timeouts": "tokenpace.clients.transport",
     "Endpoint": "tokenpace.config.endpoints",
     "TokenpaceError": "tokenpace.errors",
     "ErrorKind": "tokenpace.measure.failures",
     "Failure": "tokenpace.measure.failures",
     "Metrics": "tokenpace.measure.metrics",
-    "RunOptions": "tokenpace.measure.run",
-    "Refusals": "tokenpace.measure.run",
-    "RunResult": "tokenpace.measure.run",
-    "run_workload": "tokenpace.measure.run",
+    "RunOptions": "tokenpace.load.run",
+    "Refusals": "tokenpace.load.run",
+    "RunResult": "tokenpace.load.run",
+    "run_workload": "tokenpace.load.run",
     "Sample": "tokenpace.measure.sample",
     "Store": "tokenpace.store.database",
     "open_store": "tokenpace.store.database",

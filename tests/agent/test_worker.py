@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from tests.agentkit import AgentProcess, central, delay_process, sim_process, until, write_config
-from tokenpace.measure.network import corrected_ttft
+from tokenpace.measure.metrics import corrected_ttft
 from tokenpace.measure.sample import Sample
 from tokenpace.store import agents
 from tokenpace.store.database import open_store

@@ -10,7 +10,7 @@ import pytest
 from tests.loadkit import done, point, result, steady
 from tokenpace.board.compare import SPECS, Change, as_dict, compare, describe_change, judge, relative
 from tokenpace.config.load import Load, Slo
-from tokenpace.measure.results import Point
+from tokenpace.load.results import Point
 
 C1, C4, R2 = Load(concurrency=1), Load(concurrency=4), Load(concurrency=None, rate=2.0)
 SPEC = {s.name: s for s in SPECS}

@@ -20,13 +20,13 @@ from tests.webkit import Steady
 from tokenpace import sim
 from tokenpace.board.ranking import SORTS, Board, Query, as_dict, csv_table, read_board, rules
 from tokenpace.board.terminal import COLUMNS, print_board
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import BadRequest
-from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.stats import Figure
 from tokenpace.schedule.sampler import jobs

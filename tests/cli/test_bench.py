@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.cli import main
-from tokenpace.measure.results import BenchResult, read
-from tokenpace.measure.sweep import kept_up
+from tokenpace.load.results import BenchResult, read
+from tokenpace.load.sweep import kept_up
 from tokenpace.store.database import open_store
 
 QUICK = sim.Scenario(ttft_ms=20, tokens_per_s=500, output_tokens=10)

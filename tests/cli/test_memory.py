@@ -21,10 +21,12 @@ from click.testing import CliRunner, Result
 
 from tests.conftest import ctrl_c_reaches_child
 from tokenpace.cli import main
-from tokenpace.measure import corpus, datafiles, load
-from tokenpace.measure.clients.base import HttpRequest
-from tokenpace.measure.synthetic import Lengths, Synthetic
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.clients.base import HttpRequest
+from tokenpace.load import datafiles
+from tokenpace.load import engine as load
+from tokenpace.load.synthetic import Lengths, Synthetic
+from tokenpace.prompts import corpus
+from tokenpace.prompts.tokens import count_tokens
 
 URL = ("--base-url", "http://127.0.0.1:9/v1", "--model", "m")
 

@@ -73,7 +73,7 @@ def test_repeat_with_an_auto_sweep_is_refused(tmp_path: Path, sim_thread: Callab
 
 def test_the_default_bound_is_the_engines() -> None:
     from tokenpace.cli.bench import bench as command
-    from tokenpace.measure.loadstats import DISPATCH_P99_MS
+    from tokenpace.load.figures import DISPATCH_P99_MS
 
     (option,) = (p for p in command.params if p.name == "max_dispatch_ms")
     assert option.default == DISPATCH_P99_MS

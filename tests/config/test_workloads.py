@@ -17,7 +17,7 @@ from tokenpace.config.workloads import (
     workload_from_config,
 )
 from tokenpace.errors import ConfigError
-from tokenpace.measure.prompts import build_prompt
+from tokenpace.prompts.prompt import build_prompt
 
 
 def test_builtin_workloads() -> None:

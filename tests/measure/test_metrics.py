@@ -6,7 +6,7 @@ import pytest
 
 from tokenpace.measure.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.tokens import count_tokens
 
 MS = 1_000_000
 

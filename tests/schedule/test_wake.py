@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.measure.test_coldstart import AFTER_S, IDLE_S, LOAD_MS, SCALES_TO_ZERO
+from tests.load.test_coldstart import AFTER_S, IDLE_S, LOAD_MS, SCALES_TO_ZERO
 from tests.schedule.test_sampler import SMALL, T0, FakeClock, Runs, fake_sample, job, run_for
 from tokenpace import sim
 from tokenpace.agent.worker import Agent

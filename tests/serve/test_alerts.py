@@ -21,11 +21,11 @@ from aiohttp import web
 
 from tests.webkit import Steady
 from tokenpace import sim
+from tokenpace.board.changepoint import MIN_AFTER, MIN_BEFORE
 from tokenpace.board.changes import Change
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
-from tokenpace.measure.changepoint import MIN_AFTER, MIN_BEFORE
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.schedule.cadence import Job
 from tokenpace.schedule.sampler import Sampler
 from tokenpace.serve.alerts import MAX_FIELD, Sender, Watcher, alerting, body, text

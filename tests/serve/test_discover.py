@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from tokenpace import sim
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.serve import discover
 
 

@@ -10,17 +10,17 @@ from starlette.testclient import TestClient
 
 from tokenpace import sim
 from tokenpace.board.changes import describe, read_current, series_changes
+from tokenpace.clients import protocol_for
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.presets import PROTOCOLS
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.errors import SimulatorError
-from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.clients.transport import Timeouts
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.prompts import Message, chat_prompt
-from tokenpace.measure.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample, make_sample
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.prompt import Message, chat_prompt
+from tokenpace.prompts.tokens import count_tokens
 from tokenpace.sim.scenario import from_table
 from tokenpace.store.database import open_store
 from tokenpace.store.series import latest

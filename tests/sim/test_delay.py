@@ -13,11 +13,11 @@ import pytest
 from tests.conftest import free_port
 from tests.simkit import MS
 from tokenpace import sim
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import SimulatorError
-from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.sim.delay import READ_BYTES, DelayProxy
 
 pytestmark = pytest.mark.usefixtures("quiet_server")

@@ -20,7 +20,7 @@ from google.genai import types as genai_types
 
 from tests.simkit import FAST, MS, PROMPT, Raw, fast, only, post
 from tokenpace.config.endpoints import PROTOCOLS
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, Scenario, Simulator, Truth, serve
 
 pytestmark = pytest.mark.usefixtures("quiet_server")

@@ -10,7 +10,7 @@ import pytest
 from tests.config.test_endpoints import DEMO, write
 from tokenpace.config.endpoints import load
 from tokenpace.errors import ConfigError, SimulatorError
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario
 
 

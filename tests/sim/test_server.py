@@ -17,7 +17,7 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from tests.simkit import FAST, MS, PROMPT, Raw, fast, only, post
 from tokenpace.errors import SimulatorError
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario, Simulator, Truth, serve, serve_forever
 
 pytestmark = pytest.mark.usefixtures("quiet_server")

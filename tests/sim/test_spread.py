@@ -7,10 +7,10 @@ import random
 import statistics
 
 from tokenpace import sim
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.serve.service import default_config
 

@@ -20,8 +20,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics, compute
-from tokenpace.measure.network import Network
-from tokenpace.measure.sample import Origin, RunRecord, Sample, make_sample
+from tokenpace.measure.sample import Network, Origin, RunRecord, Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import Store, default_db_path, open_store

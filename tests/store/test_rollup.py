@@ -21,8 +21,8 @@ from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, stream
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
-from tokenpace.measure.network import Network, corrected_ttft
-from tokenpace.measure.sample import CACHED_MIN_TOKENS, LOCAL, Origin, Sample, make_sample
+from tokenpace.measure.metrics import corrected_ttft
+from tokenpace.measure.sample import CACHED_MIN_TOKENS, LOCAL, Network, Origin, Sample, make_sample
 from tokenpace.measure.stats import figure
 from tokenpace.store import rollup
 from tokenpace.store.columns import (

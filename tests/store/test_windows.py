@@ -16,8 +16,7 @@ from tokenpace.board.summary import summarise
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import percentile
-from tokenpace.measure.network import Network
-from tokenpace.measure.sample import LOCAL, Origin, Sample, make_sample
+from tokenpace.measure.sample import LOCAL, Network, Origin, Sample, make_sample
 from tokenpace.measure.stats import success_rate
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import Store, open_store

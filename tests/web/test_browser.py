@@ -28,8 +28,7 @@ from playwright.sync_api import FloatRect, Page
 
 from tests.conftest import free_port
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.measure.network import Network
-from tokenpace.measure.sample import Origin, make_sample
+from tokenpace.measure.sample import Network, Origin, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import open_store
 

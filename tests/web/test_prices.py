@@ -22,7 +22,7 @@ from tokenpace.board.cost import CSV_COLUMNS, blended
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.prices import Price
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.paths import model_path

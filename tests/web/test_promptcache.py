@@ -15,10 +15,10 @@ from tests.webkit import Steady
 from tokenpace import sim
 from tokenpace.board import warmcold
 from tokenpace.cli import main
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.run import RunOptions, run_workload
+from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.prefixturns import turns

@@ -16,8 +16,7 @@ from starlette.testclient import TestClient
 from tests.store.test_windows import stream
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.regions import Region
-from tokenpace.measure.network import Network
-from tokenpace.measure.sample import LOCAL, Origin, make_sample
+from tokenpace.measure.sample import LOCAL, Network, Origin, make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path

@@ -19,8 +19,8 @@ from tests.web.test_browser import ARGS, ARTIFACTS, CHROMIUM, _chromium
 from tests.webkit import SVG, charts, legend, marks
 from tokenpace.board import numbers
 from tokenpace.config.load import Load
-from tokenpace.measure.loadstats import Figures, Latency, TagFigures
-from tokenpace.measure.results import BenchResult, Point
+from tokenpace.load.figures import Figures, Latency, TagFigures
+from tokenpace.load.results import BenchResult, Point
 from tokenpace.web import report
 from tokenpace.web.report import render_report
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from tests.reportkit import concurrency_sweep, latency, one_point, rate_sweep, result, rows
 from tests.webkit import legend, marks
 from tokenpace.config.load import Load
-from tokenpace.measure.results import Point, Row
+from tokenpace.load.results import Point, Row
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.report_charts import dots_per_chart, ladder, swept, thin

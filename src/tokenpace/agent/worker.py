@@ -1,7 +1,7 @@
 """A probe agent: a procrastinate worker on its region's queue that measures each order with the same client as serve.
 
 For each order it takes, the agent resolves the endpoint by name in its own config (keys come from its own
-environment, never from the queue), measures the network path to it (measure/network.py), runs the workload
+environment, never from the queue), measures the network path to it (clients/network.py), runs the workload
 and stores the samples tagged with its region, its name and the job (one sample per job and request: a
 retried job cannot store twice). An order taken after its deadline is dropped and counted, not run late.
 
@@ -22,13 +22,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tokenpace.clients.network import measure_network
+from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
-from tokenpace.measure.clients.transport import Timeouts
-from tokenpace.measure.coldstart import ColdStarts
-from tokenpace.measure.corpus import Corpus
-from tokenpace.measure.network import measure_network
-from tokenpace.measure.run import Refusals, RunOptions, run_workload
+from tokenpace.load.coldstart import ColdStarts
+from tokenpace.load.run import Refusals, RunOptions, run_workload
 from tokenpace.measure.sample import Origin
+from tokenpace.prompts.corpus import Corpus
 from tokenpace.store import agents
 from tokenpace.store.database import Store
 from tokenpace.store.queue import TASK, Order, Queue, queue_name

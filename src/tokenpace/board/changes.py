@@ -1,9 +1,9 @@
 """Changes in an endpoint's output speed, TTFT, success rate or canary pass rate, found in its samples
-(measure/changepoint.py).
+(board/changepoint.py).
 
 Speed and TTFT are read from the samples a chart draws (published, successful, not client-bound); the success
 rate from every published sample but those tokenpace itself cancelled, as the board's rate is; the canary pass
-rate (measure/canary.py) from every published sample with a verdict, by the same outcome test: a model swapped
+rate (prompts/canary.py) from every published sample with a verdict, by the same outcome test: a model swapped
 or degraded behind the same name shows as a fall. Each workload is its own series: a 100k prompt is slower than
 a 1k one, which is no change.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tokenpace.measure.changepoint import Split, outcome_changes, timing_changes
+from tokenpace.board.changepoint import Split, outcome_changes, timing_changes
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
 from tokenpace.store.series import Point, last_started, latest

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tokenpace.config.load import Load
-from tokenpace.measure.loadstats import Figures
-from tokenpace.measure.results import BenchResult, Point, Row
+from tokenpace.load.figures import Figures
+from tokenpace.load.results import BenchResult, Point, Row
 from tokenpace.measure.stats import quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]

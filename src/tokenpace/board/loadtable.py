@@ -17,7 +17,7 @@ from rich.table import Table
 
 from tokenpace.board import numbers
 from tokenpace.board.compare import Change, Comparison, describe_change
-from tokenpace.measure.results import BenchResult, Point
+from tokenpace.load.results import BenchResult, Point
 from tokenpace.measure.stats import commonest
 
 NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenpace.measure import canary
-from tokenpace.measure.bursts import Bursts, Member, bursts, grouped
-from tokenpace.measure.clients import protocol_for
+from tokenpace.board.bursts import Bursts, Member, bursts, grouped
+from tokenpace.clients import protocol_for
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import Figure, figure, success_rate
+from tokenpace.prompts import canary
 
 TOP_MESSAGES = 3  # per error kind
 MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
@@ -100,7 +100,7 @@ def messages(samples: Sequence[Sample]) -> dict[str, list[Message]]:
 
 @dataclass(frozen=True, slots=True)
 class Cold:
-    """Samples sent after the endpoint idled past its threshold (measure/coldstart.py), apart from the others."""
+    """Samples sent after the endpoint idled past its threshold (load/coldstart.py), apart from the others."""
 
     count: int  # cold samples, failed ones included
     after_s: float  # the threshold they passed
@@ -132,7 +132,7 @@ class Summary:
     error_messages: dict[str, list[Message]] = field(default_factory=dict)
     truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
     cold: Cold | None = None  # when some samples were cold starts
-    canary_passed: int = 0  # answers that began with the canary's line (measure/canary.py) ...
+    canary_passed: int = 0  # answers that began with the canary's line (prompts/canary.py) ...
     canary_checked: int = 0  # ... of the answers judged (a canary asked, the request successful)
 
     @property

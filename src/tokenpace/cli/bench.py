@@ -24,14 +24,14 @@ from tokenpace.errors import ConfigError, StoreError
 if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.cli.benchlive import Live
+    from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
-    from tokenpace.measure.clients.transport import Timeouts
-    from tokenpace.measure.dataset import Dataset
-    from tokenpace.measure.loadstats import Done
-    from tokenpace.measure.results import BenchResult
-    from tokenpace.measure.run import SampleSink
-    from tokenpace.measure.sweep import Sweeper
+    from tokenpace.load.chains import Dataset
+    from tokenpace.load.figures import Done
+    from tokenpace.load.results import BenchResult
+    from tokenpace.load.run import SampleSink
+    from tokenpace.load.sweep import Sweeper
 
 MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
 
@@ -133,9 +133,9 @@ def bench(
     import random
 
     from tokenpace import sim
+    from tokenpace.clients.transport import Timeouts
     from tokenpace.config import load as loadcfg
     from tokenpace.config.endpoints import Config, load
-    from tokenpace.measure.clients.transport import Timeouts
 
     if concurrency is not None and rate is not None:
         raise ConfigError("give -c (closed loop) or --rate (open loop), not both")
@@ -191,7 +191,7 @@ class _Job:
 
 def _check_repeat(repeat: int, sweep: Sweep | None) -> None:
     """--repeat runs given levels again: not an auto sweep's (each of its levels is chosen from the last)."""
-    from tokenpace.measure.results import MAX_POINTS
+    from tokenpace.load.results import MAX_POINTS
 
     if repeat > 1 and sweep is not None and sweep.auto:
         raise ConfigError("--repeat runs given levels again: give --sweep concurrency=... or rate=..., not auto")
@@ -224,8 +224,8 @@ def _dataset(
     spec: str | None, cfg: Config, workload_name: str, max_tokens: int | None, corpus: Path | None,
     seed: int,
 ) -> Dataset:  # fmt: skip
-    from tokenpace.measure.corpus import load_corpus
-    from tokenpace.measure.datasets import open_dataset
+    from tokenpace.load.datasets import open_dataset
+    from tokenpace.prompts.corpus import load_corpus
 
     workload = cfg.workload(workload_name)
     if max_tokens is not None:
@@ -280,8 +280,8 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
 
     from tokenpace import sim
     from tokenpace.cli.kit import run_async
-    from tokenpace.measure.load import Settings
-    from tokenpace.measure.sweep import Sweeper
+    from tokenpace.load.engine import Settings
+    from tokenpace.load.sweep import Sweeper
 
     settings = Settings(job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
     terminated: list[bool] = []
@@ -317,9 +317,9 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
 
 def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
-    from tokenpace.measure.loadstats import dispatch_problem, figures
-    from tokenpace.measure.results import BenchResult, Point, rows_of
-    from tokenpace.measure.sweep import released_rate
+    from tokenpace.load.figures import dispatch_problem, figures
+    from tokenpace.load.results import BenchResult, Point, rows_of
+    from tokenpace.load.sweep import released_rate
     from tokenpace.version import __version__
 
     points = []
@@ -354,7 +354,7 @@ def _first_sent(done: list[Done]) -> int:
 
 def _write(out_dir: Path, result: BenchResult, started: datetime) -> tuple[Path, Path]:
     """OUT/<UTC time>.json and .html; a file that cannot be written is one line (the samples are stored)."""
-    from tokenpace.measure.results import to_json
+    from tokenpace.load.results import to_json
     from tokenpace.web.report import render_report
 
     stem = out_dir / started.strftime("%Y%m%d-%H%M%S")

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from tokenpace.cli.kit import stderr
 from tokenpace.config.load import Load
-from tokenpace.measure.loadstats import Done
+from tokenpace.load.figures import Done
 
 LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds
 LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requests

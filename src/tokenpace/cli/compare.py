@@ -45,7 +45,7 @@ def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> 
     from tokenpace.board.compare import as_dict, compare
     from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_comparison
-    from tokenpace.measure.results import read
+    from tokenpace.load.results import read
 
     limit = parse_threshold(threshold)
     a, b = read(run_a), read(run_b)

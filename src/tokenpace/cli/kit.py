@@ -51,7 +51,7 @@ err = cast("Console", _Stderr())  # where a real Console must be passed (a conte
 def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     import asyncio
 
-    from tokenpace.measure.run import event_loop_factory
+    from tokenpace.load.run import event_loop_factory
 
     handler = signal.getsignal(signal.SIGTERM)
     terminated: list[bool] = []

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.workloads import Workload
-    from tokenpace.measure.corpus import Corpus
-    from tokenpace.measure.run import RunOptions, RunResult
+    from tokenpace.load.run import RunOptions, RunResult
     from tokenpace.measure.sample import Sample
+    from tokenpace.prompts.corpus import Corpus
     from tokenpace.store.database import Store
 
 
@@ -51,8 +51,8 @@ def take(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tokenpace import sim
-    from tokenpace.measure.coldstart import ColdStarts, default_cold_after
-    from tokenpace.measure.run import Refusals, run_workload
+    from tokenpace.load.coldstart import ColdStarts, default_cold_after
+    from tokenpace.load.run import Refusals, run_workload
     from tokenpace.store import recent
 
     command = _safe_command(sys.argv[1:], store.url)

@@ -185,11 +185,11 @@ def run(
     """
     from tokenpace.board import terminal
     from tokenpace.cli.measuring import take
+    from tokenpace.clients.transport import Limits, Timeouts
     from tokenpace.config.endpoints import Config, load
     from tokenpace.config.workloads import check_requests
-    from tokenpace.measure.clients.transport import Limits, Timeouts
-    from tokenpace.measure.corpus import load_corpus
-    from tokenpace.measure.run import RunOptions
+    from tokenpace.load.run import RunOptions
+    from tokenpace.prompts.corpus import load_corpus
     from tokenpace.store.database import open_store
     from tokenpace.store.export import write_samples
 

@@ -38,8 +38,8 @@ def agent_command(
     from tokenpace.config import endpoints
     from tokenpace.config.regions import check_name
     from tokenpace.errors import ConfigError
-    from tokenpace.measure import tokens
-    from tokenpace.measure.corpus import load_corpus
+    from tokenpace.prompts import tokens
+    from tokenpace.prompts.corpus import load_corpus
     from tokenpace.serve.service import default_config
     from tokenpace.store.database import open_store
     from tokenpace.store.queue import Queue

@@ -24,7 +24,7 @@ DEFAULT_WORKLOADS = ("1k", "10k", "100k", "vision", "parallel")
 # only fill the store, so demos and tests may sample it every second, no faster.
 MIN_EVERY_S = 10.0
 MIN_SIMULATED_EVERY_S = 1.0
-# A request sent after the endpoint was idle this long is tagged cold (measure/coldstart.py): a scale-to-zero
+# A request sent after the endpoint was idle this long is tagged cold (load/coldstart.py): a scale-to-zero
 # endpoint has unloaded its model by then (Hugging Face Inference Endpoints' default is 15 minutes).
 DEFAULT_COLD_AFTER_S = 900.0
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -5,7 +5,7 @@ input tokens with a mix of five tasks and Artificial Analysis's output lengths (
 ``vision`` (a ~1 megapixel chart and ~1k tokens of text), ``parallel`` (1k tokens, 10 requests released
 together, as Artificial Analysis's daily parallel test) and ``cached-10k`` (pairs of requests sharing a 10k-token
 prefix: warm vs cold TTFT of a prompt cache). A config file declares more, or changes a built-in's keys
-(``[workloads.NAME]``); ``measure.prompts`` builds each request's fresh prompt.
+(``[workloads.NAME]``); ``prompts.prompt`` builds each request's fresh prompt.
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""Measuring: prompts, clients for each wire protocol, raw timelines and the metrics computed from them."""
+"""Measuring one request: its raw timeline, why it failed if it did, the metrics derived from it, the sample it
+becomes, and figures over many samples."""

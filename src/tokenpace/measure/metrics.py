@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tokenpace.measure.timing import Event, EventKind, Timeline
-from tokenpace.measure.tokens import count_tokens
+from tokenpace.prompts.tokens import count_tokens
 
 NS_PER_MS = 1_000_000
 
@@ -129,3 +129,10 @@ def compute(timeline: Timeline) -> Metrics:
         gap_max_ms=max(gaps) if gaps else None,
         first_chunk_tokens=first_tokens,
     )
+
+
+def corrected_ttft(ttft_ms: float | None, rtt_ms: float | None) -> float | None:
+    """TTFT - rtt: the first token's wait without one network round trip (None if either is unknown)."""
+    if ttft_ms is None or rtt_ms is None:
+        return None
+    return ttft_ms - rtt_ms

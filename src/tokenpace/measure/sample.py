@@ -8,12 +8,11 @@ from datetime import datetime
 from typing import Literal
 
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.measure import canary
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import Metrics, compute
-from tokenpace.measure.network import Network
-from tokenpace.measure.prompts import Prompt
 from tokenpace.measure.timing import EventKind, Timeline
+from tokenpace.prompts import canary
+from tokenpace.prompts.prompt import Prompt
 from tokenpace.version import __version__
 
 Source = Literal["scheduled", "one-shot"]
@@ -28,6 +27,15 @@ LOCAL = ""  # the region of samples taken by the process that stores them (run, 
 def is_cached(cached_tokens: int | None) -> bool:
     """Cached = the provider's cached prompt tokens >= CACHED_MIN_TOKENS."""
     return cached_tokens is not None and cached_tokens >= CACHED_MIN_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    """The path to an endpoint as one agent saw it before a run (milliseconds; None where not measured)."""
+
+    connect_ms: float | None = None
+    tls_ms: float | None = None
+    rtt_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +77,7 @@ class Sample:
     # What was timed, beyond timing (issue 22): the canary line the prompt asked for and whether the answer
     # began with it (None: no canary asked, or no answer); seconds since the previous request to the endpoint
     # ended, as this process or its store knows it, and whether that idle time makes it a cold start
-    # (measure/coldstart.py); which send of a repeated prefix this is.
+    # (load/coldstart.py); which send of a repeated prefix this is.
     canary: str | None = None
     canary_ok: bool | None = None
     idle_s: float | None = None
@@ -118,7 +126,7 @@ def make_sample(
     prefix_turn: int | None = None,
 ) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job;
-    ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (measure/coldstart.py);
+    ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (load/coldstart.py);
     ``prefix_turn``: which send of a repeated prefix it was (a paired workload's)."""
     origin = origin or Origin()
     asked = None if prompt is None else prompt.canary

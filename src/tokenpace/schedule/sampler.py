@@ -21,9 +21,9 @@ from functools import partial
 from typing import Literal, Protocol, TypeVar
 
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, Budget, Spend
-from tokenpace.measure.coldstart import ColdStarts
-from tokenpace.measure.corpus import Corpus
-from tokenpace.measure.run import Refusals, RunOptions, run_workload
+from tokenpace.load.coldstart import ColdStarts
+from tokenpace.load.run import Refusals, RunOptions, run_workload
+from tokenpace.prompts.corpus import Corpus
 from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
 from tokenpace.schedule.wake import Waker
 from tokenpace.store import recent

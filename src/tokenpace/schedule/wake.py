@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
 
-from tokenpace.measure.coldstart import ColdStarts, is_cold
+from tokenpace.load.coldstart import ColdStarts, is_cold
 from tokenpace.measure.sample import LOCAL
 from tokenpace.schedule.cadence import Job
 from tokenpace.store import recent

@@ -43,9 +43,9 @@ from tokenpace.config.endpoints import Config
 from tokenpace.config.settings import ScheduleSettings
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError, TokenpaceError
-from tokenpace.measure import tokens
-from tokenpace.measure.corpus import Corpus, default_corpus, load_corpus, tokenize
-from tokenpace.measure.prompts import build_prompt
+from tokenpace.prompts import tokens
+from tokenpace.prompts.corpus import Corpus, default_corpus, load_corpus, tokenize
+from tokenpace.prompts.prompt import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
 from tokenpace.schedule.sampler import Sampler, Status

@@ -69,7 +69,7 @@ class Scenario:
     # simulator starts with its models loaded. 0: never unloads.
     cold_start_ms: float = 0.0
     cold_after_s: float = 900.0
-    # The correctness canary (measure/canary.py): asked for by a prompt, the answer begins with its line, right
+    # The correctness canary (prompts/canary.py): asked for by a prompt, the answer begins with its line, right
     # unless the model is swapped after this many requests to it (each later one answers a digit off) or
     # degraded (each request answers wrong with this probability).
     canary_wrong_after: int | None = None

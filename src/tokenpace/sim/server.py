@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from tokenpace.clients import protocol_for
 from tokenpace.errors import SimulatorError
-from tokenpace.measure import canary
-from tokenpace.measure.clients import protocol_for
-from tokenpace.measure.tokens import count_tokens, token_ids, token_texts
+from tokenpace.prompts import canary
+from tokenpace.prompts.tokens import count_tokens, token_ids, token_texts
 from tokenpace.sim.anthropic import Anthropic
 from tokenpace.sim.gemini import Gemini
 from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
@@ -220,7 +220,7 @@ class Simulator:
             model.leave()
 
     def _canary(self, s: Scenario, ask: Ask, rng: random.Random) -> tuple[str, ...]:
-        """The canary's line and a newline as o200k tokens, when the prompt asks for one (measure/canary.py):
+        """The canary's line and a newline as o200k tokens, when the prompt asks for one (prompts/canary.py):
         right, or a digit off once the model is swapped (after ``canary_wrong_after`` requests to it) or when
         degraded (``canary_wrong_rate``, drawn only when set, so other scenarios' draws stay as they were)."""
         line = canary.asked(ask.prompt)

@@ -23,8 +23,7 @@ from typing import Any
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics
-from tokenpace.measure.network import Network
-from tokenpace.measure.sample import RunRecord, Sample
+from tokenpace.measure.sample import Network, RunRecord, Sample
 from tokenpace.measure.timing import Timeline
 
 # Metrics fields added after migration 1 sit where their migration put them: at the end, among the truth columns.
@@ -34,7 +33,7 @@ ENDPOINT_COLUMNS = ("provider", "plan", "model", "base_url", "protocol", "api_ke
 PROMPT_COLUMNS = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
 ORIGIN_COLUMNS = ("source", "published", "client_bound")  # which samples the board counts
 REGION_COLUMNS = ("region", "agent", "job_id", "job_seq")  # where it was measured from, by which queued job
-NETWORK_COLUMNS = ("net_connect_ms", "net_tls_ms", "net_rtt_ms")  # measure/network.py, before the run
+NETWORK_COLUMNS = ("net_connect_ms", "net_tls_ms", "net_rtt_ms")  # clients/network.py, before the run
 SAMPLE_TRUTH = ("canary", "canary_ok", "idle_s", "cold", "prefix_turn")
 TRUTH_COLUMNS = (*LATER_METRICS, *SAMPLE_TRUTH)  # what was timed, beyond timing (migration 12)
 SAMPLE_COLUMNS = (

@@ -175,7 +175,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN job_id TEXT",
             "ALTER TABLE samples ADD COLUMN job_seq INTEGER",
             "CREATE UNIQUE INDEX samples_job ON samples (job_id, job_seq)",
-            # The path to the endpoint as the agent saw it just before the run (measure/network.py).
+            # The path to the endpoint as the agent saw it just before the run (clients/network.py).
             "ALTER TABLE samples ADD COLUMN net_connect_ms DOUBLE PRECISION",
             "ALTER TABLE samples ADD COLUMN net_tls_ms DOUBLE PRECISION",
             "ALTER TABLE samples ADD COLUMN net_rtt_ms DOUBLE PRECISION",

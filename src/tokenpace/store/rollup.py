@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenpace.measure.network import corrected_ttft
+from tokenpace.measure.metrics import corrected_ttft
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
 from tokenpace.store.dialects import Connection
@@ -45,7 +45,7 @@ HOUR = 3600
 DAY = 24 * HOUR
 STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
 # Figures computed from a sample's columns, as SQL both databases evaluate alike (IEEE doubles, NULL in, NULL out)
-# and as the writer computes them in Python (measure/network.corrected_ttft): kept like the others, so their
+# and as the writer computes them in Python (measure/sample.corrected_ttft): kept like the others, so their
 # percentiles are as exact. TTFT less the network round trip the agent measured before the run.
 DERIVED = {"ttft_net_ms": "ttft_ms - net_rtt_ms"}
 METRICS = (*STORED, *DERIVED)

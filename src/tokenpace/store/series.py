@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tokenpace.measure.bursts import Member
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.rollup import STORED
 from tokenpace.store.windows import endpoint_name
@@ -42,10 +41,6 @@ class Point:
     def charted(self, include_client_bound: bool = False) -> bool:
         """Whether a chart draws it: published, successful and (unless included) not client-bound."""
         return self.published and self.ok and (include_client_bound or not self.client_bound)
-
-    def member(self) -> tuple[str | None, Member]:
-        """The sample as a member of its burst, with the burst's group id (None: released alone)."""
-        return self.group_id, Member(self.started_at.timestamp(), self.e2e_ms, self.output_tokens or 0, self.ttft_ms)
 
 
 _POINT = f"started_at, workload, ok, error_kind, {', '.join(STORED)}, http_status, error_message, source, published"

@@ -28,9 +28,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.measure import canary
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, commonest, success_rate
+from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
 from tokenpace.store.rollup import HOUR, RAW, cover
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)

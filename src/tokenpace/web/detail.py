@@ -17,11 +17,11 @@ from urllib.parse import urlencode
 from starlette.exceptions import HTTPException
 
 from tokenpace.board import cost, heatmap, regions, uptime
+from tokenpace.board.bursts import bursts, grouped, point_member
 from tokenpace.board.changes import change_dict, describe, series_changes
 from tokenpace.board.grid import grid_dict, region_grid
 from tokenpace.board.rows import row_dict
 from tokenpace.board.summary import bursts_dict
-from tokenpace.measure.bursts import bursts, grouped
 from tokenpace.store.database import epoch
 from tokenpace.store.series import Point, model_series, series
 from tokenpace.store.usage import typical
@@ -125,7 +125,9 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
             groups[p.workload].append(p)
     groups = {w: ps for w, ps in groups.items() if ps}
     found = {
-        w: b for w in groups if (b := bursts(grouped(p.member() for p in points if p.published and p.workload == w)))
+        w: b
+        for w in groups
+        if (b := bursts(grouped(point_member(p) for p in points if p.published and p.workload == w)))
     }
     heat_workload = _heat_workload(site, workload, [r.workload for r in rows])
     heat = None

@@ -9,12 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import changes, cost, ranking, regions
+from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.rows import WRONG_BELOW, failing, wrong
 from tokenpace.board.summary import bursts_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
 from tokenpace.errors import ConfigError
-from tokenpace.measure.bursts import Bursts, bursts, grouped
 from tokenpace.schedule.sampler import BudgetStatus
 from tokenpace.store import agents
 from tokenpace.store.series import series
@@ -38,7 +38,7 @@ COLUMNS = (
     ("cost", "$ per request", "num wide"),
     ("last", "Last sample", "num"),
 )
-# Shown beside TTFT when the rows measured the network (probe agents, measure/network.py).
+# Shown beside TTFT when the rows measured the network (probe agents, clients/network.py).
 TTFT_NET = ("ttft_net", "TTFT \u2212 RTT", "num")  # a minus sign, not a hyphen
 TTFT_NET_TITLE = (
     "TTFT less one network round trip the probe agent measured just before the run (the fastest of a few cheap "
@@ -169,7 +169,7 @@ def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
             points = series(
                 site.store, provider=r.provider, plan=r.plan, model=r.model, workload=r.workload, since=since
             )
-            found = bursts(grouped(p.member() for p in points if p.published))
+            found = bursts(grouped(point_member(p) for p in points if p.published))
             if found is not None:
                 out[r.name] = found
         return out

@@ -16,7 +16,7 @@ from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
-from tokenpace.measure.tokens import ENCODING
+from tokenpace.prompts.tokens import ENCODING
 from tokenpace.store.windows import WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
@@ -46,7 +46,7 @@ NOT_MEASURED = (
     "Regions where no probe agent runs (without agents: every region but this server's), and cold starts a "
     "provider hides behind a warm pool.",
 )
-# Network-corrected TTFT (issue 11): what it is and what it leaves in (measure/network.py says the same).
+# Network-corrected TTFT (issue 11): what it is and what it leaves in (clients/network.py says the same).
 NETWORK = (
     "A probe agent measures the path to each endpoint just before each job: the TCP handshake and the TLS "
     "handshake on a fresh connection, and the round trip (RTT) of the fastest of a few cheap requests (the "

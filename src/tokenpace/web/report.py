@@ -13,8 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from tokenpace.board.loadtable import label
-from tokenpace.measure.loadstats import TagFigures
-from tokenpace.measure.results import BenchResult, Point
+from tokenpace.load.figures import TagFigures
+from tokenpace.load.results import BenchResult, Point
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.render import environment

@@ -3,7 +3,7 @@
 A sweep (two or more points) gets throughput against TTFT and, on an axis of its own, against TPOT; latency
 percentiles against the swept value and, for a rate sweep, the rate achieved against the rate offered. Every point
 gets TTFT over its run (a dot per request row, failures apart) and its TTFT percentile ladder. The ladder and the
-sweep charts draw the figures the result carries (measure/loadstats.py), never figures recomputed from the rows:
+sweep charts draw the figures the result carries (load/figures.py), never figures recomputed from the rows:
 the rows are a bounded sample, the figures cover every request. Dots are bounded: a chart draws at most
 ``MAX_DOTS`` rows, and fewer per chart when the report has many points, thinned evenly over the run.
 """
@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TypeGuard, TypeVar
 
-from tokenpace.measure.loadstats import Figures, Latency
-from tokenpace.measure.results import BenchResult, Point
+from tokenpace.load.figures import Figures, Latency
+from tokenpace.load.results import BenchResult, Point
 from tokenpace.web.charts import Chart, Dot, bars, scatter
 
 T = TypeVar("T")

@@ -1,0 +1,64 @@
+"""What a load test sends: a dataset of request chains, the i-th chain always the same for the same seed.
+
+A chain is requests sent one after another, each when the one before it has ended: a single request (fresh
+prompts, a file's prompts), the turns of one conversation (each turn's messages hold the earlier turns), or
+the requests that share one prefix (the first one fills the server's prefix cache, the others hit it). Each
+request carries a ``tag`` that the report groups figures by ("" for none, "prefix-miss"/"prefix-hit",
+"turn-2", ...). Building a chain may cost CPU (a 100k prompt ~1 s): the load engine builds ahead, off the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from tokenpace.config.workloads import Workload
+from tokenpace.prompts.corpus import Corpus
+from tokenpace.prompts.prompt import Prompt, build_prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request of a chain: its prompt and what the report groups it by."""
+
+    prompt: Prompt
+    tag: str = ""
+
+
+Chain = tuple[Request, ...]
+
+
+class Dataset(Protocol):
+    """Request chains by index; ``chain(i)`` is pure (same seed, same chain) and may be called from any thread."""
+
+    @property
+    def name(self) -> str:
+        """What the samples' ``workload`` column and the report call it."""
+        ...
+
+    @property
+    def size(self) -> int | None:
+        """How many distinct chains there are (a file's), or None when there is no end (generated ones)."""
+        ...
+
+    def chain(self, i: int) -> Chain: ...
+
+
+@dataclass(frozen=True)
+class FreshPrompts:
+    """The default: a workload's fresh prompt per request (prompts/prompt.py), never two alike."""
+
+    workload: Workload
+    seed: int
+    corpus: Corpus | None = None
+
+    @property
+    def name(self) -> str:
+        return self.workload.name
+
+    @property
+    def size(self) -> int | None:
+        return None
+
+    def chain(self, i: int) -> Chain:
+        return (Request(build_prompt(self.workload, self.seed + i, self.corpus)),)

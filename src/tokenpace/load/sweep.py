@@ -1,0 +1,145 @@
+"""Sweeps: one load test per level, over given concurrencies or rates, or rates doubled until the server saturates.
+
+Every point sends fresh prompts (the dataset's chains go on from where the last point stopped), so a server's
+prefix cache cannot make a later point look faster. The automatic sweep (``--sweep auto``), as GuideLLM's:
+
+1. a closed loop at concurrency 1 gives the unloaded request rate r1 and TTFT;
+2. open loops at 2 r1, 4 r1, ... while the server keeps up: it keeps up with a schedule when it completes at
+   least KEEP_UP of the rate the schedule really released (:func:`released_rate`), fails at most MAX_ERRORS
+   of the requests, and its TTFT p50 stays within TTFT_GROWTH times the unloaded one (queueing shows there first);
+3. one more point at the geometric mean of the last rate kept up with and the first one not: the saturation
+   rate is the highest offered rate the server kept up with.
+
+A level whose dispatch delay P99 passes the bound (load/figures.py's :func:`dispatch_problem`) is invalid:
+the client did not release the load asked for, so the level says nothing of the server and is never the auto
+sweep's good level (the sweep stops there as at a level not kept up with). ``repeat`` runs each given level
+that many times back to back, a level each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.load import Load, Slo, Sweep
+from tokenpace.load.chains import Dataset
+from tokenpace.load.engine import LoadResult, Settings, run_load
+from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
+from tokenpace.load.run import Refusals, SampleSink
+
+KEEP_UP = 0.9  # completed requests/s over offered requests/s
+MAX_ERRORS = 0.05  # share of failed requests
+TTFT_GROWTH = 3.0  # TTFT p50 over the unloaded TTFT p50
+MAX_AUTO_POINTS = 10  # the unloaded point, up to 8 doublings, one refinement
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One point of a sweep: its load, what the engine returned, and its figures."""
+
+    result: LoadResult
+    figures: Figures
+    repeat: int = 0  # 1..N of a repeated level, 0 when it ran once
+    invalid: str = ""  # dispatch_problem's reason, "" valid
+
+
+def levels(base: Load, sweep: Sweep) -> list[Load]:
+    """The loads of a given sweep: the base load with each concurrency (closed) or rate (open) in turn."""
+    if sweep.over == "concurrency":
+        return [dataclasses.replace(base, concurrency=int(v), rate=None) for v in sweep.values]
+    return [dataclasses.replace(base, concurrency=None, rate=v) for v in sweep.values]
+
+
+def released_rate(done: Sequence[Done]) -> float | None:
+    """Rate the schedule really released = (measured requests - 1) / (last release - first release), req/s.
+
+    A Poisson schedule of 100 arrivals at rate R releases them at R +- 10 %: the server is judged against what it
+    was offered, not against the nominal rate.
+    """
+    asked = [d.asked_ns for d in done if not d.warmup]
+    span = (max(asked) - min(asked)) / 1e9 if len(asked) > 1 else 0.0
+    return (len(asked) - 1) / span if span > 0 else None
+
+
+def kept_up(f: Figures, offered: float, unloaded_ttft_ms: float | None) -> bool:
+    """Kept up = completed >= KEEP_UP x offered req/s, errors <= MAX_ERRORS, TTFT p50 <= TTFT_GROWTH x unloaded."""
+    if f.requests == 0 or f.request_rate < KEEP_UP * offered or (f.requests - f.ok) > MAX_ERRORS * f.requests:
+        return False
+    return unloaded_ttft_ms is None or f.ttft.p50 is None or f.ttft.p50 <= TTFT_GROWTH * unloaded_ttft_ms
+
+
+class Sweeper:
+    """Runs the points of a sweep against one endpoint, keeping every finished level (also if interrupted)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        dataset: Dataset,
+        settings: Settings,
+        slo: Slo | None = None,
+        sink: SampleSink | None = None,
+        on_done: Callable[[Done], None] | None = None,
+        on_level: Callable[[Load], None] | None = None,
+        max_dispatch_p99_ms: float | None = DISPATCH_P99_MS,
+        repeat: int = 1,
+    ) -> None:
+        self.endpoint, self.dataset, self.settings, self.slo = endpoint, dataset, settings, slo
+        self.sink, self.on_done, self.on_level = sink, on_done, on_level
+        self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
+        self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
+        self.levels: list[Level] = []
+        self.saturation: float | None = None
+        self.refusals = Refusals()  # learnt once for the whole sweep
+        self._next_chain = settings.first_chain
+
+    async def point(self, load: Load, repeat: int = 0) -> Level:
+        """One load test at ``load``, its prompts after every earlier point's (``repeat``: which run of it)."""
+        self.running_repeat = repeat
+        if self.on_level is not None:
+            self.on_level(load)
+        settings = dataclasses.replace(self.settings, first_chain=self._next_chain)
+        result = await run_load(self.endpoint, self.dataset, load, settings, self.sink, self.on_done, self.refusals)
+        self._next_chain = max((d.chain for d in result.done), default=self._next_chain) + 1
+        f = figures(result.done, self.slo, load.rate)
+        level = Level(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
+        self.levels.append(level)
+        return level
+
+    async def given(self, base: Load, sweep: Sweep | None = None) -> list[Level]:
+        """Each level of the sweep (or the base load alone), ``repeat`` times back to back."""
+        for load in levels(base, sweep) if sweep is not None and sweep.values else [base]:
+            for r in range(self.repeat):
+                await self.point(load, r + 1 if self.repeat > 1 else 0)
+        return self.levels
+
+    async def auto(self, base: Load) -> list[Level]:
+        """Concurrency 1, then doubling rates until the server no longer keeps up, then one refinement."""
+        unloaded = await self.point(dataclasses.replace(base, concurrency=1, rate=None, max_concurrency=None))
+        r1, ttft1 = unloaded.figures.request_rate, unloaded.figures.ttft.p50
+        if r1 <= 0:
+            return self.levels  # nothing succeeded unloaded: no rate to start from
+        good, bad = None, None
+        rate = 2 * r1
+        while len(self.levels) < MAX_AUTO_POINTS - 1:
+            level = await self.point(dataclasses.replace(base, concurrency=None, rate=_rounded(rate)))
+            if level.invalid or not kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
+                bad = _rounded(rate)
+                break
+            good, rate = _rounded(rate), rate * 2
+        if bad is not None:
+            low = good if good is not None else r1
+            mid = _rounded(math.sqrt(low * bad))
+            level = await self.point(dataclasses.replace(base, concurrency=None, rate=mid))
+            if not level.invalid and kept_up(level.figures, released_rate(level.result.done) or mid, ttft1):
+                good = mid
+        # Never saturated within the points allowed: no saturation rate to report (the report says so).
+        self.saturation = None if bad is None else good if good is not None else _rounded(r1)
+        return self.levels
+
+
+def _rounded(rate: float) -> float:
+    """A rate to three significant figures: what the table and the report show is what was offered."""
+    return float(f"{rate:.3g}")

@@ -1,0 +1,2 @@
+"""Prompts: what every request sends, built before the clock starts (corpus text and a task, images, the
+correctness canary's line) and the one token count every figure uses (tiktoken's o200k_base, shipped in vocab/)."""
