@@ -11,6 +11,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from tokenpace.board import console as clean
 from tokenpace.board import numbers, regions, rows
@@ -202,9 +203,22 @@ def print_presets(console: Console, presets: Sequence[Preset]) -> None:
 _UNITS = {"speed": "tok/s", "ttft": "ms TTFT", "e2e": "ms end-to-end"}
 
 
+def _packed(parts: Sequence[str], width: int) -> list[str]:
+    """Markup parts joined by " · " into lines at most ``width`` cells wide where they fit (a part is never cut)."""
+    lines: list[str] = []
+    for part in parts:
+        joined = f"{lines[-1]}  ·  {part}" if lines else part
+        if lines and Text.from_markup(joined).cell_len <= width:
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return lines
+
+
 def print_leaderboard(console: Console, board: Board) -> None:
     """The board as print_board's table where it fits the console whole; else (narrow, or piped at 80
-    columns) three lines per endpoint: rank and name, its figures, its success and samples, nothing folded."""
+    columns) a few lines per endpoint: rank and name, then its figures, success and samples packed into lines
+    of the console's width (a line breaks between two figures, never inside one)."""
     drawn = io.StringIO()
     print_board(clean.Console(width=1000, file=drawn, color_system=None), board)  # measured as shown
     if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
@@ -221,10 +235,11 @@ def print_leaderboard(console: Console, board: Board) -> None:
         for key, unit in _UNITS.items():
             figure = e.row.figure(METRIC_OF[key])
             figures.append(f"{numbers.figure(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
-        console.print("     " + "  ·  ".join(figures), style=style, soft_wrap=True, highlight=False)
-        rest = f"success {_cell(board, e, 'success')}  ·  samples {_cell(board, e, 'samples')}"
+        rest = [f"success {_cell(board, e, 'success')}", f"samples {_cell(board, e, 'samples')}"]
         if (c := e.cost) and c.price:
             old = " [yellow](old price)[/]" if c.stale else ""
-            rest += f"  ·  {numbers.dollars(c.blended)}/1M{old}, {numbers.dollars(c.cost)}/request"
-        console.print(f"     {rest}  ·  last {_cell(board, e, 'last')}", style=style, soft_wrap=True, highlight=False)
+            rest.append(f"{numbers.dollars(c.blended)}/1M{old}, {numbers.dollars(c.cost)}/request")
+        rest.append(f"last {_cell(board, e, 'last')}")
+        for line in _packed([*figures, *rest], console.width - 5):
+            console.print(f"     {line}", style=style, soft_wrap=True, highlight=False)
     _say_empty(console, board)  # the title once, then the line (print_board would draw its title again)
