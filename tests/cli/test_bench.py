@@ -113,7 +113,7 @@ def test_mistakes_are_one_line_and_send_nothing(
 
 
 def test_an_in_process_bench_leaves_sigterm_as_it_found_it(tmp_path: Path) -> None:
-    # As `run` (tests/cli/test_oneshot.py): the handler of a closed loop left behind would swallow SIGTERM.
+    # As `run` (tests/cli/test_run.py): the handler of a closed loop left behind would swallow SIGTERM.
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     db, out = str(tmp_path / "t.db"), str(tmp_path / "o")
     run = invoke("bench", "--sim", "-n", "2", "--db", db, "--out", out, "-q", *SMALL)

@@ -12,13 +12,13 @@ from click.testing import CliRunner, Result
 
 from tests.loadkit import point, result, steady
 from tokenpace.cli.compare import compare_command, parse_threshold
-from tokenpace.cli.kit import Group
+from tokenpace.cli.exits import ExitCodeGroup
 from tokenpace.config.load import Load
 from tokenpace.errors import ConfigError
 from tokenpace.load.results import MAX_BYTES, BenchResult, to_json
 
 C1, C4 = Load(concurrency=1), Load(concurrency=4)
-CLI = Group("tokenpace")  # as cli/__init__.py will register it: the group turns a ConfigError into exit 2
+CLI = ExitCodeGroup("tokenpace")  # as cli/__init__.py will register it: the group turns a ConfigError into exit 2
 CLI.add_command(compare_command)
 
 

@@ -46,7 +46,7 @@ def test_the_package_still_gives_its_api() -> None:
 
 
 def test_default_workload_is_the_workload_modules() -> None:
-    from tokenpace.cli.oneshot import DEFAULT_WORKLOAD
+    from tokenpace.cli.options import DEFAULT_WORKLOAD
     from tokenpace.config.workloads import DEFAULT
 
     assert DEFAULT.name == DEFAULT_WORKLOAD

@@ -142,14 +142,3 @@ def test_every_option_has_help() -> None:
             if isinstance(param, click.Option) and not param.help and param.name != "help":
                 missing.append(f"{name} {param.opts[-1]}")
     assert not missing
-
-
-def test_leaderboard_choices() -> None:
-    from tokenpace.board.ranking import SORTS
-    from tokenpace.store.windows import WINDOWS
-
-    board = main.commands["leaderboard"]
-    types = {p.name: p.type for p in board.params}
-    assert isinstance(types["sort"], click.Choice) and list(types["sort"].choices) == list(SORTS)
-    assert isinstance(types["window"], click.Choice) and sorted(types["window"].choices) == sorted(WINDOWS)
-    assert "'fastest' is not one of" in invoke("leaderboard", "--sort", "fastest").output

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import free_port
 from tests.serve.test_service import NO_KEYS, _refused
 
+REGIONS = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n[regions.eu]\n[regions.us]\n'
 SIM = '[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n'
 
 
@@ -71,3 +72,10 @@ def test_a_webhook_variable_that_is_not_set_is_named_before_anything_starts(tmp_
     config.write_text(SIM + '[[alerts.webhooks]]\nurl_env = "TOKENPACE_TEST_UNSET_HOOK"\n')
     message = _refused("--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
     assert "alerts.webhooks: environment variable TOKENPACE_TEST_UNSET_HOOK is not set" in message
+
+
+def test_serve_with_regions_needs_postgresql(tmp_path: Path) -> None:
+    config = tmp_path / "r.toml"
+    config.write_text(REGIONS)
+    message = _refused("--config", str(config), "--port", str(free_port()), "--db", str(tmp_path / "x.db"))
+    assert "regions need a PostgreSQL store: give --db postgresql://" in message

@@ -80,7 +80,7 @@ async def test_tokenpace_simulator_is_discovered_as_simulated_whatever_its_port(
 
 
 def test_the_simulator_command_listens_off_every_port_discovery_probes() -> None:
-    from tokenpace.cli import sim_command
+    from tokenpace.cli.sim import sim_command
 
     port = next(p for p in sim_command.params if p.name == "port").default
     probed = {urlsplit(p.base_url).port for p in discover.local_presets()}

@@ -9,12 +9,13 @@ import json
 
 import click
 
-from tokenpace.cli.kit import close_store
+from tokenpace.cli import options as opt
+from tokenpace.cli.store import close_store
 
 
 @click.command("agents")
-@click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
-@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON (as /agents.json).")
+@opt.store()
+@opt.as_json("Print the list as JSON (as /agents.json).")
 def agents_command(db: str | None, as_json: bool) -> None:
     """List the probe agents: region, state (up, down, stopped), version, host, last heartbeat, jobs, clock offset."""
     from datetime import UTC, datetime

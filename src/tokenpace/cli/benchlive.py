@@ -8,7 +8,7 @@ from collections import deque
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from tokenpace.cli.kit import stderr
+from tokenpace.cli.stderr import stderr
 from tokenpace.config.load import Load
 from tokenpace.load.figures import Done
 

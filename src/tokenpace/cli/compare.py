@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from tokenpace.cli import options as opt
 from tokenpace.errors import ConfigError
 
 MAX_THRESHOLD = 10.0  # 1000 %: beyond it nothing could ever regress, which is a typo, not a setting
@@ -33,7 +34,7 @@ def parse_threshold(text: str) -> float:
 @click.argument("run_b", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--threshold", default="10%", show_default=True,
               help="A figure counts as worse or better only past this relative change (10% or 0.1).")  # fmt: skip
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@opt.as_json("Print the comparison as JSON.")
 def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> None:
     """Compare two results of `tokenpace bench` (B against A, load level by load level).
 

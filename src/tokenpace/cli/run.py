@@ -1,117 +1,60 @@
-"""`tokenpace run`: one-shot runs, from the command line's values to the printed summary and exit code."""
+"""`tokenpace run`: one-shot runs, from the command line's values to the printed summary and exit code.
+
+Its measuring shows a progress bar, starts a simulator per simulated provider for the run, and stops on Ctrl-C
+or SIGTERM with what was taken stored and summarised.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import click
 
-from tokenpace.cli.kit import Finite, close_store, err
-from tokenpace.config.presets import PROTOCOLS
+from tokenpace.cli import options as opt
+from tokenpace.cli.options import Finite
+from tokenpace.cli.signals import Stop
+from tokenpace.cli.stderr import err, stderr
+from tokenpace.cli.store import close_store
 from tokenpace.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.board.summary import Summary
-    from tokenpace.cli.measuring import Taken
-    from tokenpace.config.endpoints import Config, Endpoint
-
-SEED_MAX = 2**31 - 1  # runs.seed is an INTEGER column: 32 bits on PostgreSQL
-DEFAULT_WORKLOAD = "1k"  # workload.DEFAULT's name, without loading the prompt builder for --help
-
-
-def _cli_endpoint(
-    base_url: str,
-    model: str | None,
-    protocol: str,
-    key_env: str | None,
-    plan: str,
-    provider: str | None,
-    headers: Sequence[str],
-) -> Endpoint:
-    from tokenpace.config.endpoints import Endpoint, check_header
-
-    if not model:
-        raise ConfigError("--base-url needs --model (the model name the endpoint expects)")
-    try:
-        parts = urlsplit(base_url)
-        host, _ = parts.hostname, parts.port  # each raises ValueError on a broken address
-    except ValueError as exc:
-        raise ConfigError(f"--base-url {base_url!r}: {exc}; give a URL such as http://127.0.0.1:8080/v1") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise ConfigError(f"--base-url {base_url!r}: give a full URL such as http://127.0.0.1:8080/v1")
-    pairs = []
-    for h in headers:
-        name, sep, value = h.partition(":")
-        if not sep or not name.strip():
-            raise ConfigError(f"--header {h!r}: write it as 'Name: value'")
-        try:
-            check_header(name.strip(), value.strip())
-        except ValueError as exc:
-            raise ConfigError(f"--header: {exc}") from None
-        pairs.append((name.strip(), value.strip()))
-    return Endpoint(
-        provider=provider or host,
-        model=model,
-        base_url=base_url.rstrip("/"),
-        plan=plan,
-        protocol=protocol,
-        api_key_env=key_env,
-        headers=tuple(pairs),
-    )
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.workloads import Workload
+    from tokenpace.load.run import RunOptions, RunResult
+    from tokenpace.measure.sample import Sample
+    from tokenpace.prompts.corpus import Corpus
+    from tokenpace.store.database import Store
 
 
 @click.command()
 @click.argument("endpoints", nargs=-1)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="TOML file declaring providers and models.",
-)
-@click.option("--base-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
-@click.option("--model", help="Model name to request (with --base-url).")
-@click.option(
-    "--protocol",
-    type=click.Choice(PROTOCOLS),
-    default="openai-chat",
-    show_default=True,
-    help="Wire protocol (with --base-url or --sim).",
-)
-@click.option("--api-key-env", help="Name of the environment variable holding the API key.")
-@click.option("--provider", help="Provider label (default: the URL's host).")
+@opt.config()
+@opt.base_url
+@opt.model
+@opt.protocol
+@opt.api_key_env()
+@opt.provider
 @click.option("--plan", default="default", show_default=True, help="Plan label.")
-@click.option("--header", "headers", multiple=True, help="Extra request header 'Name: value' (repeatable).")
-@click.option(
-    "--sim", "use_sim", is_flag=True, help="Measure a built-in simulator started in-process (any --protocol)."
+@opt.headers
+@opt.use_sim("Measure a built-in simulator started in-process (any --protocol).")
+@opt.requests("Requests per endpoint (each one a sample).", click.IntRange(min=1), default=10)
+@opt.concurrency("Requests in flight at once, per endpoint.", default=1)
+@opt.workload(
+    "Built-in (1k, 10k, 100k, vision, parallel, cached-10k) or declared in --config; see `tokenpace workloads`."
 )
-@click.option("-n", "--requests", default=10, show_default=True, type=click.IntRange(min=1),
-              help="Requests per endpoint (each one a sample).")  # fmt: skip
-@click.option("-c", "--concurrency", default=1, show_default=True, type=click.IntRange(1, 4096),
-              help="Requests in flight at once, per endpoint.")  # fmt: skip
-@click.option(
-    "-w", "--workload", "workload_name", default=DEFAULT_WORKLOAD, show_default=True,
-    help="Built-in (1k, 10k, 100k, vision, parallel, cached-10k) or declared in --config; see `tokenpace workloads`.",
-)  # fmt: skip
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Override the workload's output cap.")
-@click.option(
-    "--corpus", type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of .txt/.md/.html files to build prompts from (default: built in).",
-)  # fmt: skip
-@click.option(
-    "--seed", type=click.IntRange(0, SEED_MAX),
-    help="Reproduce the prompts of an earlier run (default: fresh prompts); 0 to 2**31-1, as stored.",
-)  # fmt: skip
+@opt.max_tokens
+@opt.corpus("Folder of .txt/.md/.html files to build prompts from (default: built in).")
+@opt.seed("Reproduce the prompts of an earlier run (default: fresh prompts); 0 to 2**31-1, as stored.")
 @click.option("--connect-timeout", default=10.0, show_default=True, type=Finite(min=0, min_open=True),
               help="Seconds to open a connection.")  # fmt: skip
-@click.option("--first-token-timeout", default=60.0, show_default=True, type=Finite(min=0, min_open=True),
-              help="Seconds from sending the request to the first generated text.")  # fmt: skip
+@opt.first_token_timeout("Seconds from sending the request to the first generated text.")
 @click.option(
     "--idle-timeout",
     default=60.0,
@@ -119,17 +62,14 @@ def _cli_endpoint(
     type=Finite(min=0, min_open=True),
     help="Longest silence, before the first token too: keep it >= --first-token-timeout.",
 )
-@click.option("--total-timeout", default=300.0, show_default=True, type=Finite(min=0, min_open=True),
-              help="Seconds a whole request may take.")  # fmt: skip
+@opt.total_timeout
 @click.option("--max-response-bytes", default=32 * 2**20, show_default=True, type=click.IntRange(min=1024),
               help="Bytes a response may bring (decompressed); more fails it as response_too_large.")  # fmt: skip
 @click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
 @click.option("--keep-prompts", is_flag=True, help="Store each prompt's text with its sample.")
-@click.option("--db", help="SQLite file or postgresql:// URL (default: the user data directory).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option(
-    "-q", "--quiet", "--no-progress", "quiet", is_flag=True, help="No progress bar or notes; the summary stays."
-)
+@opt.store()
+@opt.as_json("Print the summary as JSON.")
+@opt.quiet("No progress bar or notes; the summary stays.", "--no-progress")
 @click.option(
     "--publish", is_flag=True, help="Rank these samples on the leaderboard (one-shot runs are not, by default)."
 )
@@ -184,7 +124,7 @@ def run(
       143  stopped by SIGTERM: the same
     """
     from tokenpace.board import terminal
-    from tokenpace.cli.measuring import take
+    from tokenpace.cli.target import from_url, with_sim
     from tokenpace.clients.transport import Limits, Timeouts
     from tokenpace.config.endpoints import Config, load
     from tokenpace.config.workloads import check_requests
@@ -200,7 +140,7 @@ def run(
         if not chosen:
             raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
     if base_url:
-        chosen.append(_cli_endpoint(base_url, model, protocol, api_key_env, plan, provider, headers))
+        chosen.append(from_url(base_url, model, protocol, api_key_env, plan, provider, headers))
     if not chosen and not use_sim:
         raise ConfigError("nothing to measure: name endpoints from --config, give --base-url, or use --sim")
     for e in chosen:
@@ -226,7 +166,7 @@ def run(
         publish=publish,
         limits=Limits(response_bytes=max_response_bytes),
     )
-    chosen, scenarios = _simulated(cfg, chosen, use_sim, protocol)
+    chosen, scenarios = with_sim(cfg, chosen, use_sim, protocol)
     # An endpoint's prompts are all built before its first is sent, and every sample is kept to the summary.
     check_requests(
         workload, requests * len(chosen), "-n" if len(chosen) == 1 else f"-n {requests} x {len(chosen)} endpoints ="
@@ -246,8 +186,8 @@ def run(
         except OSError as exc:
             raise StoreError(f"--output {output}: {exc.strerror or exc}; the samples are in {store.url}") from None
         err.print(f"wrote {output}")
-    if taken.result is None:
-        sys.exit(143 if taken.terminated else 130)
+    if taken.stopped is not None:
+        sys.exit(taken.stopped.code)
     if failed := [s.endpoint for s in summaries if s.ok == 0]:
         from tokenpace.board.console import shown
 
@@ -264,23 +204,6 @@ def _check_output(output: Path | None) -> None:
         raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
     if output is not None and not output.absolute().parent.is_dir():
         raise ConfigError(f"--output {output}: the folder {output.absolute().parent} does not exist")
-
-
-def _simulated(
-    cfg: Config, chosen: list[Endpoint], use_sim: bool, protocol: str
-) -> tuple[list[Endpoint], dict[str, sim.Scenario]]:
-    """The endpoints with --sim's in front, and the scenario of each simulated provider among them."""
-    from tokenpace import sim
-    from tokenpace.config.endpoints import Endpoint
-    from tokenpace.config.settings import SIM_BASE_URL
-
-    configured = sim.scenarios(cfg)
-    scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated}
-    if use_sim:
-        scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120, prefix_cache=True)
-        at = SIM_BASE_URL.format(provider="sim")
-        chosen = [Endpoint("sim", "sim", at, protocol=protocol, simulated=True), *chosen]
-    return chosen, scenarios
 
 
 def _report(summaries: list[Summary], taken: Taken, store_url: str, as_json: bool) -> None:
@@ -315,3 +238,69 @@ def _truth(scenario: sim.Scenario) -> dict[str, float]:
     if scenario.prefill_tokens_per_s is None:
         truth["ttft_ms"] = scenario.ttft_ms
     return truth
+
+
+@dataclasses.dataclass(frozen=True)
+class Taken:
+    """What a run took: its result (None when it was stopped), and every sample, also those of a stopped run."""
+
+    result: RunResult | None
+    samples: list[Sample]
+    stopped: Stop | None  # by Ctrl-C or SIGTERM (then result is None)
+
+
+def take(
+    chosen: list[Endpoint],
+    scenarios: dict[str, sim.Scenario],
+    workload: Workload,
+    options: RunOptions,
+    store: Store,
+    texts: Corpus | None,
+    *,
+    show_progress: bool,
+    cold_after: Callable[[Endpoint], float] | None = None,
+) -> Taken:
+    """Measure with a progress bar, each simulated provider's simulator started for the run; SIGTERM stops as
+    Ctrl-C does: what was taken is stored (as cancelled samples where a request was cut) and returned.
+    ``cold_after``: each endpoint's idle time that makes a request cold (the default's when None); the first
+    request's idle time is the store's to say."""
+    import contextlib
+    from functools import partial
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from tokenpace import sim
+    from tokenpace.cli.commandline import safe_command
+    from tokenpace.cli.signals import run_stoppable
+    from tokenpace.load.coldstart import ColdStarts, default_cold_after
+    from tokenpace.load.run import Refusals, run_workload
+    from tokenpace.store import recent
+
+    command = safe_command(sys.argv[1:], store.url)
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=stderr(), transient=True, disable=not show_progress,
+    )  # fmt: skip
+    kept: list[Sample] = []  # also what survives a Ctrl-C
+
+    async def go() -> RunResult:
+        task = progress.add_task("measuring", total=options.requests * len(chosen))
+
+        def keep(sample: Sample) -> None:
+            kept.append(sample)
+            progress.advance(task)
+
+        async with contextlib.AsyncExitStack() as stack:
+            targets = await sim.started_for(chosen, scenarios, stack)
+            # What endpoints refuse is learnt for this command only: the next one asks afresh.
+            cold = ColdStarts(cold_after or default_cold_after, partial(recent.last_ended, store))
+            return await run_workload(
+                targets, workload, options, store, keep, command, texts, refusals=Refusals(), cold=cold
+            )
+
+    with progress:  # a signal cancels go(), whose cleanup stores what was taken (cancelled samples included)
+        done = run_stoppable(go)
+    if isinstance(done, Stop):
+        err.print(f"{done.said}: the {len(kept)} samples taken so far (cancelled ones included) are kept")
+        return Taken(None, kept, done)
+    return Taken(done, kept, None)

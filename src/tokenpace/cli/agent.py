@@ -1,4 +1,4 @@
-"""``tokenpace agent`` (a probe agent for one region) and ``tokenpace db grant-agent`` (its PostgreSQL role)."""
+"""``tokenpace agent``: a probe agent for one region, taking its jobs from the central store's queue."""
 
 from __future__ import annotations
 
@@ -7,21 +7,23 @@ from pathlib import Path
 
 import click
 
-from tokenpace.cli.kit import Finite, close_store, err, run_async
+from tokenpace.cli import options as opt
+from tokenpace.cli.options import Finite
+from tokenpace.cli.signals import cancelled_by, run_async
+from tokenpace.cli.stderr import err
+from tokenpace.cli.store import close_store
 
 
 @click.command("agent")
-@click.option("--region", required=True, help="The region it measures from, as named in the config's [regions].")
-@click.option("--db", required=True, envvar="TOKENPACE_DB", help="The postgresql:// store the central serve uses.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The config the central serve uses (default: the embedded one, simulated endpoints).")  # fmt: skip
+@opt.region("The region it measures from, as named in the config's [regions].", required=True)
+@opt.store("The postgresql:// store the central serve uses.", required=True, from_env=True)
+@opt.config("The config the central serve uses (default: the embedded one, simulated endpoints).")
 @click.option("--name", help="How `tokenpace agents` lists it (default: HOST/REGION; unique per agent).")
 @click.option("--concurrency", default=10, show_default=True, type=click.IntRange(1, 1000),
               help="Jobs it runs at once.")  # fmt: skip
 @click.option("--heartbeat", default=10.0, show_default=True, type=Finite(min=0.2, max=300),
               help="Seconds between heartbeats; three missed and it is listed down, its job retried once.")  # fmt: skip
-@click.option("--grace", default=30.0, show_default=True, type=Finite(min=0),
-              help="Seconds running jobs may take to finish after SIGINT/SIGTERM.")  # fmt: skip
+@opt.grace(30.0, "Seconds running jobs may take to finish after SIGINT/SIGTERM.")
 def agent_command(
     region: str, db: str, config_path: Path | None, name: str | None, concurrency: int, heartbeat: float, grace: float
 ) -> None:
@@ -70,11 +72,8 @@ def agent_command(
                 cfg, found, store, queue, region, name=name, concurrency=concurrency, heartbeat_s=heartbeat,
                 corpus=corpus,
             )  # fmt: skip
-            task = asyncio.current_task()
-            assert task is not None
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, task.cancel)
-                stack.callback(loop.remove_signal_handler, sig)  # as cli/measuring.py does, and why
+            # From here Ctrl-C, as SIGTERM, gives running jobs their grace (again: cancels them), not asyncio's.
+            stack.enter_context(cancelled_by(signal.SIGINT, signal.SIGTERM))
             line = f"tokenpace agent {agent.name}: region {region}, store {store.url}"
             err.print(shown(line), soft_wrap=True)
             with contextlib.suppress(asyncio.CancelledError):
@@ -85,31 +84,3 @@ def agent_command(
     finally:
         close_store(store)
     err.print("stopped: every sample taken is in the store")
-
-
-@click.group("db")
-def db_group() -> None:
-    """The PostgreSQL store's set-up for region agents."""
-
-
-@db_group.command("grant-agent")
-@click.argument("role")
-@click.option("--region", required=True, help="The one region whose jobs the role may take.")
-@click.option("--db", envvar="TOKENPACE_DB", help="Apply the statements to this postgresql:// store (else print them).")
-def grant_agent_command(role: str, region: str, db: str | None) -> None:
-    """Print (or apply with --db) the GRANTs for an agent's own PostgreSQL ROLE: its region's jobs, inserting
-    samples and heartbeats, nothing else. Create the role first (CREATE ROLE ... LOGIN PASSWORD ...)."""
-    from tokenpace.config.regions import check_name
-    from tokenpace.errors import ConfigError
-    from tokenpace.store import grants
-
-    try:
-        check_name(region)
-        statements = grants.for_agent(role, region)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if db is None:
-        click.echo("\n".join(f"{s};" for s in statements))
-        return
-    grants.apply(db, role, region)
-    err.print(f"granted {role} an agent's rights for region {region}")

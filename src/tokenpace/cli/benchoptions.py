@@ -1,0 +1,257 @@
+"""`tokenpace bench`'s options in groups, each parsed into a frozen value: which endpoint, the load's shape, the
+levels, the objectives, the prompts, how requests are sent, and the output.
+
+The command takes one value per group (``opt.grouped``), and each group checks itself in one line per mistake,
+in the order the command calls them. Only click is imported at the top: `tokenpace --help` stays light.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from tokenpace.cli import options as opt
+from tokenpace.cli.options import Finite
+from tokenpace.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tokenpace import sim
+    from tokenpace.clients.transport import Timeouts
+    from tokenpace.config.endpoints import Config, Endpoint
+    from tokenpace.config.load import Load, Slo, Sweep
+    from tokenpace.load.chains import Dataset
+
+MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The one endpoint to load: a name from --config or the presets, --base-url's, or --sim's."""
+
+    endpoint: str | None
+    config_path: Path | None
+    base_url: str | None
+    model: str | None
+    protocol: str
+    api_key_env: str | None
+    provider: str | None
+    headers: tuple[str, ...]
+    use_sim: bool
+
+    def config(self) -> Config:
+        from tokenpace.config.endpoints import Config, load
+
+        return load(self.config_path) if self.config_path is not None else Config()
+
+    def find(self, cfg: Config) -> Endpoint:
+        from tokenpace.cli.target import from_url, simulated
+
+        chosen = list(cfg.find(self.endpoint)) if self.endpoint else []
+        if self.base_url:
+            chosen.append(from_url(self.base_url, self.model, self.protocol, self.api_key_env, "default",
+                                   self.provider, self.headers))  # fmt: skip
+        if self.use_sim:
+            chosen.append(simulated(self.protocol))
+        if len(chosen) != 1:
+            what = "nothing" if not chosen else ", ".join(e.name for e in chosen)
+            raise ConfigError(f"a load test drives one endpoint, not {what}: name one, or give --base-url or --sim")
+        chosen[0].api_key()  # a missing key variable is reported before anything is sent
+        return chosen[0]
+
+    def scenarios(self, cfg: Config) -> dict[str, sim.Scenario]:
+        """The simulated providers' scenarios (a real endpoint has none)."""
+        from tokenpace import sim
+
+        return {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if self.use_sim else sim.scenarios(cfg)
+
+
+TARGET = opt.grouped(
+    "target", Target,
+    click.argument("endpoint", required=False), opt.config(), opt.base_url, opt.model, opt.protocol,
+    opt.api_key_env(), opt.provider, opt.headers, opt.use_sim("Load-test a built-in simulator started in-process."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadShape:
+    """How requests are released: a closed loop (-c) or an open loop (--rate), and how many."""
+
+    concurrency: int | None
+    rate: float | None
+    arrival: str
+    burstiness: float
+    max_concurrency: int | None
+    requests: int | None
+    duration: str | None
+    warmup: int
+
+    def load(self) -> Load:
+        from tokenpace.config import load as loadcfg
+
+        if self.concurrency is not None and self.rate is not None:
+            raise ConfigError("give -c (closed loop) or --rate (open loop), not both")
+        if self.max_concurrency is not None and self.rate is None:
+            raise ConfigError("--max-concurrency caps an open loop: give --rate too (or use -c)")
+        seconds = loadcfg.parse_seconds(self.duration, "--duration") if self.duration is not None else None
+        return loadcfg.Load(
+            concurrency=None if self.rate is not None else self.concurrency or 1,
+            rate=self.rate,
+            arrival=self.arrival,  # type: ignore[arg-type]  # click.Choice checked it
+            burstiness=self.burstiness,
+            requests=self.requests if self.requests is not None or seconds is not None else 100,
+            duration_s=seconds,
+            warmup=self.warmup,
+            max_concurrency=self.max_concurrency,
+        )
+
+
+LOAD_SHAPE = opt.grouped(
+    "shape", LoadShape,
+    opt.concurrency("Closed loop: requests in flight at once [default: 1]."),
+    click.option("--rate", type=Finite(min=0, max=10_000, min_open=True),
+                 help="Open loop: requests started per second, whatever the server does."),
+    click.option("--arrival", type=click.Choice(["poisson", "constant", "gamma"]), default="poisson",
+                 show_default=True, help="How --rate's arrivals are spaced."),
+    click.option("--burstiness", default=1.0, show_default=True, type=Finite(min=0, max=100, min_open=True),
+                 help="Gamma arrivals' shape: below 1 burstier, above 1 more regular (1: Poisson)."),
+    click.option("--max-concurrency", type=click.IntRange(1, 4096), help="Open loop: cap on requests in flight."),
+    opt.requests("Measured requests per level [default: 100, or no cap with --duration].",
+                 click.IntRange(1, 1_000_000)),
+    click.option("--duration", help="Stop releasing requests after this long per level (60s, 5m)."),
+    click.option("--warmup", default=0, show_default=True, type=click.IntRange(0, 100_000),
+                 help="Requests sent first under the same load, stored, and left out of the figures."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Levels:
+    """One level, or a sweep of them (given, or auto: up to saturation), each run ``repeat`` times."""
+
+    sweep_text: str | None
+    repeat: int
+
+    def sweep(self) -> Sweep | None:
+        """--sweep parsed; --repeat runs given levels again: not an auto sweep's (each is chosen from the last)."""
+        from tokenpace.config import load as loadcfg
+        from tokenpace.load.results import MAX_POINTS
+
+        sweep = loadcfg.parse_sweep(self.sweep_text) if self.sweep_text else None
+        if self.repeat > 1 and sweep is not None and sweep.auto:
+            raise ConfigError("--repeat runs given levels again: give --sweep concurrency=... or rate=..., not auto")
+        if sweep is not None and len(sweep.values) * self.repeat > MAX_POINTS:
+            count = len(sweep.values) * self.repeat
+            raise ConfigError(f"--sweep with --repeat {self.repeat}: {count} levels, at most {MAX_POINTS}")
+        return sweep
+
+
+LEVELS = opt.grouped(
+    "levels", Levels,
+    click.option("--sweep", "sweep_text",
+                 help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate)."),
+    click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, MAX_REPEAT),
+                 help="Run each level this many times back to back, a point each (for `tokenpace compare`)."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    """What makes a level valid (the client's dispatch delay) and a request good (the SLO, for goodput)."""
+
+    max_dispatch_ms: float
+    slo_text: str | None
+
+    def slo(self) -> Slo | None:
+        from tokenpace.config import load as loadcfg
+
+        return loadcfg.parse_slo(self.slo_text) if self.slo_text else None
+
+
+OBJECTIVES = opt.grouped(
+    "objectives", Objectives,
+    click.option("--max-dispatch-p99", "max_dispatch_ms", default=100.0, show_default=True,
+                 type=Finite(min=0, max=3_600_000, min_open=True),
+                 help="Invalid level: its dispatch delay (sent - scheduled start) P99 is over this, ms."),
+    click.option("--slo", "slo_text", help="Per-request objective for goodput, e.g. ttft=500ms,tpot=50ms."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Prompts:
+    """What is sent: a dataset (--data), or fresh prompts of a workload; the seed that reproduces either."""
+
+    data_spec: str | None
+    workload_name: str
+    max_tokens: int | None
+    corpus: Path | None
+    seed: int | None
+
+    def dataset(self, cfg: Config, seed: int) -> Dataset:
+        from tokenpace.load.datasets import open_dataset
+        from tokenpace.prompts.corpus import load_corpus
+
+        workload = cfg.workload(self.workload_name)
+        if self.max_tokens is not None:
+            workload = dataclasses.replace(workload, max_tokens=self.max_tokens)
+        folder = self.corpus or cfg.corpus
+        return open_dataset(self.data_spec, workload, seed, load_corpus(folder) if folder is not None else None)
+
+
+PROMPTS = opt.grouped(
+    "prompts", Prompts,
+    click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
+                 "synthetic:input=N,output=N, prefix:..., multiturn:... (see README)."),
+    opt.workload("Fresh-prompt workload when --data is not given."),
+    opt.max_tokens,
+    opt.corpus("Folder of texts for prompts."),
+    opt.seed("Reproduce prompts and arrivals of an earlier run."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Sending:
+    """How long a request may take, and whether connections are opened before the first."""
+
+    first_token_timeout: float
+    total_timeout: float
+    cold: bool
+
+    def timeouts(self) -> Timeouts:
+        from tokenpace.clients.transport import Timeouts
+
+        # A stream may be silent as long as its first token may take, and never less than a minute.
+        idle = max(60.0, self.first_token_timeout)
+        return Timeouts(10.0, self.first_token_timeout, idle, self.total_timeout)
+
+
+SENDING = opt.grouped(
+    "sending", Sending,
+    opt.first_token_timeout("Seconds from sending a request to its first generated text."),
+    opt.total_timeout,
+    click.option("--cold", is_flag=True, help="Do not open connections before the first request."),
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """Where the samples go (the store) and the result and report (a folder), and whether progress shows."""
+
+    db: str | None
+    out_dir: Path
+    quiet: bool
+
+    def check(self) -> None:
+        if not self.out_dir.absolute().parent.is_dir():
+            raise ConfigError(f"--out {self.out_dir}: the folder {self.out_dir.absolute().parent} does not exist")
+
+
+OUTPUT = opt.grouped(
+    "output", Output,
+    opt.store(),
+    click.option("--out", "out_dir", default="tokenpace-bench", show_default=True,
+                 type=click.Path(file_okay=False, path_type=Path),
+                 help="Folder for the result (.json) and report (.html)."),
+    opt.quiet("No live progress; the table stays."),
+)  # fmt: skip

@@ -1,0 +1,72 @@
+"""``tokenpace serve``: the sampler and the leaderboard's web server, on one event loop (Ctrl-C stops)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tokenpace.cli import options as opt
+from tokenpace.cli.signals import run_async
+from tokenpace.cli.stderr import err
+from tokenpace.cli.store import close_store
+from tokenpace.errors import ConfigError, TokenpaceError
+
+
+@click.command("serve")
+@opt.config("TOML file declaring providers, plans, budgets and cadences (default: discover, else simulate).")
+@opt.host("Address the web server listens on.")
+@opt.port(8000, "Port the web server listens on (0: any free one).")
+@opt.store()
+@opt.grace(
+    5.0,
+    "Seconds runs in flight may take to finish after SIGINT/SIGTERM; then they are stored as cancelled "
+    "(keep it under your supervisor's stop timeout: docker's is 10 s).",
+)
+def serve_command(config_path: Path | None, host: str, port: int, db: str | None, grace: float) -> None:
+    """Measure endpoints on a schedule and publish the leaderboard at http://HOST:PORT (Ctrl-C stops).
+
+    Without --config it measures the providers whose key variables are set (GROQ_API_KEY...), local servers on
+    their usual ports (Ollama 11434, llama.cpp 8080, vLLM 8000, SGLang 30000), and, where it finds nothing,
+    built-in simulated endpoints, labelled as such everywhere.
+    """
+    from tokenpace.board.console import log_lines, shown
+    from tokenpace.config import endpoints
+    from tokenpace.serve import service  # the web stack loads only for the command that serves it
+    from tokenpace.store.database import default_db_path, open_store
+
+    log_lines()  # one line per run and per skipped run, so a terminal shows the service at work
+
+    cfg = endpoints.load(config_path) if config_path is not None else None
+    if cfg is not None and not cfg.endpoints:
+        raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
+    sock = service.listen(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    try:
+        store = open_store(db)
+    except TokenpaceError:
+        sock.close()
+        raise
+
+    notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
+
+    def ready(jobs: Sequence[Any]) -> None:
+        where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
+        err.print(f"tokenpace serving on http://{where}:{bound_port}", soft_wrap=True)
+        for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
+            err.print(shown(line), soft_wrap=True)  # a note may hold a model name a server chose
+
+    async def go() -> None:
+        chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
+        notes.extend(found)
+        await service.serve(chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready)
+
+    try:
+        run_async(go)
+    finally:
+        sock.close()
+        close_store(store)
+    err.print("stopped: every sample taken is in the store")
