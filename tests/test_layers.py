@@ -119,7 +119,8 @@ def test_there_are_no_import_cycles() -> None:
 def test_a_cycle_and_an_upward_import_are_seen() -> None:
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": set()}) == []
-    assert "tokenpace.config.endpoints" in imports("tokenpace.cli", SRC / "tokenpace/cli/__init__.py", set(modules()))
+    lazy = imports("tokenpace.cli.workloads", SRC / "tokenpace/cli/workloads.py", set(modules()))
+    assert "tokenpace.config.endpoints" in lazy  # imported inside the command: a lazy import is seen too
 
 
 def arrows() -> Counter[tuple[str, str]]:
