@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tokenpace.cli.benchoptions import LEVELS, LOAD_SHAPE, OBJECTIVES, OUTPUT, PROMPTS, SENDING, TARGET
+from tokenpace.cli.benchoptions import (
+    LEVEL_OPTIONS,
+    LOAD_OPTIONS,
+    OBJECTIVE_OPTIONS,
+    OUTPUT_OPTIONS,
+    PROMPT_OPTIONS,
+    SENDING_OPTIONS,
+    TARGET_OPTIONS,
+)
 from tokenpace.cli.options import SEED_MAX
 from tokenpace.cli.stderr import err
 from tokenpace.cli.store import close_store
@@ -37,13 +45,13 @@ if TYPE_CHECKING:
 
 
 @click.command("bench")
-@TARGET
-@LOAD_SHAPE
-@LEVELS
-@OBJECTIVES
-@PROMPTS
-@SENDING
-@OUTPUT
+@TARGET_OPTIONS
+@LOAD_OPTIONS
+@LEVEL_OPTIONS
+@OBJECTIVE_OPTIONS
+@PROMPT_OPTIONS
+@SENDING_OPTIONS
+@OUTPUT_OPTIONS
 def bench(
     target: Target,
     shape: LoadShape,

@@ -1,7 +1,7 @@
 """`tokenpace bench`'s options in groups, each parsed into a frozen value: which endpoint, the load's shape, the
 levels, the objectives, the prompts, how requests are sent, and the output.
 
-The command takes one value per group (``opt.grouped``), and each group checks itself in one line per mistake,
+The command takes one value per group (``opt.option_group``), and each group checks itself in one line per mistake,
 in the order the command calls them. Only click is imported at the top: `tokenpace --help` stays light.
 """
 
@@ -68,7 +68,7 @@ class Target:
         return {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if self.use_sim else sim.scenarios(cfg)
 
 
-TARGET = opt.grouped(
+TARGET_OPTIONS = opt.option_group(
     "target", Target,
     click.argument("endpoint", required=False), opt.config(), opt.base_url, opt.model, opt.protocol,
     opt.api_key_env(), opt.provider, opt.headers, opt.use_sim("Load-test a built-in simulator started in-process."),
@@ -108,7 +108,7 @@ class LoadShape:
         )
 
 
-LOAD_SHAPE = opt.grouped(
+LOAD_OPTIONS = opt.option_group(
     "shape", LoadShape,
     opt.concurrency("Closed loop: requests in flight at once [default: 1]."),
     click.option("--rate", type=Finite(min=0, max=10_000, min_open=True),
@@ -147,7 +147,7 @@ class Levels:
         return sweep
 
 
-LEVELS = opt.grouped(
+LEVEL_OPTIONS = opt.option_group(
     "levels", Levels,
     click.option("--sweep", "sweep_text",
                  help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate)."),
@@ -169,7 +169,7 @@ class Objectives:
         return loadcfg.parse_slo(self.slo_text) if self.slo_text else None
 
 
-OBJECTIVES = opt.grouped(
+OBJECTIVE_OPTIONS = opt.option_group(
     "objectives", Objectives,
     click.option("--max-dispatch-p99", "max_dispatch_ms", default=100.0, show_default=True,
                  type=Finite(min=0, max=3_600_000, min_open=True),
@@ -199,7 +199,7 @@ class Prompts:
         return open_dataset(self.data_spec, workload, seed, load_corpus(folder) if folder is not None else None)
 
 
-PROMPTS = opt.grouped(
+PROMPT_OPTIONS = opt.option_group(
     "prompts", Prompts,
     click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
                  "synthetic:input=N,output=N, prefix:..., multiturn:... (see README)."),
@@ -226,7 +226,7 @@ class Sending:
         return Timeouts(10.0, self.first_token_timeout, idle, self.total_timeout)
 
 
-SENDING = opt.grouped(
+SENDING_OPTIONS = opt.option_group(
     "sending", Sending,
     opt.first_token_timeout("Seconds from sending a request to its first generated text."),
     opt.total_timeout,
@@ -247,7 +247,7 @@ class Output:
             raise ConfigError(f"--out {self.out_dir}: the folder {self.out_dir.absolute().parent} does not exist")
 
 
-OUTPUT = opt.grouped(
+OUTPUT_OPTIONS = opt.option_group(
     "output", Output,
     opt.store(),
     click.option("--out", "out_dir", default="tokenpace-bench", show_default=True,

@@ -35,7 +35,7 @@ class Finite(click.FloatRange):
         return number
 
 
-def grouped(into: str, group: type[Any], *options: Decorator) -> Decorator:
+def option_group(into: str, group: type[Any], *options: Decorator) -> Decorator:
     """The values of ``options`` reach the command as one frozen ``group`` (a dataclass whose fields are the
     options' names), in its keyword ``into``; --help lists the options in the order given, where the group is."""
     names = [field.name for field in dataclasses.fields(group)]
@@ -75,11 +75,11 @@ def quiet(help: str, *aliases: str) -> Decorator:
     return click.option("-q", "--quiet", *aliases, "quiet", is_flag=True, help=help)
 
 
-def host(help: str) -> Decorator:
+def listen_host(help: str) -> Decorator:
     return click.option("--host", default="127.0.0.1", show_default=True, help=help)
 
 
-def port(default: int, help: str) -> Decorator:
+def listen_port(default: int, help: str) -> Decorator:
     return click.option("--port", default=default, show_default=True, type=click.IntRange(0, 65535), help=help)
 
 

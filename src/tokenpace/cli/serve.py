@@ -18,8 +18,8 @@ from tokenpace.errors import ConfigError, TokenpaceError
 
 @click.command("serve")
 @opt.config("TOML file declaring providers, plans, budgets and cadences (default: discover, else simulate).")
-@opt.host("Address the web server listens on.")
-@opt.port(8000, "Port the web server listens on (0: any free one).")
+@opt.listen_host("Address the web server listens on.")
+@opt.listen_port(8000, "Port the web server listens on (0: any free one).")
 @opt.store()
 @opt.grace(
     5.0,

@@ -16,7 +16,7 @@ import signal
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-T = TypeVar("T")
+Returned = TypeVar("Returned")
 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 TERMINATED = 143  # 128 + SIGTERM
@@ -63,7 +63,7 @@ def cancelled_by(*signums: int, heard: list[int] | None = None) -> Iterator[None
             loop.remove_signal_handler(signum)
 
 
-def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def run_async(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned:
     """Run ``main`` on a fresh event loop (uvloop where installed); SIGTERM cancels it and raises Terminated."""
     import asyncio
 
@@ -72,7 +72,7 @@ def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
     handler = signal.getsignal(signal.SIGTERM)
     heard: list[int] = []
 
-    async def guarded() -> T:
+    async def guarded() -> Returned:
         if handler is not raise_terminated:  # not under the command group: SIGTERM is left as it was
             return await main()
         with cancelled_by(signal.SIGTERM, heard=heard):
@@ -89,7 +89,7 @@ def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         signal.signal(signal.SIGTERM, handler)
 
 
-def run_stoppable(main: Callable[[], Coroutine[Any, Any, T]]) -> T | Stop:
+def run_stoppable(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned | Stop:
     """:func:`run_async`, but Ctrl-C or SIGTERM returns how it stopped rather than raising, so a command that
     measures still stores, prints and writes what was taken before it exits with :attr:`Stop.code`."""
     import asyncio

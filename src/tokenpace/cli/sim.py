@@ -14,8 +14,8 @@ from tokenpace.errors import ConfigError
 
 
 @click.command("sim")
-@opt.host("Address to listen on.")
-@opt.port(8090, "Port to listen on.")
+@opt.listen_host("Address to listen on.")
+@opt.listen_port(8090, "Port to listen on.")
 @click.option("--ttft-ms", default=200.0, show_default=True, type=Finite(min=0),
               help="Time to first token, from the request's arrival.")  # fmt: skip
 @click.option(
