@@ -17,7 +17,6 @@ TESTED_THROUGH = {
     "cli/benchlive.py": "cli/test_bench.py",
     "cli/benchoptions.py": "cli/test_bench.py",
     "cli/exits.py": "cli/test_input.py",
-    "cli/options.py": "cli/test_input.py",
     "cli/presets.py": "cli/test_narrow.py",
     "cli/signals.py": "cli/test_run.py",
     "cli/stderr.py": "cli/test_input.py",
