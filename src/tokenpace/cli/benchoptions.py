@@ -42,11 +42,13 @@ class Target:
     use_sim: bool
 
     def config(self) -> Config:
+        """--config's file, else the embedded defaults (the presets still name endpoints)."""
         from tokenpace.config.endpoints import Config, load
 
         return load(self.config_path) if self.config_path is not None else Config()
 
     def find(self, cfg: Config) -> Endpoint:
+        """The one endpoint named, or a line that says what was found instead; its key variable checked."""
         from tokenpace.cli.target import from_url, simulated
 
         chosen = list(cfg.find(self.endpoint)) if self.endpoint else []
