@@ -229,9 +229,11 @@ async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
             await run_workload(endpoints, workload, plan, Steady(store))
         store.flush()
         now = datetime.now(UTC)
-        b = read_board(store, Query(workload="tiny"), now)
+        # Samples timed while a loaded machine's loop lagged are client-bound: counted here, as the order is the point.
+        b = read_board(store, Query(workload="tiny", client_bound="include"), now)
         assert names(b) == ["fast/m", "slow/m"] and [e.rank for e in b.entries] == [1, 2]
-        assert names(read_board(store, Query(workload="tiny", sort="ttft"), now)) == ["fast/m", "slow/m"]
+        by_ttft = Query(workload="tiny", sort="ttft", client_bound="include")
+        assert names(read_board(store, by_ttft, now)) == ["fast/m", "slow/m"]
         assert b.entries[1].row.simulated and b.models[0].providers == 2 and b.models[0].simulated
 
 

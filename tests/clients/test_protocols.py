@@ -740,7 +740,7 @@ def test_unknown_preset_lists_the_known_ones() -> None:
 
 
 def test_readme_lists_every_preset_as_the_table_holds_it() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| `([^`]+)` \| `?([A-Z_]+|none)", readme, re.MULTILINE)
     listed = {name: (protocol, url, None if key == "none" else key) for name, protocol, url, key in rows}
     assert listed == {p.name: (p.protocol, p.base_url, p.api_key_env) for p in PRESETS.values()}
