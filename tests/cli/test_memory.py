@@ -200,7 +200,9 @@ def test_sigterm_while_prompts_are_built_stops_within_a_prompt(tmp_path: Path) -
     db = tmp_path / "t.db"
     args = [sys.executable, "-m", "tokenpace", "run", "--sim", "-w", "100k", "-n", "98", "-q", "--db", str(db)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(600):  # the store is opened just before the prompts are built (~11 s of CPU for these, the most a run may hold)
+    for _ in range(
+        600
+    ):  # the store is opened just before the prompts are built (~11 s of CPU for these, the most a run may hold)
         if db.exists():
             break
         time.sleep(0.05)
