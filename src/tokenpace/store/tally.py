@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
@@ -22,6 +23,60 @@ Group = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of
 FRESH: Group = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
 _NONE = figure_sorted([])
+
+
+class HourRow(NamedTuple):
+    """A rollup row as the windows read it: they select these columns, by these names (rollup.Level.columns)."""
+
+    provider: str
+    plan: str
+    model: str
+    workload: str
+    region: str
+    client_bound: int
+    cached: int
+    cold: int
+    samples: int
+    ok: int
+    one_shot: int
+    first_at: float
+    last_at: float
+    protocol: str
+    simulated: int
+    failures: str
+    canary_checked: int
+    canary_passed: int
+    output_speed: str  # METRICS, each as the rollup's text of its values
+    ttft_ms: str
+    e2e_ms: str
+    ttft_net_ms: str
+
+
+class SampleRow(NamedTuple):
+    """A published sample as the windows read their edge hours: rollup.CURRENT.names, selected by rollup.RAW."""
+
+    provider: str
+    plan: str
+    model: str
+    workload: str
+    region: str
+    started_at: float
+    ok: int
+    error_kind: str | None
+    source: str
+    client_bound: int
+    protocol: str
+    simulated: int
+    cached: int
+    cold: int
+    canary_ok: int | None
+    output_speed: float | None  # METRICS
+    ttft_ms: float | None
+    e2e_ms: float | None
+    ttft_net_ms: float | None
+
+
+_metrics = attrgetter(*METRICS)  # a row's METRICS, in order, by name
 
 
 def _lists() -> tuple[list[Any], ...]:
@@ -74,37 +129,35 @@ class Tally:
         self.cold += samples if cold else 0
         self.bound += samples if bound else 0
 
-    def hours(self, r: Sequence[Any], group: Group) -> None:
-        """Add a rollup row: samples, ok, one_shot, first_at, last_at, protocol, simulated, failures, canary
-        checked and passed, metrics."""
-        samples, ok, one_shot, first, last, protocol, simulated, failures, checked, passed, *metrics = r
-        self._count(group, samples, ok, checked, passed)
-        self.one_shot += one_shot
-        self._times(first, last, protocol, simulated)
-        if failures:
-            self.kinds.update(failures.split())
+    def hours(self, r: HourRow) -> None:
+        """Add a rollup row."""
+        group = (r.cached, r.cold, r.client_bound)
+        self._count(group, r.samples, r.ok, r.canary_checked, r.canary_passed)
+        self.one_shot += r.one_shot
+        self._times(r.first_at, r.last_at, r.protocol, r.simulated)
+        if r.failures:
+            self.kinds.update(r.failures.split())
         kept = self.texts.get(group)
         if kept is None:
             kept = self.texts[group] = _lists()
-        for texts, text in zip(kept, metrics, strict=True):
+        for texts, text in zip(kept, _metrics(r), strict=True):
             if text:
                 texts.append(text)
 
-    def sample(self, r: Sequence[Any]) -> None:
-        """Add a raw sample (rollup.RAW after its identity): started_at, ok, error_kind, source, client_bound,
-        protocol, simulated, cached, cold, canary_ok, metrics."""
-        at, ok, kind, source, bound, protocol, simulated, cached, cold, verdict, *metrics = r
-        group = (int(cached), int(cold), int(bool(bound)))
+    def sample(self, r: SampleRow) -> None:
+        """Add a raw sample."""
+        ok, verdict = r.ok, r.canary_ok
+        group = (int(r.cached), int(r.cold), int(bool(r.client_bound)))
         self._count(group, 1, int(bool(ok)), verdict is not None, bool(verdict))
-        self.one_shot += source == "one-shot"
-        self._times(at, at, protocol, simulated)
+        self.one_shot += r.source == "one-shot"
+        self._times(r.started_at, r.started_at, r.protocol, r.simulated)
         if not ok:
-            self.kinds[kind or UNKNOWN] += 1
+            self.kinds[r.error_kind or UNKNOWN] += 1
             return
         kept = self.values.get(group)
         if kept is None:
             kept = self.values[group] = _lists()
-        for values, value in zip(kept, metrics, strict=True):
+        for values, value in zip(kept, _metrics(r), strict=True):
             if value is not None:
                 values.append(float(value))
 
