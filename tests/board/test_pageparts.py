@@ -24,7 +24,7 @@ def test_the_recent_samples_are_the_last_few_newest_first(site: tuple[Site, Test
 
 def test_a_page_without_agents_shows_every_region_and_no_menu(site: tuple[Site, TestClient]) -> None:
     s, _ = site
-    assert pageparts.choose_region(s, WINDOWS["72h"], NOW, {}) == pageparts.Place("all", None, "")
+    assert pageparts.choose_region(s, WINDOWS["72h"], NOW, {}) == pageparts.PageRegion("all", None, "")
 
 
 def test_rows_as_the_leaderboards_json_writes_them_with_their_cost_and_change(site: tuple[Site, TestClient]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from tokenpace.board import cost, heatmap, regions, uptime
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.changes import Change, change_dict, series_changes
-from tokenpace.board.pageparts import Place, Source, choose_region, costs, latest_first, rows_data, scrubbed
+from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.board.summary import bursts_dict
 from tokenpace.prompts import canary
 from tokenpace.store.series import Point, series
@@ -30,7 +30,7 @@ class EndpointPage:
     facts: dict[str, Any]  # who it is: provider, plan, model, name, protocol, price...
     window: Window
     include_client_bound: bool
-    place: Place
+    place: PageRegion
     workload: str | None  # the one chosen; None: every workload
     workloads: list[str]  # every workload it has rows of, in the schedule's order
     shown: list[EndpointRow]  # the rows of the workloads shown, in the schedule's order
@@ -56,7 +56,7 @@ class EndpointPage:
     def data(self) -> dict[str, Any]:
         """The page's JSON twin."""
         heat = self.heat and {
-            "workload": self.heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS, "days": heatmap.DAYS,
+            "workload": self.heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS, "days": heatmap.WEEKDAYS,
             **dataclasses.asdict(self.heat),
         }  # fmt: skip
         return {
@@ -67,7 +67,7 @@ class EndpointPage:
         }  # fmt: skip
 
 
-def _heat_workload(source: Source, chosen: str | None, present: Sequence[str]) -> str | None:
+def _heat_workload(source: PageSource, chosen: str | None, present: Sequence[str]) -> str | None:
     """The workload a heatmap shows: the one chosen, else the board's usual one, else the first present."""
     if chosen:
         return chosen
@@ -75,7 +75,7 @@ def _heat_workload(source: Source, chosen: str | None, present: Sequence[str]) -
     return usual if usual in present else next(iter(source.ordered(present)), None)
 
 
-def _bursts(points: Sequence[Point], workloads: Sequence[str]) -> dict[str, Bursts]:
+def _workload_bursts(points: Sequence[Point], workloads: Sequence[str]) -> dict[str, Bursts]:
     found = {}
     for w in workloads:
         b = bursts(grouped(point_member(p) for p in points if p.published and p.workload == w))
@@ -85,12 +85,12 @@ def _bursts(points: Sequence[Point], workloads: Sequence[str]) -> dict[str, Burs
 
 
 def read_endpoint_page(
-    source: Source, provider: str, plan: str, model: str, window: Window, include: bool, params: Mapping[str, str]
+    source: PageSource, provider: str, plan: str, model: str, window: Window, include: bool, params: Mapping[str, str]
 ) -> EndpointPage | None:
     """The page of one endpoint; None where it has no sample and is not configured."""
     now = source.now()
     place = choose_region(source, window, now, params)
-    region = regions.read(place.region)
+    region = regions.store_filter(place.region)
     rows = endpoint_rows(
         source.store, window, now, source.long_workloads, model=model, provider=provider, plan=plan,
         include_client_bound=include, region=region,
@@ -136,10 +136,10 @@ def read_endpoint_page(
     return EndpointPage(
         facts, window, include, place, workload, workloads, shown,
         rows_data(source, shown, costs(source, shown, window, now), window, now), points, groups,
-        uptime.hourly(points, now, span), _bursts(points, list(groups)),
+        uptime.hour_by_hour(points, now, span), _workload_bursts(points, list(groups)),
         series_changes(points, provider, plan, model), heat, heat_workload,
     )  # fmt: skip
 
 
-def _within(p: Point, now: datetime, window: Window, source: Source) -> bool:
+def _within(p: Point, now: datetime, window: Window, source: PageSource) -> bool:
     return (now - p.started_at).total_seconds() <= window.span(p.workload, source.long_workloads)

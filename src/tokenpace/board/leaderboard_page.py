@@ -12,7 +12,7 @@ from typing import Any
 
 from tokenpace.board import cost, ranking, regions
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
-from tokenpace.board.pageparts import Source
+from tokenpace.board.pageparts import PageSource
 from tokenpace.board.summary import bursts_dict
 from tokenpace.errors import ConfigError
 from tokenpace.schedule.sampler import BudgetStatus
@@ -58,7 +58,7 @@ class LeaderboardPage:
         return out
 
 
-def _query(source: Source, params: Mapping[str, str]) -> ranking.Query:
+def _query(source: PageSource, params: Mapping[str, str]) -> ranking.Query:
     # An empty select ("all providers") arrives as provider=; it means no filter.
     given = {k: v for k, v in params.items() if v}
     return ranking.Query.from_params(
@@ -66,7 +66,7 @@ def _query(source: Source, params: Mapping[str, str]) -> ranking.Query:
     )
 
 
-def ranked(source: Source, params: Mapping[str, str]) -> ranking.Board:
+def ranked(source: PageSource, params: Mapping[str, str]) -> ranking.Board:
     """The board the parameters ask for, its rows read once per window, workload and region (memo)."""
     query = _query(source, params)
     window, now = WINDOWS[query.window], source.now()
@@ -76,7 +76,7 @@ def ranked(source: Source, params: Mapping[str, str]) -> ranking.Board:
         ("rows", window.name, query.workload, include, region),
         lambda: ranking.snapshot(
             source.store, window, query.workload, now, source.long_workloads, include_client_bound=include,
-            region=regions.read(region),
+            region=regions.store_filter(region),
         ),
     )  # fmt: skip
     # Each row's current change, from its own last samples whatever the window: re-read when it takes a sample.
@@ -84,7 +84,7 @@ def ranked(source: Source, params: Mapping[str, str]) -> ranking.Board:
     return ranking.arrange(m, query, now, stale_after=source.stale_after, changes=found, config=source.config)
 
 
-def _bursts(source: Source, board: ranking.Board) -> dict[str, Bursts]:
+def _board_bursts(source: PageSource, board: ranking.Board) -> dict[str, Bursts]:
     try:
         workload = source.config.workload(board.query.workload)
     except ConfigError:  # a workload the store holds and the config no longer names: no way to tell
@@ -108,7 +108,7 @@ def _bursts(source: Source, board: ranking.Board) -> dict[str, Bursts]:
     return source.memo.get(("bursts", board.window.name, workload.name, *(e.row.name for e in board.entries)), read)
 
 
-def read_leaderboard_page(source: Source, params: Mapping[str, str]) -> LeaderboardPage:
+def read_leaderboard_page(source: PageSource, params: Mapping[str, str]) -> LeaderboardPage:
     board = ranked(source, params)
     now = source.now()
     budgets = [] if source.status is None else [b for b in source.status().budgets if b.recent_skips > 0]
@@ -116,4 +116,4 @@ def read_leaderboard_page(source: Source, params: Mapping[str, str]) -> Leaderbo
     shown = regions.wanted(board.regions, source.config)
     caption = regions.caption(board.query.region, source.config) if shown else ""
     any_agent = bool(source.memo.get(("agents",), lambda: agents.read(source.store)))
-    return LeaderboardPage(board, budgets, spent, _bursts(source, board), caption, any_agent)
+    return LeaderboardPage(board, budgets, spent, _board_bursts(source, board), caption, any_agent)

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tokenpace.board import numbers
-from tokenpace.board.compare import Change, Comparison, describe_change
+from tokenpace.board.compare import Comparison, LevelChange, describe_change
 from tokenpace.load.results import BenchResult, Point
 from tokenpace.measure.stats import commonest
 
@@ -103,7 +103,7 @@ def schedule_line(p: Point) -> str:
     return f"dispatch delay P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
 
 
-def _value(c: Change, v: float | None) -> str:
+def _value(c: LevelChange, v: float | None) -> str:
     if c.unit == "share":
         return numbers.percent(v)
     if c.unit == "req/s":
@@ -111,7 +111,7 @@ def _value(c: Change, v: float | None) -> str:
     return numbers.figure(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure(v)
 
 
-def _with_interval(c: Change, v: float | None, interval: tuple[float, float] | None) -> str:
+def _with_interval(c: LevelChange, v: float | None, interval: tuple[float, float] | None) -> str:
     """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
     if interval is None:
         return _value(c, v)

@@ -13,7 +13,7 @@ from typing import Any
 
 from tokenpace.board import cost, regions
 from tokenpace.board.grid import Grid, grid_dict, region_grid
-from tokenpace.board.pageparts import Place, Source, choose_region, costs, latest_first, rows_data, scrubbed
+from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.store.series import Point, model_series
 from tokenpace.store.windows import EACH, EndpointRow, ModelRow, Window, endpoint_rows, model_rows, present_models
 
@@ -23,7 +23,7 @@ class ModelPage:
     facts: dict[str, Any]  # model, asked, ids, context_window
     window: Window
     include_client_bound: bool
-    place: Place
+    place: PageRegion
     workload: str
     workloads: list[str]  # every workload it has rows of, in the schedule's order
     rows: list[EndpointRow]  # every endpoint's row, every workload
@@ -51,12 +51,12 @@ class ModelPage:
 
 
 def read_model_page(
-    source: Source, asked: str, window: Window, include: bool, params: Mapping[str, str]
+    source: PageSource, asked: str, window: Window, include: bool, params: Mapping[str, str]
 ) -> ModelPage | None:
     """The page of a model; None where no endpoint serving it has a sample or is configured."""
     now, models = source.now(), source.config.models
     place = choose_region(source, window, now, params)
-    region = regions.read(place.region)
+    region = regions.store_filter(place.region)
     model = models.canonical(asked)
     seen = present_models(source.store, window, now, source.long_workloads)
     ids = models.ids(model, [*seen, *(e.model for e in source.config.endpoints)])

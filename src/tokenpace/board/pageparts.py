@@ -1,6 +1,6 @@
 """What the pages' models (endpoint_page.py, model_page.py, boardpage.py) read, and the parts they share.
 
-A page's model is built here, below the web, from the service's state that :class:`Source` describes (the
+A page's model is built here, below the web, from the service's state that :class:`PageSource` describes (the
 web's Site is one): the web only renders the model, as HTML and as its JSON twin, so the two never disagree.
 """
 
@@ -25,11 +25,11 @@ T = TypeVar("T")
 RECENT = 20  # samples listed under the charts: enough to see a pattern, short enough to scan
 
 
-class Memo(Protocol):
+class PageMemo(Protocol):
     def get(self, key: Hashable, compute: Callable[[], T]) -> T: ...
 
 
-class Source(Protocol):
+class PageSource(Protocol):
     """The running service as a page's model reads it (web/site.py's Site)."""
 
     @property
@@ -49,7 +49,7 @@ class Source(Protocol):
     @property
     def default_workload(self) -> str: ...
     @property
-    def memo(self) -> Memo: ...
+    def memo(self) -> PageMemo: ...
     @property
     def changes(self) -> Kept: ...
 
@@ -62,14 +62,14 @@ def latest_first(points: Sequence[tuple[str, Point]]) -> list[tuple[str, Point]]
     return list(reversed(points[-RECENT:]))
 
 
-def scrubbed(source: Source, points: Sequence[Point]) -> list[Point]:
+def scrubbed(source: PageSource, points: Sequence[Point]) -> list[Point]:
     """The points, each error message cleaned of the secrets the service knows."""
     return [
         dataclasses.replace(p, error_message=source.scrub(p.error_message)) if p.error_message else p for p in points
     ]
 
 
-def costs(source: Source, rows: Sequence[EndpointRow], window: Window, now: datetime) -> list[cost.RowCost]:
+def costs(source: PageSource, rows: Sequence[EndpointRow], window: Window, now: datetime) -> list[cost.RowCost]:
     """Each row's price and cost per request, its typical request read over its own workload's span."""
     out = []
     for r in rows:
@@ -80,7 +80,7 @@ def costs(source: Source, rows: Sequence[EndpointRow], window: Window, now: date
 
 
 def rows_data(
-    source: Source, rows: Sequence[EndpointRow], prices: Sequence[cost.RowCost], window: Window, now: datetime
+    source: PageSource, rows: Sequence[EndpointRow], prices: Sequence[cost.RowCost], window: Window, now: datetime
 ) -> list[dict[str, Any]]:
     """The rows as the leaderboard's JSON writes them: figures, price and cost, current change."""
     current = source.changes.current(rows)
@@ -91,7 +91,7 @@ def rows_data(
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Place:
+class PageRegion:
     """The region a page shows (board/regions.one: ``all`` unless asked) and its menu, None where no agent ever
     measured and none is declared (the board shows none there either)."""
 
@@ -100,9 +100,11 @@ class Place:
     caption: str
 
 
-def choose_region(source: Source, window: Window, now: datetime, params: Mapping[str, str]) -> Place:
+def choose_region(source: PageSource, window: Window, now: datetime, params: Mapping[str, str]) -> PageRegion:
     here = sorted({x[3] for x in present(source.store, window, now, source.long_workloads)})
     region = regions.one(params.get("region"), here, source.config)
     if not (regions.wanted(here, source.config) or region != regions.ALL):
-        return Place(region, None, "")
-    return Place(region, regions.menu(region, here, source.config, each=False), regions.caption(region, source.config))
+        return PageRegion(region, None, "")
+    return PageRegion(
+        region, regions.menu(region, here, source.config, each=False), regions.caption(region, source.config)
+    )

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
-from tokenpace.board.rows import TRUTH, figure_dict, iso, model_dict, row_dict, truth_dict
+from tokenpace.board.rows import TRUTH_FIELDS, figure_dict, iso, model_dict, row_dict, truth_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.errors import BadRequest
@@ -301,7 +301,7 @@ def arrange(
     config = config or Config()
     here = {x[3] for x in m.menus}
     regions.check_known(query.region, here, config)
-    region = regions.read(query.region)
+    region = regions.store_filter(query.region)
     menus = [x for x in m.menus if region in (None, EACH, x[3])]
     costs = cost.row_costs(config, m.rows, m.tokens, now.date())
     window = m.window
@@ -346,7 +346,7 @@ def read_board(
     """The leaderboard for a query, read from the store now."""
     m = snapshot(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
-        include_client_bound=query.include_client_bound, region=regions.read(query.region),
+        include_client_bound=query.include_client_bound, region=regions.store_filter(query.region),
     )  # fmt: skip
     changes = read_current(store, [r.key for r in m.rows])
     return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes)
@@ -382,7 +382,7 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "region", "protocol",
         "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
-        "counted", "client_bound", "one_shot", *TRUTH, *(f"{m}_{s}" for m in METRICS for s in stats),
+        "counted", "client_bound", "one_shot", *TRUTH_FIELDS, *(f"{m}_{s}" for m in METRICS for s in stats),
         *(f"cold_ttft_ms_{s}" for s in stats), *cost.CSV_COLUMNS, "change",
     ]  # fmt: skip
     table = []

@@ -25,7 +25,7 @@ from tokenpace.store.windows import EACH
 
 # The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
 # keys are those in SORTS.
-COLUMNS: tuple[tuple[str, str], ...] = (
+TERMINAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("rank", "#"),
     ("name", "Endpoint"),
     ("speed", "Output speed (tok/s)"),
@@ -133,7 +133,7 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
         changed = " [yellow](changed)[/]" if e.change else ""  # what changed is in --json, too long for a cell
         where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
-        wrong = " [red](fast but wrong)[/]" if rows.wrong(r) else ""  # its canary failed too often
+        wrong = " [red](fast but wrong)[/]" if rows.fast_but_wrong(r) else ""  # its canary failed too often
         simulated = " [magenta](simulated)[/]" if r.simulated else ""
         return escape(r.name) + where + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
@@ -162,11 +162,11 @@ def print_board(console: Console, board: Board) -> None:
     title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     title += "  ·  client-bound samples included" if q.include_client_bound else ""
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
-    for key, label in COLUMNS:
+    for key, label in TERMINAL_COLUMNS:
         # Names fold rather than truncate: a cut name could be another endpoint's.
         table.add_column(label, justify="left" if key in ("name", "last") else "right", overflow="fold")
     for e in board.entries:
-        table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
+        table.add_row(*(_cell(board, e, key) for key, _ in TERMINAL_COLUMNS), style="dim" if e.too_few else None)
     console.print(table)
     _say_empty(console, board)
 

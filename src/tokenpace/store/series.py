@@ -101,7 +101,7 @@ def latest(store: Store, *, provider: str, plan: str, model: str, workload: str,
     return _points(reversed(rows))
 
 
-def last_started(store: Store, provider: str, plan: str, model: str, workload: str) -> datetime | None:
+def last_published(store: Store, provider: str, plan: str, model: str, workload: str) -> datetime | None:
     """When an endpoint's latest published sample of a workload started; None without one."""
     rows = store.query(  # one row off the end of the (provider, model, workload, started_at) index
         "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"

@@ -76,7 +76,7 @@ class SampleRow(NamedTuple):
     ttft_net_ms: float | None
 
 
-_metrics = attrgetter(*METRICS)  # a row's METRICS, in order, by name
+_metric_values = attrgetter(*METRICS)  # a row's METRICS, in order, by name
 
 
 def _lists() -> tuple[list[Any], ...]:
@@ -140,7 +140,7 @@ class Tally:
         kept = self.texts.get(group)
         if kept is None:
             kept = self.texts[group] = _lists()
-        for texts, text in zip(kept, _metrics(r), strict=True):
+        for texts, text in zip(kept, _metric_values(r), strict=True):
             if text:
                 texts.append(text)
 
@@ -157,7 +157,7 @@ class Tally:
         kept = self.values.get(group)
         if kept is None:
             kept = self.values[group] = _lists()
-        for values, value in zip(kept, _metrics(r), strict=True):
+        for values, value in zip(kept, _metric_values(r), strict=True):
             if value is not None:
                 values.append(float(value))
 

@@ -33,11 +33,10 @@ from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, commonest, success_rate
 from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
-from tokenpace.store.rollup import HOUR, RAW, cover
+from tokenpace.store.rollup import DAY, HOUR, RAW, cover
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)
 from tokenpace.store.tally import HourRow, SampleRow, Tally, tally
 
-DAY = 86400
 NO_FIGURE = Figure(0)
 EACH = "*"  # as a region: one row per (endpoint, region) rather than one filtered or pooled
 

@@ -14,7 +14,7 @@ from tokenpace.board import heatmap, regions
 from tokenpace.board.changes import describe
 from tokenpace.board.endpoint_page import EndpointPage, read_endpoint_page
 from tokenpace.board.model_page import ModelPage, read_model_page
-from tokenpace.board.pageparts import Place
+from tokenpace.board.pageparts import PageRegion
 from tokenpace.store.windows import Window, endpoint_name
 from tokenpace.web import charts
 from tokenpace.web.paths import endpoint_path, model_path
@@ -27,7 +27,7 @@ def _workload_menu(workloads: Sequence[str], selected: str, blank: str | None) -
     return {"name": "workload", "label": "Workload", "selected": selected, "options": options}
 
 
-def _menus(window: Window, place: Place, workload: dict[str, object]) -> list[dict[str, object]]:
+def _page_menus(window: Window, place: PageRegion, workload: dict[str, object]) -> list[dict[str, object]]:
     return [window_menu(window), *([place.menu] if place.menu else []), workload]
 
 
@@ -42,7 +42,7 @@ def endpoint_context(m: EndpointPage) -> dict[str, object]:
         "changes": m.data()["changes"],
         "window": m.window,
         "provider_url": "/?" + urlencode({"provider": m.facts["provider"]}),
-        "menus": _menus(m.window, m.place, _workload_menu(m.workloads, m.workload or "", "all")),
+        "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads, m.workload or "", "all")),
         "region_caption": m.place.caption,
         "stats_rows": [(r.workload, None, False, r) for r in m.shown],
         "charts": charts.sample_charts(m.groups, markers),
@@ -57,7 +57,7 @@ def endpoint_context(m: EndpointPage) -> dict[str, object]:
         "bursts": m.bursts,
         "heat": m.heat,
         "heat_workload": m.heat_workload,
-        "days": heatmap.DAYS,
+        "days": heatmap.WEEKDAYS,
         "weeks": heatmap.WEEKS,
     }
 
@@ -82,7 +82,7 @@ def model_context(m: ModelPage) -> dict[str, object]:
         "workload": m.workload,
         "window": m.window,
         "summary": m.summary,
-        "menus": _menus(m.window, m.place, _workload_menu(m.workloads or [m.workload], m.workload, None)),
+        "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads or [m.workload], m.workload, None)),
         "region_caption": m.place.caption,
         "stats_rows": [
             (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(r.region), r.simulated, r)

@@ -9,7 +9,7 @@ from typing import Any
 
 from tokenpace.board import changes, ranking, regions
 from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
-from tokenpace.board.rows import WRONG_BELOW, failing, wrong
+from tokenpace.board.rows import WRONG_BELOW, failing, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
 from tokenpace.store.windows import EACH, WINDOWS
@@ -19,7 +19,7 @@ from tokenpace.web.site import Site, window_menu
 
 # Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link. "wide": left out on a
 # phone's width, where the endpoint's name already says its provider, plan and model.
-COLUMNS = (
+BOARD_COLUMNS = (
     ("name", "Endpoint", "name"),  # provider:plan/model, so the provider and plan need no columns of their own
     ("model", "Model", "wide"),
     ("speed", "Output speed", "num"),
@@ -58,7 +58,7 @@ def _columns(each_region: bool, net: bool, priced: bool = True, canary: bool = F
     rows measured the network, price and cost only when some row has a price (two columns of dashes cost a
     narrow screen the last sample), the canary's pass rate only when some row's canary was judged."""
     out = []
-    for column in COLUMNS:
+    for column in BOARD_COLUMNS:
         if (column[0] in ("price", "cost") and not priced) or (column[0] == "canary" and not canary):
             continue
         out.append(column)
@@ -160,7 +160,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "spend": m.spend,
         "headers": _headers(q, m.net, m.priced, m.canary),
         "canary": m.canary,
-        "wrong": wrong,
+        "wrong": fast_but_wrong,
         "cached_total": sum(e.row.cached for e in board.entries),
         "cold_total": sum(e.row.cold for e in board.entries),
         "priced": m.priced,
