@@ -31,7 +31,7 @@ from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.series import Point, last_published, latest
+from tokenpace.store.series import SamplePoint, last_published, latest
 from tokenpace.store.windows import WINDOWS, endpoint_rows
 from tokenpace.web import create_app
 from tokenpace.web.charts import MARKERS
@@ -57,8 +57,8 @@ def noisy(rng: random.Random, level: float, n: int) -> list[float]:
     return [level * rng.uniform(0.9, 1.1) for _ in range(n)]
 
 
-def point(i: int, speed: float | None = 100.0, ok: bool = True, kind: str | None = None) -> Point:
-    return Point(at(i), "1k", ok, kind, speed if ok else None, 100.0 if ok else None, 500.0 if ok else None)
+def point(i: int, speed: float | None = 100.0, ok: bool = True, kind: str | None = None) -> SamplePoint:
+    return SamplePoint(at(i), "1k", ok, kind, speed if ok else None, 100.0 if ok else None, 500.0 if ok else None)
 
 
 def test_direction_reads_each_metric_the_right_way_round() -> None:

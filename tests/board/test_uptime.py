@@ -12,15 +12,15 @@ from tokenpace.board.uptime import hour_by_hour
 from tokenpace.config.endpoints import Config
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import open_store
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path
 
 T = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
 
 
-def point(at: datetime, ok: bool = True, kind: str | None = None, published: bool = True) -> Point:
-    return Point(at, "1k", ok, kind, 50.0 if ok else None, 100.0 if ok else None, 1000.0 if ok else None,
+def point(at: datetime, ok: bool = True, kind: str | None = None, published: bool = True) -> SamplePoint:
+    return SamplePoint(at, "1k", ok, kind, 50.0 if ok else None, 100.0 if ok else None, 1000.0 if ok else None,
                  published=published)  # fmt: skip
 
 

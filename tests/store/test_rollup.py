@@ -71,11 +71,11 @@ def normalised(rows: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], tuple[Any
     return found
 
 
-def kept(url: str, level: rollup.Level = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+def kept(url: str, level: rollup.RollupLevel = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     return normalised(raw(url, f"SELECT {', '.join(level.columns)} FROM {level.table}"))  # noqa: S608
 
 
-def rebuilt(url: str, level: rollup.Level = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+def rebuilt(url: str, level: rollup.RollupLevel = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     """What rollup.rebuild makes of the samples, on a connection of the test's own, rolled back afterwards."""
     select = f"SELECT {', '.join(level.columns)} FROM {level.table}"  # noqa: S608
     if url.startswith("postgresql://"):
@@ -170,7 +170,7 @@ def test_the_writer_keeps_the_rollup_equal_to_a_rebuild(url: str, store: Store) 
 
 @pytest.mark.parametrize("level", rollup.LEVELS, ids=lambda level: level.table)
 def test_a_refused_write_counts_once_when_it_goes_in_and_never_when_rescued(
-    url: str, store: Store, level: rollup.Level
+    url: str, store: Store, level: rollup.RollupLevel
 ) -> None:
     rng = random.Random(4)
     first, second, third = (sample(GROQ, NOW - timedelta(minutes=i), rng) for i in range(3))

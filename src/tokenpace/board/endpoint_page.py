@@ -21,7 +21,7 @@ from tokenpace.board.changes import Change, change_dict, series_changes
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.board.summary import bursts_dict
 from tokenpace.prompts import canary
-from tokenpace.store.series import Point, series
+from tokenpace.store.series import SamplePoint, series
 from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows
 
 
@@ -35,8 +35,8 @@ class EndpointPage:
     workloads: list[str]  # every workload it has rows of, in the schedule's order
     shown: list[EndpointRow]  # the rows of the workloads shown, in the schedule's order
     rows: list[dict[str, Any]]  # the same rows as the leaderboard's JSON writes them
-    points: list[Point]  # every sample in the window, oldest first, unpublished ones included
-    groups: dict[str, list[Point]]  # the charted ones per workload, in the schedule's order
+    points: list[SamplePoint]  # every sample in the window, oldest first, unpublished ones included
+    groups: dict[str, list[SamplePoint]]  # the charted ones per workload, in the schedule's order
     uptime: list[uptime.Hour]
     bursts: dict[str, Bursts]  # per workload that releases its requests together
     changes: list[Change]  # every change in the window's series, oldest first
@@ -44,7 +44,7 @@ class EndpointPage:
     heat_workload: str | None
 
     @property
-    def recent(self) -> list[Point]:
+    def recent(self) -> list[SamplePoint]:
         return [p for _, p in latest_first([(p.workload, p) for p in self.points])]
 
     @property
@@ -75,7 +75,7 @@ def _heat_workload(source: PageSource, chosen: str | None, present: Sequence[str
     return usual if usual in present else next(iter(source.ordered(present)), None)
 
 
-def _workload_bursts(points: Sequence[Point], workloads: Sequence[str]) -> dict[str, Bursts]:
+def _workload_bursts(points: Sequence[SamplePoint], workloads: Sequence[str]) -> dict[str, Bursts]:
     found = {}
     for w in workloads:
         b = bursts(grouped(point_member(p) for p in points if p.published and p.workload == w))
@@ -109,7 +109,7 @@ def read_endpoint_page(
         return None
     # With every workload shown, the since above is the longest span; trim each workload to its own.
     points = scrubbed(source, [p for p in points if _within(p, now, window, source)])
-    groups: dict[str, list[Point]] = {w: [] for w in source.ordered({p.workload for p in points})}
+    groups: dict[str, list[SamplePoint]] = {w: [] for w in source.ordered({p.workload for p in points})}
     for p in points:
         if p.charted(include):
             groups[p.workload].append(p)
@@ -141,5 +141,5 @@ def read_endpoint_page(
     )  # fmt: skip
 
 
-def _within(p: Point, now: datetime, window: Window, source: PageSource) -> bool:
+def _within(p: SamplePoint, now: datetime, window: Window, source: PageSource) -> bool:
     return (now - p.started_at).total_seconds() <= window.span(p.workload, source.long_workloads)

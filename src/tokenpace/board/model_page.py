@@ -14,7 +14,7 @@ from typing import Any
 from tokenpace.board import cost, regions
 from tokenpace.board.grid import Grid, grid_dict, region_grid
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
-from tokenpace.store.series import Point, model_series
+from tokenpace.store.series import SamplePoint, model_series
 from tokenpace.store.windows import EACH, EndpointRow, ModelRow, Window, endpoint_rows, model_rows, present_models
 
 
@@ -31,12 +31,12 @@ class ModelPage:
     costs: list[cost.RowCost]  # the shown rows' prices and costs
     endpoints: list[dict[str, Any]]  # the shown rows as the leaderboard's JSON writes them
     summary: ModelRow | None
-    named: list[tuple[str, Point]]  # every published sample, oldest first, with its endpoint's name
-    groups: dict[str, list[Point]]  # the charted ones per endpoint
+    named: list[tuple[str, SamplePoint]]  # every published sample, oldest first, with its endpoint's name
+    groups: dict[str, list[SamplePoint]]  # the charted ones per endpoint
     grid: Grid | None  # region x provider, when more than one region measured the workload
 
     @property
-    def recent(self) -> list[tuple[str, Point]]:
+    def recent(self) -> list[tuple[str, SamplePoint]]:
         return latest_first(self.named)
 
     def data(self) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def read_model_page(
     found = [x for m in ids for x in model_series(source.store, model=m, workload=workload, since=since, region=region)]
     found.sort(key=lambda x: x[1].started_at)  # stable: one id's samples keep their order among equal times
     named = list(zip([name for name, _ in found], scrubbed(source, [p for _, p in found]), strict=True))
-    groups: dict[str, list[Point]] = {}
+    groups: dict[str, list[SamplePoint]] = {}
     for name, p in named:
         if p.charted(include):
             groups.setdefault(name, []).append(p)

@@ -17,7 +17,7 @@ from tokenpace.board.rows import row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 from tokenpace.store.usage import typical
 from tokenpace.store.windows import EndpointRow, Window, present
 
@@ -57,12 +57,12 @@ class PageSource(Protocol):
     def scrub(self, text: str | None) -> str | None: ...
 
 
-def latest_first(points: Sequence[tuple[str, Point]]) -> list[tuple[str, Point]]:
+def latest_first(points: Sequence[tuple[str, SamplePoint]]) -> list[tuple[str, SamplePoint]]:
     """The last RECENT points, newest first: the list under the charts."""
     return list(reversed(points[-RECENT:]))
 
 
-def scrubbed(source: PageSource, points: Sequence[Point]) -> list[Point]:
+def scrubbed(source: PageSource, points: Sequence[SamplePoint]) -> list[SamplePoint]:
     """The points, each error message cleaned of the secrets the service knows."""
     return [
         dataclasses.replace(p, error_message=source.scrub(p.error_message)) if p.error_message else p for p in points

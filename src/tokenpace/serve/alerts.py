@@ -32,7 +32,7 @@ import aiohttp
 from tokenpace.board.changes import CHANGE_LABELS, CHANGE_UNITS, Change, Kept, change_dict, change_figure
 from tokenpace.config.alerts import host
 from tokenpace.store.database import Store
-from tokenpace.store.windows import Key
+from tokenpace.store.windows import RowKey
 from tokenpace.web.paths import endpoint_path
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class Watcher:
     def __init__(
         self,
         store: Store,
-        keys: Collection[Key],
+        keys: Collection[RowKey],
         send: Callable[[Change], None],
         *,
         every_s: float = CHECK_EVERY_S,
@@ -162,7 +162,7 @@ class Watcher:
     ) -> None:
         self._store, self._keys, self._send, self._every, self._now = store, list(keys), send, every_s, now
         self._kept = Kept(store)  # each key re-read and tested only once its last sample moved
-        self._sent: dict[tuple[Key, str], tuple[Change, datetime]] = {}  # per key and metric: last sent, when
+        self._sent: dict[tuple[RowKey, str], tuple[Change, datetime]] = {}  # per key and metric: last sent, when
         self._writes = -1
         self.failures = 0
 

@@ -10,7 +10,7 @@ values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs
 text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
 concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
 ``float()`` of decimal text took ten times as long).
-``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`Level` each): a 72 h window holds
+``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`RollupLevel` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
 per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
 2 quarters each. So a window's whole days and hours are a handful of rows per endpoint, and its percentiles stay
@@ -106,7 +106,7 @@ RAW = CURRENT.raw
 
 
 @dataclass(frozen=True, slots=True)
-class Level:
+class RollupLevel:
     """A rollup table: its rows hold the samples of one ``unit`` (a column counting ``seconds`` since the epoch)."""
 
     table: str
@@ -152,9 +152,9 @@ def _menu(shape: Shape) -> tuple[str, ...]:
     return ("workload", *(c for c in shape.ident if c != "workload"))
 
 
-HOURS = Level("sample_hours", "hour", HOUR)
-QUARTERS = Level("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
-DAYS = Level("sample_days", "day", DAY)
+HOURS = RollupLevel("sample_hours", "hour", HOUR)
+QUARTERS = RollupLevel("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
+DAYS = RollupLevel("sample_days", "day", DAY)
 LEVELS = (HOURS, QUARTERS, DAYS)
 SCHEMA = HOURS.schema(FIRST)  # migration 6
 _PUBLISHED = SAMPLE_COLUMNS.index("published")
@@ -175,11 +175,11 @@ def day_of(t: float) -> int:
     return DAYS.of(t)
 
 
-Range = tuple[Level, int, int]  # a level's units [first, end)
+Range = tuple[RollupLevel, int, int]  # a level's units [first, end)
 Edge = tuple[str, float, str, float]  # started_at above (">" or ">=") a time and below ("<" or "<=") another
 
 
-def _tile(h0: int, h1: int, levels: Sequence[Level]) -> list[Range]:
+def _tile(h0: int, h1: int, levels: Sequence[RollupLevel]) -> list[Range]:
     """The whole hours [h0, h1) as the coarsest level's whole units, the rest from finer levels at both ends."""
     level, finer = levels[-1], levels[:-1]
     if not finer:
@@ -277,8 +277,8 @@ class _Row:
         return (*key, *counts, "".join(self.failures), *checks, *("".join(v) for v in self.values))
 
 
-def _key(raw: Raw, level: Level, shape: Shape) -> tuple[Any, ...]:
-    """The row's key (:meth:`Level.key_of`): the sample's identity, its unit, whether it was client-bound and its
+def _key(raw: Raw, level: RollupLevel, shape: Shape) -> tuple[Any, ...]:
+    """The row's key (:meth:`RollupLevel.key_of`): the sample's identity, its unit, whether it was client-bound and its
     tags (0/1 each)."""
     ident = (raw[c] for c in shape.ident)
     return (*ident, level.of(raw["started_at"]), int(raw["client_bound"]), *(int(raw[t]) for t in shape.tags))
@@ -289,7 +289,7 @@ def _start(raw: Raw, shape: Shape) -> _Row:
     return _Row(shape, raw["protocol"], int(raw["simulated"]), at, at, tuple([] for _ in shape.metrics))
 
 
-def _insert(level: Level, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str:
+def _insert(level: RollupLevel, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str:
     columns = level.columns_of(shape)
     one = f"({', '.join([ph] * len(columns))})"
     return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
@@ -316,7 +316,7 @@ def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
         conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, CURRENT)))
 
 
-def fold(raws: Iterable[Raw], level: Level = HOURS, shape: Shape = CURRENT) -> dict[tuple[Any, ...], _Row]:
+def fold(raws: Iterable[Raw], level: RollupLevel = HOURS, shape: Shape = CURRENT) -> dict[tuple[Any, ...], _Row]:
     """Samples (the shape's raw columns by name) grouped into a level's rollup rows."""
     rows: dict[tuple[Any, ...], _Row] = {}
     for raw in raws:
@@ -329,7 +329,7 @@ def fold(raws: Iterable[Raw], level: Level = HOURS, shape: Shape = CURRENT) -> d
 
 
 def rebuild(
-    conn: Connection, ph: str, levels: Sequence[Level] = LEVELS, batch: int = 500, shape: Shape = CURRENT
+    conn: Connection, ph: str, levels: Sequence[RollupLevel] = LEVELS, batch: int = 500, shape: Shape = CURRENT
 ) -> None:
     """Recompute the levels' rollups from ``samples``, a day of samples at a time (whole hours and a whole day)."""
     for level in levels:

@@ -19,7 +19,7 @@ from tokenpace.store.windows import endpoint_name
 
 
 @dataclass(frozen=True, slots=True)
-class Point:
+class SamplePoint:
     """One sample as a chart shows it."""
 
     started_at: datetime
@@ -44,21 +44,21 @@ class Point:
 
 
 # A point's fields are the samples' columns of the same names: read by name, whatever their order.
-_FIELDS = tuple(f.name for f in dataclasses.fields(Point))
+_FIELDS = tuple(f.name for f in dataclasses.fields(SamplePoint))
 _POINT = ", ".join(_FIELDS)
 _NAMED = ("provider", "plan", *_FIELDS)  # a model's points, each with its endpoint
 
 
-def _point(v: dict[str, Any]) -> Point:
+def _point(v: dict[str, Any]) -> SamplePoint:
     """A point from its columns by name (its fields')."""
     verdict = v["canary_ok"]
     v |= {"started_at": datetime.fromtimestamp(v["started_at"], UTC), "ok": bool(v["ok"])}
     v |= {"published": bool(v["published"]), "client_bound": bool(v["client_bound"])}
     v["canary_ok"] = None if verdict is None else bool(verdict)
-    return Point(**v)
+    return SamplePoint(**v)
 
 
-def _points(rows: Iterable[Sequence[Any]]) -> list[Point]:
+def _points(rows: Iterable[Sequence[Any]]) -> list[SamplePoint]:
     return [_point(dict(zip(_FIELDS, r, strict=True))) for r in rows]
 
 
@@ -73,7 +73,7 @@ def _narrowed(sql: str, params: list[Any], workload: str | None, region: str | N
 def series(
     store: Store, *, provider: str, plan: str, model: str, workload: str | None, since: datetime,
     region: str | None = None,
-) -> list[Point]:  # fmt: skip
+) -> list[SamplePoint]:  # fmt: skip
     """An endpoint's samples since a time (of one workload, or all; measured from one region, '' this process
     itself, or None every region), oldest first, unpublished ones included."""
     sql = f"SELECT {_POINT} FROM samples WHERE provider = ? AND plan = ? AND model = ? AND started_at >= ?"  # noqa: S608
@@ -82,7 +82,7 @@ def series(
 
 def model_series(
     store: Store, *, model: str, workload: str | None, since: datetime, region: str | None = None
-) -> list[tuple[str, Point]]:
+) -> list[tuple[str, SamplePoint]]:
     """A model's published samples on every endpoint since a time (of one region, or None every region), oldest
     first, each with its endpoint's name."""
     sql = f"SELECT provider, plan, {_POINT} FROM samples WHERE model = ? AND started_at >= ? AND published = 1"  # noqa: S608
@@ -91,7 +91,7 @@ def model_series(
     return [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
 
 
-def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[Point]:
+def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[SamplePoint]:
     """An endpoint's latest ``limit`` published samples of a workload, oldest first (what change detection reads)."""
     rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
         f"SELECT {_POINT} FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"  # noqa: S608

@@ -19,14 +19,14 @@ from typing import Any, NamedTuple
 from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 
-Group = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
-FRESH: Group = (0, 0, 0)
+TallyGroup = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
+FRESH: TallyGroup = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
 _NONE = figure_sorted([])
 
 
 class HourRow(NamedTuple):
-    """A rollup row as the windows read it: they select these columns, by these names (rollup.Level.columns)."""
+    """A rollup row as the windows read it: they select these columns, by these names (rollup.RollupLevel.columns)."""
 
     provider: str
     plan: str
@@ -83,14 +83,14 @@ def _lists() -> tuple[list[Any], ...]:
     return tuple([] for _ in METRICS)
 
 
-def _groups(cold: int, include_bound: bool) -> tuple[Group, ...]:
+def _groups(cold: int, include_bound: bool) -> tuple[TallyGroup, ...]:
     """The groups a figure takes: not cached, cold or not, client-bound only when included."""
     return ((0, cold, 0), (0, cold, 1)) if include_bound else ((0, cold, 0),)
 
 
 @dataclass
 class Tally:
-    """Counts, times and values so far; values and successes kept per :data:`Group`, so a figure takes the
+    """Counts, times and values so far; values and successes kept per :data:`TallyGroup`, so a figure takes the
     fresh ones (and the client-bound ones when included) and the cold TTFT the cold ones."""
 
     samples: int = 0
@@ -106,16 +106,16 @@ class Tally:
     protocol: str = ""
     simulated: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    oks: Counter[Group] = field(default_factory=Counter)  # successful samples per group
-    texts: dict[Group, tuple[list[str], ...]] = field(default_factory=dict)  # rollup values, unparsed
-    values: dict[Group, tuple[list[float], ...]] = field(default_factory=dict)
+    oks: Counter[TallyGroup] = field(default_factory=Counter)  # successful samples per group
+    texts: dict[TallyGroup, tuple[list[str], ...]] = field(default_factory=dict)  # rollup values, unparsed
+    values: dict[TallyGroup, tuple[list[float], ...]] = field(default_factory=dict)
 
     def _times(self, first: float, last: float, protocol: str, simulated: int) -> None:
         self.first_at = first if self.first_at is None else min(self.first_at, first)
         self.last_at = last if self.last_at is None else max(self.last_at, last)
         self.protocol, self.simulated = max(self.protocol, protocol), max(self.simulated, int(simulated))
 
-    def _count(self, group: Group, samples: int, ok: int, checked: int, passed: int) -> None:
+    def _count(self, group: TallyGroup, samples: int, ok: int, checked: int, passed: int) -> None:
         self.samples += samples
         self.ok += ok
         self.checked += checked
@@ -165,7 +165,7 @@ class Tally:
         """Successful fresh samples whose figures count."""
         return sum(self.oks[g] for g in _groups(0, include_bound))
 
-    def _figure(self, i: int, groups: Sequence[Group]) -> Figure:
+    def _figure(self, i: int, groups: Sequence[TallyGroup]) -> Figure:
         if not any(g in self.texts or g in self.values for g in groups):
             return _NONE  # no cold start, say: nothing to sort
         texts = [t for g in groups if g in self.texts for t in self.texts[g][i]]

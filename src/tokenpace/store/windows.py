@@ -67,7 +67,7 @@ WINDOWS: dict[str, Window] = {
 DEFAULT_WINDOW = "72h"
 
 
-Key = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
+RowKey = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
 
 
 def endpoint_name(provider: str, plan: str, model: str) -> str:
@@ -117,7 +117,7 @@ class EndpointRow:
         return endpoint_name(self.provider, self.plan, self.model)
 
     @property
-    def key(self) -> Key:
+    def key(self) -> RowKey:
         """(provider, plan, model, workload): what prices, typical requests and changes are kept under."""
         return (self.provider, self.plan, self.model, self.workload)
 
