@@ -96,7 +96,8 @@ def summaries(
 
 def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:
     r = result.run
-    lag = f"loop lag p99 {numbers.figure_text(r.loop_lag_p99_ms)} ms, {numbers.figure_text(r.cpu_us_per_event)} µs CPU per event"
+    lag_ms, cpu_us = numbers.figure_text(r.loop_lag_p99_ms), numbers.figure_text(r.cpu_us_per_event)
+    lag = f"loop lag p99 {lag_ms} ms, {cpu_us} µs CPU per event"
     if r.client_bound:
         err.print(
             f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
@@ -117,7 +118,8 @@ def print_warm_cold(out: Console, rows: Sequence[WarmCold]) -> None:
         name = escape(f"{r.provider}/{r.model}") + (" [magenta](simulated)[/]" if r.simulated else "")
         speedup = numbers.DASH if r.speedup is None else f"{r.speedup:.2f}x"
         tokens = r.warm_cached_tokens_p50
-        cached = numbers.percent(r.warm_cached_share) + (f" ({numbers.figure_text(tokens, 'int')} tok)" if tokens else "")
+        held = f" ({numbers.figure_text(tokens, 'int')} tok)" if tokens else ""
+        cached = numbers.percent(r.warm_cached_share) + held
         figures = (numbers.figure_text(r.cold_ttft_p50_ms), numbers.figure_text(r.warm_ttft_p50_ms))
         table.add_row(name, f"{min(r.cold_n, r.warm_n)}", *figures, speedup, cached)
     out.print(table)
