@@ -1,6 +1,7 @@
-"""The leaderboard page's model: one :class:`ranking.Board` with what the page says beside it (budget caps that
-bit, today's spend, each endpoint's bursts). :meth:`LeaderboardPage.data` is the JSON twin; the HTML page and
-the CSV render the same board.
+"""The leaderboard page's model: one ranked board with what the page says beside it.
+
+Beside the :class:`ranking.Board`: the budget caps that bit, today's spend and each endpoint's bursts.
+:meth:`LeaderboardPage.data` is the JSON twin; the HTML page and the CSV render the same board.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the pages' models (endpoint_page.py, model_page.py, boardpage.py) read, and the parts they share.
+"""What the pages' models (endpoint_page.py, model_page.py, leaderboard_page.py) read, and the parts they share.
 
 A page's model is built here, below the web, from the service's state that :class:`PageSource` describes (the
 web's Site is one): the web only renders the model, as HTML and as its JSON twin, so the two never disagree.

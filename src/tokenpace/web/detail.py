@@ -1,6 +1,7 @@
-"""The endpoint page and the model page, rendered: each page's one model (board/endpoint_page.py,
-board/model_page.py) is both the template's context and, through its ``data()``, the JSON twin. The charts,
-menus and links are drawn here; every figure comes from the model.
+"""The endpoint page and the model page, rendered from their models (board/endpoint_page.py, model_page.py).
+
+Each page's one model is both the template's context and, through its ``data()``, the JSON twin, so the two never
+disagree. The charts, menus and links are drawn here; every figure comes from the model.
 """
 
 from __future__ import annotations
