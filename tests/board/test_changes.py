@@ -31,7 +31,7 @@ from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.series import Point, last_started, latest
+from tokenpace.store.series import SamplePoint, last_published, latest
 from tokenpace.store.windows import WINDOWS, endpoint_rows
 from tokenpace.web import create_app
 from tokenpace.web.charts import MARKERS
@@ -57,8 +57,8 @@ def noisy(rng: random.Random, level: float, n: int) -> list[float]:
     return [level * rng.uniform(0.9, 1.1) for _ in range(n)]
 
 
-def point(i: int, speed: float | None = 100.0, ok: bool = True, kind: str | None = None) -> Point:
-    return Point(at(i), "1k", ok, kind, speed if ok else None, 100.0 if ok else None, 500.0 if ok else None)
+def point(i: int, speed: float | None = 100.0, ok: bool = True, kind: str | None = None) -> SamplePoint:
+    return SamplePoint(at(i), "1k", ok, kind, speed if ok else None, 100.0 if ok else None, 500.0 if ok else None)
 
 
 def test_direction_reads_each_metric_the_right_way_round() -> None:
@@ -126,7 +126,7 @@ def test_kept_changes_are_read_again_only_when_a_row_s_last_sample_moves(tmp_pat
         after = endpoint_rows(store, WINDOWS["24h"], NOW, ())
         assert kept.current(after) == read_current(store, [key])  # its last sample moved: read again
         assert Kept(store, max_keys=0).current(after) == read_current(store, [key])  # a full cache starts over
-        assert last_started(store, *key) == at(49) and last_started(store, "nobody", "free", "llama", "1k") is None
+        assert last_published(store, *key) == at(49) and last_published(store, "nobody", "free", "llama", "1k") is None
         by_key = Kept(store)  # the alert watcher's way in: keys, each one's last sample read from the store
         assert by_key.recent_of([key]) == {key: read_recent(store, [key])}
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.loadkit import done, point, result, steady
-from tokenpace.board.compare import SPECS, Change, as_dict, compare, describe_change, judge, relative
+from tokenpace.board.compare import SPECS, LevelChange, compare, comparison_dict, describe_change, judge, relative
 from tokenpace.config.load import Load, Slo
 from tokenpace.load.results import Point
 
@@ -125,14 +125,14 @@ def test_notes_say_how_the_runs_differ() -> None:
 
 def test_as_dict_is_json() -> None:
     c = compare(result(at(C1)), result(at(C1, ttft_ms=200)), 0.1)
-    data = json.loads(json.dumps(as_dict(c)))
+    data = json.loads(json.dumps(comparison_dict(c)))
     assert data["verdict"] == "regressed" and data["points"][0]["changes"][5]["figure"] == "TTFT P50"
 
 
 @pytest.mark.parametrize(("a", "b", "text"), [(100.0, 135.0, "+35.0%"), (0.0, 12.0, "+12 ms"), (None, 1.0, "n/a")])
 def test_describe_change(a: float | None, b: float | None, text: str) -> None:
     change = None if a is None or b is None else relative(a, b)
-    assert describe_change(Change("TTFT P50", "ms", a, b, change, "same", True)) == text
+    assert describe_change(LevelChange("TTFT P50", "ms", a, b, change, "same", True)) == text
 
 
 def ttfts(load: Load, values: list[float], repeat: int = 0, invalid: str = "") -> Point:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from tokenpace.board.heatmap import DAYS, hour_of_week, shade
+from tokenpace.board.heatmap import WEEKDAYS, hour_of_week, shade
 
 MONDAY = datetime(2026, 11, 30, tzinfo=UTC)  # a Monday, 00:00 UTC
 
@@ -20,10 +20,10 @@ def test_each_value_lands_in_its_weekday_and_hour_in_utc() -> None:
         (datetime(2026, 12, 6, 8, 30, tzinfo=tokyo), 50.0),  # Sunday 08:30 in Tokyo is Saturday 23:30 UTC
     ]
     heat = hour_of_week(values)
-    assert len(heat.rows) == len(DAYS) == 7 and all(len(day) == 24 for day in heat.rows)
+    assert len(heat.rows) == len(WEEKDAYS) == 7 and all(len(day) == 24 for day in heat.rows)
     monday_nine = heat.rows[0][9]
     assert (monday_nine.median, monday_nine.n) == (200.0, 3)
-    saturday = heat.rows[DAYS.index("Sat")][23]
+    saturday = heat.rows[WEEKDAYS.index("Sat")][23]
     assert (saturday.median, saturday.n) == (50.0, 1)
     assert heat.samples == 4 and (heat.lowest, heat.highest) == (50.0, 200.0)
     assert saturday.shade == 0.0 and monday_nine.shade == 1.0

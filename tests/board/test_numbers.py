@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tokenpace.board.numbers import DASH, ago, dollars, figure, interval, percent, when
+from tokenpace.board.numbers import DASH, ago, dollars, figure_text, interval, percent, when
 
 
 @pytest.mark.parametrize(
@@ -15,7 +15,7 @@ from tokenpace.board.numbers import DASH, ago, dollars, figure, interval, percen
      (153.4, "ms", "153"), (2500.0, "s", "2.50"), (200000, "int", "200,000")],
 )  # fmt: skip
 def test_figure(value: float | None, kind: str, text: str) -> None:
-    assert figure(value, kind) == text  # type: ignore[arg-type]
+    assert figure_text(value, kind) == text  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

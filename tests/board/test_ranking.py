@@ -19,7 +19,7 @@ from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, fail, put, strea
 from tests.webkit import Steady
 from tokenpace import sim
 from tokenpace.board.ranking import SORTS, Board, Query, as_dict, csv_table, read_board, rules
-from tokenpace.board.terminal import COLUMNS, print_board
+from tokenpace.board.terminal import TERMINAL_COLUMNS, print_board
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Endpoint
@@ -204,7 +204,7 @@ def test_terminal_table_has_the_page_columns(filled: Store) -> None:
     print_board(console, read_board(filled, Query(), NOW))
     text = console.export_text()
     header = next(line for line in text.splitlines() if "Endpoint" in line)
-    positions = [header.index(label) for _, label in COLUMNS]
+    positions = [header.index(label) for _, label in TERMINAL_COLUMNS]
     assert positions == sorted(positions)
     assert "[bold]fewco/tiny" in text and "too few (1/3)" in text and "(n=4)" in text
     console = Console(record=True, width=200)

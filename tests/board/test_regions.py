@@ -22,7 +22,7 @@ DECLARED = Config(regions=(Region("eu-west", "Frankfurt"), Region("us-east")))
 
 
 def test_the_spellings_read_as_the_windows_read() -> None:
-    assert [regions.read(v) for v in ("all", "local", "*", "eu-west")] == [None, LOCAL, EACH, "eu-west"]
+    assert [regions.store_filter(v) for v in ("all", "local", "*", "eu-west")] == [None, LOCAL, EACH, "eu-west"]
     assert [regions.token(r) for r in (None, LOCAL, "eu-west")] == ["all", "local", "eu-west"]
 
 

@@ -27,7 +27,7 @@ from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
-from tokenpace.web.paths import model_path
+from tokenpace.web.paths import endpoint_path, model_path
 
 OTHER = Endpoint("other", "llama", "http://other.invalid/v1")  # a third provider of the same model id
 
@@ -134,6 +134,16 @@ def test_the_pages_show_the_badge_the_canary_column_and_the_model_pass_rate(clie
     assert f"under {WRONG_BELOW:.0%} “fast but wrong” beside its name" in text  # the constant, not a copy
     assert 'id="cached"' in text and 'id="cold"' in text
     assert f"(cold_after, {numbers.interval(DEFAULT_COLD_AFTER_S)} unless" in text
+
+
+def test_the_endpoint_page_shows_the_canary_pass_rate_its_json_has(client: TestClient) -> None:
+    page = client.get(endpoint_path(CEREBRAS.provider, CEREBRAS.plan, "llama")).text
+    assert re.search(r'id="endpoint-canary">50(\.0)?% <small>\(2 of 4 answers\)', page)
+    (row,) = client.get(endpoint_path(CEREBRAS.provider, CEREBRAS.plan, "llama", "json")).json()["rows"]
+    assert (row["canary_rate"], row["canary_passed"], row["canary_checked"]) == (0.5, 2, 4)
+    assert (
+        'id="endpoint-canary"' not in client.get(endpoint_path(OTHER.provider, OTHER.plan, "llama")).text
+    )  # none asked
 
 
 def test_a_few_reused_template_tokens_are_no_cache_hit() -> None:

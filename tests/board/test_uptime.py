@@ -8,19 +8,19 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from tests.store.test_windows import GROQ, NOW, fail, put, put_as
-from tokenpace.board.uptime import hourly
+from tokenpace.board.uptime import hour_by_hour
 from tokenpace.config.endpoints import Config
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import open_store
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path
 
 T = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
 
 
-def point(at: datetime, ok: bool = True, kind: str | None = None, published: bool = True) -> Point:
-    return Point(at, "1k", ok, kind, 50.0 if ok else None, 100.0 if ok else None, 1000.0 if ok else None,
+def point(at: datetime, ok: bool = True, kind: str | None = None, published: bool = True) -> SamplePoint:
+    return SamplePoint(at, "1k", ok, kind, 50.0 if ok else None, 100.0 if ok else None, 1000.0 if ok else None,
                  published=published)  # fmt: skip
 
 
@@ -32,7 +32,7 @@ def test_every_hour_of_the_span_in_order_with_its_outcomes() -> None:
         point(T, published=False),  # a one-shot run nobody published: not the board's, not the strip's
         point(T - timedelta(hours=5)),  # before the span
     ]  # fmt: skip
-    hours = hourly(points, T, span_s=2.5 * 3600)
+    hours = hour_by_hour(points, T, span_s=2.5 * 3600)
     assert [h.start.hour for h in hours] == [10, 11, 12]  # 10:00 holds now - span, 12:00 holds now
     ten, eleven, noon = hours
     assert (ten.samples, ten.ok, ten.success_rate, ten.state) == (1, 1, 1.0, "up")

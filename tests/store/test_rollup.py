@@ -35,6 +35,7 @@ from tokenpace.store.columns import (
 )
 from tokenpace.store.database import Store, epoch, open_store
 from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.tally import HourRow, SampleRow
 from tokenpace.store.windows import METRICS, WINDOWS, Window, endpoint_rows, present
 
 ANTHROPIC = Endpoint("anthropic", "claude", "http://anthropic.invalid/v1", protocol="anthropic")
@@ -70,11 +71,11 @@ def normalised(rows: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], tuple[Any
     return found
 
 
-def kept(url: str, level: rollup.Level = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+def kept(url: str, level: rollup.RollupLevel = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     return normalised(raw(url, f"SELECT {', '.join(level.columns)} FROM {level.table}"))  # noqa: S608
 
 
-def rebuilt(url: str, level: rollup.Level = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+def rebuilt(url: str, level: rollup.RollupLevel = rollup.HOURS) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     """What rollup.rebuild makes of the samples, on a connection of the test's own, rolled back afterwards."""
     select = f"SELECT {', '.join(level.columns)} FROM {level.table}"  # noqa: S608
     if url.startswith("postgresql://"):
@@ -169,7 +170,7 @@ def test_the_writer_keeps_the_rollup_equal_to_a_rebuild(url: str, store: Store) 
 
 @pytest.mark.parametrize("level", rollup.LEVELS, ids=lambda level: level.table)
 def test_a_refused_write_counts_once_when_it_goes_in_and_never_when_rescued(
-    url: str, store: Store, level: rollup.Level
+    url: str, store: Store, level: rollup.RollupLevel
 ) -> None:
     rng = random.Random(4)
     first, second, third = (sample(GROQ, NOW - timedelta(minutes=i), rng) for i in range(3))
@@ -376,3 +377,14 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
 
 def store_rows(store: Store) -> list[Any]:
     return endpoint_rows(store, WINDOWS["7d"], NOW)
+
+
+def test_rows_are_read_by_the_names_their_select_lists() -> None:
+    """The windows read a rollup row and an edge sample by name (store/tally.py): each shape's names are the columns
+    its SELECT lists, in its order, so a column added to one in the middle moves no value into another's place."""
+    assert HourRow._fields == tuple(c for c in rollup.HOURS.columns if c != rollup.HOURS.unit)
+    assert SampleRow._fields == rollup.CURRENT.names
+    assert len(rollup.CURRENT.names) == len(rollup.CURRENT.raw.split(", "))
+    assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index("ttft_net_ms")] == rollup.DERIVED["ttft_net_ms"]
+    assert rollup.TENTH.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
+    assert "canary_ok" not in rollup.TENTH.names and "cached" not in rollup.FIRST.names

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from tests.board.test_changes import CALM, at, fill, noisy
 from tests.store.test_windows import GROQ
-from tokenpace.board.changes import METRICS
+from tokenpace.board.changes import CHANGE_METRICS
 from tokenpace.config.endpoints import Config
 from tokenpace.store.database import open_store
 from tokenpace.web import create_app
@@ -52,7 +52,7 @@ def test_the_rules_name_only_what_metrics_exports(tmp_path: Path) -> None:
     samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
     exported = {s.name: set(s.labels) for s in samples}
     values = {(s.name, k, v) for s in samples for k, v in s.labels.items()}
-    values |= {("tokenpace_change_detected", "metric", m) for m in METRICS}  # every value the detector gives
+    values |= {("tokenpace_change_detected", "metric", m) for m in CHANGE_METRICS}  # every value the detector gives
     values |= {("tokenpace_change_detected", "direction", d) for d in ("faster", "slower", "better", "worse")}
     change = [s for s in samples if s.name == "tokenpace_change_detected"]
     assert [(s.labels["model"], s.labels["metric"], s.labels["direction"], s.value) for s in change] == [

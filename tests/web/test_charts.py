@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from tests.webkit import EVIL, SVG, legend, marks
 from tokenpace.measure.stats import figure
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 from tokenpace.web import charts
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -114,8 +114,8 @@ def test_bars_draw_each_value_from_zero_with_its_name_and_unit() -> None:
 
 
 def test_sample_charts_draw_successful_samples_only() -> None:
-    ok = Point(T0, "1k", True, None, 300.0, 120.0, 1000.0)
-    failed = Point(T0 + timedelta(minutes=1), "1k", False, "http_error", None, None, None, http_status=500)
+    ok = SamplePoint(T0, "1k", True, None, 300.0, 120.0, 1000.0)
+    failed = SamplePoint(T0 + timedelta(minutes=1), "1k", False, "http_error", None, None, None, http_status=500)
     drawn = {c.id: c for c in charts.sample_charts({"1k": [ok, failed]})}
     assert list(drawn) == ["chart-speed", "chart-speed-dist", "chart-ttft", "chart-ttft-dist"]
     assert drawn["chart-speed"].series == {"1k": [(T0, 300.0)]}

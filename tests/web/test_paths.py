@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from tests.store.test_windows import stream
 from tokenpace import errors
-from tokenpace.board.numbers import figure, percent
+from tokenpace.board.numbers import figure_text, percent
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.errors import BadRequest, ConfigError, TokenpaceError
@@ -27,7 +27,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.store.database import open_store
 from tokenpace.web import create_app
-from tokenpace.web.paths import decode, encode, endpoint_path, model_path, parse_endpoint, parse_model
+from tokenpace.web.paths import decode_part, encode_part, endpoint_path, model_path, parse_endpoint, parse_model
 
 # A model x and a model x.json side by side: /model/x.json must not be ambiguous between them.
 PLAIN = Endpoint("dots.co", "x", "http://dots.invalid/v1")
@@ -62,8 +62,8 @@ def client(db: Path) -> Iterator[TestClient]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_name_round_trips_and_never_ends_in_a_format(name: str) -> None:
-    encoded = encode(name, keep="/")
-    assert "." not in encoded and "%" not in encoded and decode(encoded) == name
+    encoded = encode_part(name, keep="/")
+    assert "." not in encoded and "%" not in encoded and decode_part(encoded) == name
     assert parse_model(model_path(name).removeprefix("/model/")) == (name, "html")
     assert parse_model(model_path(name, "json").removeprefix("/model/")) == (name, "json")
     assert parse_endpoint(endpoint_path(name, name, name, "json").removeprefix("/endpoint/")) == (
@@ -174,7 +174,7 @@ def test_the_page_and_the_terminal_write_each_headline_alike(client: TestClient,
     out = CliRunner().invoke(main, ["leaderboard", "--db", str(db)], catch_exceptions=False, terminal_width=80)
     page = client.get("/").text
     for entry in client.get("/leaderboard.json").json()["entries"]:
-        speed = figure(entry["output_speed"]["headline"])
+        speed = figure_text(entry["output_speed"]["headline"])
         assert f"{speed} tok/s" in out.stdout and f'<span class="big">{speed}</span>' in page, (speed, out.stdout)
         assert f"success {percent(entry['success_rate'])}" in out.stdout
         assert f">{percent(entry['success_rate'])}<" in page

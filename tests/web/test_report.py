@@ -65,7 +65,7 @@ def assert_table_is_the_figures(text: str, res: BenchResult) -> None:
         f = p.figures
         for col, (get, kind) in COLUMNS.items():
             value = get(f)
-            assert row[col] == (repr(value), numbers.figure(value, kind)), col
+            assert row[col] == (repr(value), numbers.figure_text(value, kind)), col
         assert row["req-s"] == (repr(f.request_rate), numbers.rate(f.request_rate))
         assert row["ok"] == (str(f.ok), f"{f.ok} / {f.requests}")
         if res.slo is None:
@@ -178,10 +178,10 @@ def test_a_rate_sweep_with_an_slo_shows_goodput_attainment_achieved_against_offe
                 re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]] == ["prefix-hit", "prefix-miss"]  # fmt: skip
         for row, t in zip(found, p.figures.by_tag, strict=True):
             assert row["ok"] == (str(t.ok), f"{t.ok} / {t.requests}")
-            assert row["ttft-p50"] == (repr(t.ttft.p50), numbers.figure(t.ttft.p50, "ms"))
-            assert row["ttft-p99"] == (repr(t.ttft.p99), numbers.figure(t.ttft.p99, "ms"))
-            assert row["tpot-p50"] == (repr(t.tpot.p50), numbers.figure(t.tpot.p50))
-            assert row["e2e-p99"] == (repr(t.e2e.p99), numbers.figure(t.e2e.p99, "ms"))
+            assert row["ttft-p50"] == (repr(t.ttft.p50), numbers.figure_text(t.ttft.p50, "ms"))
+            assert row["ttft-p99"] == (repr(t.ttft.p99), numbers.figure_text(t.ttft.p99, "ms"))
+            assert row["tpot-p50"] == (repr(t.tpot.p50), numbers.figure_text(t.tpot.p50))
+            assert row["e2e-p99"] == (repr(t.e2e.p99), numbers.figure_text(t.e2e.p99, "ms"))
 
 
 def test_text_from_the_result_is_escaped_everywhere() -> None:

@@ -94,12 +94,12 @@ import sys
 from tokenpace.config.endpoints import Config
 from tokenpace.store.database import open_store
 from tokenpace.web import create_app
-from tokenpace.web.worker import Call
+from tokenpace.web.worker import RenderCall
 
 if __name__ == "__main__":
     store = open_store(sys.argv[1])
     worker = create_app(store, Config(), worker_store=sys.argv[1]).state.site.worker
-    worker.render(Call("/leaderboard.json", b"/leaderboard.json", b"", 0, None))
+    worker.render(RenderCall("/leaderboard.json", b"/leaderboard.json", b"", 0, None))
     print(*worker._pool._processes, flush=True)
     sys.stdin.read()  # until killed
 """

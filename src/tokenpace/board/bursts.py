@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tokenpace.measure.stats import Figure, figure
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class Member:
     ttft_ms: float | None  # None: no token arrived
 
 
-def point_member(p: Point) -> tuple[str | None, Member]:
+def point_member(p: SamplePoint) -> tuple[str | None, Member]:
     """A chart's point as a member of its burst, with the burst's group id (None: released alone)."""
     return p.group_id, Member(p.started_at.timestamp(), p.e2e_ms, p.output_tokens or 0, p.ttft_ms)
 

@@ -24,18 +24,18 @@ from typing import Any
 from tokenpace.board.changepoint import Split, outcome_changes, timing_changes
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
-from tokenpace.store.series import Point, last_started, latest
-from tokenpace.store.windows import EndpointRow, Key, endpoint_name
+from tokenpace.store.series import SamplePoint, last_published, latest
+from tokenpace.store.windows import EndpointRow, RowKey, endpoint_name
 
 LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
 MAX_KEPT = 10_000  # rows whose changes Kept holds
-METRICS = ("output_speed", "ttft_ms", "success_rate", "canary_pass_rate")
+CHANGE_METRICS = ("output_speed", "ttft_ms", "success_rate", "canary_pass_rate")
 RATES = frozenset({"success_rate", "canary_pass_rate"})  # outcomes, 0 to 1: said in percent, better or worse
-LABELS = {
+CHANGE_LABELS = {
     "output_speed": "output speed", "ttft_ms": "TTFT", "success_rate": "success rate",
     "canary_pass_rate": "canary pass rate",
 }  # fmt: skip
-UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %", "canary_pass_rate": " %"}
+CHANGE_UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %", "canary_pass_rate": " %"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class Change:
         return endpoint_name(self.provider, self.plan, self.model)
 
     @property
-    def key(self) -> Key:
+    def key(self) -> RowKey:
         return (self.provider, self.plan, self.model, self.workload)
 
 
@@ -71,7 +71,7 @@ def direction(metric: str, before: float, after: float) -> str:
     return "faster" if up == (metric == "output_speed") else "slower"
 
 
-def _changes(metric: str, points: Sequence[Point], splits: Sequence[Split], ids: Key) -> list[Change]:
+def _changes(metric: str, points: Sequence[SamplePoint], splits: Sequence[Split], ids: RowKey) -> list[Change]:
     """One Change per split, dated by the first sample after it (``points`` are the ones the splits index)."""
     return [
         Change(metric, *ids, points[s.index].started_at, s.before, s.after, direction(metric, s.before, s.after))
@@ -79,7 +79,9 @@ def _changes(metric: str, points: Sequence[Point], splits: Sequence[Split], ids:
     ]
 
 
-def workload_changes(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> list[Change]:
+def workload_changes(
+    points: Sequence[SamplePoint], provider: str, plan: str, model: str, workload: str
+) -> list[Change]:
     """Every change in one workload's points (chronological), of every metric, oldest first."""
     ids = (provider, plan, model, workload)
     points = [p for p in points if p.workload == workload and p.published]
@@ -91,29 +93,29 @@ def workload_changes(points: Sequence[Point], provider: str, plan: str, model: s
     found += _changes("success_rate", judged, outcome_changes([p.ok for p in judged]), ids)
     checked = [p for p in points if p.canary_ok is not None]
     found += _changes("canary_pass_rate", checked, outcome_changes([bool(p.canary_ok) for p in checked]), ids)
-    return sorted(found, key=lambda c: (c.at, METRICS.index(c.metric)))
+    return sorted(found, key=lambda c: (c.at, CHANGE_METRICS.index(c.metric)))
 
 
-def series_changes(points: Sequence[Point], provider: str, plan: str, model: str) -> list[Change]:
+def series_changes(points: Sequence[SamplePoint], provider: str, plan: str, model: str) -> list[Change]:
     """Every change in an endpoint's points (any workloads, chronological), oldest first: the chart's markers."""
     workloads = dict.fromkeys(p.workload for p in points)
     found = [c for w in workloads for c in workload_changes(points, provider, plan, model, w)]
-    return sorted(found, key=lambda c: (c.at, c.workload, METRICS.index(c.metric)))
+    return sorted(found, key=lambda c: (c.at, c.workload, CHANGE_METRICS.index(c.metric)))
 
 
-def recent(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> list[Change]:
+def recent(points: Sequence[SamplePoint], provider: str, plan: str, model: str, workload: str) -> list[Change]:
     """Each metric's latest change in a workload's last :data:`LOOKBACK` points, oldest first (what alerts send)."""
     latest_of = {c.metric: c for c in workload_changes(points[-LOOKBACK:], provider, plan, model, workload)}
-    return sorted(latest_of.values(), key=lambda c: (c.at, METRICS.index(c.metric)))
+    return sorted(latest_of.values(), key=lambda c: (c.at, CHANGE_METRICS.index(c.metric)))
 
 
-def current(points: Sequence[Point], provider: str, plan: str, model: str, workload: str) -> Change | None:
+def current(points: Sequence[SamplePoint], provider: str, plan: str, model: str, workload: str) -> Change | None:
     """The latest change in a workload's last :data:`LOOKBACK` points, or None (the board's badge)."""
     found = recent(points, provider, plan, model, workload)
     return found[-1] if found else None
 
 
-def read_recent(store: Store, keys: Collection[Key]) -> list[Change]:
+def read_recent(store: Store, keys: Collection[RowKey]) -> list[Change]:
     """:func:`recent` of each (provider, plan, model, workload), read from the store."""
     found = []
     for provider, plan, model, workload in keys:
@@ -122,9 +124,9 @@ def read_recent(store: Store, keys: Collection[Key]) -> list[Change]:
     return found
 
 
-def read_current(store: Store, keys: Collection[Key]) -> dict[Key, Change]:
+def read_current(store: Store, keys: Collection[RowKey]) -> dict[RowKey, Change]:
     """The current change of each (provider, plan, model, workload) that has one, read from the store."""
-    found: dict[Key, Change] = {}
+    found: dict[RowKey, Change] = {}
     for change in read_recent(store, keys):  # oldest first: the latest of a key is written last
         found[change.key] = change
     return found
@@ -140,19 +142,19 @@ class Kept:
 
     def __init__(self, store: Store, max_keys: int = MAX_KEPT) -> None:
         self._store, self._max = store, max_keys
-        self._kept: dict[Key, tuple[datetime | None, list[Change]]] = {}
+        self._kept: dict[RowKey, tuple[datetime | None, list[Change]]] = {}
         self._lock = threading.Lock()
 
-    def recent(self, rows: Sequence[EndpointRow]) -> dict[Key, list[Change]]:
+    def recent(self, rows: Sequence[EndpointRow]) -> dict[RowKey, list[Change]]:
         """:func:`recent` of each row, oldest first, read only for the rows whose last sample moved."""
         return self._recent([(r.key, r.last_at) for r in rows])
 
-    def recent_of(self, keys: Collection[Key]) -> dict[Key, list[Change]]:
+    def recent_of(self, keys: Collection[RowKey]) -> dict[RowKey, list[Change]]:
         """:func:`recent` of each key, its last sample's time read first (one indexed row each): what the alert
         watcher asks every minute, with no board rows at hand."""
-        return self._recent([(k, last_started(self._store, *k)) for k in keys])
+        return self._recent([(k, last_published(self._store, *k)) for k in keys])
 
-    def _recent(self, stamped: Sequence[tuple[Key, datetime | None]]) -> dict[Key, list[Change]]:
+    def _recent(self, stamped: Sequence[tuple[RowKey, datetime | None]]) -> dict[RowKey, list[Change]]:
         with self._lock:
             kept = {key: self._kept.get(key) for key, _ in stamped}
         out, fresh = {}, {}
@@ -170,12 +172,12 @@ class Kept:
             self._kept.update(fresh)
         return out
 
-    def current(self, rows: Sequence[EndpointRow]) -> dict[Key, Change]:
+    def current(self, rows: Sequence[EndpointRow]) -> dict[RowKey, Change]:
         """The current change of each row that has one (the latest of its recent ones)."""
         return {key: found[-1] for key, found in self.recent(rows).items() if found}
 
 
-def figure(metric: str, value: float) -> str:
+def change_figure(metric: str, value: float) -> str:
     """A before/after value as the text says it: speed and TTFT whole, the rates in percent."""
     return f"{value * 100:.0f}" if metric in RATES else f"{value:.0f}"
 
@@ -183,8 +185,8 @@ def figure(metric: str, value: float) -> str:
 def describe(c: Change) -> str:
     """One line, e.g. "output speed 300 -> 150 tok/s since 2026-12-03 12:03 UTC (slower)"."""
     since = c.at.strftime("%Y-%m-%d %H:%M UTC")
-    values = f"{figure(c.metric, c.before)} -> {figure(c.metric, c.after)}{UNITS[c.metric]}"
-    return f"{LABELS[c.metric]} {values} since {since} ({c.direction})"
+    values = f"{change_figure(c.metric, c.before)} -> {change_figure(c.metric, c.after)}{CHANGE_UNITS[c.metric]}"
+    return f"{CHANGE_LABELS[c.metric]} {values} since {since} ({c.direction})"
 
 
 def change_dict(c: Change | None) -> dict[str, Any] | None:

@@ -93,7 +93,7 @@ SPECS: tuple[Spec, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class LevelChange:
     """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing), and
     each run's 95 % interval of it (None: none to give)."""
 
@@ -113,7 +113,7 @@ class PointComparison:
     """One load level both runs measured."""
 
     load: str
-    changes: tuple[Change, ...]
+    changes: tuple[LevelChange, ...]
     notes: tuple[str, ...] = ()  # e.g. one run was client-bound there
     repeats: tuple[int, int] = (1, 1)  # valid repeats of the level compared in A and in B
 
@@ -177,7 +177,7 @@ def value(spec: Spec, points: Sequence[Point]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def interval(spec: Spec, points: Sequence[Point]) -> Interval | None:
+def figure_interval(spec: Spec, points: Sequence[Point]) -> Interval | None:
     """The widest of: the range over the repeats (two or more), and the interval over the requests' rows
     (a latency quantile's order statistics, or the error share's Wilson interval); None with neither."""
     found: list[Interval] = []
@@ -202,10 +202,10 @@ def compare_point(a: Point | Sequence[Point], b: Point | Sequence[Point], thresh
     changes = []
     for spec in SPECS:
         va, vb = value(spec, a_points), value(spec, b_points)
-        ia, ib = interval(spec, a_points), interval(spec, b_points)
+        ia, ib = figure_interval(spec, a_points), figure_interval(spec, b_points)
         change = None if va is None or vb is None else relative(va, vb)
         verdict = judge(spec, va, vb, threshold, ia, ib)
-        changes.append(Change(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib))
+        changes.append(LevelChange(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib))
     notes = tuple(
         f"run {name} was client-bound here" for name, ps in (("A", a_points), ("B", b_points))
         if any(p.client_bound for p in ps)
@@ -253,7 +253,7 @@ def compare(a: BenchResult, b: BenchResult, threshold: float) -> Comparison:
     return Comparison(threshold, tuple(compared), only_a, only_b, tuple(notes), regressions)
 
 
-def describe_change(c: Change) -> str:
+def describe_change(c: LevelChange) -> str:
     """ "+35%", or the absolute move where there is no relative one (from 0): "+2.5 pt", "+12 ms"."""
     if c.a is None or c.b is None:
         return "n/a"
@@ -263,6 +263,6 @@ def describe_change(c: Change) -> str:
     return f"{diff * 100:+.1f} pt" if c.unit == "share" else f"{diff:+.3g} {c.unit}"
 
 
-def as_dict(c: Comparison) -> dict[str, Any]:
+def comparison_dict(c: Comparison) -> dict[str, Any]:
     """The comparison as JSON-ready data: every field, plus the verdict."""
     return {"verdict": c.verdict, **dataclasses.asdict(c)}

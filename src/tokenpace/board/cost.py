@@ -22,7 +22,7 @@ from tokenpace.config.endpoints import Config
 from tokenpace.config.prices import Price
 from tokenpace.store.database import Store
 from tokenpace.store.usage import HOUR, HourSpend, hourly
-from tokenpace.store.windows import EndpointRow, Key
+from tokenpace.store.windows import EndpointRow, RowKey
 
 PER = 1_000_000  # prices are per this many tokens
 
@@ -68,8 +68,8 @@ def row_cost(config: Config, row: EndpointRow, tokens: tuple[float, float] | Non
 
 
 def row_costs(
-    config: Config, rows: Iterable[EndpointRow], tokens: Mapping[Key, tuple[float, float]], today: date
-) -> dict[Key, RowCost]:
+    config: Config, rows: Iterable[EndpointRow], tokens: Mapping[RowKey, tuple[float, float]], today: date
+) -> dict[RowKey, RowCost]:
     """:func:`row_cost` of every row, by (provider, plan, model, workload)."""
     return {r.key: row_cost(config, r, tokens.get(r.key), today) for r in rows}
 

@@ -12,12 +12,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # datetime.weekday()'s order
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # datetime.weekday()'s order
 WEEKS = 4  # how far back a heatmap reads: each cell then holds up to four weeks' samples of its hour
 
 
 @dataclass(frozen=True, slots=True)
-class Cell:
+class HourCell:
     """One hour of the week: the median of its values, how many there were, and its shade in 0..1."""
 
     median: float | None
@@ -29,7 +29,7 @@ class Cell:
 class Heatmap:
     """Seven rows (Monday first) of 24 cells (hour 0 first), UTC, and the range the shades span."""
 
-    rows: tuple[tuple[Cell, ...], ...]
+    rows: tuple[tuple[HourCell, ...], ...]
     lowest: float | None
     highest: float | None
     samples: int
@@ -42,7 +42,7 @@ def shade(value: float, lowest: float, highest: float) -> float:
 
 def hour_of_week(values: Iterable[tuple[datetime, float]]) -> Heatmap:
     """The median per (weekday, hour) of timestamped values (aware datetimes, read in UTC)."""
-    cells: list[list[list[float]]] = [[[] for _ in range(24)] for _ in DAYS]
+    cells: list[list[list[float]]] = [[[] for _ in range(24)] for _ in WEEKDAYS]
     for at, value in values:
         utc = at.utctimetuple()
         cells[utc.tm_wday][utc.tm_hour].append(value)
@@ -50,10 +50,10 @@ def hour_of_week(values: Iterable[tuple[datetime, float]]) -> Heatmap:
     known = [m for day in medians for m in day if m is not None]
     lowest, highest = (min(known), max(known)) if known else (None, None)
 
-    def cell(values: Sequence[float], median: float | None) -> Cell:
+    def cell(values: Sequence[float], median: float | None) -> HourCell:
         if median is None or lowest is None or highest is None:
-            return Cell(None, 0, None)
-        return Cell(median, len(values), shade(median, lowest, highest))
+            return HourCell(None, 0, None)
+        return HourCell(median, len(values), shade(median, lowest, highest))
 
     rows = tuple(
         tuple(cell(c, m) for c, m in zip(day, ms, strict=True)) for day, ms in zip(cells, medians, strict=True)

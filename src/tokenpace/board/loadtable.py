@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tokenpace.board import numbers
-from tokenpace.board.compare import Change, Comparison, describe_change
+from tokenpace.board.compare import Comparison, LevelChange, describe_change
 from tokenpace.load.results import BenchResult, Point
 from tokenpace.measure.stats import commonest
 
@@ -35,11 +35,11 @@ def _columns(result: BenchResult) -> list[str]:
 
 def _row(p: Point, slo: bool, flag: bool) -> list[str]:
     f = p.figures
-    ms = [numbers.figure(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
+    ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
     cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
-    cells += [numbers.figure(f.output_tokens_per_s), *ms]
+    cells += [numbers.figure_text(f.output_tokens_per_s), *ms]
     cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
-    cells += [f"{f.concurrency_held:.1f}", numbers.figure(f.wait.p99, "ms")]
+    cells += [f"{f.concurrency_held:.1f}", numbers.figure_text(f.wait.p99, "ms")]
     state = "[bold red]invalid[/]" if p.invalid else "[bold yellow]bound[/]" if p.client_bound else "ok"
     return cells + ([state] if flag else [])
 
@@ -76,7 +76,7 @@ def print_result(console: Console, result: BenchResult) -> None:
             console.print(f"  {p.load.describe()}: errors {escape(kinds)}", soft_wrap=True, highlight=False)
         for t in f.by_tag:
             ms = "  ".join(
-                f"{name} P50 {numbers.figure(v, 'ms')} ms"
+                f"{name} P50 {numbers.figure_text(v, 'ms')} ms"
                 for name, v in (("TTFT", t.ttft.p50), ("TPOT", t.tpot.p50), ("E2E", t.e2e.p50))
             )
             line = f"  {p.load.describe()}  ·  {escape(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
@@ -93,25 +93,25 @@ def schedule_line(p: Point) -> str:
     """Dispatch delay P50/P90/P99/max, and TTFT and E2E from the scheduled start beside those from the send."""
     f = p.figures
     w = f.wait
-    delay = " / ".join(numbers.figure(v, "ms") for v in (w.p50, w.p90, w.p99, w.max))
+    delay = " / ".join(numbers.figure_text(v, "ms") for v in (w.p50, w.p90, w.p99, w.max))
     pairs = (("TTFT", f.ttft, f.ttft_from_schedule), ("E2E", f.e2e, f.e2e_from_schedule))
     lat = "  ".join(
-        f"{name} P50 {numbers.figure(sent.p50, 'ms')} -> {numbers.figure(sched.p50, 'ms')}, "
-        f"P99 {numbers.figure(sent.p99, 'ms')} -> {numbers.figure(sched.p99, 'ms')}"
+        f"{name} P50 {numbers.figure_text(sent.p50, 'ms')} -> {numbers.figure_text(sched.p50, 'ms')}, "
+        f"P99 {numbers.figure_text(sent.p99, 'ms')} -> {numbers.figure_text(sched.p99, 'ms')}"
         for name, sent, sched in pairs
     )
     return f"dispatch delay P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
 
 
-def _value(c: Change, v: float | None) -> str:
+def _value(c: LevelChange, v: float | None) -> str:
     if c.unit == "share":
         return numbers.percent(v)
     if c.unit == "req/s":
         return numbers.rate(v)
-    return numbers.figure(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure(v)
+    return numbers.figure_text(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure_text(v)
 
 
-def _with_interval(c: Change, v: float | None, interval: tuple[float, float] | None) -> str:
+def _with_interval(c: LevelChange, v: float | None, interval: tuple[float, float] | None) -> str:
     """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
     if interval is None:
         return _value(c, v)

@@ -22,7 +22,7 @@ Kind = Literal["num", "ms", "int", "s"]
 UNITS = (("d", 86400), ("h", 3600), ("min", 60))  # seconds in each unit shown, largest first
 
 
-def figure(value: float | None, kind: Kind = "num") -> str:
+def figure_text(value: float | None, kind: Kind = "num") -> str:
     """A figure: ``num`` (tok/s and the like) with one decimal below 100, ``ms`` and ``int`` whole, ``s`` a
     time given in ms written in seconds with two decimals."""
     if value is None:
@@ -38,7 +38,7 @@ def rate(value: float | None) -> str:
     """A rate in req/s: two decimals below 10 (0.25 req/s is not "0.2"), where a sweep's low levels live."""
     if value is None:
         return DASH
-    return f"{value:,.2f}" if abs(value) < 10 else figure(value)
+    return f"{value:,.2f}" if abs(value) < 10 else figure_text(value)
 
 
 # C0 controls but tab and newline, and DEL, as their Unicode control pictures (ESC reads "␛"); C1 controls

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
-from tokenpace.board.rows import TRUTH, figure_dict, iso, model_dict, row_dict, truth_dict
+from tokenpace.board.rows import TRUTH_FIELDS, figure_dict, iso, model_dict, row_dict, truth_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.errors import BadRequest
@@ -34,8 +34,8 @@ from tokenpace.store.windows import (
     METRICS,
     WINDOWS,
     EndpointRow,
-    Key,
     ModelRow,
+    RowKey,
     Window,
     endpoint_rows,
     model_rows,
@@ -44,11 +44,11 @@ from tokenpace.store.windows import (
 
 LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
 
-Order = Literal["asc", "desc"]
+SortOrder = Literal["asc", "desc"]
 ClientBound = Literal["exclude", "include"]
 MAX_MIN_SAMPLES_DIGITS = 9  # int() of thousands of digits is slow, then refused: say so before trying
 # Sort key -> its natural order: fastest, quickest, most reliable, most measured first; names A to Z.
-SORTS: dict[str, Order] = {
+SORTS: dict[str, SortOrder] = {
     "speed": "desc",
     "ttft": "asc",
     "e2e": "asc",
@@ -79,7 +79,7 @@ class Query:
     provider: str | None = None
     plan: str | None = None
     sort: str = "speed"
-    order: Order | None = None  # None: the column's natural order (SORTS)
+    order: SortOrder | None = None  # None: the column's natural order (SORTS)
     min_samples: int = 3
     client_bound: ClientBound = "exclude"  # "include": figures also from samples timed while the client lagged
     region: str = regions.ALL  # a region's name, or a view of them all (board/regions.py)
@@ -119,7 +119,7 @@ class Query:
             provider=get.get("provider") or None,
             plan=get.get("plan") or None,
             sort=get.get("sort") or "speed",
-            order=cast(Order | None, get.get("order") or None),  # checked by __post_init__
+            order=cast(SortOrder | None, get.get("order") or None),  # checked by __post_init__
             min_samples=int(raw_min),
             client_bound=cast(ClientBound, get.get("client_bound") or "exclude"),  # checked by __post_init__
             region=get.get("region") or region,
@@ -133,7 +133,7 @@ class Query:
         return self.client_bound == "include"
 
     @property
-    def direction(self) -> Order:
+    def direction(self) -> SortOrder:
         """The order in effect: the one asked for, else the sort column's natural one."""
         return self.order or SORTS[self.sort]
 
@@ -243,7 +243,7 @@ class Snapshot:
     window: Window
     rows: tuple[EndpointRow, ...]
     menus: tuple[tuple[str, ...], ...]  # (provider, plan, workload, region) present in the window
-    tokens: Mapping[Key, tuple[float, float]] = dataclasses.field(default_factory=dict)  # usage.typical's
+    tokens: Mapping[RowKey, tuple[float, float]] = dataclasses.field(default_factory=dict)  # usage.typical's
 
 
 def snapshot(
@@ -292,7 +292,7 @@ def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[in
 
 def arrange(
     m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale,
-    config: Config | None = None, changes: Mapping[Key, Change] | None = None,
+    config: Config | None = None, changes: Mapping[RowKey, Change] | None = None,
 ) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
@@ -301,7 +301,7 @@ def arrange(
     config = config or Config()
     here = {x[3] for x in m.menus}
     regions.check_known(query.region, here, config)
-    region = regions.read(query.region)
+    region = regions.store_filter(query.region)
     menus = [x for x in m.menus if region in (None, EACH, x[3])]
     costs = cost.row_costs(config, m.rows, m.tokens, now.date())
     window = m.window
@@ -346,7 +346,7 @@ def read_board(
     """The leaderboard for a query, read from the store now."""
     m = snapshot(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
-        include_client_bound=query.include_client_bound, region=regions.read(query.region),
+        include_client_bound=query.include_client_bound, region=regions.store_filter(query.region),
     )  # fmt: skip
     changes = read_current(store, [r.key for r in m.rows])
     return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes)
@@ -382,7 +382,7 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "region", "protocol",
         "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
-        "counted", "client_bound", "one_shot", *TRUTH, *(f"{m}_{s}" for m in METRICS for s in stats),
+        "counted", "client_bound", "one_shot", *TRUTH_FIELDS, *(f"{m}_{s}" for m in METRICS for s in stats),
         *(f"cold_ttft_ms_{s}" for s in stats), *cost.CSV_COLUMNS, "change",
     ]  # fmt: skip
     table = []

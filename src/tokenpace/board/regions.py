@@ -46,7 +46,7 @@ def check_known(value: str, present: Collection[str], config: Config) -> str:
     raise BadRequest(f"region {value!r}: use one of {', '.join([*known, ALL, LOCAL, '*'])}")
 
 
-def read(value: str) -> str | None:
+def store_filter(value: str) -> str | None:
     """What the windows read for a value (store/windows.endpoint_rows' ``region``): None pools every region."""
     return None if value == ALL else "" if value == LOCAL else value
 

@@ -27,7 +27,7 @@ def failing(r: EndpointRow) -> bool:
     return r.success_rate is not None and r.success_rate < FAILING_BELOW
 
 
-def wrong(r: EndpointRow) -> bool:
+def fast_but_wrong(r: EndpointRow) -> bool:
     """Whether the row's canary pass rate is below WRONG_BELOW ("fast but wrong"; no verdict yet: no)."""
     return r.canary_rate is not None and r.canary_rate < WRONG_BELOW
 
@@ -41,13 +41,13 @@ def figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
     return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
 
 
-TRUTH = ("cached", "cold", "canary_checked", "canary_passed", "canary_rate", "fast_but_wrong")
+TRUTH_FIELDS = ("cached", "cold", "canary_checked", "canary_passed", "canary_rate", "fast_but_wrong")
 
 
 def truth_dict(r: EndpointRow) -> dict[str, Any]:
     """What the row says beyond timing (issue 22): samples counted apart, the canary's verdicts and its badge."""
-    values = (r.cached, r.cold, r.canary_checked, r.canary_passed, r.canary_rate, wrong(r))
-    return dict(zip(TRUTH, values, strict=True))
+    values = (r.cached, r.cold, r.canary_checked, r.canary_passed, r.canary_rate, fast_but_wrong(r))
+    return dict(zip(TRUTH_FIELDS, values, strict=True))
 
 
 def model_dict(m: ModelRow) -> dict[str, Any]:

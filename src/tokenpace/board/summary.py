@@ -53,7 +53,7 @@ def member(s: Sample) -> tuple[str | None, Member]:
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class ErrorMessage:
     """One error message and how many samples of its kind carried it, with a hint when one applies."""
 
     message: str
@@ -85,7 +85,7 @@ def _printable(text: str) -> str:
     return clean if len(clean) <= MESSAGE_CHARS else clean[: MESSAGE_CHARS - 1] + "…"
 
 
-def messages(samples: Sequence[Sample]) -> dict[str, list[Message]]:
+def messages(samples: Sequence[Sample]) -> dict[str, list[ErrorMessage]]:
     """Per error kind, its TOP_MESSAGES commonest messages, commonest first (cancelled ones say nothing new)."""
     counts: dict[str, Counter[tuple[str, int | None, str]]] = {}
     for s in samples:
@@ -93,7 +93,9 @@ def messages(samples: Sequence[Sample]) -> dict[str, list[Message]]:
             key = (_printable(s.error_message or ""), s.http_status, s.endpoint.protocol)
             counts.setdefault(str(s.error_kind), Counter())[key] += 1
     return {
-        kind: [Message(text, n, hint(kind, status, proto)) for (text, status, proto), n in c.most_common(TOP_MESSAGES)]
+        kind: [
+            ErrorMessage(text, n, hint(kind, status, proto)) for (text, status, proto), n in c.most_common(TOP_MESSAGES)
+        ]
         for kind, c in sorted(counts.items())
     }
 
@@ -129,7 +131,7 @@ class Summary:
     errors: dict[str, int]
     figures: dict[str, Figure]
     groups: Bursts | None = None
-    error_messages: dict[str, list[Message]] = field(default_factory=dict)
+    error_messages: dict[str, list[ErrorMessage]] = field(default_factory=dict)
     truth: dict[str, float] | None = None  # what a simulator was set to, by figure (run --sim)
     cold: Cold | None = None  # when some samples were cold starts
     canary_passed: int = 0  # answers that began with the canary's line (prompts/canary.py) ...

@@ -25,7 +25,7 @@ from tokenpace.store.windows import EACH
 
 # The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
 # keys are those in SORTS.
-COLUMNS: tuple[tuple[str, str], ...] = (
+TERMINAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("rank", "#"),
     ("name", "Endpoint"),
     ("speed", "Output speed (tok/s)"),
@@ -61,16 +61,16 @@ def print_summary(console: Console, s: Summary) -> None:
                 ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
             ]
         for name, label, unit, st in rows:
-            cells = [label, unit, str(st.n), *(numbers.figure(v) for v in (st.p5, st.p50, st.p95, st.mean))]
+            cells = [label, unit, str(st.n), *(numbers.figure_text(v) for v in (st.p5, st.p50, st.p95, st.mean))]
             if s.truth is not None:
-                cells.append(numbers.figure(s.truth.get(name)) if name in s.truth else "")
+                cells.append(numbers.figure_text(s.truth.get(name)) if name in s.truth else "")
             table.add_row(*cells)
         console.print(table)
         if s.truth is not None:
             console.print("set: what the simulator was told to do (its true TTFT and output speed)")
     if (c := s.cold) is not None:
         after = numbers.interval(c.after_s) if c.after_s >= 1 else f"{c.after_s:g} s"
-        cold_ms, warm_ms = (numbers.figure(f.p50, "ms") for f in (c.ttft_cold, c.ttft_warm))
+        cold_ms, warm_ms = (numbers.figure_text(f.p50, "ms") for f in (c.ttft_cold, c.ttft_warm))
         ttft = f"TTFT p50 cold {cold_ms} ms vs warm {warm_ms} ms"
         console.print(f"{c.count} of {s.samples} cold (idle >= {after}): {ttft}", soft_wrap=True, highlight=False)
     for kind, found in s.error_messages.items():
@@ -96,7 +96,8 @@ def summaries(
 
 def print_run(out: Console, err: Console, result: RunResult, where: str) -> None:
     r = result.run
-    lag = f"loop lag p99 {numbers.figure(r.loop_lag_p99_ms)} ms, {numbers.figure(r.cpu_us_per_event)} µs CPU per event"
+    lag_ms, cpu_us = numbers.figure_text(r.loop_lag_p99_ms), numbers.figure_text(r.cpu_us_per_event)
+    lag = f"loop lag p99 {lag_ms} ms, {cpu_us} µs CPU per event"
     if r.client_bound:
         err.print(
             f"[bold yellow]warning:[/] this client was the bottleneck ({lag}); timings are inflated. "
@@ -117,8 +118,9 @@ def print_warm_cold(out: Console, rows: Sequence[WarmCold]) -> None:
         name = escape(f"{r.provider}/{r.model}") + (" [magenta](simulated)[/]" if r.simulated else "")
         speedup = numbers.DASH if r.speedup is None else f"{r.speedup:.2f}x"
         tokens = r.warm_cached_tokens_p50
-        cached = numbers.percent(r.warm_cached_share) + (f" ({numbers.figure(tokens, 'int')} tok)" if tokens else "")
-        figures = (numbers.figure(r.cold_ttft_p50_ms), numbers.figure(r.warm_ttft_p50_ms))
+        held = f" ({numbers.figure_text(tokens, 'int')} tok)" if tokens else ""
+        cached = numbers.percent(r.warm_cached_share) + held
+        figures = (numbers.figure_text(r.cold_ttft_p50_ms), numbers.figure_text(r.warm_ttft_p50_ms))
         table.add_row(name, f"{min(r.cold_n, r.warm_n)}", *figures, speedup, cached)
     out.print(table)
 
@@ -133,12 +135,12 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
         changed = " [yellow](changed)[/]" if e.change else ""  # what changed is in --json, too long for a cell
         where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
-        wrong = " [red](fast but wrong)[/]" if rows.wrong(r) else ""  # its canary failed too often
+        wrong = " [red](fast but wrong)[/]" if rows.fast_but_wrong(r) else ""  # its canary failed too often
         simulated = " [magenta](simulated)[/]" if r.simulated else ""
         return escape(r.name) + where + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
-        return f"{numbers.figure(figure.headline(statistic))} [dim](n={figure.n})[/]"
+        return f"{numbers.figure_text(figure.headline(statistic))} [dim](n={figure.n})[/]"
     if key == "success":
         canary = f" [dim](canary {numbers.percent(r.canary_rate)})[/]" if r.canary_checked else ""
         return numbers.percent(r.success_rate) + canary
@@ -162,11 +164,11 @@ def print_board(console: Console, board: Board) -> None:
     title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     title += "  ·  client-bound samples included" if q.include_client_bound else ""
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
-    for key, label in COLUMNS:
+    for key, label in TERMINAL_COLUMNS:
         # Names fold rather than truncate: a cut name could be another endpoint's.
         table.add_column(label, justify="left" if key in ("name", "last") else "right", overflow="fold")
     for e in board.entries:
-        table.add_row(*(_cell(board, e, key) for key, _ in COLUMNS), style="dim" if e.too_few else None)
+        table.add_row(*(_cell(board, e, key) for key, _ in TERMINAL_COLUMNS), style="dim" if e.too_few else None)
     console.print(table)
     _say_empty(console, board)
 
@@ -234,7 +236,7 @@ def print_leaderboard(console: Console, board: Board) -> None:
         figures = []
         for key, unit in _UNITS.items():
             figure = e.row.figure(METRIC_OF[key])
-            figures.append(f"{numbers.figure(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
+            figures.append(f"{numbers.figure_text(figure.headline(statistic))} {unit} [dim](n={figure.n})[/]")
         rest = [f"success {_cell(board, e, 'success')}", f"samples {_cell(board, e, 'samples')}"]
         if (c := e.cost) and c.price:
             old = " [yellow](old price)[/]" if c.stale else ""

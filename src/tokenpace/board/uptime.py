@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import commonest, success_rate
 from tokenpace.store.rollup import HOUR, UNKNOWN, hour_of
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class Hour:
         return "empty" if rate is None else "up" if rate == 1 else "degraded" if rate >= 0.5 else "down"
 
 
-def hourly(points: Iterable[Point], now: datetime, span_s: float) -> list[Hour]:
+def hour_by_hour(points: Iterable[SamplePoint], now: datetime, span_s: float) -> list[Hour]:
     """Every hour from the one holding ``now - span_s`` to the one holding ``now``, with its published samples."""
     first, last = hour_of(now.timestamp() - span_s), hour_of(now.timestamp())
     counts: dict[int, list[int]] = {}

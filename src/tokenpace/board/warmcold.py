@@ -7,12 +7,16 @@ cold / warm, and the share of warm turns the provider itself reported as (partly
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import Sample, is_cached
-from tokenpace.store.prefixturns import Turn
+from tokenpace.store.database import Store
+from tokenpace.store.prefixturns import Turn, turns
+
+WINDOW = timedelta(days=14)  # as long-context workloads' span: a pair runs at a workload's slow cadence
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +72,12 @@ def of_samples(samples: Iterable[Sample]) -> list[Turn]:
         for s in samples
         if s.prefix_turn is not None and s.ok and s.metrics.ttft_ms is not None
     ]  # fmt: skip
+
+
+def prompt_cache_rows(store: Store, since: datetime, ordered: Callable[[Iterable[str]], list[str]]) -> list[WarmCold]:
+    """The prompt-cache page's rows since a time: workloads in the schedule's order (``ordered``), then the
+    largest speed-up first (none last), then by provider and model."""
+    rows = table(turns(store, since.timestamp()))
+    order = {name: i for i, name in enumerate(ordered({r.workload for r in rows}))}
+    rows.sort(key=lambda r: (order[r.workload], r.speedup is None, -(r.speedup or 0), r.provider, r.model))
+    return rows

@@ -43,7 +43,7 @@ def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> 
     """
     import json
 
-    from tokenpace.board.compare import as_dict, compare
+    from tokenpace.board.compare import compare, comparison_dict
     from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_comparison
     from tokenpace.load.results import read
@@ -58,7 +58,7 @@ def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> 
             "concurrency or rate"
         )
     if as_json:
-        click.echo(json.dumps(as_dict(comparison), indent=2))
+        click.echo(json.dumps(comparison_dict(comparison), indent=2))
     else:
         print_comparison(Console(), comparison)
     if comparison.verdict == "regressed":

@@ -28,6 +28,6 @@ def workloads_command(config_path: Path | None) -> None:
     for w in listed.values():
         image = "-" if w.image is None else f"{w.image[0]}x{w.image[1]}"
         concurrency = "pairs, in turn" if w.paired else "-" if w.concurrency is None else f"{w.concurrency} at once"
-        tokens = (numbers.figure(w.input_tokens, "int"), numbers.figure(w.max_tokens, "int"))
+        tokens = (numbers.figure_text(w.input_tokens, "int"), numbers.figure_text(w.max_tokens, "int"))
         table.add_row(shown(w.name), *tokens, shown(", ".join(w.tasks)), concurrency, image)
     Console().print(table)

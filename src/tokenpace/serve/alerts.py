@@ -29,10 +29,10 @@ from typing import Any
 
 import aiohttp
 
-from tokenpace.board.changes import LABELS, UNITS, Change, Kept, change_dict, figure
+from tokenpace.board.changes import CHANGE_LABELS, CHANGE_UNITS, Change, Kept, change_dict, change_figure
 from tokenpace.config.alerts import host
 from tokenpace.store.database import Store
-from tokenpace.store.windows import Key
+from tokenpace.store.windows import RowKey
 from tokenpace.web.paths import endpoint_path
 
 log = logging.getLogger(__name__)
@@ -53,9 +53,11 @@ def text(c: Change) -> str:
     """The Slack-compatible line, e.g. "tokenpace: groq/llama output speed fell 312 -> 151 tok/s (1k, since
     2026-12-03 12:03 UTC)"."""
     verb = "rose" if c.after > c.before else "fell"
-    values = f"{figure(c.metric, c.before)} -> {figure(c.metric, c.after)}{UNITS[c.metric]}"
+    values = f"{change_figure(c.metric, c.before)} -> {change_figure(c.metric, c.after)}{CHANGE_UNITS[c.metric]}"
     since = c.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"tokenpace: {_cut(c.endpoint)} {LABELS[c.metric]} {verb} {values} ({_cut(c.workload)}, since {since})"
+    return (
+        f"tokenpace: {_cut(c.endpoint)} {CHANGE_LABELS[c.metric]} {verb} {values} ({_cut(c.workload)}, since {since})"
+    )
 
 
 def body(c: Change, board_url: str | None) -> bytes:
@@ -152,7 +154,7 @@ class Watcher:
     def __init__(
         self,
         store: Store,
-        keys: Collection[Key],
+        keys: Collection[RowKey],
         send: Callable[[Change], None],
         *,
         every_s: float = CHECK_EVERY_S,
@@ -160,7 +162,7 @@ class Watcher:
     ) -> None:
         self._store, self._keys, self._send, self._every, self._now = store, list(keys), send, every_s, now
         self._kept = Kept(store)  # each key re-read and tested only once its last sample moved
-        self._sent: dict[tuple[Key, str], tuple[Change, datetime]] = {}  # per key and metric: last sent, when
+        self._sent: dict[tuple[RowKey, str], tuple[Change, datetime]] = {}  # per key and metric: last sent, when
         self._writes = -1
         self.failures = 0
 

@@ -38,7 +38,7 @@ def _tag(name: str) -> str:
     return rollup.TAGS[name].format(row="NEW.")
 
 
-def _upsert(level: rollup.Level, shape: rollup.Shape) -> str:
+def _upsert(level: rollup.RollupLevel, shape: rollup.Shape) -> str:
     """The level's upsert of one sample, in PL/pgSQL; ``h`` holds the sample's hour."""
     per = level.seconds // rollup.HOUR
     unit = "h" if per == 1 else f"floor(h / {per}.0)::bigint"  # Python's h // per, for negative h too

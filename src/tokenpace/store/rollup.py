@@ -10,7 +10,7 @@ values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs
 text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
 concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
 ``float()`` of decimal text took ten times as long).
-``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`Level` each): a 72 h window holds
+``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`RollupLevel` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
 per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
 2 quarters each. So a window's whole days and hours are a handful of rows per endpoint, and its percentiles stay
@@ -32,7 +32,7 @@ import math
 import struct
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,9 +65,9 @@ TAGS = {
 CHECKS = ("canary_checked", "canary_passed")
 
 
-# What every sample counts in a row besides its identity, in this order (the raw columns after the identity).
+# What every sample counts in a row besides its identity (the raw columns after the identity).
 _COUNTED = ("started_at", "ok", "error_kind", "source", "client_bound", "protocol", "simulated")
-_BOUND = _COUNTED.index("client_bound")
+Raw = Mapping[str, Any]  # a sample's raw columns by name (:attr:`Shape.names`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,21 +85,28 @@ class Shape:
     checks: tuple[str, ...] = ()  # CHECKS, or none: counts after the failures
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """The columns a raw sample contributes, by name, in the order :attr:`raw` selects them."""
+        return (*self.ident, *_COUNTED, *self.tags, *(("canary_ok",) if self.checks else ()), *self.metrics)
+
+    @property
     def raw(self) -> str:
-        """What a raw sample contributes, in this order: the windows read their edge hours with the same columns."""
-        metrics = (DERIVED.get(m, m) for m in self.metrics)
-        tags = (TAGS[t].format(row="") for t in self.tags)
-        return ", ".join((*self.ident, *_COUNTED, *tags, *(("canary_ok",) if self.checks else ()), *metrics))
+        """The SELECT list of :attr:`names` over samples: the windows read their edge hours with the same columns."""
+        return ", ".join(TAGS[c].format(row="") if c in TAGS else DERIVED.get(c, c) for c in self.names)
 
 
-FIRST = Shape(("provider", "plan", "model", "workload"), STORED)  # migrations 6, 7 and 8
-TENTH = Shape(("provider", "plan", "model", "workload", "region"), METRICS)  # migrations 10 and 11
+# The old shapes spelt out, not read off STORED and METRICS: a metric added later must not change what an old
+# migration builds.
+FIRST = Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_ms", "e2e_ms"))  # migrations 6-8
+TENTH = Shape(  # migrations 10 and 11
+    ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
+)
 CURRENT = Shape(TENTH.ident, METRICS, tuple(TAGS), CHECKS)  # migration 13
 RAW = CURRENT.raw
 
 
 @dataclass(frozen=True, slots=True)
-class Level:
+class RollupLevel:
     """A rollup table: its rows hold the samples of one ``unit`` (a column counting ``seconds`` since the epoch)."""
 
     table: str
@@ -145,13 +152,12 @@ def _menu(shape: Shape) -> tuple[str, ...]:
     return ("workload", *(c for c in shape.ident if c != "workload"))
 
 
-HOURS = Level("sample_hours", "hour", HOUR)
-QUARTERS = Level("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
-DAYS = Level("sample_days", "day", DAY)
+HOURS = RollupLevel("sample_hours", "hour", HOUR)
+QUARTERS = RollupLevel("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
+DAYS = RollupLevel("sample_days", "day", DAY)
 LEVELS = (HOURS, QUARTERS, DAYS)
 SCHEMA = HOURS.schema(FIRST)  # migration 6
-_INDEX = {c: i for i, c in enumerate(SAMPLE_COLUMNS)}
-_IDENT = len(CURRENT.ident)
+_PUBLISHED = SAMPLE_COLUMNS.index("published")
 
 
 def hour_of(t: float) -> int:
@@ -169,11 +175,11 @@ def day_of(t: float) -> int:
     return DAYS.of(t)
 
 
-Range = tuple[Level, int, int]  # a level's units [first, end)
+Range = tuple[RollupLevel, int, int]  # a level's units [first, end)
 Edge = tuple[str, float, str, float]  # started_at above (">" or ">=") a time and below ("<" or "<=") another
 
 
-def _tile(h0: int, h1: int, levels: Sequence[Level]) -> list[Range]:
+def _tile(h0: int, h1: int, levels: Sequence[RollupLevel]) -> list[Range]:
     """The whole hours [h0, h1) as the coarsest level's whole units, the rest from finer levels at both ends."""
     level, finer = levels[-1], levels[:-1]
     if not finer:
@@ -245,24 +251,23 @@ class _Row:
     passed: int = 0
     failures: list[str] = field(default_factory=list)
 
-    def add(self, rest: Sequence[Any]) -> None:
-        """Count one sample, given as its shape's ``raw`` columns after its identity (its tags are in the key)."""
-        at, ok, kind, source, _, protocol, simulated = rest[: len(_COUNTED)]
-        after = len(_COUNTED) + len(self.shape.tags)
+    def add(self, raw: Raw) -> None:
+        """Count one sample, given as its shape's raw columns by name (its identity and tags are in the key)."""
         if self.shape.checks:
-            verdict = rest[after]
+            verdict = raw["canary_ok"]
             self.checked += verdict is not None
             self.passed += bool(verdict)
-            after += 1
+        at, ok = raw["started_at"], raw["ok"]
         self.samples += 1
         self.ok += int(ok)
-        self.one_shot += source == "one-shot"
+        self.one_shot += raw["source"] == "one-shot"
         self.first_at, self.last_at = min(self.first_at, at), max(self.last_at, at)
-        self.protocol, self.simulated = max(self.protocol, protocol), max(self.simulated, int(simulated))
+        self.protocol, self.simulated = max(self.protocol, raw["protocol"]), max(self.simulated, int(raw["simulated"]))
         if not ok:
-            self.failures.append(f" {kind or UNKNOWN}")
+            self.failures.append(f" {raw['error_kind'] or UNKNOWN}")
         else:
-            for texts, value in zip(self.values, rest[after:], strict=True):
+            for texts, metric in zip(self.values, self.shape.metrics, strict=True):
+                value = raw[metric]
                 if value is not None:
                     texts.append(encode(float(value)))
 
@@ -272,60 +277,59 @@ class _Row:
         return (*key, *counts, "".join(self.failures), *checks, *("".join(v) for v in self.values))
 
 
-def _key(raw: Sequence[Any], level: Level, shape: Shape) -> tuple[Any, ...]:
-    """The row's key: the sample's identity (its first columns), its unit, whether it was client-bound and its
+def _key(raw: Raw, level: RollupLevel, shape: Shape) -> tuple[Any, ...]:
+    """The row's key (:meth:`RollupLevel.key_of`): the sample's identity, its unit, whether it was client-bound and its
     tags (0/1 each)."""
-    n, tags = len(shape.ident), len(shape.ident) + len(_COUNTED)
-    return (*raw[:n], level.of(raw[n]), int(raw[n + _BOUND]), *(int(t) for t in raw[tags : tags + len(shape.tags)]))
+    ident = (raw[c] for c in shape.ident)
+    return (*ident, level.of(raw["started_at"]), int(raw["client_bound"]), *(int(raw[t]) for t in shape.tags))
 
 
-def _start(rest: Sequence[Any], shape: Shape) -> _Row:
-    return _Row(shape, rest[5], int(rest[6]), rest[0], rest[0], tuple([] for _ in shape.metrics))
+def _start(raw: Raw, shape: Shape) -> _Row:
+    at = raw["started_at"]
+    return _Row(shape, raw["protocol"], int(raw["simulated"]), at, at, tuple([] for _ in shape.metrics))
 
 
-def _insert(level: Level, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str:
+def _insert(level: RollupLevel, ph: str, rows: int = 1, shape: Shape = CURRENT) -> str:
     columns = level.columns_of(shape)
     one = f"({', '.join([ph] * len(columns))})"
     return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES {', '.join([one] * rows)}"  # noqa: S608
 
 
-def _raw(values: Sequence[Any]) -> list[Any]:
-    """A sample's ``RAW`` columns from its values in ``SAMPLE_COLUMNS`` order, tags and derived figures computed
-    as the SQL of :data:`TAGS` and :data:`DERIVED` computes them."""
-    get = {c: values[i] for c, i in _INDEX.items()}
-    cached = get["provider_cached_tokens"]
-    tags = [int(is_cached(cached)), int(get["cold"])]
-    stored = [get[c] for c in (*CURRENT.ident, *_COUNTED)] + tags + [get["canary_ok"]]
-    return [*stored, *(get[m] for m in STORED), corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])]
+def _raw(values: Sequence[Any]) -> dict[str, Any]:
+    """A sample's raw columns by name (``CURRENT.names``) from its values in ``SAMPLE_COLUMNS`` order, tags and
+    derived figures computed as the SQL of :data:`TAGS` and :data:`DERIVED` computes them."""
+    get = dict(zip(SAMPLE_COLUMNS, values, strict=True))
+    raw = {c: get[c] for c in (*CURRENT.ident, *_COUNTED, "canary_ok", *STORED)}
+    raw |= {"cached": int(is_cached(get["provider_cached_tokens"])), "cold": int(get["cold"])}
+    return raw | {"ttft_net_ms": corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])}
 
 
 def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     """Count a sample just inserted (its values in ``SAMPLE_COLUMNS`` order), in the insert's transaction."""
-    if not values[_INDEX["published"]]:
+    if not values[_PUBLISHED]:
         return
     raw = _raw(values)
-    one = _start(raw[_IDENT:], CURRENT)
-    one.add(raw[_IDENT:])
+    one = _start(raw, CURRENT)
+    one.add(raw)
     for level in LEVELS:
         conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {upsert_set(level.table, CURRENT)}"
         conn.execute(f"{_insert(level, ph)} {conflict}", one.row(_key(raw, level, CURRENT)))
 
 
-def fold(raws: Iterable[Sequence[Any]], level: Level = HOURS, shape: Shape = CURRENT) -> dict[tuple[Any, ...], _Row]:
-    """Samples (the shape's ``raw`` columns) grouped into a level's rollup rows."""
-    n = len(shape.ident)
+def fold(raws: Iterable[Raw], level: RollupLevel = HOURS, shape: Shape = CURRENT) -> dict[tuple[Any, ...], _Row]:
+    """Samples (the shape's raw columns by name) grouped into a level's rollup rows."""
     rows: dict[tuple[Any, ...], _Row] = {}
     for raw in raws:
         key = _key(raw, level, shape)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = _start(raw[n:], shape)
-        row.add(raw[n:])
+            row = rows[key] = _start(raw, shape)
+        row.add(raw)
     return rows
 
 
 def rebuild(
-    conn: Connection, ph: str, levels: Sequence[Level] = LEVELS, batch: int = 500, shape: Shape = CURRENT
+    conn: Connection, ph: str, levels: Sequence[RollupLevel] = LEVELS, batch: int = 500, shape: Shape = CURRENT
 ) -> None:
     """Recompute the levels' rollups from ``samples``, a day of samples at a time (whole hours and a whole day)."""
     for level in levels:
@@ -337,7 +341,7 @@ def rebuild(
     while at is not None:
         start = float(day_of(at) * DAY)
         end = start + DAY
-        raws = conn.execute(day, (start, end)).fetchall()
+        raws = [dict(zip(shape.names, r, strict=True)) for r in conn.execute(day, (start, end)).fetchall()]
         for level in levels:
             rows = [r.row(k) for k, r in fold(raws, level, shape).items()]
             for i in range(0, len(rows), batch):

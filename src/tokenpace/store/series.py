@@ -8,18 +8,18 @@ a chart can draw only what the board counts while a list of recent samples shows
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.rollup import STORED
 from tokenpace.store.windows import endpoint_name
 
 
 @dataclass(frozen=True, slots=True)
-class Point:
+class SamplePoint:
     """One sample as a chart shows it."""
 
     started_at: datetime
@@ -43,16 +43,23 @@ class Point:
         return self.published and self.ok and (include_client_bound or not self.client_bound)
 
 
-_POINT = f"started_at, workload, ok, error_kind, {', '.join(STORED)}, http_status, error_message, source, published"
-_POINT += ", client_bound, group_id, output_tokens, canary_ok"
+# A point's fields are the samples' columns of the same names: read by name, whatever their order.
+_FIELDS = tuple(f.name for f in dataclasses.fields(SamplePoint))
+_POINT = ", ".join(_FIELDS)
+_NAMED = ("provider", "plan", *_FIELDS)  # a model's points, each with its endpoint
 
 
-def _point(r: Sequence[Any]) -> Point:
-    return Point(
-        datetime.fromtimestamp(r[0], UTC), r[1], bool(r[2]), r[3], r[4], r[5], r[6], r[7], r[8],
-        source=r[9], published=bool(r[10]), client_bound=bool(r[11]), group_id=r[12], output_tokens=r[13],
-        canary_ok=None if r[14] is None else bool(r[14]),
-    )  # fmt: skip
+def _point(v: dict[str, Any]) -> SamplePoint:
+    """A point from its columns by name (its fields')."""
+    verdict = v["canary_ok"]
+    v |= {"started_at": datetime.fromtimestamp(v["started_at"], UTC), "ok": bool(v["ok"])}
+    v |= {"published": bool(v["published"]), "client_bound": bool(v["client_bound"])}
+    v["canary_ok"] = None if verdict is None else bool(verdict)
+    return SamplePoint(**v)
+
+
+def _points(rows: Iterable[Sequence[Any]]) -> list[SamplePoint]:
+    return [_point(dict(zip(_FIELDS, r, strict=True))) for r in rows]
 
 
 def _narrowed(sql: str, params: list[Any], workload: str | None, region: str | None) -> tuple[str, list[Any]]:
@@ -66,38 +73,39 @@ def _narrowed(sql: str, params: list[Any], workload: str | None, region: str | N
 def series(
     store: Store, *, provider: str, plan: str, model: str, workload: str | None, since: datetime,
     region: str | None = None,
-) -> list[Point]:  # fmt: skip
+) -> list[SamplePoint]:  # fmt: skip
     """An endpoint's samples since a time (of one workload, or all; measured from one region, '' this process
     itself, or None every region), oldest first, unpublished ones included."""
     sql = f"SELECT {_POINT} FROM samples WHERE provider = ? AND plan = ? AND model = ? AND started_at >= ?"  # noqa: S608
-    return [_point(r) for r in store.query(*_narrowed(sql, [provider, plan, model, epoch(since)], workload, region))]
+    return _points(store.query(*_narrowed(sql, [provider, plan, model, epoch(since)], workload, region)))
 
 
 def model_series(
     store: Store, *, model: str, workload: str | None, since: datetime, region: str | None = None
-) -> list[tuple[str, Point]]:
+) -> list[tuple[str, SamplePoint]]:
     """A model's published samples on every endpoint since a time (of one region, or None every region), oldest
     first, each with its endpoint's name."""
     sql = f"SELECT provider, plan, {_POINT} FROM samples WHERE model = ? AND started_at >= ? AND published = 1"  # noqa: S608
     rows = store.query(*_narrowed(sql, [model, epoch(since)], workload, region))
-    return [(endpoint_name(r[0], r[1], model), _point(r[2:])) for r in rows]
+    named = [dict(zip(_NAMED, r, strict=True)) for r in rows]
+    return [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
 
 
-def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[Point]:
+def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[SamplePoint]:
     """An endpoint's latest ``limit`` published samples of a workload, oldest first (what change detection reads)."""
     rows = store.query(  # walks the (provider, model, workload, started_at) index backwards
         f"SELECT {_POINT} FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"  # noqa: S608
         " AND published = 1 ORDER BY started_at DESC, id DESC LIMIT ?",
         (provider, model, workload, plan, limit),
     )
-    return [_point(r) for r in reversed(rows)]
+    return _points(reversed(rows))
 
 
-def last_started(store: Store, provider: str, plan: str, model: str, workload: str) -> datetime | None:
+def last_published(store: Store, provider: str, plan: str, model: str, workload: str) -> datetime | None:
     """When an endpoint's latest published sample of a workload started; None without one."""
     rows = store.query(  # one row off the end of the (provider, model, workload, started_at) index
         "SELECT started_at FROM samples WHERE provider = ? AND model = ? AND workload = ? AND plan = ?"
         " AND published = 1 ORDER BY started_at DESC LIMIT 1",
         (provider, model, workload, plan),
     )
-    return datetime.fromtimestamp(rows[0][0], UTC) if rows else None
+    return datetime.fromtimestamp(rows[0][0], UTC) if rows else None  # the one column of the one row

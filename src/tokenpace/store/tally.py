@@ -13,29 +13,84 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 
-Group = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
-FRESH: Group = (0, 0, 0)
+TallyGroup = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
+FRESH: TallyGroup = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
 _NONE = figure_sorted([])
+
+
+class HourRow(NamedTuple):
+    """A rollup row as the windows read it: they select these columns, by these names (rollup.RollupLevel.columns)."""
+
+    provider: str
+    plan: str
+    model: str
+    workload: str
+    region: str
+    client_bound: int
+    cached: int
+    cold: int
+    samples: int
+    ok: int
+    one_shot: int
+    first_at: float
+    last_at: float
+    protocol: str
+    simulated: int
+    failures: str
+    canary_checked: int
+    canary_passed: int
+    output_speed: str  # METRICS, each as the rollup's text of its values
+    ttft_ms: str
+    e2e_ms: str
+    ttft_net_ms: str
+
+
+class SampleRow(NamedTuple):
+    """A published sample as the windows read their edge hours: rollup.CURRENT.names, selected by rollup.RAW."""
+
+    provider: str
+    plan: str
+    model: str
+    workload: str
+    region: str
+    started_at: float
+    ok: int
+    error_kind: str | None
+    source: str
+    client_bound: int
+    protocol: str
+    simulated: int
+    cached: int
+    cold: int
+    canary_ok: int | None
+    output_speed: float | None  # METRICS
+    ttft_ms: float | None
+    e2e_ms: float | None
+    ttft_net_ms: float | None
+
+
+_metric_values = attrgetter(*METRICS)  # a row's METRICS, in order, by name
 
 
 def _lists() -> tuple[list[Any], ...]:
     return tuple([] for _ in METRICS)
 
 
-def _groups(cold: int, include_bound: bool) -> tuple[Group, ...]:
+def _groups(cold: int, include_bound: bool) -> tuple[TallyGroup, ...]:
     """The groups a figure takes: not cached, cold or not, client-bound only when included."""
     return ((0, cold, 0), (0, cold, 1)) if include_bound else ((0, cold, 0),)
 
 
 @dataclass
 class Tally:
-    """Counts, times and values so far; values and successes kept per :data:`Group`, so a figure takes the
+    """Counts, times and values so far; values and successes kept per :data:`TallyGroup`, so a figure takes the
     fresh ones (and the client-bound ones when included) and the cold TTFT the cold ones."""
 
     samples: int = 0
@@ -51,16 +106,16 @@ class Tally:
     protocol: str = ""
     simulated: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    oks: Counter[Group] = field(default_factory=Counter)  # successful samples per group
-    texts: dict[Group, tuple[list[str], ...]] = field(default_factory=dict)  # rollup values, unparsed
-    values: dict[Group, tuple[list[float], ...]] = field(default_factory=dict)
+    oks: Counter[TallyGroup] = field(default_factory=Counter)  # successful samples per group
+    texts: dict[TallyGroup, tuple[list[str], ...]] = field(default_factory=dict)  # rollup values, unparsed
+    values: dict[TallyGroup, tuple[list[float], ...]] = field(default_factory=dict)
 
     def _times(self, first: float, last: float, protocol: str, simulated: int) -> None:
         self.first_at = first if self.first_at is None else min(self.first_at, first)
         self.last_at = last if self.last_at is None else max(self.last_at, last)
         self.protocol, self.simulated = max(self.protocol, protocol), max(self.simulated, int(simulated))
 
-    def _count(self, group: Group, samples: int, ok: int, checked: int, passed: int) -> None:
+    def _count(self, group: TallyGroup, samples: int, ok: int, checked: int, passed: int) -> None:
         self.samples += samples
         self.ok += ok
         self.checked += checked
@@ -74,37 +129,35 @@ class Tally:
         self.cold += samples if cold else 0
         self.bound += samples if bound else 0
 
-    def hours(self, r: Sequence[Any], group: Group) -> None:
-        """Add a rollup row: samples, ok, one_shot, first_at, last_at, protocol, simulated, failures, canary
-        checked and passed, metrics."""
-        samples, ok, one_shot, first, last, protocol, simulated, failures, checked, passed, *metrics = r
-        self._count(group, samples, ok, checked, passed)
-        self.one_shot += one_shot
-        self._times(first, last, protocol, simulated)
-        if failures:
-            self.kinds.update(failures.split())
+    def hours(self, r: HourRow) -> None:
+        """Add a rollup row."""
+        group = (r.cached, r.cold, r.client_bound)
+        self._count(group, r.samples, r.ok, r.canary_checked, r.canary_passed)
+        self.one_shot += r.one_shot
+        self._times(r.first_at, r.last_at, r.protocol, r.simulated)
+        if r.failures:
+            self.kinds.update(r.failures.split())
         kept = self.texts.get(group)
         if kept is None:
             kept = self.texts[group] = _lists()
-        for texts, text in zip(kept, metrics, strict=True):
+        for texts, text in zip(kept, _metric_values(r), strict=True):
             if text:
                 texts.append(text)
 
-    def sample(self, r: Sequence[Any]) -> None:
-        """Add a raw sample (rollup.RAW after its identity): started_at, ok, error_kind, source, client_bound,
-        protocol, simulated, cached, cold, canary_ok, metrics."""
-        at, ok, kind, source, bound, protocol, simulated, cached, cold, verdict, *metrics = r
-        group = (int(cached), int(cold), int(bool(bound)))
+    def sample(self, r: SampleRow) -> None:
+        """Add a raw sample."""
+        ok, verdict = r.ok, r.canary_ok
+        group = (int(r.cached), int(r.cold), int(bool(r.client_bound)))
         self._count(group, 1, int(bool(ok)), verdict is not None, bool(verdict))
-        self.one_shot += source == "one-shot"
-        self._times(at, at, protocol, simulated)
+        self.one_shot += r.source == "one-shot"
+        self._times(r.started_at, r.started_at, r.protocol, r.simulated)
         if not ok:
-            self.kinds[kind or UNKNOWN] += 1
+            self.kinds[r.error_kind or UNKNOWN] += 1
             return
         kept = self.values.get(group)
         if kept is None:
             kept = self.values[group] = _lists()
-        for values, value in zip(kept, metrics, strict=True):
+        for values, value in zip(kept, _metric_values(r), strict=True):
             if value is not None:
                 values.append(float(value))
 
@@ -112,7 +165,7 @@ class Tally:
         """Successful fresh samples whose figures count."""
         return sum(self.oks[g] for g in _groups(0, include_bound))
 
-    def _figure(self, i: int, groups: Sequence[Group]) -> Figure:
+    def _figure(self, i: int, groups: Sequence[TallyGroup]) -> Figure:
         if not any(g in self.texts or g in self.values for g in groups):
             return _NONE  # no cold start, say: nothing to sort
         texts = [t for g in groups if g in self.texts for t in self.texts[g][i]]

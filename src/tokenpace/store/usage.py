@@ -22,7 +22,7 @@ from tokenpace.config.settings import Spend
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.store.database import Store
-from tokenpace.store.windows import Key
+from tokenpace.store.windows import RowKey
 
 
 def _sane(column: str) -> str:
@@ -104,7 +104,7 @@ TYPICAL = 20  # the last this many successful samples make a typical request: it
 _CHUNK = 100  # keys per statement: 700 parameters, well under SQLite's limit
 
 
-def typical(store: Store, keys: Iterable[Key], since: float, until: float) -> dict[Key, tuple[float, float]]:
+def typical(store: Store, keys: Iterable[RowKey], since: float, until: float) -> dict[RowKey, tuple[float, float]]:
     """Per endpoint x workload: the mean input and output tokens billed of its last TYPICAL successful
     published samples in [since, until] (each an indexed read of a few rows, not a scan of the window)."""
     keys, found = list(dict.fromkeys(keys)), {}

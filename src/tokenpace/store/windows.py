@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Literal
 
 from tokenpace.config.endpoints import Endpoint
@@ -32,11 +33,10 @@ from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, commonest, success_rate
 from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
-from tokenpace.store.rollup import HOUR, RAW, cover
+from tokenpace.store.rollup import DAY, HOUR, RAW, cover
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)
-from tokenpace.store.tally import Tally, tally
+from tokenpace.store.tally import HourRow, SampleRow, Tally, tally
 
-DAY = 86400
 NO_FIGURE = Figure(0)
 EACH = "*"  # as a region: one row per (endpoint, region) rather than one filtered or pooled
 
@@ -67,7 +67,7 @@ WINDOWS: dict[str, Window] = {
 DEFAULT_WINDOW = "72h"
 
 
-Key = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
+RowKey = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
 
 
 def endpoint_name(provider: str, plan: str, model: str) -> str:
@@ -117,7 +117,7 @@ class EndpointRow:
         return endpoint_name(self.provider, self.plan, self.model)
 
     @property
-    def key(self) -> Key:
+    def key(self) -> RowKey:
         """(provider, plan, model, workload): what prices, typical requests and changes are kept under."""
         return (self.provider, self.plan, self.model, self.workload)
 
@@ -206,15 +206,13 @@ def present_models(store: Store, window: Window, now: datetime, long_workloads: 
     """The distinct model ids with a sample in the window: the ids a model page gathers under one name."""
     hours, raws = _selects(window, epoch(now), long_workloads, ("model", "model"))
     sql, params = _union(hours + raws, "UNION")
-    return sorted(r[0] for r in store.query(sql, params))
+    return sorted(model for (model,) in store.query(sql, params))
 
 
 # A rollup row as it is, summed in Python (Tally.hours): grouping in SQL (SUM, string_agg) cost PostgreSQL a sort
 # and an aggregate over multi-kilobyte texts, ~10 % of a 72 h board over 1M samples, to save a few hundred rows.
-_ROLLUP_ROW = (
-    "provider, plan, model, workload, region, client_bound, cached, cold, samples, ok, one_shot, first_at, "
-    "last_at, protocol, simulated, failures, canary_checked, canary_passed, " + ", ".join(METRICS)
-)
+_ROLLUP_ROW = ", ".join(HourRow._fields)
+_KEY = ("provider", "plan", "model", "workload", "region")  # a row's key, the region's only where asked for
 
 
 def endpoint_rows(
@@ -249,15 +247,17 @@ def endpoint_rows(
     found: dict[tuple[str, ...], Tally] = {}
     # The key: the endpoint and workload, and the region when each has its own row (else None: the one asked
     # for, or every one pooled).
-    n = 5 if split or region is not None else 4
+    names = _KEY[: 5 if split or region is not None else 4]
+    key_of = attrgetter(*names)
     if hours:
-        for r in store.query(*_union(hours)):
-            tally(found, r[:n]).hours(r[8:], (r[6], r[7], r[5]))
-    for r in store.query(*_union(raws)):
-        tally(found, r[:n]).sample(r[5:])
+        for h in map(HourRow._make, store.query(*_union(hours))):
+            tally(found, key_of(h)).hours(h)
+    for s in map(SampleRow._make, store.query(*_union(raws))):
+        tally(found, key_of(s)).sample(s)
     rows = []
     for key, t in sorted(found.items()):
-        provider, plan, model, workload = key[:4]
+        named = dict(zip(names, key, strict=True))
+        provider, plan, model, workload = named["provider"], named["plan"], named["model"], named["workload"]
         kinds = commonest(t.kinds)
         cancelled = t.kinds.get(ErrorKind.CANCELLED.value, 0)
         output_speed, ttft_ms, e2e_ms, ttft_net_ms = t.figures(include_client_bound)
@@ -271,7 +271,7 @@ def endpoint_rows(
                 window_s=window.span(workload, long_workloads),
                 errors=kinds, cancelled=cancelled,
                 client_bound=t.bound, one_shot=t.one_shot, usable=t.usable(include_client_bound),
-                ttft_net_ms=ttft_net_ms, region=key[4] if n == 5 else None,
+                ttft_net_ms=ttft_net_ms, region=named.get("region"),
                 cached=t.cached, cold=t.cold, cold_ttft_ms=t.cold_ttft(include_client_bound),
                 canary_checked=t.checked, canary_passed=t.passed,
             )

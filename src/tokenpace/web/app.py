@@ -47,7 +47,7 @@ from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
-from tokenpace.web.worker import Call, Worker
+from tokenpace.web.worker import RenderCall, Worker
 
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
 READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound", "region")
@@ -132,7 +132,9 @@ class _Uncached(Exception):  # not an error: a worker's answer that is not a pag
 def _in_worker(site: Site, worker: Worker, request: Request) -> Response:
     """The worker's response to ``request``; one that is not a 200 is answered but not kept."""
     status = None if site.status is None else site.status()
-    call = Call(request.url.path, _raw_path(request), request.scope.get("query_string", b""), site.store.writes, status)
+    call = RenderCall(
+        request.url.path, _raw_path(request), request.scope.get("query_string", b""), site.store.writes, status
+    )
     rendered = worker.render(call)
     if rendered.status != 200:
         raise _Uncached(rendered.response())

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from pygal.style import Style
 
 from tokenpace.measure.stats import Figure, figure
-from tokenpace.store.series import Point
+from tokenpace.store.series import SamplePoint
 
 MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grows as their square (200: 0.25 s)
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
@@ -283,14 +283,14 @@ _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_m
 
 
 def sample_charts(
-    groups: Mapping[str, Sequence[Point]],
+    groups: Mapping[str, Sequence[SamplePoint]],
     markers: Mapping[str, Sequence[Marker]] = {},
     keys: Mapping[str, str] = {},
 ) -> list[Chart]:
     """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
 
     ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
-    its count is in the tables. ``markers``: per metric (a Point attribute), what its time chart marks. ``keys``:
+    its count is in the tables. ``markers``: per metric (a SamplePoint attribute), what its time chart marks. ``keys``:
     the name a group's colour follows, where not its own (an endpoint's provider, as the board colours it).
     """
     out = []

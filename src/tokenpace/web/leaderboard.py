@@ -5,19 +5,13 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
-from tokenpace.board import changes, cost, ranking, regions
-from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
-from tokenpace.board.rows import WRONG_BELOW, failing, wrong
-from tokenpace.board.summary import bursts_dict
+from tokenpace.board import changes, ranking, regions
+from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
+from tokenpace.board.rows import WRONG_BELOW, failing, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
-from tokenpace.errors import ConfigError
-from tokenpace.schedule.sampler import BudgetStatus
-from tokenpace.store import agents
-from tokenpace.store.series import series
 from tokenpace.store.windows import EACH, WINDOWS
 from tokenpace.web import charts
 from tokenpace.web.render import Page
@@ -25,7 +19,7 @@ from tokenpace.web.site import Site, window_menu
 
 # Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link. "wide": left out on a
 # phone's width, where the endpoint's name already says its provider, plan and model.
-COLUMNS = (
+BOARD_COLUMNS = (
     ("name", "Endpoint", "name"),  # provider:plan/model, so the provider and plan need no columns of their own
     ("model", "Model", "wide"),
     ("speed", "Output speed", "num"),
@@ -64,7 +58,7 @@ def _columns(each_region: bool, net: bool, priced: bool = True, canary: bool = F
     rows measured the network, price and cost only when some row has a price (two columns of dashes cost a
     narrow screen the last sample), the canary's pass rate only when some row's canary was judged."""
     out = []
-    for column in COLUMNS:
+    for column in BOARD_COLUMNS:
         if (column[0] in ("price", "cost") and not priced) or (column[0] == "canary" and not canary):
             continue
         out.append(column)
@@ -95,25 +89,6 @@ def _headers(
     return out
 
 
-def _query(site: Site, params: Mapping[str, str]) -> ranking.Query:
-    # An empty select ("all providers") arrives as provider=; it means no filter.
-    given = {k: v for k, v in params.items() if v}
-    return ranking.Query.from_params(
-        given, min_samples=site.min_samples, workload=site.default_workload, region=regions.default(site.config)
-    )
-
-
-def _budgets(site: Site) -> list[BudgetStatus]:
-    """The plans whose budget cap made the sampler skip a run in the last 24 h: shown while the cap bites."""
-    return [] if site.status is None else [b for b in site.status().budgets if b.recent_skips > 0]
-
-
-def _spend_today(site: Site) -> list[cost.PlanDay]:
-    """What each plan spent today (UTC), priced: beside the budget notice, and in the JSON."""
-    now = site.now()
-    return site.memo.get(("spend", now.date()), lambda: cost.spend(site.store, site.config, 1, now))
-
-
 def _menus(board: ranking.Board, config: Config) -> list[dict[str, object]]:
     q = board.query
     workloads = ordered([*board.workloads, q.workload], config.schedule.workloads)
@@ -128,53 +103,6 @@ def _menus(board: ranking.Board, config: Config) -> list[dict[str, object]]:
         {"name": "plan", "label": "Plan", "selected": q.plan or "",
          "options": [("", "all"), *((p, p) for p in board.plans)]},
     ]  # fmt: skip
-
-
-def _board(site: Site, params: Mapping[str, str]) -> ranking.Board:
-    query = _query(site, params)
-    window, now = WINDOWS[query.window], site.now()
-    # Keyed by what the SQL reads, not the whole query: another sort or filter reuses the same rows.
-    include, region = query.include_client_bound, query.region
-    m = site.memo.get(
-        ("rows", window.name, query.workload, include, region),
-        lambda: ranking.snapshot(
-            site.store, window, query.workload, now, site.long_workloads, include_client_bound=include,
-            region=regions.read(region),
-        ),
-    )  # fmt: skip
-    # Each row's current change, from its own last samples whatever the window: re-read when it takes a sample.
-    found = site.changes.current(m.rows)
-    return ranking.arrange(m, query, now, stale_after=site.stale_after, changes=found, config=site.config)
-
-
-def _any_agent(site: Site) -> bool:
-    """Whether any probe agent ever wrote its row: the board then links the agents page."""
-    return bool(site.memo.get(("agents",), lambda: agents.read(site.store)))
-
-
-def _bursts(site: Site, board: ranking.Board) -> dict[str, Bursts]:
-    """Each endpoint's bursts, for a workload that releases its requests together (the parallel one)."""
-    try:
-        workload = site.config.workload(board.query.workload)
-    except ConfigError:  # a workload the store holds and the config no longer names: no way to tell
-        return {}
-    if workload.concurrency is None:
-        return {}
-    since = board.generated_at - timedelta(seconds=board.window.span(workload.name, site.long_workloads))
-
-    def read() -> dict[str, Bursts]:
-        out = {}
-        for e in board.entries:
-            r = e.row
-            points = series(
-                site.store, provider=r.provider, plan=r.plan, model=r.model, workload=r.workload, since=since
-            )
-            found = bursts(grouped(point_member(p) for p in points if p.published))
-            if found is not None:
-                out[r.name] = found
-        return out
-
-    return site.memo.get(("bursts", board.window.name, workload.name, *(e.row.name for e in board.entries)), read)
 
 
 def _label(board: ranking.Board, e: ranking.Entry) -> str:
@@ -214,67 +142,51 @@ def board_charts(board: ranking.Board) -> list[charts.Chart]:
 
 
 def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
-    board = _board(site, params)
-    q = board.query
-    budgets = _budgets(site)
-    spent = _spend_today(site)
+    m = read_leaderboard_page(site, params)
+    board, q = m.board, m.board.query
     # What the filter form does not show but must keep: the sort, and a ranking minimum other than the default.
     kept = {"sort": q.sort if q.sort != "speed" else "", "order": q.order or ""}
     kept["min_samples"] = str(q.min_samples) if q.min_samples != q.default_min_samples else ""
     kept["client_bound"] = "include" if q.include_client_bound else ""
     hidden = [(k, v) for k, v in kept.items() if v]
     qs = q.params()
-    found = _bursts(site, board)
-    net = any(e.row.ttft_net_ms.n for e in board.entries)
-    priced = any(e.cost is not None and e.cost.price is not None for e in board.entries)
-    canary = any(e.row.canary_checked for e in board.entries)
-    caption = regions.caption(q.region, site.config) if regions.wanted(board.regions, site.config) else ""
     context = {
         "board": board,
         "query": q,
         "window": board.window,
         "entries": board.entries,
         "models": board.models,
-        "budgets": budgets,
-        "spend": spent,
-        "headers": _headers(q, net, priced, canary),
-        "canary": canary,
-        "wrong": wrong,
+        "budgets": m.budgets,
+        "spend": m.spend,
+        "headers": _headers(q, m.net, m.priced, m.canary),
+        "canary": m.canary,
+        "wrong": fast_but_wrong,
         "cached_total": sum(e.row.cached for e in board.entries),
         "cold_total": sum(e.row.cold for e in board.entries),
-        "priced": priced,
+        "priced": m.priced,
         "sort_label": _SORTED_BY[q.sort],
         "menus": _menus(board, site.config),
-        "region_caption": caption,
+        "region_caption": m.caption,
         "each_region": q.region == EACH,
-        "net": net,
+        "net": m.net,
         "ttft_net_title": TTFT_NET_TITLE,
         "region_token": regions.token,
         "failing": failing,
-        "agents_url": "/agents" if _any_agent(site) else "",
+        "agents_url": "/agents" if m.any_agent else "",
         "hidden": hidden,
         "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),
         # The other view of client-bound samples: what the board would say with them counted, or without.
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
         "charts": board_charts(board) if board.entries else [],
-        "bursts": found,
+        "bursts": m.bursts,
         "describe_change": changes.describe,  # the "changed" badge's title
     }
-    data = {
-        **ranking.as_dict(board),
-        "region_caption": caption or None,
-        "budgets_hit": budgets,
-        "spend_today": [cost.plan_day_dict(d) for d in spent],
-    }
-    for entry in data["entries"]:  # a burst workload's rows say how each burst was served
-        if entry["name"] in found:
-            entry["bursts"] = bursts_dict(found[entry["name"]])
-    return Page("leaderboard.html", context, data, json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
+    return Page("leaderboard.html", context, m.data(), json_url="/leaderboard.json" + (f"?{qs}" if qs else ""))
 
 
 def csv_text(site: Site, params: Mapping[str, str]) -> str:
-    header, rows = ranking.csv_table(_board(site, params))
+    header, rows = ranking.csv_table(ranked(site, params))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)

@@ -22,8 +22,8 @@ from tokenpace.store.columns import EXPORTED
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.export import Filter, sample_batches
 
-COLUMNS = EXPORTED  # raw means every sample: source, published and client_bound say which the board counts
-_STARTED = COLUMNS.index("started_at")
+RAW_COLUMNS = EXPORTED  # raw means every sample: source, published and client_bound say which the board counts
+_STARTED = RAW_COLUMNS.index("started_at")
 
 
 def secrets(config: Config) -> list[str]:
@@ -71,7 +71,7 @@ def samples_csv(store: Store, config: Config, params: Mapping[str, str]) -> Iter
     def lines() -> Iterator[str]:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(COLUMNS)
+        writer.writerow(RAW_COLUMNS)
         for rows in sample_batches(store, where):
             for row in rows:
                 writer.writerow([_clean(v, hidden, i) for i, v in enumerate(row)])

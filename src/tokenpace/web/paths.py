@@ -25,13 +25,13 @@ _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 _ESCAPED = re.compile(r"(?:~[0-9A-Fa-f]{2})+")
 
 
-def encode(name: str, keep: str = "") -> str:
+def encode_part(name: str, keep: str = "") -> str:
     """``name`` tilde-encoded for a path; characters in ``keep`` (ASCII) stay as they are."""
     kept = _SAFE | frozenset(keep.encode())
     return "".join(chr(b) if b in kept else f"~{b:02X}" for b in name.encode())
 
 
-def decode(text: str) -> str:
+def decode_part(text: str) -> str:
     """The name a path part spells: ``~XX`` runs as UTF-8 (bytes that are not UTF-8 become U+FFFD)."""
     return _ESCAPED.sub(lambda m: bytes.fromhex(m.group().replace("~", "")).decode(errors="replace"), text)
 
@@ -46,11 +46,11 @@ def with_format(path: str, fmt: Format) -> str:
 
 
 def endpoint_path(provider: str, plan: str, model: str, fmt: Format = "html") -> str:
-    return with_format(f"/endpoint/{encode(provider)}/{encode(plan)}/{encode(model, keep='/')}", fmt)
+    return with_format(f"/endpoint/{encode_part(provider)}/{encode_part(plan)}/{encode_part(model, keep='/')}", fmt)
 
 
 def model_path(model: str, fmt: Format = "html") -> str:
-    return with_format(f"/model/{encode(model, keep='/')}", fmt)
+    return with_format(f"/model/{encode_part(model, keep='/')}", fmt)
 
 
 def _names(raw_tail: str, parts: int) -> tuple[list[str], Format]:
@@ -59,7 +59,7 @@ def _names(raw_tail: str, parts: int) -> tuple[list[str], Format]:
     names = [unquote(p) for p in raw_tail.split("/", parts - 1)]
     fmt = format_of(names[-1])
     names[-1] = names[-1].removesuffix(SUFFIX) if fmt == "json" else names[-1]
-    return [decode(n) for n in names], fmt
+    return [decode_part(n) for n in names], fmt
 
 
 def parse_endpoint(raw_tail: str) -> tuple[str, str, str, Format] | None:

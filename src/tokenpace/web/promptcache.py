@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict
-from datetime import timedelta
 
 from tokenpace.board import warmcold
-from tokenpace.store.prefixturns import turns
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
-WINDOW = timedelta(days=14)  # as long-context workloads' span: a pair runs at a workload's slow cadence
-
 
 def prompt_cache_page(site: Site, params: Mapping[str, str]) -> Page:
-    since = site.now() - WINDOW
-    rows = warmcold.table(turns(site.store, since.timestamp()))
-    order = {name: i for i, name in enumerate(site.ordered({r.workload for r in rows}))}
-    rows.sort(key=lambda r: (order[r.workload], r.speedup is None, -(r.speedup or 0), r.provider, r.model))
+    since = site.now() - warmcold.WINDOW
+    rows = warmcold.prompt_cache_rows(site.store, since, site.ordered)
     data = {
         "since": since.isoformat(),
-        "window_days": WINDOW.days,
+        "window_days": warmcold.WINDOW.days,
         "speedup": warmcold.speedup.__doc__,
         "rows": [asdict(r) for r in rows],
     }

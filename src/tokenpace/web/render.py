@@ -69,7 +69,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(fmt=numbers.figure, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
+    env.filters.update(fmt=numbers.figure_text, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
     env.filters.update(rate=numbers.rate, cut=numbers.cut)
     env.globals.update(
         version=__version__,

@@ -40,7 +40,7 @@ AppFactory = Callable[..., Starlette]
 
 
 @dataclass(frozen=True, slots=True)
-class Call:
+class RenderCall:
     """One GET for the worker: the path as routed and as sent, its query string, and what only we know."""
 
     path: str
@@ -108,7 +108,7 @@ class Worker:
         context = multiprocessing.get_context("spawn")
         return ProcessPoolExecutor(1, mp_context=context, initializer=_start, initargs=self._args)
 
-    def render(self, call: Call) -> Rendered:
+    def render(self, call: RenderCall) -> Rendered:
         """The response to ``call``, blocking (on a view thread); WorkerError if the process died doing it."""
         pool = self._pool
         try:
@@ -146,7 +146,7 @@ def _exit_with(sentinel: int) -> None:
     os._exit(0)
 
 
-def _render(call: Call) -> Rendered:
+def _render(call: RenderCall) -> Rendered:
     store: Store = _here["store"]
     store.writes = call.writes  # this process writes nothing: its memos follow the serving store's count
     _here["status"] = call.status

@@ -1,0 +1,145 @@
+"""The endpoint page's model: one endpoint, every workload (or the one chosen), over a window.
+
+Charts and percentiles read what the board reads: published samples, client-bound ones only when asked. The
+recent samples show more, each labelled: unpublished one-shot samples, client-bound ones, and every failure's
+kind, HTTP status and the provider's message (scrubbed of known secrets). Beside them the hour-by-hour uptime,
+each workload's bursts, its changes and its speed by hour of the week. :meth:`EndpointPage.data` is the JSON
+twin; the HTML page renders the same model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from tokenpace.board import cost, heatmap, regions, uptime
+from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
+from tokenpace.board.changes import Change, change_dict, series_changes
+from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
+from tokenpace.board.summary import bursts_dict
+from tokenpace.prompts import canary
+from tokenpace.store.series import SamplePoint, series
+from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointPage:
+    facts: dict[str, Any]  # who it is: provider, plan, model, name, protocol, price...
+    window: Window
+    include_client_bound: bool
+    place: PageRegion
+    workload: str | None  # the one chosen; None: every workload
+    workloads: list[str]  # every workload it has rows of, in the schedule's order
+    shown: list[EndpointRow]  # the rows of the workloads shown, in the schedule's order
+    rows: list[dict[str, Any]]  # the same rows as the leaderboard's JSON writes them
+    points: list[SamplePoint]  # every sample in the window, oldest first, unpublished ones included
+    groups: dict[str, list[SamplePoint]]  # the charted ones per workload, in the schedule's order
+    uptime: list[uptime.Hour]
+    bursts: dict[str, Bursts]  # per workload that releases its requests together
+    changes: list[Change]  # every change in the window's series, oldest first
+    heat: heatmap.Heatmap | None
+    heat_workload: str | None
+
+    @property
+    def recent(self) -> list[SamplePoint]:
+        return [p for _, p in latest_first([(p.workload, p) for p in self.points])]
+
+    @property
+    def canary(self) -> tuple[float | None, int, int]:
+        """The canary's pass rate, passed and checked over the workloads shown (None: no verdict yet)."""
+        passed, checked = sum(r.canary_passed for r in self.shown), sum(r.canary_checked for r in self.shown)
+        return canary.pass_rate(passed, checked), passed, checked
+
+    def data(self) -> dict[str, Any]:
+        """The page's JSON twin."""
+        heat = self.heat and {
+            "workload": self.heat_workload, "metric": "output_speed", "weeks": heatmap.WEEKS, "days": heatmap.WEEKDAYS,
+            **dataclasses.asdict(self.heat),
+        }  # fmt: skip
+        return {
+            "endpoint": self.facts, "window": self.window, "region": self.place.region, "rows": self.rows,
+            "series": self.groups, "recent": self.recent, "uptime": self.uptime,
+            "bursts": {w: bursts_dict(b) for w, b in self.bursts.items()},
+            "changes": [change_dict(c) for c in self.changes], "hour_of_week": heat,
+        }  # fmt: skip
+
+
+def _heat_workload(source: PageSource, chosen: str | None, present: Sequence[str]) -> str | None:
+    """The workload a heatmap shows: the one chosen, else the board's usual one, else the first present."""
+    if chosen:
+        return chosen
+    usual = source.default_workload
+    return usual if usual in present else next(iter(source.ordered(present)), None)
+
+
+def _workload_bursts(points: Sequence[SamplePoint], workloads: Sequence[str]) -> dict[str, Bursts]:
+    found = {}
+    for w in workloads:
+        b = bursts(grouped(point_member(p) for p in points if p.published and p.workload == w))
+        if b:
+            found[w] = b
+    return found
+
+
+def read_endpoint_page(
+    source: PageSource, provider: str, plan: str, model: str, window: Window, include: bool, params: Mapping[str, str]
+) -> EndpointPage | None:
+    """The page of one endpoint; None where it has no sample and is not configured."""
+    now = source.now()
+    place = choose_region(source, window, now, params)
+    region = regions.store_filter(place.region)
+    rows = endpoint_rows(
+        source.store, window, now, source.long_workloads, model=model, provider=provider, plan=plan,
+        include_client_bound=include, region=region,
+    )  # fmt: skip
+    configured = [e for e in source.config.endpoints if (e.provider, e.plan, e.model) == (provider, plan, model)]
+    workload = params.get("workload") or None
+    workloads = source.ordered(r.workload for r in rows)
+    order = {w: i for i, w in enumerate(workloads)}
+    shown = sorted((r for r in rows if workload in (None, r.workload)), key=lambda r: order[r.workload])
+    span = max((window.span(r.workload, source.long_workloads) for r in shown), default=window.seconds)
+    points = series(
+        source.store, provider=provider, plan=plan, model=model, workload=workload,
+        since=now - timedelta(seconds=span), region=region,
+    )  # fmt: skip
+    if not rows and not configured and not points:
+        return None
+    # With every workload shown, the since above is the longest span; trim each workload to its own.
+    points = scrubbed(source, [p for p in points if _within(p, now, window, source)])
+    groups: dict[str, list[SamplePoint]] = {w: [] for w in source.ordered({p.workload for p in points})}
+    for p in points:
+        if p.charted(include):
+            groups[p.workload].append(p)
+    groups = {w: ps for w, ps in groups.items() if ps}
+    heat_workload = _heat_workload(source, workload, [r.workload for r in rows])
+    heat = None
+    if heat_workload is not None:
+        weeks = series(source.store, provider=provider, plan=plan, model=model, workload=heat_workload,
+                       since=now - timedelta(weeks=heatmap.WEEKS), region=region)  # fmt: skip
+        heat = heatmap.hour_of_week(
+            (p.started_at, p.output_speed) for p in weeks if p.charted(include) and p.output_speed
+        )
+    facts = {
+        "provider": provider,
+        "plan": plan,
+        "model": model,
+        "name": endpoint_name(provider, plan, model),
+        "simulated": any(r.simulated for r in rows) or any(e.simulated for e in configured),
+        "protocol": rows[0].protocol if rows else configured[0].protocol,
+        "canonical_model": source.config.models.canonical(model),
+        "quantization": source.config.quantization.get((provider, model)),
+        "price": cost.price_dict(source.config.price_of(provider, plan, model), now.date()),
+    }
+    return EndpointPage(
+        facts, window, include, place, workload, workloads, shown,
+        rows_data(source, shown, costs(source, shown, window, now), window, now), points, groups,
+        uptime.hour_by_hour(points, now, span), _workload_bursts(points, list(groups)),
+        series_changes(points, provider, plan, model), heat, heat_workload,
+    )  # fmt: skip
+
+
+def _within(p: SamplePoint, now: datetime, window: Window, source: PageSource) -> bool:
+    return (now - p.started_at).total_seconds() <= window.span(p.workload, source.long_workloads)
