@@ -120,7 +120,7 @@ async def main_async(args: argparse.Namespace, db: Path, port: int) -> None:
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     # As serve does before its sampler starts: the vocabulary and every document's tokens loaded, off the loop.
     await asyncio.gather(
-        asyncio.to_thread(service.warm, [BUILTIN["1k"]], None), asyncio.sleep(2)
+        asyncio.to_thread(service.preload_for_runs, [BUILTIN["1k"]], None), asyncio.sleep(2)
     )  # and the simulator starts
     sampler = asyncio.create_task(sample(endpoint, store, args.every, stop))
     client = await asyncio.create_subprocess_exec(

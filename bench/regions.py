@@ -42,7 +42,7 @@ from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
 from tokenpace.schedule.sampler import Sampler
 from tokenpace.store.database import open_store
-from tokenpace.store.queue import Order, Queue
+from tokenpace.store.queue import Queue, RunOrder
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
@@ -81,7 +81,7 @@ async def defer_rate(url: str, orders: int) -> float:
 
         async def one(i: int) -> None:
             async with sem:
-                await queue.defer(Order(f"bench/m{i}", "1k", "scratch", 1, time.time() + 60))
+                await queue.defer(RunOrder(f"bench/m{i}", "1k", "scratch", 1, time.time() + 60))
 
         await asyncio.gather(*(one(i) for i in range(orders)))
         return orders / (time.perf_counter() - t0)

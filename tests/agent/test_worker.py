@@ -85,7 +85,7 @@ async def test_each_region_sees_its_own_distance_and_corrected_ttft_takes_it_off
         finally:
             logs = "".join(p.stop() for p in procs)
     with open_store(pg_url) as store:
-        rows = agents.read(store)
+        rows = agents.read_all(store)
     by_region = _by_region(samples)
     assert set(by_region) == set(delays)
     # The fastest of each region's samples, as rtt_ms is the fastest try: on a loaded machine an agent process's
@@ -140,7 +140,7 @@ async def test_an_agent_killed_mid_job_has_its_job_retried_once_and_never_stored
                     await until(lambda: dispatcher.counts["finished"] >= 1, within=60)
                     samples = store.samples()
                     states = _job_states(pg_url)
-                    listed = {a.name: a for a in agents.read(store)}
+                    listed = {a.name: a for a in agents.read_all(store)}
         finally:
             first.stop()
             if second is not None:

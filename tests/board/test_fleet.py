@@ -6,13 +6,13 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from tokenpace.board.fleet import agent_dict, fleet_dict
-from tokenpace.store.agents import MISSED, Agent
+from tokenpace.store.agents import MISSED, AgentRow
 
 T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 
 def test_an_agent_is_json_data_with_its_state_and_heartbeat_age() -> None:
-    a = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0, 10, None, 7, 1, 2, -3.5)
+    a = AgentRow("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0, 10, None, 7, 1, 2, -3.5)
     d = agent_dict(a, T0 + timedelta(seconds=12))
     assert json.loads(json.dumps(d)) == d
     assert (d["state"], d["heartbeat_age_s"], d["jobs_done"], d["jobs_dropped"], d["clock_offset_ms"]) == (

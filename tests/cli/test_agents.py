@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tokenpace.cli import main
 from tokenpace.store import agents
-from tokenpace.store.agents import Agent
+from tokenpace.store.agents import AgentRow
 from tokenpace.store.database import open_store
 
 
@@ -26,8 +26,8 @@ def test_agents_are_listed_as_a_table_and_as_json(tmp_path: Path) -> None:
     db = str(tmp_path / "a.db")
     now = datetime.now(UTC)
     with open_store(db) as store:
-        agents.beat(store, Agent("fra-1", "eu-west", "fra-host", "0.2.0", now, now, 10, None, 5, 1, 0, 2.0))
-        agents.beat(store, Agent("iad-1", "us-east", "iad-host", "0.2.0", now, now, 10, now, 1, 0, 3, None))
+        agents.beat(store, AgentRow("fra-1", "eu-west", "fra-host", "0.2.0", now, now, 10, None, 5, 1, 0, 2.0))
+        agents.beat(store, AgentRow("iad-1", "us-east", "iad-host", "0.2.0", now, now, 10, now, 1, 0, 3, None))
     done = CliRunner().invoke(main, ["agents", "--db", db])
     assert done.exit_code == 0
     assert "fra-1" in done.output and "eu-west" in done.output and "up" in done.output and "stopped" in done.output

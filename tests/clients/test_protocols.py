@@ -558,12 +558,12 @@ def test_anthropic_message_delta_input_count_wins_when_given() -> None:
 
 def test_ndjson_lines_carry_the_arrival_of_the_chunk_that_completed_them() -> None:
     chunks = [(1, b'{"a":"\xc3'), (2, b'\xa9"}\r\n\n{"b":1}\n{"c"'), (3, b":2}")]
-    assert list(ndjson.parse(chunks)) == [
+    assert list(ndjson.lines(chunks)) == [
         ndjson.NdjsonLine(2, '{"a":"é"}'),
         ndjson.NdjsonLine(2, '{"b":1}'),
         ndjson.NdjsonLine(3, '{"c":2}'),  # a last line without its newline is still yielded
     ]
-    assert list(ndjson.parse([])) == []
+    assert list(ndjson.lines([])) == []
 
 
 # --- requests ------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ def stamped(*pieces: bytes) -> list[tuple[int, bytes]]:
 
 
 def events(*pieces: bytes) -> list[tuple[int, str, str]]:
-    return [(e.t_ns, e.name, e.data) for e in sse.parse(stamped(*pieces))]
+    return [(e.t_ns, e.name, e.data) for e in sse.events(stamped(*pieces))]
 
 
 @pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
@@ -65,7 +65,7 @@ def test_an_event_cut_at_the_end_is_still_yielded_for_the_caller_to_judge() -> N
 
 
 def test_ndjson_lines_and_a_cut_last_line() -> None:
-    lines = ndjson.parse(stamped(b'{"a":', b'1}\r\n\n{"b":2}\n{"c"'))
+    lines = ndjson.lines(stamped(b'{"a":', b'1}\r\n\n{"b":2}\n{"c"'))
     assert [(x.t_ns, x.text) for x in lines] == [(2, '{"a":1}'), (2, '{"b":2}'), (2, '{"c"')]
 
 
@@ -76,9 +76,9 @@ def _pieces(raw: bytes, size: int = 256) -> list[tuple[int, bytes]]:
 @pytest.mark.parametrize(
     ("parse", "make"),
     [
-        (sse.parse, lambda n: b"data: x\n" * (n // 8) + b"\n"),  # one event of many data lines
-        (sse.parse, lambda n: b"data: " + b"x" * n + b"\n\n"),  # one line across many pieces
-        (ndjson.parse, lambda n: b'{"x":"' + b"x" * n + b'"}\n'),
+        (sse.events, lambda n: b"data: x\n" * (n // 8) + b"\n"),  # one event of many data lines
+        (sse.events, lambda n: b"data: " + b"x" * n + b"\n\n"),  # one line across many pieces
+        (ndjson.lines, lambda n: b'{"x":"' + b"x" * n + b'"}\n'),
     ],
     ids=["sse-many-lines", "sse-one-long-line", "ndjson-one-long-line"],
 )

@@ -8,7 +8,7 @@ import pytest
 
 from tests.config.test_endpoints import assert_one_line_error, write
 from tokenpace.config.endpoints import Config, load
-from tokenpace.config.models import BUILTIN, Models, normal
+from tokenpace.config.models import BUILTIN_MODELS, Models, normal
 
 
 def test_normal_form_is_lower_case_without_an_org_prefix() -> None:
@@ -41,7 +41,7 @@ def test_builtin_aliases(model: str, canonical: str) -> None:
 
 
 def test_builtin_aliases_are_unambiguous_and_windows_known() -> None:
-    seen = [a for info in BUILTIN for a in info.aliases]
+    seen = [a for info in BUILTIN_MODELS for a in info.aliases]
     assert len(seen) == len(set(seen))
     assert Models().info_of("llama3.1-8b") is not None and Models().info_of("llama3.1-8b").context_window == 131072  # type: ignore[union-attr]
     assert Models().ids("llama-3.1-8b", ["llama3.1-8b", "x", "llama-3.1-8b-instant"]) == [

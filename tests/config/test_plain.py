@@ -7,7 +7,7 @@ from typing import Literal
 import pydantic
 import pytest
 
-from tokenpace.config.plain import first_problem, one_line, where
+from tokenpace.config.plain import first_problem, is_one_line, where
 
 
 class _Inner(pydantic.BaseModel):
@@ -55,5 +55,5 @@ def test_more_mistakes_are_counted_and_a_huge_value_is_cut() -> None:
 
 
 def test_one_line_refuses_every_control_character() -> None:
-    assert one_line("https://groq.com/pricing · fp8 ü")
-    assert not any(one_line(f"a{chr(c)}b") for c in [*range(32), 127])
+    assert is_one_line("https://groq.com/pricing · fp8 ü")
+    assert not any(is_one_line(f"a{chr(c)}b") for c in [*range(32), 127])

@@ -25,7 +25,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
-from tokenpace.schedule.cadence import STAGGER_S, Key
+from tokenpace.schedule.cadence import STAGGER_S, JobKey
 from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, jobs, last_started, next_due, usage
 from tokenpace.store.database import Store, open_store
 
@@ -86,11 +86,11 @@ class Runs:
     ) -> None:
         self.store, self.clock, self.duration, self.late = store, clock, duration, late
         self.output_tokens = output_tokens
-        self.started: dict[Key, list[float]] = defaultdict(list)
+        self.started: dict[JobKey, list[float]] = defaultdict(list)
         self.in_flight: Counter[str] = Counter()
         self.most: Counter[str] = Counter()
-        self.cancelled: list[Key] = []
-        self.fail: set[Key] = set()
+        self.cancelled: list[JobKey] = []
+        self.fail: set[JobKey] = set()
 
     async def __call__(self, job: Job) -> None:
         provider, started = job.endpoint.provider, self.clock.now()

@@ -28,7 +28,7 @@ from tokenpace.config.workloads import Workload
 from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.schedule.cadence import Job
 from tokenpace.schedule.sampler import Sampler
-from tokenpace.serve.alerts import MAX_FIELD, Sender, Watcher, alerting, body, text
+from tokenpace.serve.alerts import MAX_FIELD, Sender, Watcher, alerting, body, slack_text
 from tokenpace.store.database import Store, open_store
 
 SMALL = Workload("small", 60, input_tokens=300)
@@ -150,9 +150,9 @@ def change(**kw: Any) -> Change:
 
 def test_the_message_is_slack_compatible_and_bounded() -> None:
     c = change()
-    assert text(c) == "tokenpace: groq/llama output speed fell 312 -> 151 tok/s (1k, since 2026-12-03 12:03 UTC)"
+    assert slack_text(c) == "tokenpace: groq/llama output speed fell 312 -> 151 tok/s (1k, since 2026-12-03 12:03 UTC)"
     doc = json.loads(body(c, None))
-    assert doc["text"] == text(c) and doc["board_url"] is None and doc["at"] == "2026-12-03T12:03:00+00:00"
+    assert doc["text"] == slack_text(c) and doc["board_url"] is None and doc["at"] == "2026-12-03T12:03:00+00:00"
     huge = json.loads(body(change(model="m" * 100_000, workload="w" * 100_000), "https://b.example"))
     assert len(json.dumps(huge)) < 4 * 1024
     assert len(huge["model"]) == MAX_FIELD and len(huge["board_url"]) == MAX_FIELD

@@ -26,7 +26,7 @@ from tokenpace.errors import StoreError
 from tokenpace.measure.sample import Origin, RunRecord, make_sample
 from tokenpace.store import agents, migrations
 from tokenpace.store.database import open_store
-from tokenpace.store.queue import Order, Queue
+from tokenpace.store.queue import Queue, RunOrder
 
 FAR = Endpoint("far", "sim", "http://far.invalid/v1")  # named "far/sim" in an order
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -47,8 +47,8 @@ async def _queue(url: str) -> tuple[int, int]:
     try:
         await queue.install()
         deadline = NOW.timestamp() + 3600
-        eu = await queue.defer(Order(FAR.name, "1k", "eu-west", 2, deadline))
-        us = await queue.defer(Order(FAR.name, "1k", "us-east", 2, deadline))
+        eu = await queue.defer(RunOrder(FAR.name, "1k", "eu-west", 2, deadline))
+        us = await queue.defer(RunOrder(FAR.name, "1k", "us-east", 2, deadline))
         return eu, us
     finally:
         await queue.close()
@@ -65,7 +65,7 @@ def world(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     try:
         with open_store(pg_url) as store:
             at = NOW - timedelta(minutes=5)
-            agents.beat(store, agents.Agent("us-1", "us-east", "far-host", "1", at, at, 10.0))
+            agents.beat(store, agents.AgentRow("us-1", "us-east", "far-host", "1", at, at, 10.0))
             store.add_run(
                 RunRecord("us-run", at, at, "tokenpace agent us-east", 1, 1, 1, None, None, None, None, False)
             )
@@ -228,11 +228,11 @@ def test_its_older_row_of_its_region_becomes_its_own_and_no_other(world: World) 
     """Rows written before roles were recorded (role NULL): its own region's it takes over on its next beat."""
     at = NOW - timedelta(minutes=1)
     with open_store(world.owner) as store:
-        agents.beat(store, agents.Agent("us-0", "us-east", "far-host", "0", at, at, 10.0))
-        agents.beat(store, agents.Agent("eu-1", "eu-west", "old-host", "0", at, at, 10.0))
+        agents.beat(store, agents.AgentRow("us-0", "us-east", "far-host", "0", at, at, 10.0))
+        agents.beat(store, agents.AgentRow("eu-1", "eu-west", "old-host", "0", at, at, 10.0))
     owner_sees(world, "UPDATE agents SET role = NULL WHERE name IN ('us-0', 'eu-1') RETURNING name")
     with open_store(world.agent) as store:
-        agents.beat(store, agents.Agent("eu-1", "eu-west", "new-host", "1", NOW, NOW, 10.0))
+        agents.beat(store, agents.AgentRow("eu-1", "eu-west", "new-host", "1", NOW, NOW, 10.0))
     attempt(world, "UPDATE agents SET heartbeat_at = 0 WHERE name = 'us-0'")
     found = owner_sees(world, "SELECT name, host, role, heartbeat_at FROM agents WHERE name <> 'us-1' ORDER BY name")
     assert found == [("eu-1", "new-host", world.role, NOW.timestamp()), ("us-0", "far-host", None, at.timestamp())]

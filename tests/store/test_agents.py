@@ -5,29 +5,29 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tokenpace.store import agents
-from tokenpace.store.agents import Agent
+from tokenpace.store.agents import AgentRow
 from tokenpace.store.database import open_store
-from tokenpace.store.queue import Order, Queue
+from tokenpace.store.queue import Queue, RunOrder
 
 T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 
 def test_an_agents_row_round_trips_and_updates(url: str) -> None:
-    first = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0, 10)
-    later = Agent("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0 + timedelta(seconds=10), 10, None, 3, 1, 2, 0.5)
-    other = Agent("iad-1", "us-east", "iad-host", "0.1.0", T0, T0, 2, T0 + timedelta(minutes=1))
+    first = AgentRow("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0, 10)
+    later = AgentRow("fra-1", "eu-west", "fra-host", "0.1.0", T0, T0 + timedelta(seconds=10), 10, None, 3, 1, 2, 0.5)
+    other = AgentRow("iad-1", "us-east", "iad-host", "0.1.0", T0, T0, 2, T0 + timedelta(minutes=1))
     with open_store(url) as store:
         agents.beat(store, first)
         agents.beat(store, other)
         agents.beat(store, later)
-        assert agents.read(store) == [later, other]
+        assert agents.read_all(store) == [later, other]
 
 
 def test_state_from_heartbeat_and_stop() -> None:
-    agent = Agent("a", "eu-west", "h", "v", T0, T0, 10)
+    agent = AgentRow("a", "eu-west", "h", "v", T0, T0, 10)
     assert agent.state(T0 + timedelta(seconds=agents.MISSED * 10)) == "up"
     assert agent.state(T0 + timedelta(seconds=agents.MISSED * 10 + 1)) == "down"
-    stopped = Agent("a", "eu-west", "h", "v", T0, T0, 10, T0)
+    stopped = AgentRow("a", "eu-west", "h", "v", T0, T0, 10, T0)
     assert stopped.state(T0 + timedelta(days=1)) == "stopped"
 
 
@@ -45,9 +45,9 @@ async def test_jobs_per_region_and_status_come_from_the_queues(url: str) -> None
         await queue.open()
         try:
             await queue.install()
-            waiting = await queue.defer(Order("a/m", "1k", "eu-west", 1, 1e9))
-            await queue.defer(Order("b/m", "1k", "eu-west", 1, 1e9))
-            await queue.defer(Order("a/m", "1k", "us-east", 1, 1e9))
+            waiting = await queue.defer(RunOrder("a/m", "1k", "eu-west", 1, 1e9))
+            await queue.defer(RunOrder("b/m", "1k", "eu-west", 1, 1e9))
+            await queue.defer(RunOrder("a/m", "1k", "us-east", 1, 1e9))
             assert await queue.cancel(waiting)
         finally:
             await queue.close()

@@ -34,7 +34,7 @@ async def test_an_agent_with_its_own_role_measures_its_region_only(pg_url: str, 
             with open_store(pg_url) as store:
                 async with central(cfg, store, pg_url):
                     await until(lambda: bool(store.query("SELECT 1 FROM schema_migrations")), within=10)
-                    grants.apply(pg_url, role, "eu")  # after serve created the queues, as the README says
+                    grants.grant_agent(pg_url, role, "eu")  # after serve created the queues, as the README says
                     agent = AgentProcess(limited, "eu", cfg, "eu-1", tmp_path / "eu.log")
                     try:
                         await until(lambda: len(store.samples()) >= 1, within=60)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tokenpace.errors import ConfigError, StoreError
-from tokenpace.store.queue import Order, Queue, queue_name
+from tokenpace.store.queue import Queue, RunOrder, queue_name
 
 ORDER = {"endpoint": "groq/llama", "workload": "1k", "region": "eu-west", "requests": 2, "deadline": 1e9}
 
@@ -25,12 +25,12 @@ def test_only_postgresql_carries_queues(tmp_path: Path) -> None:
      {"idle_s": "long"}],
 )  # fmt: skip
 def test_an_order_out_of_bounds_is_refused(change: dict[str, Any]) -> None:
-    assert Order.from_kwargs(ORDER) == Order("groq/llama", "1k", "eu-west", 2, 1e9)
+    assert RunOrder.from_kwargs(ORDER) == RunOrder("groq/llama", "1k", "eu-west", 2, 1e9)
     with pytest.raises(ValueError, match="not a tokenpace order"):
-        Order.from_kwargs(ORDER | change)
+        RunOrder.from_kwargs(ORDER | change)
     with pytest.raises(ValueError, match="not a tokenpace order: KeyError"):
-        Order.from_kwargs({k: v for k, v in ORDER.items() if k != "region"})
-    assert Order.from_kwargs(ORDER | {"idle_s": 3600}).idle_s == 3600.0  # a wake order's (schedule/wake.py)
+        RunOrder.from_kwargs({k: v for k, v in ORDER.items() if k != "region"})
+    assert RunOrder.from_kwargs(ORDER | {"idle_s": 3600}).idle_s == 3600.0  # a wake order's (schedule/wake.py)
 
 
 async def test_one_waiting_order_per_lock_and_cancelling_one(pg_url: str) -> None:
@@ -40,10 +40,10 @@ async def test_one_waiting_order_per_lock_and_cancelling_one(pg_url: str) -> Non
         assert not await queue.installed()
         assert await queue.install() is True
         assert await queue.install() is False
-        order = Order.from_kwargs(ORDER)
+        order = RunOrder.from_kwargs(ORDER)
         first = await queue.defer(order)
         assert await queue.defer(order) == first  # it waits already: no second behind it
-        other = await queue.defer(Order.from_kwargs(ORDER | {"region": "us-east"}))
+        other = await queue.defer(RunOrder.from_kwargs(ORDER | {"region": "us-east"}))
         assert other != first and queue_name("us-east") == "tokenpace-us-east"
         states = await queue.states([first, other, 999_999])
         assert {i: (s.status, s.attempts) for i, s in states.items()} == {first: ("todo", 0), other: ("todo", 0)}

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from tokenpace.config.endpoints import Config
 from tokenpace.store import agents
-from tokenpace.store.agents import Agent
+from tokenpace.store.agents import AgentRow
 from tokenpace.store.database import open_store
 from tokenpace.web import create_app
 
@@ -22,8 +22,10 @@ def test_the_agents_page_lists_each_agent_and_its_state(tmp_path: Path) -> None:
         assert "no probe agents" in c.get("/agents").text.lower()
         assert c.get("/agents.json").json()["agents"] == []
         assert 'href="/agents"' not in c.get("/").text
-        up = Agent("fra-1", "eu-west", "fra-host", "0.2.0", NOW, NOW - timedelta(seconds=5), 10, None, 12, 1, 0, 1.5)
-        down = Agent("iad-1", "us-east", "iad-host", "0.2.0", NOW, NOW - timedelta(minutes=5), 10, None, 3, 0, 2, None)
+        up = AgentRow("fra-1", "eu-west", "fra-host", "0.2.0", NOW, NOW - timedelta(seconds=5), 10, None, 12, 1, 0, 1.5)
+        down = AgentRow(
+            "iad-1", "us-east", "iad-host", "0.2.0", NOW, NOW - timedelta(minutes=5), 10, None, 3, 0, 2, None
+        )
         agents.beat(store, up)
         agents.beat(store, down)
         data = c.get("/agents.json").json()

@@ -31,7 +31,7 @@ from tokenpace.measure.sample import Origin
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.store import agents
 from tokenpace.store.database import Store
-from tokenpace.store.queue import TASK, Order, Queue, queue_name
+from tokenpace.store.queue import TASK, Queue, RunOrder, queue_name
 from tokenpace.version import __version__
 
 if TYPE_CHECKING:  # the queue engine is the optional extra: Queue() says so in one line when it is missing
@@ -51,7 +51,7 @@ def default_name(region: str) -> str:
 
 
 @dataclass
-class Counts:
+class JobCounts:
     done: int = 0
     failed: int = 0
     dropped: int = 0
@@ -84,18 +84,18 @@ class Agent:
         self.heartbeat_s = heartbeat_s
         self.corpus = corpus
         self.timeouts = timeouts or Timeouts()
-        self.counts = Counts()
+        self.counts = JobCounts()
         self.refusals = Refusals()
         # Idle times from this agent's own requests only: an agent's own role may insert samples but not read
         # them (store/grants.py), so after a restart its first request to an endpoint has no idle time.
         self.cold = ColdStarts(cfg.cold_after_of)
-        self._row = agents.Agent(self.name, region, socket.gethostname(), __version__, _now(), _now(), heartbeat_s)
+        self._row = agents.AgentRow(self.name, region, socket.gethostname(), __version__, _now(), _now(), heartbeat_s)
         queue.app.task(name=TASK, queue=queue_name(region), pass_context=True)(self._measure)
 
     async def _measure(self, context: JobContext, /, **kwargs: Any) -> None:
         job = context.job
         try:
-            order = Order.from_kwargs(kwargs)
+            order = RunOrder.from_kwargs(kwargs)
             if order.region != self.region:
                 raise ValueError(f"an order for region {order.region[:40]!r} in the queue of {self.region}")
             endpoint = self.endpoints.get(order.endpoint)

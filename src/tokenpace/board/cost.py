@@ -21,7 +21,8 @@ from typing import Any
 from tokenpace.config.endpoints import Config
 from tokenpace.config.prices import Price
 from tokenpace.store.database import Store
-from tokenpace.store.usage import HOUR, HourSpend, hourly
+from tokenpace.store.rollup import HOUR
+from tokenpace.store.usage import HourSpend, hourly
 from tokenpace.store.windows import EndpointRow, RowKey
 
 PER = 1_000_000  # prices are per this many tokens

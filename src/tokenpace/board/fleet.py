@@ -1,7 +1,7 @@
 """The probe agents as pages and the CLI list them: one row of data per agent, its state judged at one time.
 
 ``/agents``, ``/agents.json`` and ``tokenpace agents`` all write an agent with :func:`agent_dict`, so a program
-reading one reads the others. The state is :meth:`store.agents.Agent.state`'s: ``up``, ``down`` (no heartbeat for
+reading one reads the others. The state is :meth:`store.agents.AgentRow.state`'s: ``up``, ``down`` (no heartbeat for
 ``MISSED`` of its own heartbeat intervals: killed, cut off, its machine gone) or ``stopped`` (cleanly).
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tokenpace.store.agents import MISSED, Agent
+from tokenpace.store.agents import MISSED, AgentRow
 
 NONE_YET = "no probe agents: every sample so far was measured by the process that stored it"
 
 
-def agent_dict(a: Agent, now: datetime) -> dict[str, Any]:
+def agent_dict(a: AgentRow, now: datetime) -> dict[str, Any]:
     """An agent as JSON-able data: times ISO 8601 UTC, its state at ``now`` and its heartbeat's age."""
     return {
         "name": a.name, "region": a.region, "version": a.version, "host": a.host, "state": a.state(now),
@@ -28,7 +28,9 @@ def agent_dict(a: Agent, now: datetime) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def fleet_dict(agents: list[Agent], now: datetime, queues: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+def fleet_dict(
+    agents: list[AgentRow], now: datetime, queues: dict[str, dict[str, int]] | None = None
+) -> dict[str, Any]:
     """Every agent, the rule that says one is down, and each region's jobs by status (``cancelled``: dropped at
     its deadline, no agent having taken it)."""
     return {

@@ -116,5 +116,5 @@ def read_leaderboard_page(source: PageSource, params: Mapping[str, str]) -> Lead
     spent = source.memo.get(("spend", now.date()), lambda: cost.spend(source.store, source.config, 1, now))
     shown = regions.wanted(board.regions, source.config)
     caption = regions.caption(board.query.region, source.config) if shown else ""
-    any_agent = bool(source.memo.get(("agents",), lambda: agents.read(source.store)))
+    any_agent = bool(source.memo.get(("agents",), lambda: agents.read_all(source.store)))
     return LeaderboardPage(board, budgets, spent, _board_bursts(source, board), caption, any_agent)

@@ -30,7 +30,7 @@ def agents_command(db: str | None, as_json: bool) -> None:
 
     store = open_store(db)
     try:
-        found, queues = agents.read(store), agents.queues(store)
+        found, queues = agents.read_all(store), agents.queues(store)
     finally:
         close_store(store)
     data = fleet_dict(found, datetime.now(UTC), queues)

@@ -32,5 +32,5 @@ def grant_agent_command(role: str, region: str, db: str | None) -> None:
     if db is None:
         click.echo("\n".join(f"{s};" for s in statements))
         return
-    grants.apply(db, role, region)
+    grants.grant_agent(db, role, region)
     err.print(f"granted {role} an agent's rights for region {region}")

@@ -75,7 +75,7 @@ class Anthropic(WireProtocol):
         input_tokens: int | None = None
         cached: int | None = None
         with d.reading():
-            for ev in sse.parse(recording.chunks):
+            for ev in sse.events(recording.chunks):
                 doc = d.json(ev.data)
                 if doc is None:
                     continue

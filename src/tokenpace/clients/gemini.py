@@ -66,7 +66,7 @@ class Gemini(WireProtocol):
     def decode(self, recording: Recording) -> Timeline:
         d = Decoded(recording)
         with d.reading():
-            for ev in sse.parse(recording.chunks):
+            for ev in sse.events(recording.chunks):
                 doc = d.json(ev.data)
                 if doc is None:
                     continue

@@ -2,9 +2,9 @@
 
 NDJSON has no grammar beyond "one JSON text per line", so this is only a line splitter; JSON decoding is the
 caller's. Lines are split on raw bytes and decoded whole, so a chunk boundary inside a UTF-8 character is
-harmless; bytes that are not UTF-8 raise ``UnicodeDecodeError``, as in ``sse.parse``. A line cut into many
+harmless; bytes that are not UTF-8 raise ``UnicodeDecodeError``, as in ``sse.events``. A line cut into many
 chunks is kept as a list of pieces and joined once, so splitting is linear in the size of the response. Like
-``sse.parse``, this runs after the stream, never while it is timed.
+``sse.events``, this runs after the stream, never while it is timed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class NdjsonLine:
     text: str
 
 
-def parse(chunks: Iterable[tuple[int, bytes]]) -> Iterator[NdjsonLine]:
+def lines(chunks: Iterable[tuple[int, bytes]]) -> Iterator[NdjsonLine]:
     """Yield each non-blank line with the arrival time of the chunk holding its newline.
 
     A last line without a newline is yielded too (stamped with the last chunk), so a stream cut mid-line

@@ -75,7 +75,7 @@ class Ollama(WireProtocol):
     def decode(self, recording: Recording) -> Timeline:
         d = Decoded(recording)
         with d.reading():
-            for line in ndjson.parse(recording.chunks):
+            for line in ndjson.lines(recording.chunks):
                 doc = d.json(line.text)
                 if doc is None:
                     continue

@@ -59,7 +59,7 @@ def decode_openai(recording: Recording, choice_events: ChoiceEvents) -> Timeline
     """
     d = Decoded(recording)
     with d.reading():
-        for ev in sse.parse(recording.chunks):
+        for ev in sse.events(recording.chunks):
             if ev.data == "[DONE]":
                 d.add(ev.t_ns, EventKind.DONE)
                 continue

@@ -57,7 +57,7 @@ class _Event:
         return event
 
 
-def parse(chunks: Iterable[tuple[int, bytes]]) -> Iterator[SseEvent]:
+def events(chunks: Iterable[tuple[int, bytes]]) -> Iterator[SseEvent]:
     """Yield each event with the arrival time of the chunk holding the end of the blank line that ended it.
 
     Lines are split on bytes (CR and LF never occur inside a UTF-8 character) and decoded one by one, so the

@@ -74,8 +74,7 @@ from typing import Annotated, Any
 import pydantic
 
 from tokenpace.config.alerts import Alerts, AlertsTable, alerts
-from tokenpace.config.models import BUILTIN as BUILTIN_MODELS
-from tokenpace.config.models import Models, ModelTable
+from tokenpace.config.models import BUILTIN_MODELS, Models, ModelTable
 from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
 from tokenpace.config.presets import PRESETS, Protocol, preset

@@ -16,12 +16,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from tokenpace.config.workloads import MAX_CONCURRENCY
 from tokenpace.errors import ConfigError
 
 Arrival = Literal["poisson", "constant", "gamma"]
 ARRIVALS: tuple[Arrival, ...] = ("poisson", "constant", "gamma")
 MAX_RATE = 10_000.0  # requests/s: far above what one client process can time honestly
-MAX_CONCURRENCY = 4096
 MAX_DURATION_S = 7 * 86_400.0
 MAX_SWEEP_POINTS = 32
 

@@ -5,7 +5,7 @@ Groq calls Llama 3.1 8B ``llama-3.1-8b-instant``, Cerebras ``llama3.1-8b``, Hugg
 providers of the same weights. Matching is exact after one normalisation (:func:`normal`): surrounding spaces
 dropped, lower case, and everything up to the last ``/`` dropped (an organisation or account prefix such as
 ``meta-llama/`` or ``accounts/fireworks/models/``). No fuzzy guessing: a model id no alias matches is its own
-canonical name, as written. A small built-in table (:data:`BUILTIN`) covers well-known open-weight models; a
+canonical name, as written. A small built-in table (:data:`BUILTIN_MODELS`) covers well-known open-weight models; a
 config file adds aliases and metadata, or overrides the table::
 
     [models."llama-3.1-8b"]
@@ -24,7 +24,7 @@ from typing import Annotated
 
 import pydantic
 
-from tokenpace.config.plain import one_line
+from tokenpace.config.plain import is_one_line
 
 MAX_NAME = 200
 MAX_ALIASES = 100
@@ -51,7 +51,7 @@ def _info(name: str, aliases: Iterable[str], context_window: int | None = None) 
 
 # Context windows are the model cards' (Meta's Llama 3.1 and 3.3: 128K = 131,072 tokens; OpenAI's gpt-oss:
 # 131,072); a provider may serve less, which its own limits say.
-BUILTIN: tuple[ModelInfo, ...] = (
+BUILTIN_MODELS: tuple[ModelInfo, ...] = (
     _info(
         "llama-3.1-8b",
         ["llama-3.1-8b-instant", "llama3.1-8b", "Llama-3.1-8B-Instruct", "Meta-Llama-3.1-8B-Instruct",
@@ -69,13 +69,13 @@ BUILTIN: tuple[ModelInfo, ...] = (
 )  # fmt: skip
 
 
-def _one_line(text: str) -> str:
-    if not text.strip() or not one_line(text):
+def _one_line_name(text: str) -> str:
+    if not text.strip() or not is_one_line(text):
         raise ValueError("give a name on one line, without control characters")
     return text
 
 
-Name = Annotated[str, pydantic.Field(max_length=MAX_NAME), pydantic.AfterValidator(_one_line)]
+Name = Annotated[str, pydantic.Field(max_length=MAX_NAME), pydantic.AfterValidator(_one_line_name)]
 
 
 class ModelTable(pydantic.BaseModel):
@@ -90,7 +90,7 @@ class ModelTable(pydantic.BaseModel):
 class Models:
     """The alias table: which canonical model a provider's id means, and what is known of it."""
 
-    infos: tuple[ModelInfo, ...] = BUILTIN
+    infos: tuple[ModelInfo, ...] = BUILTIN_MODELS
 
     def __post_init__(self) -> None:
         index = {alias: info for info in self.infos for alias in info.aliases}
@@ -115,7 +115,7 @@ def models(tables: Mapping[str, ModelTable]) -> Models:
     """The built-in table with a config's ``[models.NAME]`` tables (ValueError ``key: what is wrong``)."""
     owner: dict[str, str] = {}
     for name, table in tables.items():
-        if len(name) > MAX_NAME or not name.strip() or not one_line(name):
+        if len(name) > MAX_NAME or not name.strip() or not is_one_line(name):
             raise ValueError(f"models: a model's name is one line of 1 to {MAX_NAME} characters")
         for i, alias in enumerate([name, *table.aliases]):
             other = owner.setdefault(normal(alias), name)
@@ -123,8 +123,8 @@ def models(tables: Mapping[str, ModelTable]) -> Models:
                 key = f"models.{name}.aliases[{i - 1}]" if i else f"models.{name}"
                 raise ValueError(f'{key}: "{alias}" already names the model "{other}"; give each alias to one model')
     claimed = set(owner)
-    infos = {i.name: i for i in BUILTIN}
-    for info in BUILTIN:  # a config's claim wins over the built-in table's
+    infos = {i.name: i for i in BUILTIN_MODELS}
+    for info in BUILTIN_MODELS:  # a config's claim wins over the built-in table's
         infos[info.name] = ModelInfo(info.name, info.aliases - claimed, info.context_window)
     for name, table in tables.items():
         known = infos.get(name)

@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 
 
-def one_line(text: str) -> bool:
+def is_one_line(text: str) -> bool:
     """Whether text holds no control character (C0 or DEL): a name or a note that stays on its line."""
     return not any(ord(c) < 32 or ord(c) == 127 for c in text)
 

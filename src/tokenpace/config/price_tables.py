@@ -11,7 +11,7 @@ from typing import Annotated
 
 import pydantic
 
-from tokenpace.config.plain import one_line
+from tokenpace.config.plain import is_one_line
 from tokenpace.config.prices import Price
 
 MAX_DOLLARS_PER_M = 10_000.0  # far above any listed price (the dearest are ~$600 per 1M): a typo, not a price
@@ -19,8 +19,8 @@ MAX_SOURCE = 300
 EARLIEST = date(2020, 1, 1)  # before per-token LLM APIs were sold: a mistyped year
 
 
-def _one_line(text: str) -> str:
-    if not one_line(text):
+def _one_line_source(text: str) -> str:
+    if not is_one_line(text):
         raise ValueError("give one line of text without control characters")
     return text
 
@@ -34,7 +34,9 @@ def _dated(day: date) -> date:
 
 Dollars = Annotated[float, pydantic.Field(ge=0, le=MAX_DOLLARS_PER_M, allow_inf_nan=False, strict=True)]
 Day = Annotated[date, pydantic.AfterValidator(_dated)]
-Source = Annotated[str, pydantic.Field(min_length=1, max_length=MAX_SOURCE), pydantic.AfterValidator(_one_line)]
+PriceSource = Annotated[
+    str, pydantic.Field(min_length=1, max_length=MAX_SOURCE), pydantic.AfterValidator(_one_line_source)
+]
 
 
 class PriceTable(pydantic.BaseModel):
@@ -45,7 +47,7 @@ class PriceTable(pydantic.BaseModel):
     output: Dollars
     cached_input: Dollars | None = None
     as_of: Day
-    source: Source | None = None
+    source: PriceSource | None = None
 
     def price(self) -> Price:
         return Price(self.input, self.output, self.cached_input, self.as_of, self.source)

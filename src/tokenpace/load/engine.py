@@ -30,7 +30,8 @@ from tokenpace.clients import protocol_for
 from tokenpace.clients.base import HttpRequest, undecodable
 from tokenpace.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import MAX_CONCURRENCY, Load
+from tokenpace.config.load import Load
+from tokenpace.config.workloads import MAX_CONCURRENCY
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.arrivals import intervals
 from tokenpace.load.chains import Dataset, Request

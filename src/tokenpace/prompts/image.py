@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
 
-_METRICS = (
+_QUANTITIES = (
     ("Parcels shipped per depot", "parcels"),
     ("Rainfall by station", "mm"),
     ("Books lent per library branch", "books"),
@@ -47,7 +47,7 @@ _COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#
 
 
 @dataclass(frozen=True, slots=True)
-class Chart:
+class BarChart:
     """A rendered chart: PNG bytes and what is drawn in it."""
 
     png: bytes
@@ -70,11 +70,11 @@ def _font(px: float) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=max(8, round(px)))
 
 
-def bar_chart(seed: int, size: tuple[int, int] = (1200, 840)) -> Chart:
+def bar_chart(seed: int, size: tuple[int, int] = (1200, 840)) -> BarChart:
     """A bar chart of 6 to 10 labelled values (the same seed draws the same PNG), with value labels and a scale."""
     rng = random.Random(seed)
     width, height = size
-    metric, unit = rng.choice(_METRICS)
+    metric, unit = rng.choice(_QUANTITIES)
     year = rng.randint(2015, 2024)
     title = f"{metric}, {year}"
     bars = tuple((name, rng.randint(12, 980)) for name in rng.sample(_NAMES, rng.randint(6, 10)))
@@ -103,4 +103,4 @@ def bar_chart(seed: int, size: tuple[int, int] = (1200, 840)) -> Chart:
 
     out = io.BytesIO()
     img.save(out, format="PNG")
-    return Chart(out.getvalue(), size, title, bars)
+    return BarChart(out.getvalue(), size, title, bars)

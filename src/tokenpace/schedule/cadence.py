@@ -26,7 +26,7 @@ OUTPUT_MARGIN = 1.5
 # Anthropic ~1.3k, and a worst case must hold for every provider.
 IMAGE_TOKEN_ALLOWANCE = 40_000
 WAKE_WORKLOAD = "1k"  # the cheapest built-in: what wakes a cold endpoint before a run
-Key = tuple[str, str, str, str]  # provider, plan, model, workload
+JobKey = tuple[str, str, str, str]  # provider, plan, model, workload
 Slot = tuple[str, ...]  # a key, and its region where agents measure it: what the sampler schedules
 
 
@@ -51,7 +51,7 @@ class Job:
     idle_s: float | None = None
 
     @property
-    def key(self) -> Key:
+    def key(self) -> JobKey:
         e = self.endpoint
         return (e.provider, e.plan, e.model, self.workload.name)
 

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from tokenpace.schedule.cadence import Job
-from tokenpace.store.queue import DONE, Order, Queue
+from tokenpace.store.queue import DONE, Queue, RunOrder
 
 log = logging.getLogger(__name__)
 START_WITHIN_MIN_S, START_WITHIN_MAX_S = 30.0, 900.0
@@ -64,7 +64,7 @@ class Dispatcher:
     async def __call__(self, job: Job) -> str:
         """Queue the job's order and return how it ended: a procrastinate status, ``dropped`` or ``overdue``."""
         deadline = self.clock() + start_within(job)
-        order = Order(job.endpoint.name, job.workload.name, job.region, job.requests, deadline, job.idle_s)
+        order = RunOrder(job.endpoint.name, job.workload.name, job.region, job.requests, deadline, job.idle_s)
         job_id = await self.queue.defer(order)
         self.counts["queued"] += 1
         end: asyncio.Future[str] = asyncio.get_running_loop().create_future()

@@ -49,7 +49,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 1] + "…"
 
 
-def text(c: Change) -> str:
+def slack_text(c: Change) -> str:
     """The Slack-compatible line, e.g. "tokenpace: groq/llama output speed fell 312 -> 151 tok/s (1k, since
     2026-12-03 12:03 UTC)"."""
     verb = "rose" if c.after > c.before else "fell"
@@ -65,7 +65,7 @@ def body(c: Change, board_url: str | None) -> bytes:
     fields: dict[str, Any] = {k: _cut(v) if isinstance(v, str) else v for k, v in (change_dict(c) or {}).items()}
     fields.pop("text")
     url = None if board_url is None else board_url + endpoint_path(c.provider, c.plan, c.model)
-    return json.dumps({"text": text(c), **fields, "board_url": url and _cut(url)}).encode()
+    return json.dumps({"text": slack_text(c), **fields, "board_url": url and _cut(url)}).encode()
 
 
 @dataclass
@@ -185,7 +185,7 @@ class Watcher:
         found = [c for cs in (await asyncio.to_thread(self._kept.recent_of, self._keys)).values() for c in cs]
         fresh = self.new(found, now)
         for c in fresh:
-            log.info("%s", text(c))
+            log.info("%s", slack_text(c))
             self._send(c)
         return fresh
 

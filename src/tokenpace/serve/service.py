@@ -60,7 +60,7 @@ from tokenpace.web.worker import fetch
 
 log = logging.getLogger(__name__)
 FIRST_PAGES = ("/", "/leaderboard.json", "/leaderboard.csv", "/metrics")  # rendered before the board answers
-REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in serve)
+REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in run_service)
 
 
 def default_config() -> Config:
@@ -130,14 +130,14 @@ def server_config(app: object) -> uvicorn.Config:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: :func:`serve` stops the web server and the sampler together."""
+    """uvicorn without its own signal handling: :func:`run_service` stops the web server and the sampler together."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
 
 
-def warm(workloads: Iterable[Workload], corpus: Corpus | None) -> None:
+def preload_for_runs(workloads: Iterable[Workload], corpus: Corpus | None) -> None:
     """Load, once and before the sampler starts, what runs would otherwise load while others are timed.
 
     The vocabulary (a second), every document's tokens (tiktoken's offsets are Python: a document met for the
@@ -183,7 +183,7 @@ async def regional(store: Store, store_url: str, stack: contextlib.AsyncExitStac
     return dispatcher
 
 
-async def serve(
+async def run_service(
     cfg: Config,
     store: Store,
     sock: socket.socket,
@@ -208,7 +208,7 @@ async def serve(
         jobs = cadence.jobs(cfg, endpoints)
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
         if dispatcher is None:
-            await loop.run_in_executor(None, warm, [job.workload for job in jobs], corpus)
+            await loop.run_in_executor(None, preload_for_runs, [job.workload for job in jobs], corpus)
         sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher)
         if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
             sender = Sender([w.target() for w in cfg.alerts.webhooks])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokenpace.config.settings import SIM_MODEL
 from tokenpace.errors import ConfigError, SimulatorError
+from tokenpace.measure.metrics import NS_PER_MS
 
 if TYPE_CHECKING:
     from tokenpace.config.endpoints import Config
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = SIM_MODEL
 TRUTH_KEPT = 1_000  # truths a simulator keeps by default: its latest requests (see Simulator)
 ERRORS = frozenset({"429", "500", "malformed", "cut", "endless", "midstream"})
-NS_PER_MS = 1_000_000
 
 # Each word, with its leading space, is one o200k_base token (tests check), and so is any run of them.
 _TEXT = """the speed of light is a fast token stream that runs over time and space with every model we

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from tokenpace.clients import protocol_for
 from tokenpace.errors import SimulatorError
+from tokenpace.measure.metrics import NS_PER_MS
 from tokenpace.prompts import canary
 from tokenpace.prompts.tokens import count_tokens, token_ids, token_texts
 from tokenpace.sim.anthropic import Anthropic
@@ -30,8 +31,8 @@ from tokenpace.sim.openai_chat import Chat
 from tokenpace.sim.openai_completions import Completions
 from tokenpace.sim.openai_responses import Responses
 from tokenpace.sim.prefix import PrefixCache
-from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, NS_PER_MS, TRUTH_KEPT, WORDS, Scenario, Truth
-from tokenpace.sim.stream import Call, complete, reply_at_once, stream
+from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
+from tokenpace.sim.stream import ServedRequest, complete, reply_at_once, stream
 from tokenpace.sim.wire import Ask, Reply, Wire, dumps
 
 if TYPE_CHECKING:
@@ -208,13 +209,13 @@ class Simulator:
         truth.cold_start_ms = (begins - t_received) / NS_PER_MS
         try:
             if s.max_streams is None:
-                call = Call(request, paced, truth, wire(reply), error, rng, words, begins, opening)
+                call = ServedRequest(request, paced, truth, wire(reply), error, rng, words, begins, opening)
                 return await self._answer(call, ask.stream)
             # A server of bounded capacity (a batch size): requests beyond it queue, as a loaded server's do.
             slots = self._slots.setdefault(s, asyncio.Semaphore(s.max_streams))
             async with slots:
                 begun = max(time.perf_counter_ns(), begins)
-                call = Call(request, paced, truth, wire(reply), error, rng, words, begun, opening)
+                call = ServedRequest(request, paced, truth, wire(reply), error, rng, words, begun, opening)
                 return await self._answer(call, ask.stream)
         finally:
             model.leave()
@@ -232,7 +233,7 @@ class Simulator:
         return tuple(token_texts(line + "\n"))
 
     @staticmethod
-    async def _answer(call: Call, streamed: bool) -> web.StreamResponse:
+    async def _answer(call: ServedRequest, streamed: bool) -> web.StreamResponse:
         return await (stream(call) if streamed else complete(call))
 
 

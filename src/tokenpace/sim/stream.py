@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from tokenpace.sim.scenario import NS_PER_MS, Scenario, Truth
+from tokenpace.measure.metrics import NS_PER_MS
+from tokenpace.sim.scenario import Scenario, Truth
 from tokenpace.sim.wire import KINDS, Out, Wire, dumps
 
 _MID_ERRORS = frozenset({"malformed", "cut", "midstream"})  # injected once half the tokens are out
@@ -25,7 +26,7 @@ MIDSTREAM_MESSAGE = "upstream overloaded"  # a non-streamed "midstream" failure:
 
 
 @dataclass(frozen=True)
-class Call:
+class ServedRequest:
     """One request being served: its scenario, injected error, seeded randomness and its formatter."""
 
     request: web.Request
@@ -100,7 +101,7 @@ def _cut(request: web.Request) -> None:
         request.transport.close()  # close, not abort: what was written still arrives
 
 
-async def stream(c: Call) -> web.StreamResponse:
+async def stream(c: ServedRequest) -> web.StreamResponse:
     """Stream the reply on schedule; inject "malformed", "cut" or "midstream" once half the tokens are out."""
     s, truth, w = c.s, c.truth, c.wire
     headers = {"Content-Type": w.content_type, "Cache-Control": "no-cache", "x-request-id": truth.id}
@@ -151,7 +152,7 @@ async def stream(c: Call) -> web.StreamResponse:
     return resp
 
 
-async def complete(c: Call) -> web.StreamResponse:
+async def complete(c: ServedRequest) -> web.StreamResponse:
     """A non-streamed reply, sent when a stream of the same scenario would have sent its last token.
 
     Failures map to what a non-streamed client would see: "malformed" truncates the JSON body, "cut" drops the

@@ -15,14 +15,14 @@ from datetime import datetime
 from tokenpace.store.database import Store, utc
 
 MISSED = 3  # heartbeats missed before an agent is listed down (and its running job retried)
-COLUMNS = (
+AGENT_COLUMNS = (
     "name", "region", "host", "version", "started_at", "heartbeat_at", "heartbeat_s", "stopped_at",
     "jobs_done", "jobs_failed", "jobs_dropped", "clock_offset_ms",
 )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
-class Agent:
+class AgentRow:
     """One agent's row: who, where, which version, when it last beat, what it did."""
 
     name: str
@@ -45,7 +45,7 @@ class Agent:
         return "down" if (now - self.heartbeat_at).total_seconds() > MISSED * self.heartbeat_s else "up"
 
 
-def beat(store: Store, agent: Agent) -> None:
+def beat(store: Store, agent: AgentRow) -> None:
     """Insert or update the agent's row (the whole row: the agent holds its own counts)."""
     values = [
         agent.name, agent.region, agent.host, agent.version, agent.started_at.timestamp(),
@@ -53,22 +53,22 @@ def beat(store: Store, agent: Agent) -> None:
         None if agent.stopped_at is None else agent.stopped_at.timestamp(),
         agent.jobs_done, agent.jobs_failed, agent.jobs_dropped, agent.clock_offset_ms,
     ]  # fmt: skip
-    cols = ", ".join(COLUMNS)
+    cols = ", ".join(AGENT_COLUMNS)
     # role: the writer's, by the column's default on PostgreSQL (NULL on SQLite); a row written before roles
     # were recorded becomes its agent's own role's on its next beat (grants.py lets it, in its region only).
-    update = ", ".join(f"{c} = excluded.{c}" for c in (*COLUMNS[1:], "role"))
-    marks = ", ".join("?" * len(COLUMNS))
+    update = ", ".join(f"{c} = excluded.{c}" for c in (*AGENT_COLUMNS[1:], "role"))
+    marks = ", ".join("?" * len(AGENT_COLUMNS))
     store.execute(f"INSERT INTO agents ({cols}) VALUES ({marks}) ON CONFLICT (name) DO UPDATE SET {update}", values)  # noqa: S608
 
 
-def read(store: Store) -> list[Agent]:
+def read_all(store: Store) -> list[AgentRow]:
     """Every agent, by region then name."""
-    rows = store.query(f"SELECT {', '.join(COLUMNS)} FROM agents ORDER BY region, name")  # noqa: S608
+    rows = store.query(f"SELECT {', '.join(AGENT_COLUMNS)} FROM agents ORDER BY region, name")  # noqa: S608
     out = []
     for row in rows:
-        d = dict(zip(COLUMNS, row, strict=True))
+        d = dict(zip(AGENT_COLUMNS, row, strict=True))
         times = {c: utc(d[c]) for c in ("started_at", "heartbeat_at", "stopped_at")}
-        out.append(Agent(**d | times))
+        out.append(AgentRow(**d | times))
     return out
 
 

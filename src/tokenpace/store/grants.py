@@ -109,7 +109,7 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def apply(url: str, role: str, region: str) -> list[str]:
+def grant_agent(url: str, role: str, region: str) -> list[str]:
     """Grant ``role`` an agent's rights on the PostgreSQL store at ``url`` (its schema), in one transaction."""
     import psycopg
 

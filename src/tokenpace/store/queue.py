@@ -1,6 +1,6 @@
 """The region queues: one procrastinate queue per region in the PostgreSQL store, the only job engine tokenpace has.
 
-``tokenpace serve`` with ``[regions]`` defers a :class:`Order` per due (endpoint, workload, region); agents of
+``tokenpace serve`` with ``[regions]`` defers a :class:`RunOrder` per due (endpoint, workload, region); agents of
 that region take them (agent/worker.py). procrastinate does the hard parts: LISTEN/NOTIFY dispatch, one worker
 per job (``FOR UPDATE SKIP LOCKED``), worker heartbeats, graceful shutdown. tokenpace adds, here:
 
@@ -39,7 +39,7 @@ def queue_name(region: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Order:
+class RunOrder:
     """What a region's agent is asked: ``requests`` samples of an endpoint and workload, started by ``deadline``."""
 
     endpoint: str  # Endpoint.name, resolved by the agent in its own config
@@ -55,7 +55,7 @@ class Order:
         return f"{self.endpoint}\x1f{self.workload}\x1f{self.region}"
 
     @classmethod
-    def from_kwargs(cls, kwargs: dict[str, Any]) -> Order:
+    def from_kwargs(cls, kwargs: dict[str, Any]) -> RunOrder:
         """The order a job carries; ValueError when it is not one (a hostile or foreign row)."""
         try:
             order = cls(
@@ -136,7 +136,7 @@ class Queue:
             await self.app.schema_manager.apply_schema_async()
         return True
 
-    async def defer(self, order: Order) -> int:
+    async def defer(self, order: RunOrder) -> int:
         """Queue the order; the id of the order of the same lock that already waits, if one does."""
         import procrastinate.exceptions
 

@@ -22,6 +22,7 @@ from tokenpace.config.settings import Spend
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.store.database import Store
+from tokenpace.store.rollup import HOUR
 from tokenpace.store.windows import RowKey
 
 
@@ -59,7 +60,6 @@ def spent(store: Store, provider: str, plan: str, since: float) -> Spend:
     return Spend(*totals)
 
 
-HOUR = 3600
 _HOURS_PER_STATEMENT = 48  # a week's first read is 168 hours: a few statements, each a UNION of indexed ranges
 
 

@@ -13,7 +13,7 @@ from tokenpace.web.site import Site
 def agents_page(site: Site, params: Mapping[str, str]) -> Page:
     """Read fresh each time the page is rendered: a heartbeat writes no sample, so nothing else would tell."""
     now = site.now()
-    data = fleet_dict(agents.read(site.store), now, agents.queues(site.store))
+    data = fleet_dict(agents.read_all(site.store), now, agents.queues(site.store))
     context = {"agents": data["agents"], "queues": data["queues"], "none_yet": NONE_YET}
     context["missed"] = data["down_after_missed_heartbeats"]
     return Page("agents.html", context, data, json_url="/agents.json")
