@@ -11,7 +11,8 @@ changes nothing here. The key is taken from ``x-api-key`` or, as the official SD
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from aiohttp import web
 
@@ -19,25 +20,25 @@ from tokenpace.sim.wire import Ask, Out, Reply, Wire, bearer, dumps, obj, out, s
 
 PING_EVERY = 50  # deltas between pings, besides the one that opens the stream
 _BLOCKS = {"reasoning": ("thinking", "thinking_delta"), "content": ("text", "text_delta")}
-_BROKEN = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x'
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-_ERROR_MESSAGES = {
-    401: "invalid x-api-key",
-    429: "Number of requests has exceeded your rate limit.",
-    500: "Internal server error",
-}
 
 
-class Anthropic(Wire):
+class AnthropicWire(Wire):
     name = "anthropic"
     paths = ("/v1/messages",)
     id_prefix = "msg_"
+    broken_event: ClassVar[str] = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x'
+    error_types: ClassVar[Mapping[int, str]] = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }
+    error_messages: ClassVar[Mapping[int, str]] = {
+        401: "invalid x-api-key",
+        429: "Number of requests has exceeded your rate limit.",
+        500: "Internal server error",
+    }
 
     def __init__(self, reply: Reply) -> None:
         super().__init__(reply)
@@ -68,8 +69,8 @@ class Anthropic(Wire):
 
     @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:
-        text = message or _ERROR_MESSAGES.get(status, "Error")
-        return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": text}}
+        text = message or cls.error_messages.get(status, "Error")
+        return {"type": "error", "error": {"type": cls.error_types.get(status, "api_error"), "message": text}}
 
     @classmethod
     def models_doc(cls, names: list[str]) -> dict[str, Any]:
@@ -125,7 +126,7 @@ class Anthropic(Wire):
         return events + ([self.event({"type": "ping"})] if self.sent % PING_EVERY == 0 else [])
 
     def malformed(self) -> Out:
-        return out(sse(_BROKEN, "content_block_delta"), ("malformed", _BROKEN))
+        return out(sse(self.broken_event, "content_block_delta"), ("malformed", self.broken_event))
 
     def failure(self) -> Out:
         error = {"type": "overloaded_error", "message": "Overloaded"}

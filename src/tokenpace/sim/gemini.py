@@ -10,7 +10,8 @@ The same routes answer under ``/v1`` and ``/v1alpha`` (google-genai uses ``/v1``
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from aiohttp import web
 
@@ -24,14 +25,7 @@ _STATUS = {
     500: "INTERNAL",
     503: "UNAVAILABLE",
 }
-_ERROR_MESSAGES = {
-    400: "API key not valid. Please pass a valid API key.",
-    403: "Method doesn't allow unregistered callers (callers without established identity).",
-    429: "Resource has been exhausted (e.g. check quota).",
-    500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
-}
 _OVERLOADED = "The model is overloaded. Please try again later."
-_BROKEN = '{"candidates":[{"content":{"parts":[{"text":"x'
 _METHODS = {"streamGenerateContent": True, "generateContent": False}
 
 
@@ -45,9 +39,16 @@ def _either(doc: dict[str, Any], camel: str, snake: str) -> Any:
     return doc.get(camel, doc.get(snake))
 
 
-class Gemini(Wire):
+class GeminiWire(Wire):
     name = "gemini"
     paths = ("/{version:v1beta|v1|v1alpha}/models/{target}",)
+    broken_event: ClassVar[str] = '{"candidates":[{"content":{"parts":[{"text":"x'
+    error_messages: ClassVar[Mapping[int, str]] = {
+        400: "API key not valid. Please pass a valid API key.",
+        403: "Method doesn't allow unregistered callers (callers without established identity).",
+        429: "Resource has been exhausted (e.g. check quota).",
+        500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+    }
 
     @classmethod
     def parse(cls, request: web.Request, body: Any) -> Ask:
@@ -74,7 +75,7 @@ class Gemini(Wire):
 
     @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:
-        text = message or _ERROR_MESSAGES.get(status, "Error")
+        text = message or cls.error_messages.get(status, "Error")
         return {"error": {"code": status, "message": text, "status": _STATUS.get(status, "UNKNOWN")}}
 
     @classmethod
@@ -109,7 +110,7 @@ class Gemini(Wire):
         return [out(_sse(self.doc([part])), (kind, text))]
 
     def malformed(self) -> Out:
-        return out(_sse(_BROKEN), ("malformed", _BROKEN))
+        return out(_sse(self.broken_event), ("malformed", self.broken_event))
 
     def failure(self) -> Out:
         return out(_sse(self.error_doc(503, _OVERLOADED)), ("error", _OVERLOADED))

@@ -10,8 +10,9 @@ token-free opening line, so ``role_chunk`` changes nothing here.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from aiohttp import web
 
@@ -19,8 +20,6 @@ from tokenpace.sim.scenario import DEFAULT_MODEL
 from tokenpace.sim.wire import KINDS, Ask, Out, Wire, bearer, dumps, obj, out, same_key
 
 OLLAMA_VERSION = "0.12.0"  # what GET /api/version reports
-_BROKEN = '{"model":"sim","message":{"role":"assistant","content":"x'
-_ERROR_MESSAGES = {401: "unauthorized", 429: "too many requests", 500: "llama runner process has terminated"}
 
 
 def _now() -> str:
@@ -40,10 +39,16 @@ def _cap(body: dict[str, Any]) -> int | None:
     return value if value is not None and value > 0 else None
 
 
-class Ollama(Wire):
+class OllamaWire(Wire):
     name = "ollama"
     paths = ("/api/chat",)
     content_type = "application/x-ndjson"
+    broken_event: ClassVar[str] = '{"model":"sim","message":{"role":"assistant","content":"x'
+    error_messages: ClassVar[Mapping[int, str]] = {
+        401: "unauthorized",
+        429: "too many requests",
+        500: "llama runner process has terminated",
+    }
 
     @classmethod
     def parse(cls, request: web.Request, body: Any) -> Ask:
@@ -64,7 +69,7 @@ class Ollama(Wire):
 
     @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:
-        return {"error": message or _ERROR_MESSAGES.get(status, "error")}
+        return {"error": message or cls.error_messages.get(status, "error")}
 
     @classmethod
     def models_doc(cls, names: list[str]) -> dict[str, Any]:
@@ -84,7 +89,7 @@ class Ollama(Wire):
         return [out(_line({**self.chunk(message), "done": False}), (kind, text))]
 
     def malformed(self) -> Out:
-        return out((_BROKEN + "\n").encode(), ("malformed", _BROKEN))
+        return out((self.broken_event + "\n").encode(), ("malformed", self.broken_event))
 
     def failure(self) -> Out:
         message = "an error was encountered while running the model: upstream overloaded"

@@ -7,25 +7,13 @@ finish reason, a usage chunk with ``choices: []`` when ``stream_options.include_
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from aiohttp import web
 
 from tokenpace.sim.scenario import DEFAULT_MODEL
 from tokenpace.sim.wire import Ask, Out, Reply, Wire, bearer, dumps, obj, out, same_key, sse, text_of, token_cap
-
-BROKEN_EVENT = '{"choices": [{"delta": {"content": "x"'  # what a "malformed" stream sends as one event
-_ERROR_TYPES = {
-    400: ("invalid_request_error", None),
-    401: ("invalid_request_error", "invalid_api_key"),
-    404: ("invalid_request_error", None),
-    429: ("rate_limit_error", "rate_limit_exceeded"),
-}
-_ERROR_MESSAGES = {
-    401: "Incorrect API key provided.",
-    429: "Rate limit reached for requests",
-    500: "The server had an error while processing your request.",
-}
 
 
 def model_of(body: dict[str, Any]) -> str:
@@ -42,6 +30,19 @@ def usage_asked(body: dict[str, Any]) -> bool:
 class OpenAIWire(Wire):
     """OpenAI's key check, error shape and model list, shared by Chat, Completions and Responses."""
 
+    broken_event: ClassVar[str] = '{"choices": [{"delta": {"content": "x"'
+    error_types: ClassVar[Mapping[int, tuple[str, str | None]]] = {
+        400: ("invalid_request_error", None),
+        401: ("invalid_request_error", "invalid_api_key"),
+        404: ("invalid_request_error", None),
+        429: ("rate_limit_error", "rate_limit_exceeded"),
+    }
+    error_messages: ClassVar[Mapping[int, str]] = {
+        401: "Incorrect API key provided.",
+        429: "Rate limit reached for requests",
+        500: "The server had an error while processing your request.",
+    }
+
     @classmethod
     def refuse(cls, request: web.Request, api_key: str) -> tuple[int, dict[str, Any]] | None:
         return None if same_key(bearer(request), api_key) else (401, cls.error_doc(401))
@@ -49,8 +50,8 @@ class OpenAIWire(Wire):
     @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:
         """OpenAI's error shape: SDKs read ``error.message`` and ``error.type`` from it."""
-        type_, code = _ERROR_TYPES.get(status, ("server_error", None))
-        text = message or _ERROR_MESSAGES.get(status, "Error.")
+        type_, code = cls.error_types.get(status, ("server_error", None))
+        text = message or cls.error_messages.get(status, "Error.")
         return {"error": {"message": text, "type": type_, "param": None, "code": code}}
 
     @classmethod
@@ -74,14 +75,14 @@ class OpenAIWire(Wire):
         return "length" if self.reply.capped else "stop"
 
     def malformed(self) -> Out:
-        return out(sse(BROKEN_EVENT), ("malformed", BROKEN_EVENT))
+        return out(sse(self.broken_event), ("malformed", self.broken_event))
 
     def failure(self) -> Out:
         error = {"error": {"message": "upstream overloaded", "type": "server_error"}}
         return out(sse(error), ("error", "upstream overloaded"))
 
 
-class Chat(OpenAIWire):
+class ChatWire(OpenAIWire):
     name = "openai-chat"
     paths = ("/v1/chat/completions",)
     id_prefix = "chatcmpl-"

@@ -24,7 +24,7 @@ def _prompt(body: dict[str, Any]) -> str:
     raise ValueError("'prompt' is a required property and must be a string or a list of strings.")
 
 
-class Completions(OpenAIWire):
+class CompletionsWire(OpenAIWire):
     name = "openai-completions"
     paths = ("/v1/completions",)
     id_prefix = "cmpl-"

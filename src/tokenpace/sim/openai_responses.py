@@ -10,14 +10,13 @@ token cap cut it short) carries the whole response and its usage. There is no ``
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from aiohttp import web
 
 from tokenpace.sim.openai_chat import OpenAIWire, model_of
 from tokenpace.sim.wire import KINDS, Ask, Out, Reply, dumps, out, sse, text_of, token_cap
 
-_BROKEN = '{"type":"response.output_text.delta","delta":"x'
 _OPENING = ("created", "in_progress")
 
 
@@ -35,10 +34,11 @@ def _item_id(kind: str) -> str:
     return ("rs_" if kind == "reasoning" else "msg_") + uuid.uuid4().hex
 
 
-class Responses(OpenAIWire):
+class ResponsesWire(OpenAIWire):
     name = "openai-responses"
     paths = ("/v1/responses",)
     id_prefix = "resp_"
+    broken_event: ClassVar[str] = '{"type":"response.output_text.delta","delta":"x'
 
     def __init__(self, reply: Reply) -> None:
         super().__init__(reply)
@@ -133,7 +133,7 @@ class Responses(OpenAIWire):
         return [*events, delta]
 
     def malformed(self) -> Out:
-        return out(sse(_BROKEN, "response.output_text.delta"), ("malformed", _BROKEN))
+        return out(sse(self.broken_event, "response.output_text.delta"), ("malformed", self.broken_event))
 
     def failure(self) -> Out:
         message = "upstream overloaded"

@@ -24,12 +24,12 @@ from tokenpace.errors import SimulatorError
 from tokenpace.measure.metrics import NS_PER_MS
 from tokenpace.prompts import canary
 from tokenpace.prompts.tokens import count_tokens, token_ids, token_texts
-from tokenpace.sim.anthropic import Anthropic
-from tokenpace.sim.gemini import Gemini
-from tokenpace.sim.ollama import OLLAMA_VERSION, Ollama
-from tokenpace.sim.openai_chat import Chat
-from tokenpace.sim.openai_completions import Completions
-from tokenpace.sim.openai_responses import Responses
+from tokenpace.sim.anthropic import AnthropicWire
+from tokenpace.sim.gemini import GeminiWire
+from tokenpace.sim.ollama import OLLAMA_VERSION, OllamaWire
+from tokenpace.sim.openai_chat import ChatWire
+from tokenpace.sim.openai_completions import CompletionsWire
+from tokenpace.sim.openai_responses import ResponsesWire
 from tokenpace.sim.prefix import PrefixCache
 from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import ServedRequest, complete, reply_at_once, stream
@@ -38,7 +38,7 @@ from tokenpace.sim.wire import Ask, Reply, Wire, dumps
 if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
 
-WIRES: tuple[type[Wire], ...] = (Chat, Completions, Responses, Anthropic, Ollama, Gemini)
+WIRES: tuple[type[Wire], ...] = (ChatWire, CompletionsWire, ResponsesWire, AnthropicWire, OllamaWire, GeminiWire)
 SIMULATOR_HEADER = "X-Tokenpace-Simulator"
 LOOP_WORDS = 8  # a looping model's phrase (Scenario.loop_after_tokens)
 _DEFAULT = Scenario()  # frozen: one instance serves as every Simulator's default
@@ -48,10 +48,10 @@ _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 def _lister(request: web.Request) -> type[Wire]:
     """Whose ``GET /v1/models`` this is: OpenAI, Anthropic and Gemini all list models there; headers tell."""
     if "x-goog-api-key" in request.headers or "key" in request.query:
-        return Gemini
+        return GeminiWire
     if "anthropic-version" in request.headers or "x-api-key" in request.headers:
-        return Anthropic
-    return Chat
+        return AnthropicWire
+    return ChatWire
 
 
 @dataclasses.dataclass
@@ -111,8 +111,8 @@ class Simulator:
             for path in wire.paths:
                 app.router.add_post(path, self._handler(wire))
         app.router.add_get("/v1/models", self._listing(_lister))
-        app.router.add_get("/v1beta/models", self._listing(lambda _: Gemini))
-        app.router.add_get("/api/tags", self._listing(lambda _: Ollama))
+        app.router.add_get("/v1beta/models", self._listing(lambda _: GeminiWire))
+        app.router.add_get("/api/tags", self._listing(lambda _: OllamaWire))
         app.router.add_get("/api/version", self._version)
         app.router.add_get("/health", self._health)
         app.router.add_get("/sim/truth/{id}", self._truth)
@@ -149,7 +149,7 @@ class Simulator:
 
     async def _truth(self, request: web.Request) -> web.Response:
         if (truth := self.truth.get(request.match_info["id"])) is None:
-            return web.json_response(Chat.error_doc(404, "No such request id."), status=404)
+            return web.json_response(ChatWire.error_doc(404, "No such request id."), status=404)
         return web.json_response(truth.to_dict())
 
     async def _serve(self, wire: type[Wire], request: web.Request) -> web.StreamResponse:

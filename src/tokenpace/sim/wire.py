@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -122,14 +123,17 @@ class Wire(ABC):
     """One protocol, as one request sees it. Subclasses format; they never sleep, write or draw random numbers.
 
     Class-level: ``paths`` served (POST), ``parse`` of a request, ``refuse`` without the right key, and
-    ``error_doc`` for HTTP errors. Per request: ``preamble``, ``token``, ``malformed``, ``failure`` and ``end`` for
-    a stream, ``whole`` for a reply sent at once; ``finish`` and ``usage`` as the protocol names them.
+    ``error_doc`` for HTTP errors (their usual ``error_messages``). Per request: ``preamble``, ``token``,
+    ``malformed`` (sending ``broken_event``), ``failure`` and ``end`` for a stream, ``whole`` for a reply sent at
+    once; ``finish`` and ``usage`` as the protocol names them.
     """
 
     name: ClassVar[str]
     paths: ClassVar[tuple[str, ...]]
     id_prefix: ClassVar[str] = ""
     content_type: ClassVar[str] = "text/event-stream"
+    broken_event: ClassVar[str]  # what a "malformed" stream sends as one event: JSON cut mid-string
+    error_messages: ClassVar[Mapping[int, str]]  # error_doc's usual message per HTTP status
 
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
