@@ -747,9 +747,9 @@ def test_readme_lists_every_preset_as_the_table_holds_it() -> None:
 
 
 def test_reasoning_sent_under_both_names_counts_once() -> None:
-    from tokenpace.clients.openai_chat import _choice_events
+    from tokenpace.clients.openai_chat import _delta_events
 
-    events = _choice_events(5, {"delta": {"reasoning_content": " think", "reasoning": " think"}})
+    events = _delta_events(5, {"delta": {"reasoning_content": " think", "reasoning": " think"}})
     assert [(e.kind, e.text) for e in events] == [(EventKind.REASONING, " think")]
 
 

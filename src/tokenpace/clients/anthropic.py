@@ -41,7 +41,7 @@ def _inputs(d: Decoded, usage: Any) -> tuple[int | None, int | None]:
     return (None if fresh is None else fresh + (written or 0) + (read or 0)), read
 
 
-def _content(m: Message) -> str | list[dict[str, Any]]:
+def _anthropic_content(m: Message) -> str | list[dict[str, Any]]:
     if not m.images:
         return m.text
     return [
@@ -62,7 +62,9 @@ class Anthropic(WireProtocol):
         body: dict[str, Any] = {
             "model": endpoint.model,
             "max_tokens": prompt.max_tokens,
-            "messages": [{"role": m.role, "content": _content(m)} for m in prompt.messages if m.role != "system"],
+            "messages": [
+                {"role": m.role, "content": _anthropic_content(m)} for m in prompt.messages if m.role != "system"
+            ],
             "stream": True,
         }
         if system:

@@ -21,13 +21,13 @@ from tokenpace.prompts.image import base64_text
 from tokenpace.prompts.prompt import Message, Prompt
 
 
-def _content(m: Message) -> dict[str, Any]:
+def _gemini_content(m: Message) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"text": m.text}]
     parts += [{"inline_data": {"mime_type": "image/png", "data": base64_text(png)}} for png in m.images]
     return {"role": "model" if m.role == "assistant" else "user", "parts": parts}
 
 
-def _usage(d: Decoded, meta: dict[str, Any]) -> Usage:
+def _gemini_usage(d: Decoded, meta: dict[str, Any]) -> Usage:
     """Output is candidates plus thoughts; the prompt count includes ``cachedContentTokenCount``."""
     candidates = d.count("candidatesTokenCount", meta.get("candidatesTokenCount"))
     thoughts = d.count("thoughtsTokenCount", meta.get("thoughtsTokenCount"))
@@ -53,7 +53,7 @@ class Gemini(WireProtocol):
     def request(self, endpoint: Endpoint, prompt: Prompt) -> HttpRequest:
         """System messages become ``systemInstruction``; images are ``inline_data`` parts beside the text."""
         body: dict[str, Any] = {
-            "contents": [_content(m) for m in prompt.messages if m.role != "system"],
+            "contents": [_gemini_content(m) for m in prompt.messages if m.role != "system"],
             "generationConfig": {"maxOutputTokens": prompt.max_tokens},
         }
         system = "\n\n".join(m.text for m in prompt.messages if m.role == "system")
@@ -83,7 +83,7 @@ class Gemini(WireProtocol):
                 if blocked:  # the prompt was refused: no candidates, and nothing more will come
                     d.add(ev.t_ns, EventKind.FINISH, str(blocked))
                 if isinstance(doc.get("usageMetadata"), dict):
-                    d.usage = _usage(d, doc["usageMetadata"])  # every event repeats it; the last one is final
+                    d.usage = _gemini_usage(d, doc["usageMetadata"])  # every event repeats it; the last one is final
                     if any(e.kind is EventKind.FINISH for e in d.events[before:]):
                         d.add(ev.t_ns, EventKind.USAGE)
                 if len(d.events) == before:

@@ -29,7 +29,7 @@ SERVER_TIMINGS = (
 )
 
 
-def _message(m: Message) -> dict[str, Any]:
+def _ollama_message(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role, "content": m.text}
     if m.images:
         out["images"] = [base64_text(png) for png in m.images]
@@ -63,7 +63,7 @@ class Ollama(WireProtocol):
         """Images go as base64 PNGs on their message; the output cap is ``options.num_predict``."""
         body = {
             "model": endpoint.model,
-            "messages": [_message(m) for m in prompt.messages],
+            "messages": [_ollama_message(m) for m in prompt.messages],
             "stream": True,
             "options": {"num_predict": prompt.max_tokens},
         }

@@ -21,7 +21,7 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 ChoiceEvents = Callable[[int, dict[str, Any]], list[Event]]
 
 
-def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
+def _chat_usage(d: Decoded, doc: dict[str, Any]) -> Usage:
     """Prompt tokens include the cached ones (``prompt_tokens_details.cached_tokens``; llama.cpp sends it too)."""
     details = doc.get("completion_tokens_details") or {}
     prompt = doc.get("prompt_tokens_details") or {}
@@ -33,7 +33,7 @@ def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
     )
 
 
-def _choice_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
+def _delta_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
     out: list[Event] = []
     delta = choice.get("delta") or {}
     for name in _REASONING_FIELDS:  # some servers send the same text under both names: take it once
@@ -71,7 +71,7 @@ def decode_openai(recording: Recording, choice_events: ChoiceEvents) -> Timeline
                 continue
             d.response_id = d.response_id or doc.get("id")
             if doc.get("usage"):
-                d.usage = _usage(d, doc["usage"])
+                d.usage = _chat_usage(d, doc["usage"])
                 d.add(ev.t_ns, EventKind.USAGE)
             if isinstance(doc.get("timings"), dict):  # llama.cpp's own per-request timings
                 d.server_timings = doc["timings"]
@@ -106,7 +106,7 @@ class OpenAIChat(WireProtocol):
         return json_request(endpoint, f"{endpoint.base_url}/chat/completions", body)
 
     def decode(self, recording: Recording) -> Timeline:
-        return decode_openai(recording, _choice_events)
+        return decode_openai(recording, _delta_events)
 
     def without_extras(self, request: HttpRequest, failure: Failure) -> HttpRequest | None:
         """Without ``stream_options`` once an endpoint has refused it (usage is then not reported)."""

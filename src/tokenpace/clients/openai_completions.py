@@ -16,7 +16,7 @@ from tokenpace.measure.failures import Failure
 from tokenpace.measure.timing import Event, EventKind, Recording, Timeline
 from tokenpace.prompts.prompt import Message, Prompt
 
-_SPEAKERS = {"user": "User", "assistant": "Assistant"}
+_TRANSCRIPT_NAMES = {"user": "User", "assistant": "Assistant"}
 
 
 def completion_text(messages: tuple[Message, ...]) -> str:
@@ -28,11 +28,11 @@ def completion_text(messages: tuple[Message, ...]) -> str:
     """
     if not any(m.role == "assistant" for m in messages):
         return "\n\n".join(m.text for m in messages)
-    parts = [m.text if m.role not in _SPEAKERS else f"{_SPEAKERS[m.role]}: {m.text}" for m in messages]
+    parts = [m.text if m.role not in _TRANSCRIPT_NAMES else f"{_TRANSCRIPT_NAMES[m.role]}: {m.text}" for m in messages]
     return "\n\n".join([*parts, "Assistant:"])
 
 
-def _choice_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
+def _text_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
     out: list[Event] = []
     if isinstance(choice.get("text"), str) and choice["text"]:
         out.append(Event(t_ns, EventKind.CONTENT, choice["text"]))
@@ -61,7 +61,7 @@ class OpenAICompletions(WireProtocol):
         return json_request(endpoint, f"{endpoint.base_url}/completions", body)
 
     def decode(self, recording: Recording) -> Timeline:
-        return decode_openai(recording, _choice_events)
+        return decode_openai(recording, _text_events)
 
     def without_extras(self, request: HttpRequest, failure: Failure) -> HttpRequest | None:
         """Without ``stream_options`` once an endpoint has refused it (usage is then not reported)."""

@@ -17,7 +17,7 @@ from tokenpace.measure.timing import EventKind, Recording, Timeline, Usage
 from tokenpace.prompts.image import data_uri
 from tokenpace.prompts.prompt import Prompt
 
-_TEXT = {
+_DELTA_KINDS = {
     "response.output_text.delta": EventKind.CONTENT,
     "response.reasoning_summary_text.delta": EventKind.REASONING,
     "response.reasoning_text.delta": EventKind.REASONING,
@@ -26,7 +26,7 @@ _TEXT = {
 _ENDINGS = ("response.completed", "response.incomplete")
 
 
-def _usage(d: Decoded, doc: dict[str, Any]) -> Usage:
+def _responses_usage(d: Decoded, doc: dict[str, Any]) -> Usage:
     """Input tokens include the cached ones (``input_tokens_details.cached_tokens``)."""
     details = doc.get("output_tokens_details") or {}
     inputs = doc.get("input_tokens_details") or {}
@@ -74,11 +74,11 @@ class OpenAIResponses(WireProtocol):
                 response = doc["response"] if isinstance(doc.get("response"), dict) else {}
                 d.response_id = d.response_id or response.get("id")
                 delta = doc.get("delta")
-                if kind in _TEXT and isinstance(delta, str) and delta:
-                    d.add(ev.t_ns, _TEXT[kind], delta)
+                if kind in _DELTA_KINDS and isinstance(delta, str) and delta:
+                    d.add(ev.t_ns, _DELTA_KINDS[kind], delta)
                 elif kind in _ENDINGS:
                     if isinstance(response.get("usage"), dict):
-                        d.usage = _usage(d, response["usage"])
+                        d.usage = _responses_usage(d, response["usage"])
                         d.add(ev.t_ns, EventKind.USAGE)
                     incomplete = response.get("incomplete_details") or {}
                     reason = "completed" if kind == "response.completed" else incomplete.get("reason") or "incomplete"

@@ -37,7 +37,7 @@ def _holds(text: str, secrets: tuple[str, ...]) -> bool:
     return bool(text) and any(s in text for s in secrets if s)
 
 
-def _spans(text: str, secrets: tuple[str, ...]) -> list[tuple[int, int]]:
+def _secret_spans(text: str, secrets: tuple[str, ...]) -> list[tuple[int, int]]:
     """Where each secret occurs in ``text``, as [start, end) offsets."""
     found = []
     for secret in filter(None, secrets):
@@ -53,7 +53,7 @@ def scrub_events(events: list[Event], secrets: tuple[str, ...]) -> list[Event]:
     if not secrets:
         return events
     events = [Event(e.t_ns, e.kind, redact(e.text, secrets)) if _holds(e.text, secrets) else e for e in events]
-    spans = _spans("".join(e.text for e in events), secrets)
+    spans = _secret_spans("".join(e.text for e in events), secrets)
     if not spans:
         return events
     out, start = [], 0

@@ -22,7 +22,7 @@ from tokenpace.sim.wire import KINDS, Ask, Out, Wire, bearer, dumps, obj, out, s
 OLLAMA_VERSION = "0.12.0"  # what GET /api/version reports
 
 
-def _now() -> str:
+def _created_at() -> str:
     """Ollama's ``created_at``: RFC 3339, UTC."""
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -82,7 +82,7 @@ class OllamaWire(Wire):
         return {"models": models}
 
     def chunk(self, message: dict[str, str]) -> dict[str, Any]:
-        return {"model": self.reply.model, "created_at": _now(), "message": {"role": "assistant", **message}}
+        return {"model": self.reply.model, "created_at": _created_at(), "message": {"role": "assistant", **message}}
 
     def token(self, kind: str, text: str) -> list[Out]:
         message = {"content": text} if kind == "content" else {"content": "", "thinking": text}

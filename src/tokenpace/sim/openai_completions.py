@@ -15,7 +15,7 @@ from tokenpace.sim.openai_chat import OpenAIWire, model_of, usage_asked
 from tokenpace.sim.wire import Ask, Out, Reply, dumps, obj, out, sse, token_cap
 
 
-def _prompt(body: dict[str, Any]) -> str:
+def _prompt_of(body: dict[str, Any]) -> str:
     prompt = body.get("prompt")
     if isinstance(prompt, str):
         return prompt
@@ -38,7 +38,11 @@ class CompletionsWire(OpenAIWire):
     def parse(cls, request: web.Request, body: Any) -> Ask:
         body = obj(body, "body")
         return Ask(
-            model_of(body), _prompt(body), token_cap(body, "max_tokens"), body.get("stream") is True, usage_asked(body)
+            model_of(body),
+            _prompt_of(body),
+            token_cap(body, "max_tokens"),
+            body.get("stream") is True,
+            usage_asked(body),
         )
 
     def chunk(self, text: str, finish: str | None = None) -> bytes:

@@ -20,7 +20,7 @@ from tokenpace.sim.wire import KINDS, Ask, Out, Reply, dumps, out, sse, text_of,
 _OPENING = ("created", "in_progress")
 
 
-def _prompt(body: dict[str, Any]) -> str:
+def _input_text(body: dict[str, Any]) -> str:
     """``instructions`` and ``input``: a string, or items whose content is a string or typed parts."""
     given = body.get("input")
     if not isinstance(given, str | list):
@@ -51,7 +51,7 @@ class ResponsesWire(OpenAIWire):
     def parse(cls, request: web.Request, body: Any) -> Ask:
         if not isinstance(body, dict):
             raise ValueError("'body' must be an object.")
-        return Ask(model_of(body), _prompt(body), token_cap(body, "max_output_tokens"), body.get("stream") is True)
+        return Ask(model_of(body), _input_text(body), token_cap(body, "max_output_tokens"), body.get("stream") is True)
 
     def event(self, type_: str, *truth: tuple[str, str], **fields: Any) -> Out:
         """One numbered event; its truth entries (by default ("other", its type))."""

@@ -26,12 +26,12 @@ TRUTH_KEPT = 1_000  # truths a simulator keeps by default: its latest requests (
 ERRORS = frozenset({"429", "500", "malformed", "cut", "endless", "midstream"})
 
 # Each word, with its leading space, is one o200k_base token (tests check), and so is any run of them.
-_TEXT = """the speed of light is a fast token stream that runs over time and space with every model we
+_WORDS_TEXT = """the speed of light is a fast token stream that runs over time and space with every model we
 measure data for people who want to know how quick an answer comes back from server in one second first last
 next word text chunk rate test clock delay network latency output input request response simple clear good
 great small large high low long short new old open close start end right left north south water fire earth
 wind world river mountain city house road table chair paper music number value result"""
-WORDS: tuple[str, ...] = tuple(" " + w for w in _TEXT.split())
+WORDS: tuple[str, ...] = tuple(" " + w for w in _WORDS_TEXT.split())
 # Multi-byte UTF-8 for decoder tests; not one token each, so completion_tokens counts words with these.
 NON_ASCII_WORDS: tuple[str, ...] = (
     " café", " naïve", " über", " façade", " Zürich", " ñandú", " 日本", " 東京", " 速度", " 你好",

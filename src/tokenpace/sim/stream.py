@@ -92,7 +92,7 @@ async def reply_at_once(
     return resp
 
 
-def _cut(request: web.Request) -> None:
+def _drop_connection(request: web.Request) -> None:
     """Drop the connection with the response unfinished: the client sees a truncated body, no terminator.
 
     What the handler returns next is not written: aiohttp finds the transport closed and lets it go quietly.
@@ -140,7 +140,7 @@ async def stream(c: ServedRequest) -> web.StreamResponse:
             if c.error == "endless":
                 await asyncio.sleep(0)  # stay cancellable even when running behind schedule
         if pending == "cut":
-            _cut(c.request)
+            _drop_connection(c.request)
             return resp
         if pending == "midstream":
             await send([*held, w.failure()])
@@ -170,7 +170,7 @@ async def complete(c: ServedRequest) -> web.StreamResponse:
         last, sent = offset, sent + n
     await _sleep_until(c.at(last) + stall_ns)
     if c.error == "cut":
-        _cut(c.request)
+        _drop_connection(c.request)
         return web.Response()
     if c.error == "midstream":
         doc = w.error_doc(500, MIDSTREAM_MESSAGE)
