@@ -12,7 +12,10 @@ LINE = "CHECK 3FA9-C01B-2E7D-4456"
 
 def test_the_expected_line_is_the_nonce_upper_cased_in_groups_of_four() -> None:
     assert canary.expected("3fa9c01b2e7d4456") == LINE
-    assert canary.wrong(LINE) == "CHECK 3FA9-C01B-2E7D-4457" and canary.wrong("CHECK 0000-0000-0000-000F")[-1] == "0"
+    assert (
+        canary.near_miss(LINE) == "CHECK 3FA9-C01B-2E7D-4457"
+        and canary.near_miss("CHECK 0000-0000-0000-000F")[-1] == "0"
+    )
 
 
 def test_what_a_prompt_asks_is_read_from_its_first_and_last_lines() -> None:

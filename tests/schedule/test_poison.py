@@ -117,7 +117,7 @@ async def test_a_failing_startup_read_does_not_stop_the_sampler(
             raise ValueError("could not convert string to float: 'garbage'")
         return None
 
-    monkeypatch.setattr(sampling, "last_started", last_started_once_broken)
+    monkeypatch.setattr(sampling, "job_last_started", last_started_once_broken)
     sampler = Sampler([job("m", 600), job("n", 600)], store, clock=clock, run_job=runs, inline_reads=True)
     with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(sampler, clock, 3600)

@@ -26,7 +26,7 @@ from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
 from tokenpace.schedule.cadence import STAGGER_S, JobKey
-from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, jobs, last_started, next_due, usage
+from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, job_last_started, jobs, next_due, usage
 from tokenpace.store.database import Store, open_store
 
 T0 = 1_750_000_000.0
@@ -500,7 +500,7 @@ def test_last_started_leaves_out_samples_cancelled_at_shutdown(any_store: Store)
         timeline = Timeline(0, 500_000, 5_000_000, events, failure=failure)
         store.add_sample(make_sample("run", j.endpoint, j.workload.name, datetime.fromtimestamp(at, UTC), timeline))
     assert [s.error_kind for s in store.samples()].count(ErrorKind.CANCELLED) == 1
-    assert last_started(store, j) == pytest.approx(T0 + 10, abs=1e-3)  # a failure is a run; a shutdown's cut is not
+    assert job_last_started(store, j) == pytest.approx(T0 + 10, abs=1e-3)  # a failure is a run; a shutdown's cut is not
 
 
 async def test_an_o200k_count_above_the_models_own_stays_within_the_output_cap(store: Store) -> None:

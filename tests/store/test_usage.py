@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from tests.schedule.test_sampler import DAY, T0, fake_sample, job
-from tokenpace.schedule.sampler import Spend, last_started, usage
+from tokenpace.schedule.sampler import Spend, job_last_started, usage
 from tokenpace.store.database import Store
 from tokenpace.store.usage import TYPICAL, HourSpend, hourly, typical
 
@@ -19,7 +19,7 @@ def test_usage_counts_the_larger_output_and_the_providers_input(any_store: Store
     store.add_sample(fake_sample(j, T0 + 1, input_tokens=500, output_tokens=70))
     store.add_sample(fake_sample(j, T0 - DAY - 1))  # outside the window
     assert usage(store, "p", "default", T0 - DAY) == Spend(2, 1500, 3 + 70)
-    assert last_started(store, j) == pytest.approx(T0 + 1) and last_started(store, job("n")) is None
+    assert job_last_started(store, j) == pytest.approx(T0 + 1) and job_last_started(store, job("n")) is None
 
 
 def test_hourly_spend_is_counted_per_utc_hour_and_endpoint(any_store: Store) -> None:

@@ -333,7 +333,7 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
 MAX_CONFIG_BYTES = 1 << 20  # a config of every provider tokenpace knows is under 20 KB
 
 
-def _read(path: Path) -> str:
+def _read_capped(path: Path) -> str:
     """The file's text, read no further than MAX_CONFIG_BYTES: /dev/zero or a huge file is refused, not held."""
     with path.open("rb") as f:
         data = f.read(MAX_CONFIG_BYTES + 1)
@@ -357,7 +357,7 @@ def load(path: str | Path) -> Config:
     """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
     path = Path(path)
     try:
-        raw = tomllib.loads(_read(path))
+        raw = tomllib.loads(_read_capped(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     except UnicodeDecodeError:

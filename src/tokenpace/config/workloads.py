@@ -126,7 +126,7 @@ def ordered(names: Iterable[str], configured: Sequence[str] = ()) -> list[str]:
     return sorted(set(names), key=lambda n: (first.index(n) if n in first else len(first), n))
 
 
-class _Table(pydantic.BaseModel):
+class _WorkloadTable(pydantic.BaseModel):
     """A ``[workloads.NAME]`` table's types; a key left out keeps the built-in's value (or DEFAULT's); the values
     are checked by ``Workload`` itself."""
 
@@ -148,9 +148,9 @@ def workload_from_config(name: str, table: Mapping[str, Any]) -> Workload:
     DEFAULT (1k in, 1k's output cap, the five text tasks).
     """
     try:
-        t = _Table.model_validate(table)
+        t = _WorkloadTable.model_validate(table)
     except pydantic.ValidationError as exc:
-        raise ConfigError(f"workloads.{name}.{first_problem(exc, _Table)}") from None
+        raise ConfigError(f"workloads.{name}.{first_problem(exc, _WorkloadTable)}") from None
     base = BUILTIN.get(name, DEFAULT)
     image = base.image if t.image is None else (t.image[0], t.image[1])
     tasks = tuple(t.tasks) if t.tasks is not None else (IMAGE_TASK,) if image else base.tasks  # base: no image

@@ -87,7 +87,7 @@ def pass_rate(passed: int, checked: int) -> float | None:
     return passed / checked if checked else None
 
 
-def wrong(expected_line: str) -> str:
+def near_miss(expected_line: str) -> str:
     """A near miss: the expected line with its last hex digit moved on by one (what a swapped model answers)."""
     last = expected_line[-1]
     return expected_line[:-1] + f"{(int(last, 16) + 1) % 16:X}"

@@ -28,7 +28,7 @@ SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 VOCAB = resources.files("tokenpace.prompts") / "vocab" / "o200k_base.tiktoken"
 
 
-def _cached() -> bool:
+def _vocab_in_cache() -> bool:
     """Whether ``TIKTOKEN_CACHE_DIR`` holds tiktoken's copy of the file (its cache key: sha1 of the URL)."""
     folder = os.environ.get("TIKTOKEN_CACHE_DIR")
     if not folder:
@@ -36,7 +36,7 @@ def _cached() -> bool:
     return (Path(folder) / hashlib.sha1(URL.encode()).hexdigest()).is_file()  # noqa: S324 (tiktoken's key)
 
 
-def _ranks(vocab: Traversable) -> dict[bytes, int]:
+def _mergeable_ranks(vocab: Traversable) -> dict[bytes, int]:
     """The mergeable ranks in a .tiktoken file (one ``base64(token) rank`` a line), refused unless it hashes right.
 
     Parsed here rather than by tiktoken's ``load_tiktoken_bpe``, which would copy the file into a cache folder
@@ -57,7 +57,7 @@ def from_package(vocab: Traversable = VOCAB) -> tiktoken.Encoding:
     # The constructor's one download goes through the module-level name load_tiktoken_bpe: run the same code
     # with that name bound to the shipped file, so pattern and special tokens can never drift from tiktoken's.
     def load_tiktoken_bpe(url: str, expected_hash: str) -> dict[bytes, int]:
-        return _ranks(vocab)
+        return _mergeable_ranks(vocab)
 
     scope = vars(openai_public) | {"load_tiktoken_bpe": load_tiktoken_bpe}
     constructor = types.FunctionType(openai_public.o200k_base.__code__, scope)
@@ -67,7 +67,7 @@ def from_package(vocab: Traversable = VOCAB) -> tiktoken.Encoding:
 @functools.cache
 def encoding() -> tiktoken.Encoding:
     """The o200k_base encoding, loaded once; TokenizerError, with what to do, where it cannot be."""
-    if _cached():
+    if _vocab_in_cache():
         try:
             return tiktoken.get_encoding(ENCODING)
         except Exception:  # noqa: S110 (a cached copy tiktoken refuses and cannot download: the package's serves)

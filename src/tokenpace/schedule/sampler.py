@@ -31,7 +31,7 @@ from tokenpace.store.database import Store, utc
 from tokenpace.store.usage import spent
 
 __all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Spend", "Status", "SystemClock"]
-__all__ += ["jobs", "last_started", "next_due", "stale_after", "usage"]
+__all__ += ["job_last_started", "jobs", "next_due", "stale_after", "usage"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
     return spent(store, provider, plan, since)
 
 
-def last_started(store: Store, job: Job) -> float | None:
+def job_last_started(store: Store, job: Job) -> float | None:
     """When the job's latest sample started, or None if it has none; one cancelled at shutdown is left out,
     so that a run cut short is retried soon rather than an interval later."""
     provider, plan, model, workload = job.key
@@ -181,7 +181,7 @@ class Sampler:
         for job in self.jobs:
             last = None
             try:
-                last = await self._read(partial(last_started, self.store, job))
+                last = await self._read(partial(job_last_started, self.store, job))
             except Exception as exc:  # unknown: it starts soon, as a job never sampled does
                 self._failed(f"cannot read when {job.name} last ran", exc)
             if last is not None:
@@ -287,7 +287,7 @@ class Sampler:
                 self._failed(f"after {job.name}", exc)
             before = self._last.get(job.slot)
             try:
-                last = await self._read(partial(last_started, self.store, job))
+                last = await self._read(partial(job_last_started, self.store, job))
             except Exception as exc:
                 last = None
                 self._failed(f"after {job.name}: cannot read when it last ran, taking its start", exc)

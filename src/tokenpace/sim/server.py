@@ -229,7 +229,7 @@ class Simulator:
             return ()
         swapped = s.canary_wrong_after is not None and self._asked[ask.model] > s.canary_wrong_after
         if swapped or (s.canary_wrong_rate and rng.random() < s.canary_wrong_rate):
-            line = canary.wrong(line)
+            line = canary.near_miss(line)
         return tuple(token_texts(line + "\n"))
 
     @staticmethod

@@ -33,7 +33,7 @@ def _metric(name: str) -> str:
 _CHECKS = {"canary_checked": "(NEW.canary_ok IS NOT NULL)::integer", "canary_passed": "coalesce(NEW.canary_ok, 0)"}
 
 
-def _tag(name: str) -> str:
+def _new_row_tag(name: str) -> str:
     """A key tag of one sample: rollup.TAGS' SQL over the new row's columns."""
     return rollup.TAGS[name].format(row="NEW.")
 
@@ -47,7 +47,7 @@ def _upsert(level: rollup.RollupLevel, shape: rollup.Shape) -> str:
         "1", "NEW.ok", "(NEW.source = 'one-shot')::integer", "NEW.started_at", "NEW.started_at", "NEW.protocol",
         "NEW.simulated", f"CASE WHEN NEW.ok = 0 THEN ' ' || coalesce(NEW.error_kind, '{rollup.UNKNOWN}') ELSE '' END",
     ]  # fmt: skip
-    tags = [_tag(t) for t in shape.tags]
+    tags = [_new_row_tag(t) for t in shape.tags]
     checks = [_CHECKS[c] for c in shape.checks]
     values = [*ident, unit, "NEW.client_bound", *tags, *counts, *checks, *(_metric(m) for m in shape.metrics)]
     columns = level.columns_of(shape)

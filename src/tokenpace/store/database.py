@@ -78,7 +78,7 @@ def open_store(url: str | None = None) -> Store:
     raise StoreError(f"unsupported store {shown!r}: give {ACCEPTED}")
 
 
-def _insert(table: str, columns: Sequence[str], ph: str, upsert: bool = False) -> str:
+def _insert_sql(table: str, columns: Sequence[str], ph: str, upsert: bool = False) -> str:
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([ph] * len(columns))})"  # noqa: S608
     if upsert:  # ON CONFLICT is portable: SQLite since 3.24, PostgreSQL since 9.5
         sql += " ON CONFLICT (id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in columns[1:])
@@ -143,10 +143,10 @@ class Store:
         self.dialect = dialect.name
         self.writes = 0  # records this Store has committed: lets a cache tell cheaply that nothing is new
         # A queued job's request is stored once, whoever retried it (agent restarts, the queue's retry).
-        insert = _insert("samples", _SAMPLE_COLUMNS, self._ph) + " ON CONFLICT (job_id, job_seq) DO NOTHING"
+        insert = _insert_sql("samples", _SAMPLE_COLUMNS, self._ph) + " ON CONFLICT (job_id, job_seq) DO NOTHING"
         self._samples = _Table("sample", insert, _SAMPLE_COLUMNS, _sample_row, self.unsaved)
         # A run may be written when it starts and again when it ends: the last write wins.
-        upsert = _insert("runs", _RUN_COLUMNS, self._ph, upsert=True)
+        upsert = _insert_sql("runs", _RUN_COLUMNS, self._ph, upsert=True)
         self._runs = _Table("run", upsert, _RUN_COLUMNS, _run_row, self.unsaved_runs)
         self._tables = (self._samples, self._runs)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenpace-store")
