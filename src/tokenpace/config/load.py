@@ -12,10 +12,10 @@ raises ConfigError with one line that says what to write instead.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from tokenpace.config.durations import parse_duration
 from tokenpace.config.workloads import MAX_CONCURRENCY
 from tokenpace.errors import ConfigError
 
@@ -83,32 +83,28 @@ class Sweep:
     auto: bool = False
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
 def parse_seconds(text: str, option: str) -> float:
-    """``90``, ``90s``, ``1.5m``, ``250ms``, ``2h`` as seconds (> 0, at most a week)."""
-    m = _DURATION.match(text)
-    if not m or (seconds := float(m[1]) * _UNIT_S[m[2]]) <= 0 or seconds > MAX_DURATION_S:
-        raise ConfigError(f"{option} {text!r}: give a time such as 60s, 5m or 250ms (more than 0, at most 7 days)")
-    return seconds
+    """``90``, ``90s``, ``1.5m``, ``250ms``, ``2h`` as seconds (> 0, at most a week); a bare number is seconds."""
+    try:
+        return parse_duration(text, bare="s", longest_s=MAX_DURATION_S)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
 
 
 def parse_slo(text: str) -> Slo:
-    """``ttft=500ms,tpot=50ms`` (also itl, e2e; ms or s; a bare number is ms) as an :class:`Slo`."""
+    """``ttft=500ms,tpot=50ms`` (also itl, e2e; a bare number is ms) as an :class:`Slo`."""
+    wrong = f"--slo {text!r}: write it as ttft=500ms,tpot=50ms (each of ttft, tpot, itl, e2e once)"
     values: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, eq, value = (s.strip() for s in part.partition("="))
-        m = _DURATION.match(value)
-        if not eq or name not in ("ttft", "tpot", "itl", "e2e") or f"{name}_ms" in values or not m:
-            raise ConfigError(f"--slo {text!r}: write it as ttft=500ms,tpot=50ms (each of ttft, tpot, itl, e2e once)")
-        ms = float(m[1]) * (_UNIT_S[m[2]] * 1000 if m[2] else 1.0)
-        if not 0 < ms <= MAX_DURATION_S * 1000:
-            raise ConfigError(f"--slo {name}={value}: give a time more than 0 ms")
-        values[f"{name}_ms"] = ms
+        if not eq or name not in ("ttft", "tpot", "itl", "e2e") or f"{name}_ms" in values:
+            raise ConfigError(wrong)
+        try:
+            values[f"{name}_ms"] = parse_duration(value, bare="ms", longest_s=MAX_DURATION_S) * 1000
+        except ValueError as exc:
+            raise ConfigError(f"--slo {name}: {exc}") from None
     if not values:
-        raise ConfigError(f"--slo {text!r}: write it as ttft=500ms,tpot=50ms (each of ttft, tpot, itl, e2e once)")
+        raise ConfigError(wrong)
     return Slo(**values)
 
 

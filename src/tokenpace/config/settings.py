@@ -8,13 +8,14 @@ taken to be billed per token and a local server (no key) to be uncapped, unless 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 import pydantic
+
+from tokenpace.config.durations import parse_duration
 
 Billing = Literal["uncapped", "capped", "per-token"]
 BILLING_EVERY_S: Mapping[str, float] = MappingProxyType({"uncapped": 600.0, "capped": 3600.0, "per-token": 14400.0})
@@ -27,17 +28,6 @@ MIN_SIMULATED_EVERY_S = 1.0
 # A request sent after the endpoint was idle this long is tagged cold (load/coldstart.py): a scale-to-zero
 # endpoint has unloaded its model by then (Hugging Face Inference Endpoints' default is 15 minutes).
 DEFAULT_COLD_AFTER_S = 900.0
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in ``"90s"``, ``"10m"``, ``"3h"``, ``"1d"`` (a number then one unit); ValueError otherwise."""
-    match = _DURATION.fullmatch(text) if isinstance(text, str) else None
-    seconds = float(match[1]) * _UNITS[match[2]] if match else 0.0
-    if seconds <= 0:
-        raise ValueError(f'{text!r} is not a duration: give a number above 0 and a unit s, m, h or d, e.g. "10m"')
-    return seconds
 
 
 def parse_cold_after(value: object) -> float:
@@ -45,7 +35,7 @@ def parse_cold_after(value: object) -> float:
     if value in ("off", "0", 0):
         return 0.0
     try:
-        return parse_duration(value)  # type: ignore[arg-type]  # anything else is refused there, in one line
+        return parse_duration(value)
     except ValueError:
         wanted = 'give how long an endpoint idles before a request is cold, e.g. "15m", or "off"'
         raise ValueError(f"{value!r}: {wanted}") from None
