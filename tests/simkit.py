@@ -13,6 +13,7 @@ import aiohttp
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts, new_session, record
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.timing import Recording, Timeline
 from tokenpace.prompts.prompt import Prompt
 from tokenpace.prompts.tokens import count_tokens
@@ -105,7 +106,7 @@ async def post(url: str, body: Any, headers: Mapping[str, str] | None = None) ->
         return Raw(r.status, r.headers, data, error)
 
 
-async def send(prompts: Sequence[Prompt], protocol: str = "openai-chat") -> list[tuple[Timeline, Truth]]:
+async def send(prompts: Sequence[Prompt], protocol: ProtocolName = "openai-chat") -> list[tuple[Timeline, Truth]]:
     """Each prompt in turn, sent by tokenpace's own client to a FAST simulator: what it decoded, what was served."""
     simulator = Simulator(FAST)
     proto = protocol_for(protocol)

@@ -25,6 +25,7 @@ from tokenpace.cli import main
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Limits, Timeouts, new_session, record
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import DEFAULT, Workload
 from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
@@ -269,7 +270,7 @@ def keyed(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "gemini", "openai-chat"])
-async def test_cross_origin_redirect_is_not_followed(protocol: str, keyed: str) -> None:
+async def test_cross_origin_redirect_is_not_followed(protocol: ProtocolName, keyed: str) -> None:
     seen: list[dict[str, str]] = []
 
     async def elsewhere(request: web.Request) -> web.Response:

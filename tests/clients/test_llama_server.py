@@ -13,6 +13,7 @@ import pytest
 
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
@@ -73,7 +74,7 @@ async def test_10k_workload_and_what_the_tiny_model_cannot_take(llama_server_lon
 
 
 @pytest.mark.parametrize("protocol", ["openai-completions", "openai-responses", "anthropic"])
-async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: str) -> None:
+async def test_every_protocol_llama_server_speaks(llama_server: str, protocol: ProtocolName) -> None:
     endpoint = Endpoint("llama.cpp", "tiny", llama_server, protocol=protocol)
     result = await run_workload([endpoint], Workload("short", 64), RunOptions(2, 1, Timeouts(5, 30, 30, 60)))
     for s in result.samples:

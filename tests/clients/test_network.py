@@ -20,6 +20,7 @@ from tokenpace import sim
 from tokenpace.clients.network import RTT_BYTES, measure_network
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.metrics import corrected_ttft
 from tokenpace.measure.sample import Network
 from tokenpace.sim.delay import DelayProxy
@@ -187,7 +188,7 @@ async def recorder() -> AsyncIterator[tuple[str, list[Seen]]]:
 async def test_the_cheap_requests_carry_the_key_on_one_kept_connection(
     recorder: tuple[str, list[Seen]],
     monkeypatch: pytest.MonkeyPatch,
-    protocol: str,
+    protocol: ProtocolName,
     base: str,
     path: str,
     header: str,

@@ -9,6 +9,7 @@ from tokenpace import sim
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import PROTOCOLS, Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import ConfigError
 from tokenpace.load.run import RunOptions, run_workload
@@ -20,7 +21,7 @@ MS = 1_000_000
 FAST = Timeouts(connect=2, first_token=5, idle=5, total=10)
 
 
-async def take(protocol: str, scenario: sim.Scenario, workload: str = "1k") -> tuple[Sample, sim.Truth]:
+async def take(protocol: ProtocolName, scenario: sim.Scenario, workload: str = "1k") -> tuple[Sample, sim.Truth]:
     """One request in ``protocol`` to a fresh simulator, and the truth of what it sent."""
     simulator = sim.Simulator(scenario)
     async with sim.serve(simulator) as url:
@@ -32,7 +33,7 @@ async def take(protocol: str, scenario: sim.Scenario, workload: str = "1k") -> t
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_timing_text_and_usage_match_the_truth(protocol: str) -> None:
+async def test_timing_text_and_usage_match_the_truth(protocol: ProtocolName) -> None:
     reasoning = 0 if protocol == "openai-completions" else 6  # legacy Completions has no reasoning channel
     scenario = sim.Scenario(ttft_ms=60, tokens_per_s=300, output_tokens=60, reasoning_tokens=reasoning)
     s, truth = await take(protocol, scenario)
@@ -55,7 +56,7 @@ async def test_timing_text_and_usage_match_the_truth(protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_vision_prompt_reaches_the_server(protocol: str) -> None:
+async def test_vision_prompt_reaches_the_server(protocol: ProtocolName) -> None:
     if protocol == "openai-completions":  # text only: refused before anything is sent, not silently dropped
         with pytest.raises(ConfigError, match="image"):
             await take(protocol, sim.Scenario(), "vision")
@@ -77,14 +78,14 @@ ERROR_CASES = [
 
 @pytest.mark.parametrize(("error", "kind"), ERROR_CASES, ids=[e for e, _ in ERROR_CASES])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_every_error_kind_in_every_protocol(protocol: str, error: str, kind: ErrorKind) -> None:
+async def test_every_error_kind_in_every_protocol(protocol: ProtocolName, error: str, kind: ErrorKind) -> None:
     s, _ = await take(protocol, sim.Scenario(error=error, ttft_ms=5, tokens_per_s=1000, output_tokens=20))
     assert s.error_kind is kind, s.error_message
     assert s.error_message and "\n" not in s.error_message
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_timeouts_in_every_protocol(protocol: str) -> None:
+async def test_timeouts_in_every_protocol(protocol: ProtocolName) -> None:
     simulator = sim.Simulator(sim.Scenario(ttft_ms=3000))
     async with sim.serve(simulator) as url:
         base = url.removesuffix("/v1") + protocol_for(protocol).default_base
@@ -95,7 +96,7 @@ async def test_timeouts_in_every_protocol(protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_official_sdk_gets_what_tokenpace_measured(protocol: str) -> None:
+async def test_official_sdk_gets_what_tokenpace_measured(protocol: ProtocolName) -> None:
     """Two simulators with one scenario send the same first stream: one to the SDK, one to tokenpace."""
     from tests.sim.test_protocols import sdk
 

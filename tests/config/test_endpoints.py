@@ -66,7 +66,12 @@ def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
         ('[providers.a]\nbase_url = "not a url"\nmodels = ["m"]\n', r"providers\.a\.base_url: "),
         (
             '[providers.a]\nbase_url = "http://x"\nprotocol = "carrier-pigeon"\nmodels = ["m"]\n',
-            r"providers\.a\.protocol: ",
+            r'providers\.a\.protocol: "carrier-pigeon" is not one of "openai-chat", "openai-completions", '
+            r'"openai-responses", "anthropic", "ollama" or "gemini"$',
+        ),
+        (
+            '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\n[providers.a.plans.p]\nmodels = ["n"]\nprotocol = 5\n',
+            r'providers\.a\.plans\.p\.protocol: 5 is not one of "openai-chat", .* or "gemini"$',
         ),
         ('[providers.a]\nbase_url = "http://x"\n', r"providers\.a: give 'models'"),
         (

@@ -17,6 +17,7 @@ from tokenpace import sim
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import PROTOCOLS, Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.load.run import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
@@ -27,12 +28,12 @@ FAST = Timeouts(connect=2, first_token=20, idle=20, total=60)
 CACHED = BUILTIN["cached-10k"]
 
 
-def endpoint(url: str, protocol: str) -> Endpoint:
+def endpoint(url: str, protocol: ProtocolName) -> Endpoint:
     base = url.removesuffix("/v1") + protocol_for(protocol).default_base
     return Endpoint("sim", "sim", base, protocol=protocol, simulated=True)
 
 
-async def pairs(scenario: sim.Scenario, protocol: str, requests: int) -> tuple[list[Sample], sim.Simulator]:
+async def pairs(scenario: sim.Scenario, protocol: ProtocolName, requests: int) -> tuple[list[Sample], sim.Simulator]:
     simulator = sim.Simulator(scenario)
     async with sim.serve(simulator) as url:
         result = await run_workload([endpoint(url, protocol)], CACHED, RunOptions(requests, 1, FAST))
@@ -40,7 +41,7 @@ async def pairs(scenario: sim.Scenario, protocol: str, requests: int) -> tuple[l
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_cached_count_is_read_in_every_protocol_as_the_server_served_it(protocol: str) -> None:
+async def test_cached_count_is_read_in_every_protocol_as_the_server_served_it(protocol: ProtocolName) -> None:
     scenario = sim.Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=5, prefix_cache=True)
     (cold, warm), simulator = await pairs(scenario, protocol, 2)
     if protocol == "ollama":  # its API has no cached field: the server cached, the client cannot tell
@@ -118,7 +119,7 @@ _FIELD = {"openai-chat": "cached_tokens", "openai-responses": "cached_tokens", "
 
 @pytest.mark.parametrize("protocol", sorted(_HOSTILE))
 @pytest.mark.parametrize("value", ["-1", '"9"', "true", "1e12", "2.5", "[1]"])
-def test_a_hostile_cached_count_is_refused_and_kept_raw(protocol: str, value: str) -> None:
+def test_a_hostile_cached_count_is_refused_and_kept_raw(protocol: ProtocolName, value: str) -> None:
     raw = _HOSTILE[protocol].format(v=value).encode()
     rec = Recording(t_start_ns=0, t_sent_ns=0, t_headers_ns=1, t_end_ns=3, http_status=200, chunks=[(2, raw)])
     timeline = protocol_for(protocol).decode(rec)
@@ -129,7 +130,7 @@ def test_a_hostile_cached_count_is_refused_and_kept_raw(protocol: str, value: st
 
 
 @pytest.mark.parametrize("protocol", sorted(_HOSTILE))
-def test_a_sane_cached_count_is_read(protocol: str) -> None:
+def test_a_sane_cached_count_is_read(protocol: ProtocolName) -> None:
     raw = _HOSTILE[protocol].format(v="6").encode()
     rec = Recording(t_start_ns=0, t_sent_ns=0, t_headers_ns=1, t_end_ns=3, http_status=200, chunks=[(2, raw)])
     usage = protocol_for(protocol).decode(rec).usage

@@ -11,6 +11,7 @@ import pytest
 from tests.simkit import send
 from tokenpace.clients.openai_completions import completion_text
 from tokenpace.config.endpoints import PROTOCOLS
+from tokenpace.config.presets import ProtocolName
 from tokenpace.errors import ConfigError
 from tokenpace.load.chains import Chain, Dataset
 from tokenpace.load.synthetic import (
@@ -168,7 +169,7 @@ async def test_synthetic_and_prefix_requests_reach_the_simulator() -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_every_turn_of_a_chat_reaches_the_simulator_in_every_protocol(protocol: str) -> None:
+async def test_every_turn_of_a_chat_reaches_the_simulator_in_every_protocol(protocol: ProtocolName) -> None:
     chain = MultiTurn(3, Lengths(100), Lengths(40), seed=2).chain(0)
     prompts = [r.prompt for r in chain]
     for prompt, (timeline, truth) in zip(prompts, await send(prompts, protocol), strict=True):

@@ -13,7 +13,7 @@ from tokenpace.board.changes import describe, read_current, series_changes
 from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
-from tokenpace.config.presets import PROTOCOLS
+from tokenpace.config.presets import PROTOCOLS, ProtocolName
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.errors import SimulatorError
 from tokenpace.load.run import RunOptions, run_workload
@@ -33,7 +33,11 @@ SMALL = Workload("small", 40, input_tokens=300)
 
 
 async def measured(
-    scenario: sim.Scenario, n: int, workload: Workload = SMALL, protocol: str = "openai-chat", publish: bool = False
+    scenario: sim.Scenario,
+    n: int,
+    workload: Workload = SMALL,
+    protocol: ProtocolName = "openai-chat",
+    publish: bool = False,
 ) -> tuple[sim.Simulator, list[Sample]]:
     """n samples of one simulated endpoint, one request at a time, with the simulator that served them."""
     simulator = sim.Simulator(scenario)
@@ -49,7 +53,7 @@ def truth_of(simulator: sim.Simulator, s: Sample) -> sim.Truth:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_the_simulator_answers_the_canary_first_in_every_protocol(protocol: str) -> None:
+async def test_the_simulator_answers_the_canary_first_in_every_protocol(protocol: ProtocolName) -> None:
     simulator, samples = await measured(FAST, 2, protocol=protocol)
     for s in samples:
         assert s.ok, s.error_message

@@ -10,6 +10,7 @@ from typing import Any
 
 from tokenpace.board.bursts import Bursts, Member, bursts, grouped
 from tokenpace.clients import protocol_for
+from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import Figure, figure, success_rate
@@ -64,7 +65,7 @@ class ErrorMessage:
         return {"message": self.message, "count": self.count, "hint": self.hint}
 
 
-def hint(kind: str, status: int | None, protocol: str = "openai-chat") -> str | None:
+def hint(kind: str, status: int | None, protocol: ProtocolName = "openai-chat") -> str | None:
     """What a failure of this kind and HTTP status usually means, as a question to check; None if nothing."""
     if status == 404:
         base = protocol_for(protocol).default_base
@@ -87,7 +88,7 @@ def _printable(text: str) -> str:
 
 def messages(samples: Sequence[Sample]) -> dict[str, list[ErrorMessage]]:
     """Per error kind, its TOP_MESSAGES commonest messages, commonest first (cancelled ones say nothing new)."""
-    counts: dict[str, Counter[tuple[str, int | None, str]]] = {}
+    counts: dict[str, Counter[tuple[str, int | None, ProtocolName]]] = {}
     for s in samples:
         if not s.ok and s.error_kind != ErrorKind.CANCELLED:
             key = (_printable(s.error_message or ""), s.http_status, s.endpoint.protocol)

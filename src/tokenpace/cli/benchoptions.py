@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
+    from tokenpace.config.presets import ProtocolName
     from tokenpace.load.chains import Dataset
 
 MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
@@ -35,7 +36,7 @@ class Target:
     config_path: Path | None
     base_url: str | None
     model: str | None
-    protocol: str
+    protocol: ProtocolName
     api_key_env: str | None
     provider: str | None
     headers: tuple[str, ...]

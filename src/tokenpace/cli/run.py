@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.board.summary import Summary
     from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.presets import ProtocolName
     from tokenpace.config.workloads import Workload
     from tokenpace.load.run import RunOptions, RunResult
     from tokenpace.measure.sample import Sample
@@ -83,7 +84,7 @@ def run(
     config_path: Path | None,
     base_url: str | None,
     model: str | None,
-    protocol: str,
+    protocol: ProtocolName,
     api_key_env: str | None,
     provider: str | None,
     plan: str,

@@ -11,12 +11,13 @@ from tokenpace.errors import ConfigError
 if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.config.endpoints import Config, Endpoint
+    from tokenpace.config.presets import ProtocolName
 
 
 def from_url(
     base_url: str,
     model: str | None,
-    protocol: str,
+    protocol: ProtocolName,
     key_env: str | None,
     plan: str,
     provider: str | None,
@@ -55,7 +56,7 @@ def from_url(
     )
 
 
-def simulated(protocol: str) -> Endpoint:
+def simulated(protocol: ProtocolName) -> Endpoint:
     """--sim's endpoint: the built-in simulator, started in-process for the command, in any protocol."""
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.settings import SIM_BASE_URL
@@ -64,7 +65,7 @@ def simulated(protocol: str) -> Endpoint:
 
 
 def with_sim(
-    cfg: Config, chosen: list[Endpoint], use_sim: bool, protocol: str
+    cfg: Config, chosen: list[Endpoint], use_sim: bool, protocol: ProtocolName
 ) -> tuple[list[Endpoint], dict[str, sim.Scenario]]:
     """The endpoints with --sim's in front, and the scenario of each simulated provider among them."""
     from tokenpace import sim

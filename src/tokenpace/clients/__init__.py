@@ -13,8 +13,9 @@ from tokenpace.clients import (
     openai_responses,
 )
 from tokenpace.clients.base import WireProtocol
+from tokenpace.config.presets import ProtocolName
 
-_PROTOCOLS: dict[str, WireProtocol] = {
+_PROTOCOLS: dict[ProtocolName, WireProtocol] = {
     p.name: p
     for p in (
         openai_chat.OpenAIChat(),
@@ -27,8 +28,8 @@ _PROTOCOLS: dict[str, WireProtocol] = {
 }
 
 
-def protocol_for(name: str) -> WireProtocol:
-    """The wire protocol registered under ``name``."""
+def protocol_for(name: ProtocolName) -> WireProtocol:
+    """The wire protocol registered under ``name`` (checked still: a name read back from a store is any text)."""
     try:
         return _PROTOCOLS[name]
     except KeyError:

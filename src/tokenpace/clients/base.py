@@ -16,6 +16,7 @@ from typing import Any
 
 from tokenpace.clients.scrub import redact, scrub, scrub_events
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.timing import Event, EventKind, Recording, Timeline, Usage, token_count
 from tokenpace.prompts.prompt import Prompt
@@ -97,7 +98,7 @@ def _ending_failure(events: list[Event]) -> Failure | None:
 class WireProtocol(abc.ABC):
     """A streaming API: how to ask (request bytes) and how to read what came back (decode)."""
 
-    name: str
+    name: ProtocolName
     # The path a base URL conventionally ends with (``https://host`` + this): a hint for building one.
     default_base: str = "/v1"
 

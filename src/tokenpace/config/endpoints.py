@@ -77,7 +77,7 @@ from tokenpace.config.alerts import Alerts, AlertsTable, alerts
 from tokenpace.config.models import BUILTIN_MODELS, Models, ModelTable
 from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
-from tokenpace.config.presets import PRESETS, Protocol, preset
+from tokenpace.config.presets import PRESETS, ProtocolName, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
 from tokenpace.config.price_tables import PriceTable, pick
 from tokenpace.config.prices import Price
@@ -112,7 +112,7 @@ class Endpoint:
     model: str
     base_url: str
     plan: str = "default"
-    protocol: str = "openai-chat"
+    protocol: ProtocolName = "openai-chat"
     api_key_env: str | None = None
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold credentials
     simulated: bool = False
@@ -154,7 +154,7 @@ Quantization = Annotated[str, pydantic.Field(min_length=1, max_length=40, patter
 class _Plan(_Strict, PlanKeys):
     api_key_env: str | None = None
     base_url: pydantic.HttpUrl | None = None
-    protocol: Protocol | None = None
+    protocol: ProtocolName | None = None
     headers: dict[str, str] = {}
     models: list[str] = pydantic.Field(min_length=1)
     price: PriceTable | None = None
@@ -164,7 +164,7 @@ class _Plan(_Strict, PlanKeys):
 class _Provider(_Strict, PlanKeys):
     preset: str | None = None  # defaults from a well-known provider; the table's name is tried too
     base_url: pydantic.HttpUrl | None = None
-    protocol: Protocol | None = None
+    protocol: ProtocolName | None = None
     api_key_env: str | None = None
     plan: str = "default"
     headers: dict[str, str] = {}

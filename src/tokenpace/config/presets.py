@@ -17,15 +17,15 @@ from tokenpace.config.prices import Price
 from tokenpace.errors import ConfigError
 
 # The wire protocols' names, here rather than in config so the command line's choices cost no import.
-Protocol = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
-PROTOCOLS: tuple[str, ...] = typing.get_args(Protocol)
+ProtocolName = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
+PROTOCOLS: tuple[ProtocolName, ...] = typing.get_args(ProtocolName)
 
 
 @dataclass(frozen=True, slots=True)
 class Preset:
     name: str
     base_url: str
-    protocol: Protocol
+    protocol: ProtocolName
     api_key_env: str | None  # None: no key (a local server)
     note: str
     # What `tokenpace serve` measures when it finds the key and no config names a model: a small, widely
