@@ -22,6 +22,47 @@ ALLOWED: dict[str, str] = {
     "T": "a TypeVar local to each generic module's signatures; sharing one would couple unrelated modules",
 }
 
+# Issue 23's duplicates whose sides other branches rename (load/: engine; board/, web/ and store's windows,
+# series, tally and rollup: pages; cli/: cli). Not reasons: each entry goes when its rename lands.
+PENDING: dict[str, str] = {
+    "COLUMNS": "board/terminal, web/leaderboard, web/ops",
+    "Cell": "board/grid, board/heatmap",
+    "Change": "board/changes, board/compare",
+    "DAY": "store/rollup, store/windows",
+    "DAYS": "board/heatmap, store/rollup",
+    "Group": "cli/kit, store/tally",
+    "Key": "load/coldstart, store/windows (schedule/cadence's is JobKey)",
+    "LABELS": "board/changes, web/prom",
+    "LABEL_CHARS": "web/charts, web/report_charts",
+    "Level": "load/sweep, store/rollup",
+    "MAX_DOTS": "web/charts, web/report_charts",
+    "MAX_POINTS": "load/results, web/report",
+    "MAX_TURNS": "load/datasets (engine), store/prefixturns",
+    "METRICS": "board/changes, store/rollup",
+    "Message": "board/summary's error message, to rename; prompts/prompt's is the chat message",
+    "Point": "load/results, store/series",
+    "STAGGER_S": "load/run's 0.5 ms between requests (engine), schedule/cadence's 10 s between first runs",
+    "TRUTH": "board/rows, web/methodology",
+    "Turn": "load/datafiles (engine), store/prefixturns",
+    "UNITS": "board/changes, board/numbers",
+    "_columns": "board/loadtable, web/leaderboard",
+    "_endpoint": "cli/bench, web/app",
+    "_jobs": "web/app, web/methodology",
+    "_key": "load/coldstart, store/rollup",
+    "_printable": "board/summary, web/render",
+    "_region": "store/windows, web/detail",
+    "_start": "store/rollup, web/worker",
+    "as_dict": "board/compare, board/ranking",
+    "decode": "store/rollup, web/paths",
+    "encode": "store/rollup, web/paths",
+    "figure": "board/changes' and board/numbers' formatters, to rename; measure/stats' makes a Figure",
+    "interval": "board/compare, board/numbers",
+    "last_started": "store/series' (published samples, a datetime), to rename; store/recent's (any, seconds)",
+    "open_file": "load/datafiles, load/jsonrecords",
+    "read": "board/regions, load/results",
+    "thin": "load/results, web/report_charts",
+}
+
 
 def top_level_names(tree: ast.Module) -> set[str]:
     """The names a module binds at its top: functions, classes and assignments (dunders such as __all__ aside)."""
@@ -47,13 +88,14 @@ def defined_twice(package: Path) -> dict[str, list[str]]:
 
 def test_each_top_level_name_is_defined_in_one_module() -> None:
     twice = defined_twice(PACKAGE)
-    unexplained = [f"{name}: {' '.join(paths)}" for name, paths in twice.items() if name not in ALLOWED]
+    unexplained = [f"{name}: {' '.join(paths)}" for name, paths in twice.items() if name not in ALLOWED | PENDING]
     assert unexplained == [], "rename one side, share one definition, or add it to ALLOWED with a reason"
 
 
-def test_every_allowed_name_is_still_defined_twice() -> None:
+def test_every_listed_name_is_still_defined_twice() -> None:
     """An entry outlives its reason once the duplicate is gone; it would then excuse a new one silently."""
     assert sorted(set(ALLOWED) - set(defined_twice(PACKAGE))) == []
+    assert sorted(set(PENDING) - set(defined_twice(PACKAGE))) == []
 
 
 def test_a_name_defined_in_two_modules_is_seen(tmp_path: Path) -> None:
@@ -66,5 +108,7 @@ def test_a_name_defined_in_two_modules_is_seen(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     for name, paths in defined_twice(PACKAGE).items():
-        print(f"{name}: {' '.join(paths)}{'  (allowed)' if name in ALLOWED else ''}")
+        print(
+            f"{name}: {' '.join(paths)}{'  (allowed)' if name in ALLOWED else '  (pending)' if name in PENDING else ''}"
+        )
     sys.exit(0)
