@@ -70,7 +70,8 @@ def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
             r'"openai-responses", "anthropic", "ollama" or "gemini"$',
         ),
         (
-            '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\n[providers.a.plans.p]\nmodels = ["n"]\nprotocol = 5\n',
+            '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\n'
+            '[providers.a.plans.p]\nmodels = ["n"]\nprotocol = 5\n',
             r'providers\.a\.plans\.p\.protocol: 5 is not one of "openai-chat", .* or "gemini"$',
         ),
         ('[providers.a]\nbase_url = "http://x"\n', r"providers\.a: give 'models'"),

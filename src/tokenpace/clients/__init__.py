@@ -3,6 +3,8 @@ timed HTTP transport they share, and the network probe an agent runs before a jo
 
 from __future__ import annotations
 
+import typing
+
 from tokenpace import errors
 from tokenpace.clients import (
     anthropic,
@@ -13,7 +15,9 @@ from tokenpace.clients import (
     openai_responses,
 )
 from tokenpace.clients.base import WireProtocol
-from tokenpace.config.presets import ProtocolName
+
+if typing.TYPE_CHECKING:  # the name only: the package exports protocol_for, not the config's types
+    from tokenpace.config.presets import ProtocolName
 
 _PROTOCOLS: dict[ProtocolName, WireProtocol] = {
     p.name: p
