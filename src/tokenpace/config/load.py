@@ -87,13 +87,16 @@ def parse_seconds(text: str, option: str) -> float:
     """``90``, ``90s``, ``1.5m``, ``250ms``, ``2h`` as seconds (> 0, at most a week); a bare number is seconds."""
     try:
         return parse_duration(text, bare="s", longest_s=MAX_DURATION_S)
-    except ValueError as exc:
-        raise ConfigError(f"{option}: {exc}") from None
+    except ValueError:
+        wanted = "give a time such as 60s, 5m or 250ms (more than 0, at most 7 days)"
+        raise ConfigError(f"{option} {text!r}: {wanted}") from None
 
 
 def parse_slo(text: str) -> Slo:
     """``ttft=500ms,tpot=50ms`` (also itl, e2e; a bare number is ms) as an :class:`Slo`."""
-    wrong = f"--slo {text!r}: write it as ttft=500ms,tpot=50ms (each of ttft, tpot, itl, e2e once)"
+    wrong = (
+        f"--slo {text!r}: write it as ttft=500ms,tpot=50ms (each of ttft, tpot, itl, e2e once; above 0, at most 7 days)"
+    )
     values: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, eq, value = (s.strip() for s in part.partition("="))
@@ -101,8 +104,8 @@ def parse_slo(text: str) -> Slo:
             raise ConfigError(wrong)
         try:
             values[f"{name}_ms"] = parse_duration(value, bare="ms", longest_s=MAX_DURATION_S) * 1000
-        except ValueError as exc:
-            raise ConfigError(f"--slo {name}: {exc}") from None
+        except ValueError:
+            raise ConfigError(wrong) from None
     if not values:
         raise ConfigError(wrong)
     return Slo(**values)
