@@ -23,14 +23,13 @@ ALLOWED: dict[str, str] = {
 }
 
 # Issue 23's duplicates whose sides other branches rename (load/: engine; board/, web/ and store's windows,
-# series, tally and rollup: pages; cli/: cli). Not reasons: each entry goes when its rename lands.
+# series, tally and rollup: pages), or the lead. Not reasons: each entry goes when its rename lands.
 PENDING: dict[str, str] = {
     "COLUMNS": "board/terminal, web/leaderboard, web/ops",
     "Cell": "board/grid, board/heatmap",
     "Change": "board/changes, board/compare",
     "DAY": "store/rollup, store/windows",
     "DAYS": "board/heatmap, store/rollup",
-    "Group": "cli/kit, store/tally",
     "Key": "load/coldstart, store/windows (schedule/cadence's is JobKey)",
     "LABELS": "board/changes, web/prom",
     "LABEL_CHARS": "web/charts, web/report_charts",
@@ -46,7 +45,6 @@ PENDING: dict[str, str] = {
     "Turn": "load/datafiles (engine), store/prefixturns",
     "UNITS": "board/changes, board/numbers",
     "_columns": "board/loadtable, web/leaderboard",
-    "_endpoint": "cli/bench, web/app",
     "_jobs": "web/app, web/methodology",
     "_key": "load/coldstart, store/rollup",
     "_printable": "board/summary, web/render",

@@ -62,7 +62,9 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     async def go() -> None:
         chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
         notes.extend(found)
-        await service.run_service(chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready)
+        await service.run_service(
+            chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready
+        )
 
     try:
         run_async(go)
