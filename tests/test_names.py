@@ -22,42 +22,21 @@ ALLOWED: dict[str, str] = {
     "T": "a TypeVar local to each generic module's signatures; sharing one would couple unrelated modules",
 }
 
-# Issue 23's duplicates whose sides other branches rename (load/: engine; board/, web/ and store's windows,
-# series, tally and rollup: pages), or the lead. Not reasons: each entry goes when its rename lands.
+# Issue 23's duplicates whose sides other branches rename (load/: the engine branch; the rest: the lead's pass).
+# Not reasons: each entry goes when its rename lands, and the test below fails until it does.
 PENDING: dict[str, str] = {
-    "COLUMNS": "board/terminal, web/leaderboard, web/ops",
-    "Cell": "board/grid, board/heatmap",
-    "Change": "board/changes, board/compare",
-    "DAY": "store/rollup, store/windows",
-    "DAYS": "board/heatmap, store/rollup",
-    "Key": "load/coldstart, store/windows (schedule/cadence's is JobKey)",
-    "LABELS": "board/changes, web/prom",
     "LABEL_CHARS": "web/charts, web/report_charts",
-    "Level": "load/sweep, store/rollup",
     "MAX_DOTS": "web/charts, web/report_charts",
     "MAX_POINTS": "load/results, web/report",
     "MAX_TURNS": "load/datasets (engine), store/prefixturns",
-    "METRICS": "board/changes, store/rollup",
-    "Message": "board/summary's error message, to rename; prompts/prompt's is the chat message",
-    "Point": "load/results, store/series",
     "STAGGER_S": "load/run's 0.5 ms between requests (engine), schedule/cadence's 10 s between first runs",
-    "TRUTH": "board/rows, web/methodology",
     "Turn": "load/datafiles (engine), store/prefixturns",
-    "UNITS": "board/changes, board/numbers",
     "_columns": "board/loadtable, web/leaderboard",
     "_jobs": "web/app, web/methodology",
     "_key": "load/coldstart, store/rollup",
     "_printable": "board/summary, web/render",
-    "_region": "store/windows, web/detail",
     "_start": "store/rollup, web/worker",
-    "as_dict": "board/compare, board/ranking",
-    "decode": "store/rollup, web/paths",
-    "encode": "store/rollup, web/paths",
-    "figure": "board/changes' and board/numbers' formatters, to rename; measure/stats' makes a Figure",
-    "interval": "board/compare, board/numbers",
-    "last_started": "store/series' (published samples, a datetime), to rename; store/recent's (any, seconds)",
     "open_file": "load/datafiles, load/jsonrecords",
-    "read": "board/regions, load/results",
     "thin": "load/results, web/report_charts",
 }
 
