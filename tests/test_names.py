@@ -25,17 +25,11 @@ ALLOWED: dict[str, str] = {
 # Issue 23's duplicates whose sides other branches rename (load/: the engine branch; the rest: the lead's pass).
 # Not reasons: each entry goes when its rename lands, and the test below fails until it does.
 PENDING: dict[str, str] = {
-    "LABEL_CHARS": "web/charts, web/report_charts",
-    "MAX_DOTS": "web/charts, web/report_charts",
     "MAX_POINTS": "load/results, web/report",
     "MAX_TURNS": "load/datasets (engine), store/prefixturns",
     "STAGGER_S": "load/run's 0.5 ms between requests (engine), schedule/cadence's 10 s between first runs",
     "Turn": "load/datafiles (engine), store/prefixturns",
-    "_columns": "board/loadtable, web/leaderboard",
-    "_jobs": "web/app, web/methodology",
     "_key": "load/coldstart, store/rollup",
-    "_printable": "board/summary, web/render",
-    "_start": "store/rollup, web/worker",
     "open_file": "load/datafiles, load/jsonrecords",
     "thin": "load/results, web/report_charts",
 }

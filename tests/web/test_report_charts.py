@@ -31,7 +31,7 @@ def test_thin_keeps_the_first_and_last_and_spreads_the_rest_evenly() -> None:
 
 
 def test_a_chart_gets_fewer_dots_the_more_points_a_report_has_within_bounds() -> None:
-    assert dots_per_chart(1) == report_charts.MAX_DOTS == dots_per_chart(0)
+    assert dots_per_chart(1) == report_charts.RUN_DOTS_MAX == dots_per_chart(0)
     assert dots_per_chart(32) == report_charts.REPORT_DOTS // 32
     assert dots_per_chart(10_000) == report_charts.MIN_DOTS
 
@@ -136,7 +136,7 @@ def test_a_long_tag_is_cut_in_its_dots_tooltip() -> None:
     long = "t" * 100_000
     point = Point(Load(), one_point().points[0].figures, "r", rows=rows(300, 100.0, 4, 3, (long,)))
     chart = report_charts.ttft_over_run(point, "c", 300)
-    tag = "t" * report_charts.LABEL_CHARS + "…"
+    tag = "t" * report_charts.TAG_CHARS + "…"
     assert {label for label, _, _ in chart.series["ok"]} == {tag}
     assert {label for label, _, _ in chart.series["failed"]} == {f"{tag}, failed, no first token"}
     assert len(str(chart.svg)) < 300 * 1_000

@@ -24,7 +24,7 @@ NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left 
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
-def _columns(result: BenchResult) -> list[str]:
+def _level_columns(result: BenchResult) -> list[str]:
     """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
     cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
     cols += ["ITL\nP99", "E2E\nP50"]
@@ -55,7 +55,7 @@ def print_result(console: Console, result: BenchResult) -> None:
     title = f"{escape(result.endpoint)}  ·  {escape(result.protocol)}  ·  dataset {escape(result.dataset)}{slo}"
     title += "  ·  latencies in ms"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
-    columns = _columns(result)
+    columns = _level_columns(result)
     # Below 120 columns the tails and the concurrency held give way, rather than every number being cut short.
     shown = [i for i, c in enumerate(columns) if console.width >= 120 or c not in NARROW_DROPS]
     for i in shown:

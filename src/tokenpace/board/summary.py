@@ -80,7 +80,7 @@ def hint(kind: str, status: int | None, protocol: ProtocolName = "openai-chat") 
     }.get(kind)
 
 
-def _printable(text: str) -> str:
+def _message_line(text: str) -> str:
     """The message on one line, without control characters (a server's bytes must not steer a terminal)."""
     clean = "".join(c if c.isprintable() else " " for c in text[: MESSAGE_CHARS + 1])
     return clean if len(clean) <= MESSAGE_CHARS else clean[: MESSAGE_CHARS - 1] + "…"
@@ -91,7 +91,7 @@ def messages(samples: Sequence[Sample]) -> dict[str, list[ErrorMessage]]:
     counts: dict[str, Counter[tuple[str, int | None, ProtocolName]]] = {}
     for s in samples:
         if not s.ok and s.error_kind != ErrorKind.CANCELLED:
-            key = (_printable(s.error_message or ""), s.http_status, s.endpoint.protocol)
+            key = (_message_line(s.error_message or ""), s.http_status, s.endpoint.protocol)
             counts.setdefault(str(s.error_kind), Counter())[key] += 1
     return {
         kind: [

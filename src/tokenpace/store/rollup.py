@@ -284,7 +284,7 @@ def _key(raw: Raw, level: RollupLevel, shape: Shape) -> tuple[Any, ...]:
     return (*ident, level.of(raw["started_at"]), int(raw["client_bound"]), *(int(raw[t]) for t in shape.tags))
 
 
-def _start(raw: Raw, shape: Shape) -> _Row:
+def _first_row(raw: Raw, shape: Shape) -> _Row:
     at = raw["started_at"]
     return _Row(shape, raw["protocol"], int(raw["simulated"]), at, at, tuple([] for _ in shape.metrics))
 
@@ -309,7 +309,7 @@ def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
     if not values[_PUBLISHED]:
         return
     raw = _raw(values)
-    one = _start(raw, CURRENT)
+    one = _first_row(raw, CURRENT)
     one.add(raw)
     for level in LEVELS:
         conflict = f"ON CONFLICT ({', '.join(level.key)}) DO UPDATE SET {upsert_set(level.table, CURRENT)}"
@@ -323,7 +323,7 @@ def fold(raws: Iterable[Raw], level: RollupLevel = HOURS, shape: Shape = CURRENT
         key = _key(raw, level, shape)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = _start(raw, shape)
+            row = rows[key] = _first_row(raw, shape)
         row.add(raw)
     return rows
 

@@ -72,7 +72,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[sampler.Job], str | None]:
+def _scheduled_jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[sampler.Job], str | None]:
     """The sampler's jobs (fixed for its life), else the ones the config describes; none, and why, for a config
     the sampler would refuse: it has no cadence to be late for."""
     if status is not None:
@@ -279,7 +279,7 @@ def create_app(
     """
     if worker_store is not None and (now is not _utcnow or stale_after is not None):
         raise ValueError("a worker renders with the clock and the jobs' rules: pass neither now nor stale_after")
-    jobs, jobs_problem = _jobs(config, status)
+    jobs, jobs_problem = _scheduled_jobs(config, status)
     rules = ranking.rules(config, jobs)
     home = _page(lambda site, request: leaderboard.leaderboard_page(site, _params(request)))
     routes = [

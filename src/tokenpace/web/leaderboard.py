@@ -53,7 +53,9 @@ def _href(query: ranking.Query, **changes: Any) -> str:
     return f"/?{qs}" if qs else "/"
 
 
-def _columns(each_region: bool, net: bool, priced: bool = True, canary: bool = False) -> list[tuple[str, str, str]]:
+def _visible_columns(
+    each_region: bool, net: bool, priced: bool = True, canary: bool = False
+) -> list[tuple[str, str, str]]:
     """The columns shown: a region's beside the name when rows are per region, TTFT - RTT beside TTFT when the
     rows measured the network, price and cost only when some row has a price (two columns of dashes cost a
     narrow screen the last sample), the canary's pass rate only when some row's canary was judged."""
@@ -75,7 +77,7 @@ def _headers(
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
-    for key, label, cls in _columns(query.region == EACH, net, priced, canary):
+    for key, label, cls in _visible_columns(query.region == EACH, net, priced, canary):
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
         if key in ("ttft_net", "canary"):
             head["title"] = TTFT_NET_TITLE if key == "ttft_net" else CANARY_TITLE

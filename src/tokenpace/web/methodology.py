@@ -91,7 +91,7 @@ TRUTH = (
 )
 
 
-def _jobs(site: Site) -> tuple[list[dict[str, Any]], str | None]:
+def _job_rows(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     """The scheduler's jobs (with next due times when it runs), else the ones the config describes."""
     due = {j.job.key: j.next_due for j in site.status().jobs} if site.status is not None else {}
     rows = []
@@ -132,7 +132,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
     spend = site.memo.get(("spend", now.date(), SPEND_DAYS), lambda: cost.spend(site.store, cfg, SPEND_DAYS, now))
     prices = {"stale_days": STALE_DAYS, "blended": _doc(cost.blended), "cost": _doc(cost.request_cost),
               "spend_days": SPEND_DAYS, "aliases": sum(len(i.aliases) for i in cfg.models.infos)}  # fmt: skip
-    jobs, problem = _jobs(site)
+    jobs, problem = _job_rows(site)
     budgets = [
         {"provider": p, "plan": plan, "budget": s.budget} for (p, plan), s in sorted(cfg.plans.items()) if s.budget
     ]

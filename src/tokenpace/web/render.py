@@ -53,7 +53,7 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def _printable(value: Any) -> Any:
+def _visible(value: Any) -> Any:
     """A value as a template prints it, its control characters made visible (Markup stays Markup)."""
     if isinstance(value, markupsafe.Markup):
         return markupsafe.Markup(numbers.printable(str(value)))  # noqa: S704 (was safe; no control picture is markup)
@@ -62,7 +62,7 @@ def _printable(value: Any) -> Any:
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        finalize=_printable,
+        finalize=_visible,
         loader=jinja2.PackageLoader("tokenpace.web", "templates"),
         autoescape=True,  # every template is HTML
         undefined=jinja2.StrictUndefined,  # a misspelt name fails a test rather than rendering empty

@@ -5,7 +5,7 @@ percentiles against the swept value and, for a rate sweep, the rate achieved aga
 gets TTFT over its run (a dot per request row, failures apart) and its TTFT percentile ladder. The ladder and the
 sweep charts draw the figures the result carries (load/figures.py), never figures recomputed from the rows:
 the rows are a bounded sample, the figures cover every request. Dots are bounded: a chart draws at most
-``MAX_DOTS`` rows, and fewer per chart when the report has many points, thinned evenly over the run.
+``RUN_DOTS_MAX`` rows, and fewer per chart when the report has many points, thinned evenly over the run.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from tokenpace.web.charts import Chart, Dot, bars, scatter
 
 T = TypeVar("T")
 
-MAX_DOTS = 300  # request dots in one run chart (~250 bytes of SVG each)
+RUN_DOTS_MAX = 300  # request dots in one run chart (~250 bytes of SVG each)
 REPORT_DOTS = 3_000  # request dots over all of a report's run charts: a 32-point sweep stays near a megabyte
 MIN_DOTS = 40  # a run chart keeps at least this many, however many points the report has
 FAILED_SHARE = 4  # failures keep up to 1/4 of a chart's dots, so a rare failure is not thinned away
-LABEL_CHARS = 60  # a request's tag in its dot's tooltip is cut to this: a row's tag is the dataset's text
+TAG_CHARS = 60  # a request's tag in its dot's tooltip is cut to this: a row's tag is the dataset's text
 LADDER = ("mean", "p50", "p90", "p95", "p99", "max")  # a Latency's fields the distribution chart draws
 
 
@@ -39,8 +39,8 @@ def thin(items: Sequence[T], k: int) -> list[T]:
 
 
 def dots_per_chart(points: int) -> int:
-    """A run chart's dot budget: REPORT_DOTS / points, between MIN_DOTS and MAX_DOTS."""
-    return max(MIN_DOTS, min(MAX_DOTS, REPORT_DOTS // max(points, 1)))
+    """A run chart's dot budget: REPORT_DOTS / points, between MIN_DOTS and RUN_DOTS_MAX."""
+    return max(MIN_DOTS, min(RUN_DOTS_MAX, REPORT_DOTS // max(points, 1)))
 
 
 def _finite(value: float | None) -> TypeGuard[float]:
@@ -139,7 +139,7 @@ def sweep_charts(result: BenchResult) -> list[Chart]:
 
 
 def _tag(tag: str) -> str:
-    return tag if len(tag) <= LABEL_CHARS else tag[:LABEL_CHARS] + "…"
+    return tag if len(tag) <= TAG_CHARS else tag[:TAG_CHARS] + "…"
 
 
 def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
