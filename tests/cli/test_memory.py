@@ -23,7 +23,7 @@ from tests.conftest import ctrl_c_reaches_child
 from tokenpace.cli import main
 from tokenpace.clients.base import HttpRequest
 from tokenpace.load import datafiles
-from tokenpace.load import engine as load
+from tokenpace.load import ahead
 from tokenpace.load.synthetic import Lengths, Synthetic
 from tokenpace.prompts import corpus
 from tokenpace.prompts.tokens import count_tokens
@@ -129,12 +129,12 @@ def test_a_file_dataset_keeps_where_its_records_are_not_the_records(tmp_path: Pa
 
 
 def test_load_builds_ahead_within_its_bytes_and_drops_what_it_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(load, "AHEAD_BYTES", 1)  # any chain is over it: one at a time
+    monkeypatch.setattr(ahead, "AHEAD_BYTES", 1)  # any chain is over it: one at a time
     dataset = Synthetic(Lengths(64), Lengths(16), seed=1)
 
     async def go() -> tuple[int, int, int, int]:
         with ThreadPoolExecutor(1) as pool:
-            chains = load._Chains(dataset, 0, lambda r: _http(r.prompt.messages[0].text), pool)
+            chains = ahead.ChainsAhead(dataset, 0, lambda r: _http(r.prompt.messages[0].text), pool)
             await chains.fill(100, needed=1)
             built = chains.count
             first = await chains.get(0, ahead=100)

@@ -21,7 +21,7 @@ from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load
 from tokenpace.load.figures import Done, dispatch_problem, figures
-from tokenpace.load.run import event_loop_factory
+from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.sweep import Level, Sweeper
 
 SLOW_FIRST = sim.Scenario(ttft_ms=150, tokens_per_s=2000, output_tokens=5)

@@ -110,12 +110,12 @@ async def test_figures_of_real_requests_to_the_simulator_match_what_it_was_told(
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.workloads import BUILTIN
-    from tokenpace.load.run import RunOptions, run_workload
+    from tokenpace.load.engine import RunOptions, run_workload
 
     simulator = sim.Simulator(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=20))
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        options = RunOptions(6, 2, Timeouts(connect=5, first_token=10, idle=10, total=30), warmup=False)
+        options = RunOptions(6, 2, Timeouts(connect=5, first_token=10, idle=10, total=30), warm_connections=False)
         taken = await run_workload([endpoint], BUILTIN["1k"], options)
     requests = [Done(s, asked_ns=s.timeline.t_sent_ns) for s in taken.samples]
     f = figures(requests, Slo(ttft_ms=10_000))

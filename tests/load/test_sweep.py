@@ -11,7 +11,7 @@ from tests.loadkit import done
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Sweep
 from tokenpace.load.figures import Figures, Latency
-from tokenpace.load.run import event_loop_factory
+from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.sweep import Sweeper, kept_up, levels, released_rate
 
 

@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
     from tokenpace.load.chains import Dataset
+    from tokenpace.load.engine import SampleSink
     from tokenpace.load.figures import Done
     from tokenpace.load.results import BenchResult
-    from tokenpace.load.run import SampleSink
     from tokenpace.load.sweep import Sweeper
 
 
@@ -149,10 +149,10 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
 
     from tokenpace import sim
     from tokenpace.cli.signals import Stop, run_stoppable
-    from tokenpace.load.engine import Settings
+    from tokenpace.load.engine import RunOptions
     from tokenpace.load.sweep import Sweeper
 
-    settings = Settings(job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
+    settings = RunOptions(timeouts=job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
 
     async def go() -> None:
         # A signal cancels this task: each level's cleanup keeps what was taken.
