@@ -63,11 +63,6 @@ class FreshPrompts:
     def size(self) -> int | None:
         return None
 
-    @property
-    def turns(self) -> int:
-        """Requests per chain: 2 for a paired workload, else 1."""
-        return 2 if self.workload.paired else 1
-
     def chain(self, i: int) -> Chain:
         if self.workload.paired:
             return tuple(

@@ -45,7 +45,7 @@ from tokenpace.load.decodegate import DecodeGate
 from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
-from tokenpace.load.release import Budget, Release, release
+from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.send import Refusals, send_request
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
@@ -131,8 +131,9 @@ async def run_workload(
     concurrency = workload.concurrency or options.concurrency
     load = Load(concurrency=concurrency, requests=options.requests, burst=workload.concurrency is not None)
     targets = [(e, FreshPrompts(workload, seed + k * options.requests, corpus)) for k, e in enumerate(endpoints)]
-    last = math.ceil(options.requests / targets[0][1].turns) if targets else 0
-    return await _run(targets, load, options, sink, on_done, refusals, ColdStarts() if cold is None else cold, last)
+    last = math.ceil(options.requests / 2) if workload.paired else options.requests  # chains: a pair's turns are one
+    cold = ColdStarts() if cold is None else cold
+    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last)
 
 
 async def run_load(
@@ -146,10 +147,10 @@ async def run_load(
 ) -> RunResult:
     """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done."""
     last = None if load.requests is None else load.warmup + load.requests
-    return await _run([(endpoint, dataset)], load, options or RunOptions(), sink, on_done, refusals, None, last)
+    return await _measure_all([(endpoint, dataset)], load, options or RunOptions(), sink, on_done, refusals, None, last)
 
 
-async def _run(
+async def _measure_all(
     targets: Sequence[tuple[Endpoint, Dataset]],
     load: Load,
     options: RunOptions,
@@ -178,7 +179,7 @@ async def _run(
     try:
         with quiet_interpreter():
             for endpoint, dataset in targets:
-                await _measure(run, endpoint, dataset, last)
+                await _measure_endpoint(run, endpoint, dataset, last)
     finally:
         await lag.stop()
         decoder.shutdown()
@@ -190,14 +191,14 @@ async def _run(
     return RunResult(record, load, done)
 
 
-async def _measure(run: _Run, endpoint: Endpoint, dataset: Dataset, last: int | None) -> None:
+async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset, last: int | None) -> None:
     """One endpoint's part of a run: its chains released under the run's load, each request decoded as it ends."""
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
     options, load, cold = run.options, run.load, run.cold
     chains = ChainsAhead(dataset, options.first_chain, lambda r: proto.request(endpoint, r.prompt), run.decoder, last)
     ahead = chains_ahead(load, last)
-    budget, decoding, seq = Budget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
+    budget, decoding, seq = ReleaseBudget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
     published = options.publish or options.source == "scheduled"
 
     def idle() -> float | None:

@@ -44,7 +44,7 @@ ChainRunner = Callable[[Release], Coroutine[Any, Any, None]]
 Idle = Callable[[], float | None]  # the endpoint's idle time now
 
 
-class Budget:
+class ReleaseBudget:
     """How many requests may still be released, and whether the next one is warm-up or measured."""
 
     def __init__(self, load: Load) -> None:
@@ -67,17 +67,17 @@ class Budget:
         return warmup
 
 
-async def release(load: Load, seed: int, budget: Budget, run_chain: ChainRunner, idle: Idle) -> None:
+async def release(load: Load, seed: int, budget: ReleaseBudget, run_chain: ChainRunner, idle: Idle) -> None:
     """Release chains under ``load`` until the budget is spent; ``seed``: an open loop's arrival schedule's."""
     if load.rate is not None:
         await _open(load, seed, budget, run_chain, idle)
     elif load.burst:
-        await _bursts(load, budget, run_chain, idle)
+        await _burst_release(load, budget, run_chain, idle)
     else:
         await _closed(load, budget, run_chain, idle)
 
 
-async def _closed(load: Load, budget: Budget, run_chain: ChainRunner, idle: Idle) -> None:
+async def _closed(load: Load, budget: ReleaseBudget, run_chain: ChainRunner, idle: Idle) -> None:
     loop = asyncio.get_running_loop()
     chain_ids = iter(range(1 << 62))
     workers = load.concurrency or 1
@@ -94,7 +94,7 @@ async def _closed(load: Load, budget: Budget, run_chain: ChainRunner, idle: Idle
             tg.create_task(worker(k))
 
 
-async def _bursts(load: Load, budget: Budget, run_chain: ChainRunner, idle: Idle) -> None:
+async def _burst_release(load: Load, budget: ReleaseBudget, run_chain: ChainRunner, idle: Idle) -> None:
     loop = asyncio.get_running_loop()
     chain_ids = iter(range(1 << 62))
     for group in range(1 << 62):
@@ -107,7 +107,7 @@ async def _bursts(load: Load, budget: Budget, run_chain: ChainRunner, idle: Idle
             return
 
 
-async def _open(load: Load, seed: int, budget: Budget, run_chain: ChainRunner, idle: Idle) -> None:
+async def _open(load: Load, seed: int, budget: ReleaseBudget, run_chain: ChainRunner, idle: Idle) -> None:
     """Arrivals due while a cap holds them wait (and show it)."""
     assert load.rate is not None
     loop = asyncio.get_running_loop()
