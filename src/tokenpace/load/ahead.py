@@ -29,7 +29,8 @@ def _weight(chain: Built) -> int:
 
 
 class ChainsAhead:
-    """The dataset's chains with their request bytes, built ahead on the worker thread, within AHEAD_BYTES.
+    """The dataset's chains with their request bytes, built ahead on the worker thread, within ``ahead_bytes``
+    (AHEAD_BYTES unless the caller bounded the run's memory itself).
 
     A chain is handed out once and then dropped: what is held is what is built and not yet sent, never the
     test's every prompt (a million requests, or chains of thousands of long prompts, would not fit).
@@ -42,9 +43,11 @@ class ChainsAhead:
         build: Callable[[Request], HttpRequest],
         pool: ThreadPoolExecutor,
         last: int | None = None,
+        ahead_bytes: int | None = None,
     ) -> None:
         self.dataset, self.first, self.build, self.pool = dataset, first, build, pool
         self.last = last  # the most chains the release can take (a request count's); None: no end
+        self.ahead_bytes = AHEAD_BYTES if ahead_bytes is None else ahead_bytes  # what built chains may hold
         self.ready: dict[int, Built] = {}
         self.count = 0  # chains built so far: the next one to build is this one
         self.held = 0  # bytes of the chains in ``ready``
@@ -57,7 +60,7 @@ class ChainsAhead:
         out: list[Built] = []
         weight = 0
         for i in range(self.first + start, self.first + start + n):
-            if self.stop.is_set() or (out and self.held + weight >= AHEAD_BYTES):
+            if self.stop.is_set() or (out and self.held + weight >= self.ahead_bytes):
                 break
             out.append(tuple((r, self.build(r)) for r in self.dataset.chain(i)))
             weight += _weight(out[-1])
@@ -68,7 +71,7 @@ class ChainsAhead:
         more than ``last``, so no prompt is built beside the streams that no request will send."""
         if self.last is not None:
             upto = min(upto, self.last)
-        while self.count < upto and (self.count < needed or self.held < AHEAD_BYTES):
+        while self.count < upto and (self.count < needed or self.held < self.ahead_bytes):
             if self._filling is None:
                 batch = min(BUILD_BATCH, upto - self.count)
                 self._filling = asyncio.ensure_future(self._extend(batch))

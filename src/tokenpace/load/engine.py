@@ -36,7 +36,7 @@ from tokenpace.clients.base import HttpRequest, undecodable
 from tokenpace.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import MAX_CONCURRENCY, Load
-from tokenpace.config.workloads import Workload
+from tokenpace.config.workloads import RUN_MEMORY, Workload
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.ahead import ChainsAhead, chains_ahead
 from tokenpace.load.chains import Dataset, FreshPrompts, Request
@@ -107,6 +107,8 @@ class _Run:
     lag: LoopLag
     decoder: ThreadPoolExecutor
     keep: Callable[[Done], None]
+    last: int | None  # the most chains an endpoint's release can take; None: no end
+    ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
 
 
 async def run_workload(
@@ -133,7 +135,8 @@ async def run_workload(
     targets = [(e, FreshPrompts(workload, seed + k * options.requests, corpus)) for k, e in enumerate(endpoints)]
     last = math.ceil(options.requests / 2) if workload.paired else options.requests  # chains: a pair's turns are one
     cold = ColdStarts() if cold is None else cold
-    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last)
+    # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
+    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last, RUN_MEMORY)
 
 
 async def run_load(
@@ -147,7 +150,8 @@ async def run_load(
 ) -> RunResult:
     """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done."""
     last = None if load.requests is None else load.warmup + load.requests
-    return await _measure_all([(endpoint, dataset)], load, options or RunOptions(), sink, on_done, refusals, None, last)
+    options = options or RunOptions()
+    return await _measure_all([(endpoint, dataset)], load, options, sink, on_done, refusals, None, last, None)
 
 
 async def _measure_all(
@@ -159,6 +163,7 @@ async def _measure_all(
     refusals: Refusals | None,
     cold: ColdStarts | None,
     last: int | None,
+    ahead_bytes: int | None,
 ) -> RunResult:
     """Each target measured in turn under one run id, one loop-lag watch and one decoder thread; the run's
     record written at the end, also when stopped."""
@@ -174,12 +179,12 @@ async def _measure_all(
 
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
     decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
-    run = _Run(uuid.uuid4().hex, load, options, refusals or Refusals(), cold, lag, decoder, keep)
+    run = _Run(uuid.uuid4().hex, load, options, refusals or Refusals(), cold, lag, decoder, keep, last, ahead_bytes)
     lag.start()
     try:
         with quiet_interpreter():
             for endpoint, dataset in targets:
-                await _measure_endpoint(run, endpoint, dataset, last)
+                await _measure_endpoint(run, endpoint, dataset)
     finally:
         await lag.stop()
         decoder.shutdown()
@@ -191,13 +196,17 @@ async def _measure_all(
     return RunResult(record, load, done)
 
 
-async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset, last: int | None) -> None:
+async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> None:
     """One endpoint's part of a run: its chains released under the run's load, each request decoded as it ends."""
     loop = asyncio.get_running_loop()
     proto = protocol_for(endpoint.protocol)
     options, load, cold = run.options, run.load, run.cold
-    chains = ChainsAhead(dataset, options.first_chain, lambda r: proto.request(endpoint, r.prompt), run.decoder, last)
-    ahead = chains_ahead(load, last)
+
+    def build(r: Request) -> HttpRequest:
+        return proto.request(endpoint, r.prompt)
+
+    chains = ChainsAhead(dataset, options.first_chain, build, run.decoder, run.last, run.ahead_bytes)
+    ahead = chains_ahead(load, run.last)
     budget, decoding, seq = ReleaseBudget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
     published = options.publish or options.source == "scheduled"
 

@@ -5,7 +5,7 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 
 - TTFT: first token - request sent (the client's own wait before sending is reported apart, as ``wait``);
 - TPOT: (E2E - TTFT) / (output tokens - 1), per request;
-- ITL: gaps between a request's consecutive chunks, pooled over all requests;
+- ITL: waits between a request's consecutive chunks, pooled over all requests;
 - E2E: last byte - request sent;
 - dispatch delay (``wait``): request sent - its scheduled start (``asked_ns``): the client's own lateness;
 - TTFT and E2E *from schedule*: first token (last byte) - scheduled start = the figure from the send + the
@@ -15,8 +15,8 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 - throughput: measured requests (and their output tokens) / the measured window (first send to last end);
 - goodput: requests that met every SLO / the measured window; SLO attainment: their share of all measured requests.
 
-A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest chunk gap
-(``itl``) and E2E each at or under the bound; a figure the request lacks (no gap in a one-chunk answer, no TPOT
+A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest ITL
+(``itl``) and E2E each at or under the bound; a figure the request lacks (no ITL in a one-chunk answer, no TPOT
 below two tokens) fails its bound, so an SLO never passes a request it could not judge.
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tokenpace.config.load import Slo
-from tokenpace.measure.metrics import NS_PER_MS, chunk_times, gaps_ms, percentile_sorted
+from tokenpace.measure.metrics import NS_PER_MS, chunk_times, itl_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import Figure
 
@@ -107,9 +107,9 @@ def tpot_ms(s: Sample) -> float | None:
     return (m.e2e_ms - m.ttft_ms) / (m.output_tokens - 1)
 
 
-def chunk_gaps_ms(s: Sample) -> list[float]:
-    """ITL values of one request = gaps between consecutive chunk arrivals (events read together are one chunk)."""
-    return gaps_ms(chunk_times(s.timeline.token_events))
+def request_itl_ms(s: Sample) -> list[float]:
+    """ITL values of one request = waits between consecutive chunk arrivals (events read together are one chunk)."""
+    return itl_ms(chunk_times(s.timeline.token_events))
 
 
 def wait_ms(d: Done) -> float:
@@ -194,7 +194,7 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
         concurrency_held=per_second(sum((d.sample.metrics.e2e_ms or 0.0) / 1000 for d in measured), window),
         ttft=ttft,
         tpot=tpot,
-        itl=latency([g for s in ok for g in chunk_gaps_ms(s)]),
+        itl=latency([g for s in ok for g in request_itl_ms(s)]),
         e2e=e2e,
         wait=latency([wait_ms(d) for d in measured]),
         output_speed=latency([v for s in ok if (v := s.metrics.output_speed) is not None]),
