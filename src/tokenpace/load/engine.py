@@ -128,7 +128,7 @@ async def run_workload(
     None learns for this call only. ``cold``: when each endpoint's last request ended, and where this run adds
     its own (load/coldstart.py); None knows nothing before this call, and tags with the default threshold.
     """
-    seed = options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)  # an INTEGER
+    seed = options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)  # any database's INTEGER
     options = dataclasses.replace(options, seed=seed)
     concurrency = workload.concurrency or options.concurrency
     load = Load(concurrency=concurrency, requests=options.requests, burst=workload.concurrency is not None)
@@ -179,7 +179,8 @@ async def _measure_all(
 
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
     decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
-    run = _Run(uuid.uuid4().hex, load, options, refusals or Refusals(), cold, lag, decoder, keep, last, ahead_bytes)
+    refusals = Refusals() if refusals is None else refusals
+    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, decoder, keep, last, ahead_bytes)
     lag.start()
     try:
         with quiet_interpreter():
