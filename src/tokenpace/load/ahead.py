@@ -1,4 +1,4 @@
-"""A dataset's chains with their request bytes, built ahead on the decoder thread, within AHEAD_BYTES.
+"""A dataset's chains with their request bytes, built ahead on the decoder thread, within a bound of bytes.
 
 Building a prompt costs CPU (a 100k prompt about a second) that would otherwise run beside the streams being
 timed, and on the loop would stall every clock: so chains are built before the first release where the run is
