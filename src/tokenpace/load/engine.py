@@ -136,7 +136,7 @@ async def run_workload(
     last = math.ceil(options.requests / 2) if workload.paired else options.requests  # chains: a pair's turns are one
     cold = ColdStarts() if cold is None else cold
     # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
-    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last, RUN_MEMORY)
+    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=RUN_MEMORY)
 
 
 async def run_load(
@@ -151,7 +151,8 @@ async def run_load(
     """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done."""
     last = None if load.requests is None else load.warmup + load.requests
     options = options or RunOptions()
-    return await _measure_all([(endpoint, dataset)], load, options, sink, on_done, refusals, None, last, None)
+    target = [(endpoint, dataset)]
+    return await _measure_all(target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None)
 
 
 async def _measure_all(
@@ -162,6 +163,7 @@ async def _measure_all(
     on_done: Callable[[Done], None] | None,
     refusals: Refusals | None,
     cold: ColdStarts | None,
+    *,
     last: int | None,
     ahead_bytes: int | None,
 ) -> RunResult:
