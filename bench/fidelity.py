@@ -42,8 +42,9 @@ from pathlib import Path
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
-from tokenpace.load import decodegate, run
-from tokenpace.load.run import RunOptions, RunResult, event_loop_factory, run_workload
+from tokenpace.load import decodegate, release
+from tokenpace.load.engine import RunOptions, RunResult, run_workload
+from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.measure.metrics import percentile
 from tokenpace.sim import Truth
 
@@ -201,12 +202,13 @@ def main() -> None:
     parser.add_argument("--requests-per-level", type=int, default=0, help="default: max(level, 20)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--raw", type=int, default=0, help="then this many requests from a bare asyncio client")
-    parser.add_argument("--stagger-ms", type=float, default=run.STAGGER_S * 1000,
+    parser.add_argument("--stagger-ms", type=float, default=release.CLOSED_LOOP_STAGGER_S * 1000,
                         help="closed-loop streams start this far apart (0: all at once, as before)")  # fmt: skip
     parser.add_argument("--hold-decode-ms", type=float, default=decodegate.MAX_HOLD_S * 1000,
                         help="longest decoding waits for requests being written (0: never)")  # fmt: skip
     args = parser.parse_args()
-    run.STAGGER_S, decodegate.MAX_HOLD_S = args.stagger_ms / 1000, args.hold_decode_ms / 1000  # A/B, one knob each
+    release.CLOSED_LOOP_STAGGER_S = args.stagger_ms / 1000  # A/B, one knob each, for every closed loop
+    decodegate.MAX_HOLD_S = args.hold_decode_ms / 1000
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cores[0]})  # the client gets one core, the simulator another
     from tokenpace.prompts.tokens import preload

@@ -38,7 +38,7 @@ import aiohttp
 from aggregate import fill_sqlite
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.metrics import percentile
 from tokenpace.serve import service
 from tokenpace.store.database import Store, open_store
@@ -102,9 +102,9 @@ async def flood(url: str, rate: float, seconds: float, pages: list[str]) -> dict
 
 async def sample(endpoint: Endpoint, store: Store, every: float, stop: asyncio.Event) -> None:
     workload = BUILTIN["1k"]
-    plan = RunOptions(requests=1, warmup=False, source="scheduled")
+    plan = RunOptions(requests=1, warm_connections=False, source="scheduled", command="bench flood")
     while not stop.is_set():
-        await run_workload([endpoint], workload, plan, store, command="bench flood")
+        await run_workload([endpoint], workload, plan, store)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from tokenpace.load.results import read
+from tokenpace.load.results import read_result
 from tokenpace.web.report import render_report
 
 CHROMIUM = "/usr/bin/chromium"
@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         page_file = Path(folder) / "report.html"
-        page_file.write_text(render_report(read(args.result)), encoding="utf-8")
+        page_file.write_text(render_report(read_result(args.result)), encoding="utf-8")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             try:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Slo
 from tokenpace.load.figures import Done, figures
-from tokenpace.load.results import BenchResult, Point, rows_of
+from tokenpace.load.results import BenchPoint, BenchResult, rows_of
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
@@ -60,15 +60,17 @@ def steady(n: int, ttft_ms: float, gap_ms: float, chunks: int = 10, failed: int 
     return out
 
 
-def point(load: Load, requests: list[Done], slo: Slo | None = None, client_bound: bool = False) -> Point:
+def point(load: Load, requests: list[Done], slo: Slo | None = None, client_bound: bool = False) -> BenchPoint:
     """A point as the engine would make it: figures and rows of these requests."""
-    return Point(
+    return BenchPoint(
         load, figures(requests, slo, load.rate), run_id="run-" + load.describe(), client_bound=client_bound,
         rows=rows_of(requests, T0),
     )  # fmt: skip
 
 
-def result(*points: Point, slo: Slo | None = None, endpoint: str = "sim/m", sweep: str | None = None) -> BenchResult:
+def result(
+    *points: BenchPoint, slo: Slo | None = None, endpoint: str = "sim/m", sweep: str | None = None
+) -> BenchResult:
     return BenchResult(
         endpoint=endpoint, model="m", protocol="openai-chat", dataset="fresh", started_at="2026-01-01T00:00:00Z",
         tool_version="0.0.0", command="tokenpace bench sim/m", slo=slo, sweep=sweep, points=points,

@@ -5,15 +5,16 @@ from __future__ import annotations
 import random
 
 from tokenpace.config.load import Load, Slo
-from tokenpace.load.figures import Figures, Latency, TagFigures
-from tokenpace.load.results import BenchResult, Point, Row
+from tokenpace.load.figures import Figures, TagFigures
+from tokenpace.load.results import BenchPoint, BenchResult, Row
+from tokenpace.measure.stats import Figure
 
 EVIL = "<script>alert(1)</script>"
 
 
-def latency(base: float, n: int = 100) -> Latency:
+def latency(base: float, n: int = 100) -> Figure:
     """Distinct figures around ``base``: mean 1.1x, p50 1x, p90 1.5x, p95 1.8x, p99 2.5x, max 4x."""
-    return Latency(n=n, mean=base * 1.1, p50=base, p90=base * 1.5, p95=base * 1.8, p99=base * 2.5, max=base * 4)
+    return Figure(n=n, mean=base * 1.1, p50=base, p90=base * 1.5, p95=base * 1.8, p99=base * 2.5, max=base * 4)
 
 
 def rows(count: int, ttft_ms: float, seed: int, fail_every: int = 0, tags: tuple[str, ...] = ("",)) -> tuple[Row, ...]:
@@ -50,7 +51,9 @@ def figures(scale: float, requests: int = 200, by_tag: tuple[TagFigures, ...] = 
     )
 
 
-def result(points: tuple[Point, ...], sweep: str | None = None, slo: Slo | None = None, **more: object) -> BenchResult:
+def result(
+    points: tuple[BenchPoint, ...], sweep: str | None = None, slo: Slo | None = None, **more: object
+) -> BenchResult:
     base: dict[str, object] = {
         "endpoint": "groq/llama-3.1-8b-instant",
         "model": "llama-3.1-8b-instant",
@@ -68,13 +71,15 @@ def result(points: tuple[Point, ...], sweep: str | None = None, slo: Slo | None 
 
 def one_point() -> BenchResult:
     """One closed-loop level of 4, with 200 rows, every 20th failed."""
-    return result((Point(Load(concurrency=4, requests=200), figures(1.0), "run-one", rows=rows(200, 111.0, 1, 20)),))
+    return result(
+        (BenchPoint(Load(concurrency=4, requests=200), figures(1.0), "run-one", rows=rows(200, 111.0, 1, 20)),)
+    )
 
 
 def concurrency_sweep(row_count: int = 200) -> BenchResult:
     """Concurrency 1, 4, 16, 64; the last client-bound."""
     points = tuple(
-        Point(
+        BenchPoint(
             Load(concurrency=c, requests=200),
             figures(i + 1.0),
             f"run-c{c}",
@@ -100,7 +105,7 @@ def rate_sweep() -> BenchResult:
     """Rates 1, 2 and 4 per second under an SLO, each level's requests tagged prefix-hit or prefix-miss."""
     slo = Slo(ttft_ms=500.0, tpot_ms=50.0)
     points = tuple(
-        Point(
+        BenchPoint(
             Load(concurrency=None, rate=r, requests=200),
             figures(i + 1.0, by_tag=tags(i + 1.0), slo=True),
             f"run-r{r:g}",

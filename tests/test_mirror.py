@@ -33,6 +33,7 @@ TESTED_THROUGH = {
     "clients/transport.py": "clients/test_hostile_wire.py",
     "clients/ndjson.py": "clients/test_sse.py",
     "prompts/image.py": "prompts/test_prompt.py",
+    "load/send.py": "load/test_engine.py",
     "measure/sample.py": "store/test_database.py",
     "sim/anthropic.py": "sim/test_protocols.py",
     "sim/gemini.py": "sim/test_protocols.py",

@@ -22,18 +22,6 @@ ALLOWED: dict[str, str] = {
     "T": "a TypeVar local to each generic module's signatures; sharing one would couple unrelated modules",
 }
 
-# Issue 23's duplicates whose sides other branches rename (load/: the engine branch; the rest: the lead's pass).
-# Not reasons: each entry goes when its rename lands, and the test below fails until it does.
-PENDING: dict[str, str] = {
-    "MAX_POINTS": "load/results, web/report",
-    "MAX_TURNS": "load/datasets (engine), store/prefixturns",
-    "STAGGER_S": "load/run's 0.5 ms between requests (engine), schedule/cadence's 10 s between first runs",
-    "Turn": "load/datafiles (engine), store/prefixturns",
-    "_key": "load/coldstart, store/rollup",
-    "open_file": "load/datafiles, load/jsonrecords",
-    "thin": "load/results, web/report_charts",
-}
-
 
 def top_level_names(tree: ast.Module) -> set[str]:
     """The names a module binds at its top: functions, classes and assignments (dunders such as __all__ aside)."""
@@ -59,14 +47,13 @@ def defined_twice(package: Path) -> dict[str, list[str]]:
 
 def test_each_top_level_name_is_defined_in_one_module() -> None:
     twice = defined_twice(PACKAGE)
-    unexplained = [f"{name}: {' '.join(paths)}" for name, paths in twice.items() if name not in ALLOWED | PENDING]
+    unexplained = [f"{name}: {' '.join(paths)}" for name, paths in twice.items() if name not in ALLOWED]
     assert unexplained == [], "rename one side, share one definition, or add it to ALLOWED with a reason"
 
 
 def test_every_listed_name_is_still_defined_twice() -> None:
     """An entry outlives its reason once the duplicate is gone; it would then excuse a new one silently."""
     assert sorted(set(ALLOWED) - set(defined_twice(PACKAGE))) == []
-    assert sorted(set(PENDING) - set(defined_twice(PACKAGE))) == []
 
 
 def test_a_name_defined_in_two_modules_is_seen(tmp_path: Path) -> None:
@@ -79,7 +66,5 @@ def test_a_name_defined_in_two_modules_is_seen(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     for name, paths in defined_twice(PACKAGE).items():
-        print(
-            f"{name}: {' '.join(paths)}{'  (allowed)' if name in ALLOWED else '  (pending)' if name in PENDING else ''}"
-        )
+        print(f"{name}: {' '.join(paths)}{'  (allowed)' if name in ALLOWED else ''}")
     sys.exit(0)

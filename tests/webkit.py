@@ -14,7 +14,7 @@ from tokenpace import sim
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.store.database import Store, open_store
 
@@ -85,12 +85,19 @@ async def _fill(store: Store) -> Fleet:
             flaky=Endpoint("flakyco", "sim-flaky", flaky_url, simulated=True),
             config=Config(),
         )
-        plan = RunOptions(requests=4, concurrency=1, timeouts=TIMEOUTS, warmup=False, source="scheduled")
+        plan = RunOptions(
+            requests=4,
+            concurrency=1,
+            timeouts=TIMEOUTS,
+            warm_connections=False,
+            source="scheduled",
+            command="test",
+        )
         sink = Steady(store)
-        await run_workload([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, sink, command="test")
-        await run_workload([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), sink, command="test")
-        await run_workload([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), sink, command="test")
-        await run_workload([fleet.fast], BURST, dataclasses.replace(plan, requests=6), sink, command="test")
+        await run_workload([fleet.fast, fleet.evil, fleet.slow, fleet.flaky], ONE_K, plan, sink)
+        await run_workload([fleet.few], ONE_K, dataclasses.replace(plan, requests=2), sink)
+        await run_workload([fleet.fast, fleet.slow], TINY, dataclasses.replace(plan, requests=3), sink)
+        await run_workload([fleet.fast], BURST, dataclasses.replace(plan, requests=6), sink)
     endpoints = (fleet.fast, fleet.evil, fleet.slow, fleet.few, fleet.flaky)
     config = Config(endpoints=endpoints, source="web-test.toml", workloads={"tiny": TINY, "burst": BURST})
     store.flush()

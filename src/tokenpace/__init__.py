@@ -1,8 +1,8 @@
 """tokenpace: measure how fast LLM APIs really are.
 
 The library API mirrors the data flow: an :class:`Endpoint` and a :class:`Workload` go into
-:func:`run_workload`, which returns :class:`Sample` s (each with its :class:`Metrics` and raw :class:`Timeline`);
-:func:`open_store` keeps them.
+:func:`run_workload`, which returns a :class:`RunResult` of :class:`Sample` s (each with its :class:`Metrics` and
+raw :class:`Timeline`); :func:`open_store` keeps them.
 """
 
 import importlib
@@ -15,7 +15,8 @@ if typing.TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.workloads import Workload
     from tokenpace.errors import TokenpaceError
-    from tokenpace.load.run import Refusals, RunOptions, RunResult, run_workload
+    from tokenpace.load.engine import RunOptions, RunResult, run_workload
+    from tokenpace.load.send import Refusals
     from tokenpace.measure.failures import ErrorKind, Failure
     from tokenpace.measure.metrics import Metrics
     from tokenpace.measure.sample import Sample
@@ -31,10 +32,10 @@ _HOME = {
     "ErrorKind": "tokenpace.measure.failures",
     "Failure": "tokenpace.measure.failures",
     "Metrics": "tokenpace.measure.metrics",
-    "RunOptions": "tokenpace.load.run",
-    "Refusals": "tokenpace.load.run",
-    "RunResult": "tokenpace.load.run",
-    "run_workload": "tokenpace.load.run",
+    "RunOptions": "tokenpace.load.engine",
+    "Refusals": "tokenpace.load.send",
+    "RunResult": "tokenpace.load.engine",
+    "run_workload": "tokenpace.load.engine",
     "Sample": "tokenpace.measure.sample",
     "Store": "tokenpace.store.database",
     "open_store": "tokenpace.store.database",

@@ -10,17 +10,17 @@ import pytest
 from tests.loadkit import done, point, result, steady
 from tokenpace.board.compare import SPECS, LevelChange, compare, comparison_dict, describe_change, judge, relative
 from tokenpace.config.load import Load, Slo
-from tokenpace.load.results import Point
+from tokenpace.load.results import BenchPoint
 
 C1, C4, R2 = Load(concurrency=1), Load(concurrency=4), Load(concurrency=None, rate=2.0)
 SPEC = {s.name: s for s in SPECS}
 
 
-def at(load: Load, ttft_ms: float = 100, gap_ms: float = 20, failed: int = 0, slo: Slo | None = None) -> Point:
+def at(load: Load, ttft_ms: float = 100, gap_ms: float = 20, failed: int = 0, slo: Slo | None = None) -> BenchPoint:
     return point(load, steady(10, ttft_ms, gap_ms, failed=failed), slo)
 
 
-def verdicts(a: Point, b: Point, threshold: float = 0.1) -> dict[str, str]:
+def verdicts(a: BenchPoint, b: BenchPoint, threshold: float = 0.1) -> dict[str, str]:
     c = compare(result(a), result(b), threshold)
     return {ch.figure: ch.verdict for ch in c.points[0].changes}
 
@@ -135,7 +135,7 @@ def test_describe_change(a: float | None, b: float | None, text: str) -> None:
     assert describe_change(LevelChange("TTFT P50", "ms", a, b, change, "same", True)) == text
 
 
-def ttfts(load: Load, values: list[float], repeat: int = 0, invalid: str = "") -> Point:
+def ttfts(load: Load, values: list[float], repeat: int = 0, invalid: str = "") -> BenchPoint:
     """A point whose requests, one after another, took these TTFTs, then one 20 ms chunk each."""
     out, t = [], 0.0
     for v in values:

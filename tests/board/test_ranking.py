@@ -25,7 +25,7 @@ from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import BadRequest
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.stats import Figure
@@ -219,7 +219,7 @@ async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
     """End to end: two simulators of known speeds, measured for real, land on the board in speed order."""
     workload = Workload("tiny", 8, input_tokens=300)
     timeouts = Timeouts(connect=2, first_token=10, idle=10, total=30)
-    plan = RunOptions(requests=3, warmup=False, timeouts=timeouts, source="scheduled")
+    plan = RunOptions(requests=3, warm_connections=False, timeouts=timeouts, source="scheduled")
     with open_store(str(tmp_path / "t.db")) as store:
         async with (
             sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as fast_url,
@@ -245,9 +245,12 @@ async def test_a_one_shot_run_reaches_the_board_only_when_published_and_labelled
         async with sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as url:
             quiet, loud = Endpoint("quiet", "m", url, simulated=True), Endpoint("loud", "m", url, simulated=True)
             await run_workload(
-                [quiet], workload, RunOptions(requests=5, warmup=False, timeouts=timeouts, source="one-shot"), store
+                [quiet],
+                workload,
+                RunOptions(requests=5, warm_connections=False, timeouts=timeouts, source="one-shot"),
+                store,
             )
-            plan = RunOptions(requests=5, warmup=False, timeouts=timeouts, source="one-shot", publish=True)
+            plan = RunOptions(requests=5, warm_connections=False, timeouts=timeouts, source="one-shot", publish=True)
             await run_workload([loud], workload, plan, Steady(store))
         store.flush()
         b = read_board(store, Query(workload="tiny"), datetime.now(UTC))

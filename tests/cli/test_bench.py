@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from tests.conftest import SimThread
 from tokenpace import sim
 from tokenpace.cli import main
-from tokenpace.load.results import BenchResult, read
+from tokenpace.load.results import BenchResult, read_result
 from tokenpace.load.sweep import kept_up
 from tokenpace.store.database import open_store
 
@@ -32,7 +32,7 @@ def invoke(*args: str) -> Result:
 def result_in(out: Path) -> BenchResult:
     (path,) = out.glob("*.json")
     assert path.with_suffix(".html").is_file()
-    return read(path)
+    return read_result(path)
 
 
 def test_one_level_writes_result_and_report_and_stores_every_request(

@@ -6,14 +6,12 @@ No test makes a big file: a sparse file reads as long as a real one, and a limit
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
 import tracemalloc
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,10 +19,7 @@ from click.testing import CliRunner, Result
 
 from tests.conftest import ctrl_c_reaches_child
 from tokenpace.cli import main
-from tokenpace.clients.base import HttpRequest
 from tokenpace.load import datafiles
-from tokenpace.load import engine as load
-from tokenpace.load.synthetic import Lengths, Synthetic
 from tokenpace.prompts import corpus
 from tokenpace.prompts.tokens import count_tokens
 
@@ -126,29 +121,6 @@ def test_a_file_dataset_keeps_where_its_records_are_not_the_records(tmp_path: Pa
         tracemalloc.stop()
     assert held < 256 << 10, held  # the records' text as strings would be ~32 MB
     assert dataset.size == 800 and dataset.chain(801)[0].prompt.messages[0].text.startswith("1 \U0001f600 word")
-
-
-def test_load_builds_ahead_within_its_bytes_and_drops_what_it_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(load, "AHEAD_BYTES", 1)  # any chain is over it: one at a time
-    dataset = Synthetic(Lengths(64), Lengths(16), seed=1)
-
-    async def go() -> tuple[int, int, int, int]:
-        with ThreadPoolExecutor(1) as pool:
-            chains = load._Chains(dataset, 0, lambda r: _http(r.prompt.messages[0].text), pool)
-            await chains.fill(100, needed=1)
-            built = chains.count
-            first = await chains.get(0, ahead=100)
-            await asyncio.sleep(0)
-            assert first and chains.first_request is not None
-            await chains.get(5, ahead=0)  # late: built now, whatever is held
-            return built, chains.count, len(chains.ready), chains.held
-
-    built, count, ready, held = asyncio.run(go())
-    assert built == 1 and count >= 6 and ready == count - 2 and held >= 0
-
-
-def _http(text: str) -> HttpRequest:
-    return HttpRequest("http://x", {}, text.encode())
 
 
 def _started(path: Path, pid: int) -> int:

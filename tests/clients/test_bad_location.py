@@ -16,7 +16,7 @@ from aiohttp import web
 
 from tests.clients.test_hostile_wire import FAST, GUARD_S, SHORT, app_server
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import open_store
 
@@ -34,7 +34,7 @@ async def hostile(request: web.Request) -> web.Response:
 async def test_every_request_of_the_run_is_a_redirect_sample() -> None:
     async with app_server([web.post("/v1/chat/completions", hostile)]) as root:
         async with asyncio.timeout(GUARD_S):
-            options = RunOptions(6, 2, FAST, warmup=False)
+            options = RunOptions(6, 2, FAST, warm_connections=False)
             result = await run_workload([Endpoint("p", "m", f"{root}/v1")], SHORT, options)
     assert len(result.samples) == 6
     assert {s.error_kind for s in result.samples} == {ErrorKind.REDIRECT}, [s.error_message for s in result.samples]

@@ -27,7 +27,7 @@ from tokenpace.clients.transport import Limits, Timeouts, new_session, record
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import DEFAULT, Workload
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Recording, Timeline
@@ -141,7 +141,9 @@ async def endless_sse(request: web.Request) -> web.StreamResponse:
 async def test_endless_stream_stops_at_the_response_cap() -> None:
     limits = Limits(response_bytes=2**20)
     async with app_server([web.post("/v1/chat/completions", endless_sse)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False, limits=limits))
+        s = await one_sample(
+            Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False, limits=limits)
+        )
     assert s.error_kind is ErrorKind.RESPONSE_TOO_LARGE, s.error_message
     assert s.error_message and "1 MiB" in s.error_message
     assert s.metrics.output_tokens > 0  # what arrived before the cap is kept and measured
@@ -165,7 +167,9 @@ async def test_endless_line_stops_at_the_line_cap() -> None:
 
     limits = Limits(line_bytes=64 * 1024)
     async with app_server([web.post("/v1/chat/completions", one_line)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False, limits=limits))
+        s = await one_sample(
+            Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False, limits=limits)
+        )
     assert s.error_kind is ErrorKind.RESPONSE_TOO_LARGE, s.error_message
     assert s.error_message and "line" in s.error_message
 
@@ -180,7 +184,9 @@ async def test_gzip_bomb_stops_at_the_cap_on_decompressed_bytes() -> None:
 
     limits = Limits(response_bytes=4 * 2**20, line_bytes=8 * 2**20)
     async with app_server([web.post("/v1/chat/completions", gzipped)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False, limits=limits))
+        s = await one_sample(
+            Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False, limits=limits)
+        )
     assert len(bomb) < 4 * 2**20  # the cap holds on what was decompressed, not on what travelled
     assert s.error_kind is ErrorKind.RESPONSE_TOO_LARGE, s.error_message
 
@@ -197,7 +203,7 @@ async def test_invalid_chunked_framing_fails_at_once() -> None:
         await asyncio.sleep(GUARD_S)
 
     async with raw_server(bad_chunks) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False))
     assert s.error_kind is ErrorKind.BAD_RESPONSE, s.error_message
     assert s.metrics.ttft_ms is not None  # the good chunk before the garbage was measured
 
@@ -212,7 +218,7 @@ async def test_oversized_response_header_is_a_bad_response_not_a_connect_error()
         await asyncio.sleep(1)
 
     async with raw_server(big_header) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False))
     assert s.error_kind is ErrorKind.BAD_RESPONSE, s.error_message
     assert s.error_message and "header" in s.error_message and "aaaa" not in s.error_message
 
@@ -230,7 +236,7 @@ async def test_hostile_streams_end_as_one_classified_sample(body: bytes, kind: E
         return await sse(request, body)
 
     async with app_server([web.post("/v1/chat/completions", handler)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False))
     assert s.error_kind is kind, s.error_message
     assert s.metrics.output_tokens == counted  # text after the end marker is kept in the timeline, never counted
 
@@ -241,7 +247,7 @@ async def test_a_decoder_that_fails_still_leaves_one_sample(monkeypatch: pytest.
 
     monkeypatch.setattr(protocol_for("openai-chat"), "decode", broken)  # a fault no real stream triggers today
     async with app_server([web.post("/v1/chat/completions", sse)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False))
     assert s.error_kind is ErrorKind.MALFORMED_STREAM and s.error_message == "undecodable stream: RuntimeError"
     assert s.metrics.ttfb_ms is not None  # the transport's timing is kept
 
@@ -254,7 +260,7 @@ async def test_usage_sent_as_strings_is_a_sample_with_the_raw_value_kept() -> No
         return await sse(request, body)
 
     async with app_server([web.post("/v1/chat/completions", handler)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False))
     assert s.ok, s.error_message
     assert s.metrics.provider_input_tokens is None and s.metrics.provider_output_tokens is None
     assert json.loads(s.timeline.to_json())["usage_raw"] == {"prompt_tokens": '"12"', "completion_tokens": '"3"'}
@@ -296,7 +302,7 @@ async def test_same_origin_redirect_is_followed_and_measured() -> None:
 
     routes = [web.post("/v1/chat/completions", moved), web.post("/v2/chat/completions", sse)]
     async with app_server(routes) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(Endpoint("p", "m", f"{root}/v1"), RunOptions(1, 1, FAST, warm_connections=False))
     assert s.ok, s.error_message
     assert s.metrics.output_tokens == 3
 
@@ -314,7 +320,7 @@ async def test_echoed_key_and_header_values_are_scrubbed_everywhere(keyed: str) 
 
     async with app_server([web.post("/v1/chat/completions", handler)]) as root:
         endpoint = Endpoint("p", "m", f"{root}/v1", api_key_env=keyed, headers=(("X-Team", HEADER_VALUE),))
-        s = await one_sample(endpoint, RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(endpoint, RunOptions(1, 1, FAST, warm_connections=False))
     assert s.error_kind is ErrorKind.STREAM_ERROR
     stored = json.dumps(sample_values(s), default=str)  # every column, the timeline included
     assert "you said" in stored and "refused" in stored
@@ -334,7 +340,9 @@ async def test_a_key_written_piece_by_piece_is_masked(keyed: str) -> None:
         return await sse(request, body)
 
     async with app_server([web.post("/v1/chat/completions", handler)]) as root:
-        s = await one_sample(Endpoint("p", "m", f"{root}/v1", api_key_env=keyed), RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(
+            Endpoint("p", "m", f"{root}/v1", api_key_env=keyed), RunOptions(1, 1, FAST, warm_connections=False)
+        )
     assert s.ok, s.error_message
     assert s.timeline.text() == "key: " + "*" * len(KEY)
     assert [e.text for e in s.timeline.token_events] == ["key: ", "*" * 5, "*" * 12, "*" * (len(KEY) - 17)]
@@ -349,7 +357,7 @@ async def test_echoed_key_in_an_http_error_is_scrubbed(keyed: str) -> None:
         endpoint = Endpoint(
             "p", "m", f"{root}/v1", protocol="anthropic", api_key_env=keyed, headers=(("X-Team", HEADER_VALUE),)
         )
-        s = await one_sample(endpoint, RunOptions(1, 1, FAST, warmup=False))
+        s = await one_sample(endpoint, RunOptions(1, 1, FAST, warm_connections=False))
     assert s.error_kind is ErrorKind.HTTP_ERROR and s.error_message
     assert "bad key" in s.error_message and KEY not in s.error_message and HEADER_VALUE not in s.error_message
 

@@ -15,7 +15,7 @@ from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind

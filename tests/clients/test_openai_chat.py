@@ -20,7 +20,9 @@ from tokenpace import sim
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import DEFAULT
-from tokenpace.load.run import Refusals, RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
+from tokenpace.load.figures import Done
+from tokenpace.load.send import Refusals
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import Sample
@@ -215,7 +217,9 @@ async def test_connect_timeout() -> None:
             fillers.append(c)
         try:
             endpoint = Endpoint("hang", "m", f"http://127.0.0.1:{port}/v1")
-            result = await run_workload([endpoint], DEFAULT, RunOptions(1, 1, Timeouts(0.3, 5, 5, 10), warmup=False))
+            result = await run_workload(
+                [endpoint], DEFAULT, RunOptions(1, 1, Timeouts(0.3, 5, 5, 10), warm_connections=False)
+            )
         finally:
             for c in fillers:
                 c.close()
@@ -223,11 +227,11 @@ async def test_connect_timeout() -> None:
 
 
 async def test_cancelled_requests_are_recorded_not_lost() -> None:
-    kept: list[Sample] = []
+    kept: list[Done] = []
     simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=50, output_tokens=1000))
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        task = asyncio.ensure_future(run_workload([endpoint], DEFAULT, RunOptions(5, 2, FAST), on_sample=kept.append))
+        task = asyncio.ensure_future(run_workload([endpoint], DEFAULT, RunOptions(5, 2, FAST), on_done=kept.append))
         for _ in range(400):  # until both streams are sending tokens, however slow the start
             await asyncio.sleep(0.025)
             if len(simulator.truth) == 2 and all(t.completion_tokens >= 3 for t in simulator.truth.values()):
@@ -235,8 +239,8 @@ async def test_cancelled_requests_are_recorded_not_lost() -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert [s.error_kind for s in kept] == [ErrorKind.CANCELLED] * 2
-    assert all(s.metrics.ttft_ms is not None for s in kept)  # what was measured before the cancel is kept
+    assert [d.sample.error_kind for d in kept] == [ErrorKind.CANCELLED] * 2
+    assert all(d.sample.metrics.ttft_ms is not None for d in kept)  # what was measured before the cancel is kept
 
 
 def _closed_port() -> int:
@@ -341,7 +345,7 @@ async def test_key_echoed_inside_the_stream_is_scrubbed(
 
 async def test_stream_options_are_dropped_where_refused(refusing_server: tuple[str, Counter[str]]) -> None:
     endpoint = Endpoint("strict", "m", refusing_server[0])
-    samples = (await run_workload([endpoint], DEFAULT, RunOptions(3, 1, FAST, warmup=False))).samples
+    samples = (await run_workload([endpoint], DEFAULT, RunOptions(3, 1, FAST, warm_connections=False))).samples
     # The refusal is a negotiation, not a measurement: each request goes without the option and succeeds.
     assert [s.ok for s in samples] == [True, True, True]
     assert all(s.metrics.output_tokens == 4 and s.metrics.provider_output_tokens is None for s in samples)
@@ -352,7 +356,7 @@ async def test_refused_fields_are_remembered_by_the_callers_refusals_only(
 ) -> None:
     """What a run learns lasts as long as the Refusals its caller passes, and no other caller shares it."""
     url, sent = refusing_server
-    endpoint, plan = Endpoint("strict", "m", url), RunOptions(2, 1, FAST, warmup=False)
+    endpoint, plan = Endpoint("strict", "m", url), RunOptions(2, 1, FAST, warm_connections=False)
     kept = Refusals()
     await run_workload([endpoint], DEFAULT, plan, refusals=kept)
     assert sent["refused"] == 1 and endpoint in kept  # the first request refused, the rest went without

@@ -12,7 +12,7 @@ from tokenpace.config.endpoints import PROTOCOLS, Endpoint
 from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import ConfigError
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind

@@ -14,7 +14,7 @@ from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.load.coldstart import ColdStarts, is_cold
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.store import recent
 from tokenpace.store.database import open_store

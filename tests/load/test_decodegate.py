@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -12,9 +13,9 @@ from tokenpace.clients import protocol_for
 from tokenpace.clients.transport import Timeouts, new_session, record
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.load import run
+from tokenpace.load import engine
 from tokenpace.load.decodegate import DecodeGate
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.timing import Recording
 from tokenpace.prompts.prompt import build_prompt
@@ -71,8 +72,12 @@ async def test_requests_that_fail_before_their_write_never_hold_decoding(monkeyp
             super().__init__(max_hold_s=0.01)  # a leaked hold then costs the test nothing but its verdict
             gates.append(self)
 
-    monkeypatch.setattr(run, "DecodeGate", Kept)
+    monkeypatch.setattr(engine, "DecodeGate", Kept)
     endpoint = Endpoint("closed", "sim", f"http://127.0.0.1:{free_port()}/v1", simulated=True)
-    result = await run_workload([endpoint], BUILTIN["1k"], RunOptions(4, 2, FAST, warmup=False))
+    result = await run_workload([endpoint], BUILTIN["1k"], RunOptions(4, 2, FAST, warm_connections=False))
     assert [s.error_kind for s in result.samples] == [ErrorKind.CONNECT_ERROR] * 4
-    assert len(gates) == 1 and not gates[0].holding
+    (gate,) = gates
+    gate.max_hold_s = 10.0  # a hold left behind would now cost seconds
+    t0 = time.monotonic()
+    gate.wait()
+    assert time.monotonic() - t0 < 1.0  # every request that failed before its write let go of decoding

@@ -21,14 +21,14 @@ from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load
 from tokenpace.load.figures import Done, dispatch_problem, figures
-from tokenpace.load.run import event_loop_factory
-from tokenpace.load.sweep import Level, Sweeper
+from tokenpace.load.interpreter import event_loop_factory
+from tokenpace.load.sweep import Sweeper, SweepLevel
 
 SLOW_FIRST = sim.Scenario(ttft_ms=150, tokens_per_s=2000, output_tokens=5)
 BOUND_MS = 200.0  # generous for a loaded machine's quiet run; every stall below is several times it
 
 
-def level(thread: SimThread, load: Load, on_done: Callable[[Done], None] | None = None) -> Level:
+def level(thread: SimThread, load: Load, on_done: Callable[[Done], None] | None = None) -> SweepLevel:
     endpoint = Endpoint("sim", "sim", thread.url, simulated=True)
     sweeper = Sweeper(endpoint, Tiny(), SETTINGS, on_done=on_done, max_dispatch_p99_ms=BOUND_MS)
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
@@ -39,7 +39,7 @@ def served_ttfts(thread: SimThread) -> list[float]:
     return [served(t)[0] for t in thread.simulator.truth.values()]
 
 
-def check_the_server_never_saw_the_stall(lv: Level, thread: SimThread) -> None:
+def check_the_server_never_saw_the_stall(lv: SweepLevel, thread: SimThread) -> None:
     """TTFT from the send is what the simulator served; from schedule adds exactly each request's wait.
 
     Requests timed while the loop lagged (client-bound: a blocked loop reads their streams late too) are

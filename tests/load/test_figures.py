@@ -8,8 +8,9 @@ import pytest
 
 from tests.loadkit import done
 from tokenpace.config.load import Slo
-from tokenpace.load.figures import Done, Latency, figures, latency, meets, tpot_ms, window_s
+from tokenpace.load.figures import Done, figures, latency, meets, tpot_ms, window_s
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.stats import Figure
 
 # R1: TTFT 100, E2E 300, 3 tokens, TPOT 100, gaps 100 100.  R2: TTFT 200, E2E 500, 3 tokens, TPOT 150, gaps 50 150.
 R1 = done(0, 300, ((100, 1), (200, 1), (300, 1)), input_tokens=10)
@@ -20,8 +21,8 @@ RUN = (WARM, R1, R2, R3)
 
 
 def test_latency_is_count_mean_percentiles_and_max() -> None:
-    assert latency([]) == Latency()
-    assert latency([50, 100, 100, 150]) == Latency(4, 100.0, 100.0, 135.0, 142.5, 148.5, 150)
+    assert latency([]) == Figure()
+    assert latency([50, 100, 100, 150]) == Figure(4, 100.0, p50=100.0, p90=135.0, p95=142.5, p99=148.5, max=150)
 
 
 def test_figures_of_a_known_run() -> None:
@@ -32,7 +33,7 @@ def test_figures_of_a_known_run() -> None:
     assert f.output_tokens_per_s == pytest.approx(6 / 0.6)
     assert f.input_tokens_per_s == pytest.approx(30 / 0.6)  # ok requests only
     assert f.concurrency_held == pytest.approx((0.3 + 0.5 + 0.05) / 0.6)  # failed requests held a slot too
-    assert f.ttft == Latency(2, 150.0, 150.0, 190.0, 195.0, 199.0, 200.0)
+    assert f.ttft == Figure(2, 150.0, p50=150.0, p90=190.0, p95=195.0, p99=199.0, max=200.0)
     assert (f.tpot.n, f.tpot.p50, f.tpot.max) == (2, 125.0, 150.0)
     assert f.itl == latency([100, 100, 50, 150])
     assert (f.e2e.n, f.e2e.mean, f.e2e.max) == (2, 400.0, 500.0)
@@ -49,7 +50,7 @@ def test_warmup_never_counts() -> None:
 def test_no_requests_give_zeros_not_a_division_by_zero() -> None:
     f = figures([], Slo(ttft_ms=100), offered_rate=2.0)
     assert (f.requests, f.duration_s, f.request_rate, f.goodput, f.slo_attainment) == (0, 0.0, 0.0, 0.0, None)
-    assert f.ttft == Latency() and f.offered_rate == 2.0
+    assert f.ttft == Figure() and f.offered_rate == 2.0
     assert window_s([]) == 0.0
 
 
@@ -78,7 +79,7 @@ def test_a_missing_figure_fails_its_bound() -> None:
     assert meets(one_token.sample, Slo(ttft_ms=50, e2e_ms=100))
     assert not meets(one_token.sample, Slo(tpot_ms=1e6))
     assert not meets(one_token.sample, Slo(itl_ms=1e6))
-    assert figures((one_token,)).tpot == Latency()
+    assert figures((one_token,)).tpot == Figure()
 
 
 def test_a_failed_request_is_never_good_whatever_its_timings() -> None:
@@ -110,12 +111,12 @@ async def test_figures_of_real_requests_to_the_simulator_match_what_it_was_told(
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.workloads import BUILTIN
-    from tokenpace.load.run import RunOptions, run_workload
+    from tokenpace.load.engine import RunOptions, run_workload
 
     simulator = sim.Simulator(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=20))
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        options = RunOptions(6, 2, Timeouts(connect=5, first_token=10, idle=10, total=30), warmup=False)
+        options = RunOptions(6, 2, Timeouts(connect=5, first_token=10, idle=10, total=30), warm_connections=False)
         taken = await run_workload([endpoint], BUILTIN["1k"], options)
     requests = [Done(s, asked_ns=s.timeline.t_sent_ns) for s in taken.samples]
     f = figures(requests, Slo(ttft_ms=10_000))

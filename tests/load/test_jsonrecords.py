@@ -9,13 +9,13 @@ import pytest
 
 from tokenpace.errors import ConfigError
 from tokenpace.load import jsonrecords
-from tokenpace.load.jsonrecords import array_items, json_lines, open_file
+from tokenpace.load.jsonrecords import array_items, json_lines, open_bounded
 
 ITEMS = [{"n": i, "text": "ünïcödé ✓ " * i, "nested": {"list": [1, 2, {"deep": "x"}]}} for i in range(40)]
 
 
 def items(path: Path, max_item: int = 10_000, max_bytes: int = 10**9) -> list[tuple[int, object, jsonrecords.Span]]:
-    with open_file(path, max_bytes) as f:
+    with open_bounded(path, max_bytes) as f:
         return list(array_items(path, f, max_bytes, max_item))
 
 
@@ -49,7 +49,7 @@ def test_spans_count_bytes_not_characters_after_a_bom(
 def test_json_lines_skip_blank_lines_and_keep_numbering(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes(b'{"a": 1}\n\n  \r\n{"a": 2}\r\n[3]')
-    with open_file(path, 100) as f:
+    with open_bounded(path, 100) as f:
         got = list(json_lines(path, f, 100, 20))
     assert [(n, doc) for n, doc, _ in got] == [(1, {"a": 1}), (4, {"a": 2}), (5, [3])]
     assert [span for _, _, span in got] == [(0, 9), (14, 24), (24, 27)]
@@ -58,10 +58,10 @@ def test_json_lines_skip_blank_lines_and_keep_numbering(tmp_path: Path) -> None:
 def test_bytes_read_are_bounded_even_when_the_file_grew(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes(b'{"a": 1}\n' * 10)
-    f = open_file(path, 1000)
+    f = open_bounded(path, 1000)
     with f, pytest.raises(ConfigError, match="over the 30-byte limit"):
         list(json_lines(path, f, 30, 20))  # as if the file had been 30 bytes when it was opened
     path.write_text(json.dumps(ITEMS))
-    f = open_file(path, 10**9)
+    f = open_bounded(path, 10**9)
     with f, pytest.raises(ConfigError, match="over the 100-byte limit"):
         list(array_items(path, f, 100, 10**6))

@@ -19,7 +19,7 @@ from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import PROTOCOLS, Endpoint
 from tokenpace.config.presets import ProtocolName
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Recording
 from tokenpace.prompts.prompt import build_prompt

@@ -11,7 +11,7 @@ from tests.loadkit import T0, done, point, result, steady
 from tokenpace.config.load import Load, Slo
 from tokenpace.errors import ConfigError
 from tokenpace.load import results
-from tokenpace.load.results import MAX_BYTES, MAX_ROWS, from_json, read, rows_of, to_json
+from tokenpace.load.results import MAX_BYTES, MAX_ROWS, from_json, read_result, rows_of, to_json
 
 
 def sweep_result() -> results.BenchResult:
@@ -43,12 +43,26 @@ def test_a_document_written_before_repeats_and_dispatch_checks_still_reads() -> 
     assert old.points[0].figures.ttft == sweep_result().points[0].figures.ttft
 
 
+def test_a_document_written_when_latencies_had_their_own_type_still_reads() -> None:
+    """Load tests' latencies were a Latency of n, mean, p50, p90, p95, p99 and max: a stats.Figure now, whose
+    board fields (P5 to P75, the intervals) such a document lacks."""
+    doc = json.loads(to_json(sweep_result()))
+    board_only = ("p5", "p25", "p75", "mean_lo", "mean_hi", "p50_lo", "p50_hi")
+    for p in doc["points"]:
+        for figure in (v for v in p["figures"].values() if isinstance(v, dict) and "p99" in v):
+            assert set(board_only) <= set(figure)
+            for name in board_only:
+                del figure[name]
+    old = from_json(json.dumps(doc))
+    assert old == sweep_result()
+
+
 def test_read_a_file(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     path.write_text(to_json(sweep_result()))
-    assert read(path) == sweep_result()
+    assert read_result(path) == sweep_result()
     with pytest.raises(ConfigError, match=r"missing\.json: cannot read it"):
-        read(tmp_path / "missing.json")
+        read_result(tmp_path / "missing.json")
 
 
 def edit(key_path: str, value: object) -> str:
@@ -105,16 +119,16 @@ def test_size_is_capped_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_bytes(b" " * (MAX_BYTES + 10))
     with pytest.raises(ConfigError, match=r"big\.json: result document: over 64 MiB"):
-        read(path)
+        read_result(path)
 
 
 def test_point_and_row_counts_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     r = sweep_result()
     text = to_json(r)
-    monkeypatch.setattr(results, "MAX_POINTS", 1)
+    monkeypatch.setattr(results, "MAX_BENCH_POINTS", 1)
     with pytest.raises(ConfigError, match="points: 2 points, at most 1"):
         from_json(text)
-    monkeypatch.setattr(results, "MAX_POINTS", 256)
+    monkeypatch.setattr(results, "MAX_BENCH_POINTS", 256)
     monkeypatch.setattr(results, "MAX_ROWS", 4)
     with pytest.raises(ConfigError, match=r"points\.0\.rows: 5 items, at most 4"):
         from_json(text)
@@ -142,13 +156,13 @@ def test_a_document_too_large_to_read_is_written_with_fewer_rows(monkeypatch: py
     text = to_json(r)
     back = from_json(text)
     assert len(text) <= results.MAX_BYTES
-    assert [p.figures for p in back.points] == [p.figures for p in r.points]  # figures never thin
+    assert [p.figures for p in back.points] == [p.figures for p in r.points]  # figures never thin_evenly
     assert all(len(p.rows) < len(q.rows) for p, q in zip(back.points, r.points, strict=True))
 
 
 def test_thin_spreads_what_it_keeps() -> None:
-    assert results.thin(range(10), 4) == (0, 2, 5, 7)
-    assert results.thin([1, 2], 5) == (1, 2) and results.thin([1, 2], 0) == ()
+    assert results.thin_evenly(range(10), 4) == (0, 2, 5, 7)
+    assert results.thin_evenly([1, 2], 5) == (1, 2) and results.thin_evenly([1, 2], 0) == ()
 
 
 def test_a_row_out_of_range_is_named() -> None:

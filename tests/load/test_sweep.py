@@ -10,9 +10,10 @@ from tests.load.test_engine import QUICK, SETTINGS, Tiny
 from tests.loadkit import done
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Sweep
-from tokenpace.load.figures import Figures, Latency
-from tokenpace.load.run import event_loop_factory
+from tokenpace.load.figures import Figures
+from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.sweep import Sweeper, kept_up, levels, released_rate
+from tokenpace.measure.stats import Figure
 
 
 def test_levels_replace_the_swept_value_and_keep_the_rest() -> None:
@@ -24,7 +25,7 @@ def test_levels_replace_the_swept_value_and_keep_the_rest() -> None:
 
 
 def figures(requests: int, ok: int, rate: float, ttft_p50: float | None) -> Figures:
-    nothing = Latency()
+    nothing = Figure()
     return Figures(
         requests,
         ok,
@@ -34,7 +35,7 @@ def figures(requests: int, ok: int, rate: float, ttft_p50: float | None) -> Figu
         0.0,
         0.0,
         1.0,
-        Latency(ok, p50=ttft_p50),
+        Figure(ok, p50=ttft_p50),
         nothing,
         nothing,
         nothing,

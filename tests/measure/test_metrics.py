@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokenpace.measure.metrics import compute, gaps_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
+from tokenpace.measure.metrics import compute, itl_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 from tokenpace.prompts.tokens import count_tokens
 
@@ -27,7 +27,7 @@ def test_formulas() -> None:
     assert output_speed(101, 1, 0, 2_000 * MS) == 50
     assert output_speed(10, 1, 5, 5) is None
     assert time_to_n_tokens_ms(200, 50) == 2200
-    assert gaps_ms([0, 10 * MS, 30 * MS]) == [10, 20]
+    assert itl_ms([0, 10 * MS, 30 * MS]) == [10, 20]
 
 
 def test_role_only_first_event_is_not_the_first_token() -> None:

@@ -35,7 +35,8 @@ def test_a_figure_and_the_success_rate_over_many_samples() -> None:
     assert figure([]) == Figure(0) and figure([]).headline("median") is None
     f = figure([4.0, 1.0, 3.0, 2.0, 5.0])
     half = 1.959963984540054 * (2.5**0.5) / (5**0.5)  # z · s / √n, s² = 2.5
-    assert dataclasses.astuple(f) == pytest.approx((5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8, 3 - half, 3 + half, 1.0, 5.0))
+    board = (5, 3.0, 1.2, 2.0, 3.0, 4.0, 4.8, 3 - half, 3 + half, 1.0, 5.0)
+    assert dataclasses.astuple(f) == pytest.approx((*board, None, None, None))  # a load test's tail left unset
     assert f.headline("mean") == 3.0 and f.headline("median") == 3.0
     assert f.interval("mean") == pytest.approx((3 - half, 3 + half)) and f.interval("median") == (1.0, 5.0)
     assert figure([7.0]).interval("median") is None and figure([7.0]).interval("mean") is None

@@ -25,7 +25,7 @@ from tokenpace.board.changepoint import MIN_AFTER, MIN_BEFORE
 from tokenpace.board.changes import Change
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.schedule.cadence import Job
 from tokenpace.schedule.sampler import Sampler
 from tokenpace.serve.alerts import MAX_FIELD, Sender, Watcher, alerting, body, slack_text
@@ -83,8 +83,8 @@ def measure_steadily(store: Store) -> Callable[[Job], Awaitable[object]]:
     test machine many would be, and the detector rightly ignores those (tests/board/test_changes.py)."""
 
     async def run_job(job: Job) -> object:
-        options = RunOptions(requests=job.requests, concurrency=1, source="scheduled", publish=True)
-        return await run_workload([job.endpoint], job.workload, options, Steady(store), command="tokenpace serve")
+        options = RunOptions(job.requests, 1, source="scheduled", publish=True, command="tokenpace serve")
+        return await run_workload([job.endpoint], job.workload, options, Steady(store))
 
     return run_job
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from tokenpace import sim
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.serve import discover
 
 
@@ -39,7 +39,7 @@ async def test_local_servers_are_found_by_their_model_lists() -> None:
             ("llama.cpp", "tiny-a", url, "openai-chat"),
         }
         # What is found can be measured as it is.
-        result = await run_workload([found[0]], BUILTIN["1k"], RunOptions(requests=1, warmup=False))
+        result = await run_workload([found[0]], BUILTIN["1k"], RunOptions(requests=1, warm_connections=False))
         assert result.samples[0].ok
         port = int(root.rsplit(":", 1)[1])
         assert await discover.local([(llama, url)], skip_ports=(port,)) == []

@@ -16,7 +16,7 @@ from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.presets import PROTOCOLS, ProtocolName
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.errors import SimulatorError
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.prompts.prompt import Message, chat_prompt

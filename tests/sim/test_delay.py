@@ -17,7 +17,7 @@ from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import SimulatorError
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.sim.delay import READ_BYTES, DelayProxy
 
 pytestmark = pytest.mark.usefixtures("quiet_server")

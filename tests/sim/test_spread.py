@@ -10,7 +10,7 @@ from tokenpace import sim
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.serve.service import default_config
 
@@ -21,7 +21,7 @@ SPREAD = sim.Scenario(ttft_ms=60, tokens_per_s=300, output_tokens=50, spread=0.5
 async def _samples(scenario: sim.Scenario, requests: int) -> list[Sample]:
     async with sim.serve(sim.Simulator(scenario)) as url:
         endpoint = Endpoint("spread", "sim", url, simulated=True)
-        options = RunOptions(requests=requests, concurrency=1, timeouts=Timeouts(2, 10, 10, 30), warmup=False)
+        options = RunOptions(requests=requests, concurrency=1, timeouts=Timeouts(2, 10, 10, 30), warm_connections=False)
         return (await run_workload([endpoint], SHORT, options)).samples
 
 

@@ -22,7 +22,7 @@ from tokenpace.board.cost import CSV_COLUMNS, blended
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.prices import Price
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.paths import model_path
@@ -42,8 +42,8 @@ async def _fill(store: Store) -> Config:
             Endpoint("cerebras", "llama3.1-8b", b, simulated=True),
             Endpoint("other", "org/Unrelated-Model", b, simulated=True),
         )
-        plan = RunOptions(requests=3, concurrency=1, timeouts=TIMEOUTS, warmup=False, source="scheduled")
-        await run_workload(list(endpoints), ONE_K, plan, Steady(store), command="test")
+        plan = RunOptions(3, 1, TIMEOUTS, warm_connections=False, source="scheduled", command="test")
+        await run_workload(list(endpoints), ONE_K, plan, Steady(store))
     store.flush()
     return Config(
         endpoints=endpoints,

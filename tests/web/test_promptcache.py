@@ -18,7 +18,7 @@ from tokenpace.cli import main
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.load.run import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.prefixturns import turns
@@ -35,7 +35,7 @@ async def _fill(store: Store) -> tuple[list[Sample], Config]:
     async with sim.serve(sim.Simulator(CACHING)) as caching, sim.serve(sim.Simulator(PLAIN)) as plain:
         cached = Endpoint("cacheco", "m", caching, simulated=True)
         uncached = Endpoint("plainco", "m", plain, simulated=True)
-        options = RunOptions(4, 1, TIMEOUTS, warmup=False, source="scheduled")
+        options = RunOptions(4, 1, TIMEOUTS, warm_connections=False, source="scheduled")
         result = await run_workload([cached, uncached], PAIRS, options, Steady(store))
         # A one-shot run, not published: never on the board's page.
         await run_workload([uncached], PAIRS, dataclasses.replace(options, source="one-shot"), Steady(store))

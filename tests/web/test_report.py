@@ -19,8 +19,9 @@ from tests.web.test_browser import ARGS, ARTIFACTS, CHROMIUM, _chromium
 from tests.webkit import SVG, charts, legend, marks
 from tokenpace.board import numbers
 from tokenpace.config.load import Load
-from tokenpace.load.figures import Figures, Latency, TagFigures
-from tokenpace.load.results import BenchResult, Point
+from tokenpace.load.figures import Figures, TagFigures
+from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.stats import Figure
 from tokenpace.web import report
 from tokenpace.web.report import render_report
 
@@ -230,13 +231,13 @@ def test_the_same_result_is_the_same_bytes() -> None:
 
 def test_a_result_without_points_or_values_still_renders() -> None:
     assert "No load level was measured" in render_report(result(()))
-    none = Latency()
+    none = Figure()
     empty = Figures(0, 0, {}, 0.0, 0.0, 0.0, 0.0, 0.0, none, none, none, none, none, none)
-    text = render_report(result((Point(Load(), empty, "run-empty"),)))
+    text = render_report(result((BenchPoint(Load(), empty, "run-empty"),)))
     assert cells(text)[0]["ttft-p50"] == (None, numbers.DASH)
     assert "no successful samples" in text  # the empty charts say so
     weird = dataclasses.replace(empty, ttft=dataclasses.replace(latency(5.0), p99=math.nan, max=math.inf))
-    text = render_report(result((Point(Load(), weird, "run-nan", rows=rows(5, 5.0, 1)),)))
+    text = render_report(result((BenchPoint(Load(), weird, "run-nan", rows=rows(5, 5.0, 1)),)))
     assert [m.split(":")[0] for m in marks(charts(text)["chart-point1-ladder"])] == ["mean", "p50", "p90", "p95"]
 
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from tests.reportkit import concurrency_sweep, latency, one_point, rate_sweep, result, rows
 from tests.webkit import legend, marks
 from tokenpace.config.load import Load
-from tokenpace.load.results import Point, Row
+from tokenpace.load.results import BenchPoint, Row
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.report_charts import dots_per_chart, ladder, swept, thin
@@ -88,21 +88,21 @@ def test_sweep_charts_draw_the_figures_per_point_and_only_a_rate_sweep_compares_
 def test_a_run_chart_draws_at_most_its_budget_and_keeps_rare_failures() -> None:
     many = list(rows(20_000, 100.0, 7))
     many[12_345] = Row(many[12_345].t_s, None, 50.0, 0, False, "")  # one failure in 20,000, no first token
-    point = Point(Load(concurrency=8), one_point().points[0].figures, "run-big", rows=tuple(many))
+    point = BenchPoint(Load(concurrency=8), one_point().points[0].figures, "run-big", rows=tuple(many))
     chart = report_charts.ttft_over_run(point, "c", 300)
     assert len(chart.series["ok"]) == 299 and chart.series["failed"] == [
         ("failed, no first token", many[12_345].t_s, 0.0)
     ]
     assert "(300 of 20,000 requests)" in chart.title
     assert len(marks(_svg(chart))) == 300
-    failing = Point(Load(), one_point().points[0].figures, "run-bad", rows=rows(1_000, 100.0, 8, 2))
+    failing = BenchPoint(Load(), one_point().points[0].figures, "run-bad", rows=rows(1_000, 100.0, 8, 2))
     chart = report_charts.ttft_over_run(failing, "c", 100)
     assert len(chart.series["failed"]) == 25 and len(chart.series["ok"]) == 75  # failures a quarter at most
 
 
 def test_a_run_chart_leaves_out_values_it_cannot_place() -> None:
     odd = (Row(math.nan, 10.0, 20.0, 1, True), Row(1.0, math.inf, 20.0, 1, True), Row(2.0, 30.0, 40.0, 1, True))
-    chart = report_charts.ttft_over_run(Point(Load(), one_point().points[0].figures, "r", rows=odd), "c", 300)
+    chart = report_charts.ttft_over_run(BenchPoint(Load(), one_point().points[0].figures, "r", rows=odd), "c", 300)
     assert chart.series == {"ok": [("", 2.0, 30.0)]}
     assert legend(_svg(chart)) == ["ok"]
 
@@ -117,7 +117,7 @@ def test_point_charts_are_numbered_by_the_point() -> None:
 
 def test_a_request_that_failed_after_its_first_token_is_marked_at_its_ttft() -> None:
     started = (Row(0.5, 80.0, 90.0, 3, False, "turn-2"),)
-    chart = report_charts.ttft_over_run(Point(Load(), one_point().points[0].figures, "r", rows=started), "c", 300)
+    chart = report_charts.ttft_over_run(BenchPoint(Load(), one_point().points[0].figures, "r", rows=started), "c", 300)
     assert chart.series == {"failed": [("turn-2, failed", 0.5, 80.0)]}
 
 
@@ -134,7 +134,7 @@ def test_sweep_curves_follow_the_swept_value_whatever_order_the_levels_ran_in() 
 
 def test_a_long_tag_is_cut_in_its_dots_tooltip() -> None:
     long = "t" * 100_000
-    point = Point(Load(), one_point().points[0].figures, "r", rows=rows(300, 100.0, 4, 3, (long,)))
+    point = BenchPoint(Load(), one_point().points[0].figures, "r", rows=rows(300, 100.0, 4, 3, (long,)))
     chart = report_charts.ttft_over_run(point, "c", 300)
     tag = "t" * report_charts.TAG_CHARS + "…"
     assert {label for label, _, _ in chart.series["ok"]} == {tag}

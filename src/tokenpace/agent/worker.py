@@ -26,7 +26,8 @@ from tokenpace.clients.network import measure_network
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.load.coldstart import ColdStarts
-from tokenpace.load.run import Refusals, RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
+from tokenpace.load.send import Refusals
 from tokenpace.measure.sample import Origin
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.store import agents
@@ -114,11 +115,13 @@ class Agent:
             self.cold.learn(endpoint, time.time() - order.idle_s)
         network = await measure_network(endpoint, self.timeouts, tries=NETWORK_TRIES)
         origin = Origin(self.region, self.name, str(job.id), network)
-        options = RunOptions(order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin)
+        command = f"tokenpace agent {self.region}"
+        options = RunOptions(
+            order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin, command=command
+        )
         done = await run_workload(
-            [endpoint], workload, options, self.store, command=f"tokenpace agent {self.region}",
-            corpus=self.corpus, refusals=self.refusals, cold=self.cold,
-        )  # fmt: skip
+            [endpoint], workload, options, self.store, corpus=self.corpus, refusals=self.refusals, cold=self.cold
+        )
         try:
             await asyncio.to_thread(self.store.flush)  # kept in Store.unsaved if it fails: written later
         except Exception as exc:

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from tokenpace.config.load import Load
 from tokenpace.load.figures import Figures
-from tokenpace.load.results import BenchResult, Point, Row
+from tokenpace.load.results import BenchPoint, BenchResult, Row
 from tokenpace.measure.stats import quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]
@@ -171,13 +171,13 @@ def load_key(load: Load) -> tuple[str, float]:
     return ("rate", load.rate) if load.rate is not None else ("concurrency", float(load.concurrency or 0))
 
 
-def value(spec: Spec, points: Sequence[Point]) -> float | None:
+def value(spec: Spec, points: Sequence[BenchPoint]) -> float | None:
     """A figure of a level's repeats = the median of its repeats' values (the value itself for one run)."""
     values = [v for p in points if (v := spec.get(p.figures)) is not None]
     return statistics.median(values) if values else None
 
 
-def figure_interval(spec: Spec, points: Sequence[Point]) -> Interval | None:
+def figure_interval(spec: Spec, points: Sequence[BenchPoint]) -> Interval | None:
     """The widest of: the range over the repeats (two or more), and the interval over the requests' rows
     (a latency quantile's order statistics, or the error share's Wilson interval); None with neither."""
     found: list[Interval] = []
@@ -195,10 +195,12 @@ def figure_interval(spec: Spec, points: Sequence[Point]) -> Interval | None:
     return (min(i[0] for i in found), max(i[1] for i in found)) if found else None
 
 
-def compare_point(a: Point | Sequence[Point], b: Point | Sequence[Point], threshold: float) -> PointComparison:
+def compare_point(
+    a: BenchPoint | Sequence[BenchPoint], b: BenchPoint | Sequence[BenchPoint], threshold: float
+) -> PointComparison:
     """Every figure of SPECS at one load level, A's repeats against B's (a point each, or one point)."""
-    a_points = [a] if isinstance(a, Point) else list(a)
-    b_points = [b] if isinstance(b, Point) else list(b)
+    a_points = [a] if isinstance(a, BenchPoint) else list(a)
+    b_points = [b] if isinstance(b, BenchPoint) else list(b)
     changes = []
     for spec in SPECS:
         va, vb = value(spec, a_points), value(spec, b_points)
@@ -225,9 +227,9 @@ def _differences(a: BenchResult, b: BenchResult) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _levels(r: BenchResult, run: str, notes: list[str]) -> dict[tuple[str, float], list[Point]]:
+def _levels(r: BenchResult, run: str, notes: list[str]) -> dict[tuple[str, float], list[BenchPoint]]:
     """A run's valid points by load level, in order; each invalid one left out with a note."""
-    grouped: dict[tuple[str, float], list[Point]] = {}
+    grouped: dict[tuple[str, float], list[BenchPoint]] = {}
     for p in r.points:
         if p.invalid:
             which = f" (repeat {p.repeat})" if p.repeat else ""

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
-from tokenpace.load.results import BenchResult, Point
+from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.measure.stats import commonest
 
 NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
@@ -33,7 +33,7 @@ def _level_columns(result: BenchResult) -> list[str]:
     return cols + (["client"] if any(p.client_bound or p.invalid for p in result.points) else [])
 
 
-def _row(p: Point, slo: bool, flag: bool) -> list[str]:
+def _row(p: BenchPoint, slo: bool, flag: bool) -> list[str]:
     f = p.figures
     ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
     cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
@@ -44,7 +44,7 @@ def _row(p: Point, slo: bool, flag: bool) -> list[str]:
     return cells + ([state] if flag else [])
 
 
-def label(p: Point) -> str:
+def label(p: BenchPoint) -> str:
     """The load, and which run of --repeat: "concurrency 4 #2"."""
     return p.load.describe() + (f" #{p.repeat}" if p.repeat else "")
 
@@ -89,7 +89,7 @@ def print_result(console: Console, result: BenchResult) -> None:
         )
 
 
-def schedule_line(p: Point) -> str:
+def schedule_line(p: BenchPoint) -> str:
     """Dispatch delay P50/P90/P99/max, and TTFT and E2E from the scheduled start beside those from the send."""
     f = p.figures
     w = f.wait

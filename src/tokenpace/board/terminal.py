@@ -19,7 +19,7 @@ from tokenpace.board.ranking import METRIC_OF, Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.board.warmcold import WarmCold
 from tokenpace.config.presets import Preset
-from tokenpace.load.run import RunResult
+from tokenpace.load.engine import RunResult
 from tokenpace.measure.sample import Sample
 from tokenpace.store.windows import EACH
 

@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.load import Load, Slo, Sweep
     from tokenpace.load.chains import Dataset
+    from tokenpace.load.engine import SampleSink
     from tokenpace.load.figures import Done
     from tokenpace.load.results import BenchResult
-    from tokenpace.load.run import SampleSink
     from tokenpace.load.sweep import Sweeper
 
 
@@ -149,10 +149,10 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
 
     from tokenpace import sim
     from tokenpace.cli.signals import Stop, run_stoppable
-    from tokenpace.load.engine import Settings
+    from tokenpace.load.engine import RunOptions
     from tokenpace.load.sweep import Sweeper
 
-    settings = Settings(job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
+    settings = RunOptions(timeouts=job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
 
     async def go() -> None:
         # A signal cancels this task: each level's cleanup keeps what was taken.
@@ -177,14 +177,14 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
 def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
     from tokenpace.load.figures import dispatch_problem, figures
-    from tokenpace.load.results import BenchResult, Point, rows_of
+    from tokenpace.load.results import BenchPoint, BenchResult, rows_of
     from tokenpace.load.sweep import released_rate
     from tokenpace.version import __version__
 
     points = []
     for level in sweeper.levels if sweeper is not None else []:
         run, done = level.result.run, level.result.done
-        points.append(Point(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
+        points.append(BenchPoint(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
                             run.loop_lag_p99_ms, rows_of(done, _first_sent(done)),
                             released_rate(done) if level.result.load.rate else None, level.repeat,
                             level.invalid))  # fmt: skip
@@ -192,7 +192,7 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
     if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
         done, load = live.current, live.load
         f = figures(done, job.slo, load.rate)
-        points.append(Point(load, f, done[0].sample.run_id, rows=rows_of(done, _first_sent(done)),
+        points.append(BenchPoint(load, f, done[0].sample.run_id, rows=rows_of(done, _first_sent(done)),
                             released_rate=released_rate(done) if load.rate else None,
                             repeat=sweeper.running_repeat if sweeper is not None else 0,
                             invalid=dispatch_problem(f, job.max_dispatch_ms)))  # fmt: skip

@@ -139,14 +139,14 @@ class Levels:
     def sweep(self) -> Sweep | None:
         """--sweep parsed; --repeat runs given levels again: not an auto sweep's (each is chosen from the last)."""
         from tokenpace.config import load as loadcfg
-        from tokenpace.load.results import MAX_POINTS
+        from tokenpace.load.results import MAX_BENCH_POINTS
 
         sweep = loadcfg.parse_sweep(self.sweep_text) if self.sweep_text else None
         if self.repeat > 1 and sweep is not None and sweep.auto:
             raise ConfigError("--repeat runs given levels again: give --sweep concurrency=... or rate=..., not auto")
-        if sweep is not None and len(sweep.values) * self.repeat > MAX_POINTS:
+        if sweep is not None and len(sweep.values) * self.repeat > MAX_BENCH_POINTS:
             count = len(sweep.values) * self.repeat
-            raise ConfigError(f"--sweep with --repeat {self.repeat}: {count} levels, at most {MAX_POINTS}")
+            raise ConfigError(f"--sweep with --repeat {self.repeat}: {count} levels, at most {MAX_BENCH_POINTS}")
         return sweep
 
 

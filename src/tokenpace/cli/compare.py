@@ -46,10 +46,10 @@ def compare_command(run_a: Path, run_b: Path, threshold: str, as_json: bool) -> 
     from tokenpace.board.compare import compare, comparison_dict
     from tokenpace.board.console import Console
     from tokenpace.board.loadtable import print_comparison
-    from tokenpace.load.results import read
+    from tokenpace.load.results import read_result
 
     limit = parse_threshold(threshold)
-    a, b = read(run_a), read(run_b)
+    a, b = read_result(run_a), read_result(run_b)
     comparison = compare(a, b, limit)
     if comparison.verdict == "incomparable":
         in_a, in_b = (", ".join(p.load.describe() for p in r.points) or "none" for r in (a, b))

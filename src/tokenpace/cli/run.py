@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.presets import ProtocolName
     from tokenpace.config.workloads import Workload
-    from tokenpace.load.run import RunOptions, RunResult
+    from tokenpace.load.engine import RunOptions, RunResult
+    from tokenpace.load.figures import Done
     from tokenpace.measure.sample import Sample
     from tokenpace.prompts.corpus import Corpus
     from tokenpace.store.database import Store
@@ -129,7 +130,7 @@ def run(
     from tokenpace.clients.transport import Limits, Timeouts
     from tokenpace.config.endpoints import Config, load
     from tokenpace.config.workloads import check_requests
-    from tokenpace.load.run import RunOptions
+    from tokenpace.load.engine import RunOptions
     from tokenpace.prompts.corpus import load_corpus
     from tokenpace.store.database import open_store
     from tokenpace.store.export import write_samples
@@ -161,7 +162,7 @@ def run(
         requests,
         concurrency,
         Timeouts(connect_timeout, first_token_timeout, idle_timeout, total_timeout),
-        warmup=not no_warmup,
+        warm_connections=not no_warmup,
         seed=seed,
         keep_prompts=keep_prompts,
         publish=publish,
@@ -274,10 +275,11 @@ def take(
     from tokenpace.cli.commandline import safe_command
     from tokenpace.cli.signals import run_stoppable
     from tokenpace.load.coldstart import ColdStarts, default_cold_after
-    from tokenpace.load.run import Refusals, run_workload
+    from tokenpace.load.engine import run_workload
+    from tokenpace.load.send import Refusals
     from tokenpace.store import recent
 
-    command = safe_command(sys.argv[1:], store.url)
+    options = dataclasses.replace(options, command=safe_command(sys.argv[1:], store.url))
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=stderr(), transient=True, disable=not show_progress,
@@ -287,17 +289,15 @@ def take(
     async def go() -> RunResult:
         task = progress.add_task("measuring", total=options.requests * len(chosen))
 
-        def keep(sample: Sample) -> None:
-            kept.append(sample)
+        def keep(done: Done) -> None:
+            kept.append(done.sample)
             progress.advance(task)
 
         async with contextlib.AsyncExitStack() as stack:
             targets = await sim.started_for(chosen, scenarios, stack)
             # What endpoints refuse is learnt for this command only: the next one asks afresh.
             cold = ColdStarts(cold_after or default_cold_after, partial(recent.last_ended, store))
-            return await run_workload(
-                targets, workload, options, store, keep, command, texts, refusals=Refusals(), cold=cold
-            )
+            return await run_workload(targets, workload, options, store, keep, texts, refusals=Refusals(), cold=cold)
 
     with progress:  # a signal cancels go(), whose cleanup stores what was taken (cancelled samples included)
         done = run_stoppable(go)

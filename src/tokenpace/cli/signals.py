@@ -67,7 +67,7 @@ def run_async(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned:
     """Run ``main`` on a fresh event loop (uvloop where installed); SIGTERM cancels it and raises Terminated."""
     import asyncio
 
-    from tokenpace.load.run import event_loop_factory
+    from tokenpace.load.interpreter import event_loop_factory
 
     handler = signal.getsignal(signal.SIGTERM)
     heard: list[int] = []

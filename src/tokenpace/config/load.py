@@ -43,6 +43,7 @@ class Load:
     duration_s: float | None = None
     warmup: int = 0
     max_concurrency: int | None = None  # open loop: never more than this many in flight (None: no cap)
+    burst: bool = False  # closed loop: ``concurrency`` chains released at once, the next group when all have ended
 
     @property
     def open_loop(self) -> bool:
@@ -51,7 +52,7 @@ class Load:
     def describe(self) -> str:
         """One short phrase for tables and reports: ``rate 4/s (poisson)`` or ``concurrency 8``."""
         if self.rate is None:
-            return f"concurrency {self.concurrency}"
+            return f"bursts of {self.concurrency}" if self.burst else f"concurrency {self.concurrency}"
         shape = f"gamma {self.burstiness:g}" if self.arrival == "gamma" else self.arrival
         return f"rate {self.rate:g}/s ({shape})"
 

@@ -19,10 +19,12 @@ from tokenpace.prompts.prompt import Prompt, build_prompt
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One request of a chain: its prompt and what the report groups it by."""
+    """One request of a chain: its prompt, what the report groups it by, and which send of a repeated prefix it is
+    (a paired workload's turns: its samples say so, and a chain of them shares a group id)."""
 
     prompt: Prompt
     tag: str = ""
+    prefix_turn: int | None = None
 
 
 Chain = tuple[Request, ...]
@@ -46,7 +48,8 @@ class Dataset(Protocol):
 
 @dataclass(frozen=True)
 class FreshPrompts:
-    """The default: a workload's fresh prompt per request (prompts/prompt.py), never two alike."""
+    """The default: a workload's fresh prompt per request (prompts/prompt.py), never two alike; a paired workload's
+    (cached-10k) chains are its two turns, built from one seed: the same prefix, a different task."""
 
     workload: Workload
     seed: int
@@ -61,4 +64,8 @@ class FreshPrompts:
         return None
 
     def chain(self, i: int) -> Chain:
+        if self.workload.paired:
+            return tuple(
+                Request(build_prompt(self.workload, self.seed + i, self.corpus, turn=t), prefix_turn=t) for t in (1, 2)
+            )
         return (Request(build_prompt(self.workload, self.seed + i, self.corpus)),)

@@ -15,17 +15,18 @@ all met the same sleeping endpoint. Within one run, then, only the first request
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str]  # base_url, model: one deployment, whichever provider or plan names it
+Deployment = tuple[str, str]  # base_url, model: one deployment, whichever provider or plan names it
+Reader = Callable[[Callable[[], object]], Awaitable[object]]  # runs a blocking read off the loop
 
 
 def is_cold(idle_s: float | None, cold_after_s: float) -> bool:
@@ -38,17 +39,19 @@ def default_cold_after(endpoint: Endpoint) -> float:
     return DEFAULT_COLD_AFTER_S
 
 
-def _key(endpoint: Endpoint) -> Key:
+def _deployment(endpoint: Endpoint) -> Deployment:
     return (endpoint.base_url, endpoint.model)
 
 
 class ColdStarts:
     """When each endpoint's last request ended, and what the next one's idle time and cold tag are.
 
-    Whoever calls run_workload() keeps one for as long as its memory should last, as with Refusals: the sampler
-    and a probe agent for their lifetime, ``tokenpace run`` for the command. Times are UTC epoch seconds from
-    ``clock``; ``cold_after`` gives an endpoint's threshold (0: never cold); ``recall`` reads when the store's
-    latest request to an endpoint ended (a blocking read: call :meth:`recall` off the event loop).
+    Whoever calls the engine (load/engine.py) keeps one for as long as its memory should last, as with
+    Refusals: the sampler and a probe agent for their lifetime, ``tokenpace run`` for the command. Times are UTC
+    epoch seconds from ``clock``; ``cold_after`` gives an endpoint's threshold (0: never cold); ``recall`` reads
+    when the store's latest request to an endpoint ended (a blocking read: :meth:`recall` runs it off the loop).
+    Used on the event loop's thread only: the store's read is the one thing done elsewhere, and its answer is
+    kept back on the loop, so no lock is taken per request.
     """
 
     def __init__(
@@ -60,43 +63,37 @@ class ColdStarts:
         self.cold_after = cold_after
         self._recall = recall
         self._clock = clock
-        self._ended: dict[Key, float] = {}
-        self._busy: Counter[Key] = Counter()
-        self._recalled: set[Key] = set()
-        self._lock = threading.Lock()  # recall() writes from a thread while the loop reads
+        self._ended: dict[Deployment, float] = {}
+        self._busy: Counter[Deployment] = Counter()
+        self._recalled: set[Deployment] = set()
 
-    def needs_recall(self, endpoint: Endpoint) -> bool:
-        """The store has not been asked about this endpoint yet (and there is a store to ask)."""
-        return self._recall is not None and _key(endpoint) not in self._recalled
-
-    def recall(self, endpoint: Endpoint) -> None:
-        """Ask the store when its latest request to the endpoint ended and keep the later of that and what is
-        known (a blocking read: call it off the loop); a store that cannot say now is asked again next time."""
-        if self._recall is None:
+    async def recall(self, endpoint: Endpoint, read: Reader = asyncio.to_thread) -> None:
+        """Once per endpoint, ask the store when its latest request to it ended, and keep the later of that and
+        what is known; ``read`` runs the blocking read off the loop. A store that cannot say now is asked again
+        next time."""
+        if self._recall is None or _deployment(endpoint) in self._recalled:
             return
+        recall = self._recall
         try:
-            ended_at = self._recall(endpoint)
+            ended_at = await read(lambda: recall(endpoint))
         except Exception as exc:  # a store away must not cost the measurement: the idle time is unknown now
             log.warning("idle time of %s unknown: %s", endpoint.name, " ".join(str(exc).split()))
             return
-        with self._lock:
-            self._recalled.add(_key(endpoint))
-        if ended_at is not None:
+        self._recalled.add(_deployment(endpoint))
+        if isinstance(ended_at, int | float):
             self.learn(endpoint, ended_at)
 
     def learn(self, endpoint: Endpoint, ended_at: float) -> None:
         """Told that the endpoint's last request ended at ``ended_at`` (epoch seconds): kept unless later known."""
-        key = _key(endpoint)
-        with self._lock:
-            self._ended[key] = max(ended_at, self._ended.get(key, ended_at))
+        key = _deployment(endpoint)
+        self._ended[key] = max(ended_at, self._ended.get(key, ended_at))
 
     def idle(self, endpoint: Endpoint) -> float | None:
         """Idle now = 0 while a request is in flight, else now - the last request's end; None if unknown."""
-        key = _key(endpoint)
-        with self._lock:
-            busy, ended = self._busy[key], self._ended.get(key)
-        if busy:
+        key = _deployment(endpoint)
+        if self._busy[key]:
             return 0.0
+        ended = self._ended.get(key)
         return None if ended is None else max(0.0, self._clock() - ended)
 
     def tag(self, endpoint: Endpoint, idle_s: float | None) -> bool:
@@ -104,11 +101,9 @@ class ColdStarts:
         return is_cold(idle_s, self.cold_after(endpoint))
 
     def sent(self, endpoint: Endpoint) -> None:
-        with self._lock:
-            self._busy[_key(endpoint)] += 1
+        self._busy[_deployment(endpoint)] += 1
 
     def ended(self, endpoint: Endpoint) -> None:
-        key, now = _key(endpoint), self._clock()
-        with self._lock:
-            self._busy[key] -= 1
-            self._ended[key] = now
+        key = _deployment(endpoint)
+        self._busy[key] -= 1
+        self._ended[key] = self._clock()

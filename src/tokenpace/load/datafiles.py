@@ -41,19 +41,19 @@ MAX_PROMPT_TOKENS = 200_000
 MAX_OUTPUT_TOKENS = 200_000  # a record's own output_tokens
 REPLY_CAP = 4_096  # max_tokens taken from a recorded reply's length, at most
 _ROLES = ("system", "user", "assistant")
-_SPEAKERS = {
+_SHAREGPT_ROLES = {
     **dict.fromkeys(("human", "user"), "user"),
     **dict.fromkeys(("gpt", "assistant", "chatgpt", "bing", "bard", "model"), "assistant"),  # as dumps name them
     "system": "system",
 }
 
-Turn = tuple[str, str]  # (role, text)
+ChatTurn = tuple[str, str]  # (role, text)
 
 
 @dataclass(frozen=True, slots=True)
 class _Record:
     line: int
-    turns: tuple[Turn, ...]  # system first if any, then user and assistant turns alternating from a user's
+    turns: tuple[ChatTurn, ...]  # system first if any, then user and assistant turns alternating from a user's
     output_tokens: int | None = None  # the record's own, or None: its reply's length, else the default
 
 
@@ -83,12 +83,12 @@ def _jsonl_record(path: Path, line: int, doc: Any) -> _Record:
     if ("prompt" in doc) == ("messages" in doc):
         raise bad(path, line, 'give either "prompt" (a string) or "messages" (a list), not both or neither')
     if "prompt" in doc:
-        turns: tuple[Turn, ...] = (("user", _text(path, line, doc["prompt"], "prompt")),)
+        turns: tuple[ChatTurn, ...] = (("user", _text(path, line, doc["prompt"], "prompt")),)
     else:
         messages = doc["messages"]
         if not isinstance(messages, list) or not messages or len(messages) > MAX_MESSAGES:
             raise bad(path, line, f"messages must be a list of 1 to {MAX_MESSAGES} messages")
-        turns = tuple(_message(path, line, m) for m in messages)
+        turns = tuple(_chat_message(path, line, m) for m in messages)
         if turns[-1][0] != "user":
             raise bad(path, line, "the last message must be the user's")
     if not any(text.strip() for _, text in turns):
@@ -96,7 +96,7 @@ def _jsonl_record(path: Path, line: int, doc: Any) -> _Record:
     return _Record(line, turns, output)
 
 
-def _message(path: Path, line: int, m: Any) -> Turn:
+def _chat_message(path: Path, line: int, m: Any) -> ChatTurn:
     if not isinstance(m, dict) or m.get("role") not in _ROLES:
         raise bad(path, line, f'each message must be {{"role": one of {", ".join(_ROLES)}, "content": "..."}}')
     return m["role"], _text(path, line, m.get("content"), "content")
@@ -115,9 +115,9 @@ def _sharegpt_record(path: Path, line: int, doc: Any) -> _Record | None:
     started = False  # a human turn has come
     for turn in conversation:
         speaker = turn.get("from") if isinstance(turn, dict) else None
-        if speaker not in _SPEAKERS:
-            raise bad(path, line, f'each turn must be {{"from": one of {", ".join(_SPEAKERS)}, "value": "..."}}')
-        role, text = _SPEAKERS[speaker], _text(path, line, turn.get("value"), "value")
+        if speaker not in _SHAREGPT_ROLES:
+            raise bad(path, line, f'each turn must be {{"from": one of {", ".join(_SHAREGPT_ROLES)}, "value": "..."}}')
+        role, text = _SHAREGPT_ROLES[speaker], _text(path, line, turn.get("value"), "value")
         if not text.strip() or (role == "system" and started) or (role == "assistant" and not started):
             continue
         started = started or role == "user"
@@ -148,7 +148,7 @@ class FileDataset:
         if self.kind not in ("jsonl", "sharegpt") or self.turns < 0:
             raise ConfigError(f"{self.path}: read it as jsonl or sharegpt with turns >= 0, not {self.kind!r}")
         lines, starts, ends = array.array("L"), array.array("Q"), array.array("Q")
-        with jsonrecords.open_file(self.path, self.max_bytes) as f:
+        with jsonrecords.open_bounded(self.path, self.max_bytes) as f:
             read = jsonrecords.json_lines if self.kind == "jsonl" else jsonrecords.array_items
             for n, doc, (start, end) in read(self.path, f, self.max_bytes, MAX_RECORD_CHARS):
                 if self._record(n, doc) is None:

@@ -27,7 +27,7 @@ GRAMMAR = (
     "multiturn:turns=N,input=N,output=N[,input_stdev=N][,output_stdev=N] (input and output may be a range A-B)"
 )
 MAX_SPEC = 4096
-MAX_TURNS = 64
+MAX_CHAT_TURNS = 64
 MAX_PER_GROUP = 1000
 MAX_CHAIN_TOKENS = 4_000_000  # prompt tokens of one chain, all its requests: ~40 MB built, and built ahead
 # kind -> (keys it needs, keys it may have)
@@ -44,7 +44,7 @@ _BOUNDS = {
     "prefix": (MIN_INPUT, MAX_TOKENS),
     "suffix": (MIN_INPUT, MAX_TOKENS),
     "per_group": (1, MAX_PER_GROUP),
-    "turns": (1, MAX_TURNS),
+    "turns": (1, MAX_CHAT_TURNS),
 }
 _RANGED = ("input", "output")
 _VALUE = re.compile(r"(\d{1,7})(?:-(\d{1,7}))?")
@@ -96,8 +96,8 @@ def _file(spec: str, kind: str, rest: str, workload: Workload) -> Dataset:
     if kind == "sharegpt" and (match := re.search(r",turns=([^,]*)\Z", rest)):
         path = rest[: match.start()]
         value = match.group(1)
-        if not value.isdigit() or not 1 <= int(value) <= MAX_TURNS:
-            raise _fail(spec, f"turns must be a whole number from 1 to {MAX_TURNS}")
+        if not value.isdigit() or not 1 <= int(value) <= MAX_CHAT_TURNS:
+            raise _fail(spec, f"turns must be a whole number from 1 to {MAX_CHAT_TURNS}")
         turns = int(value)
     if not path:
         raise _fail(spec, "the file's path is missing")

@@ -42,11 +42,6 @@ class DecodeGate:
         if not self._asking:
             self._open.set()
 
-    @property
-    def holding(self) -> bool:
-        """Whether a request asked for is not written yet."""
-        return bool(self._asking)
-
     def wait(self) -> None:
         """On the decoder thread: return once no request is being written, or the gate has held MAX_HOLD_S."""
         if not self._open.is_set():

@@ -1,334 +1,307 @@
-"""Load tests: a dataset's requests released to one endpoint in a closed or open loop, every one a sample.
+"""The engine: a dataset's request chains released to an endpoint under a load, every request sent a stored sample.
 
-The engine of ``tokenpace bench``. Closed loop: ``concurrency`` workers, each sending its next chain's requests
-as the previous ones end. Open loop: a chain started at every arrival of the schedule (load/arrivals.py),
-however many are still in flight (up to ``max_concurrency`` if set). Either way:
+Both ways tokenpace measures are one load here. A scheduled or one-shot run (:func:`run_workload`) releases a
+workload's fresh prompts (load/chains.py's FreshPrompts) to each endpoint in turn: a closed loop of
+``concurrency`` streams, bursts of the workload's own concurrency (the parallel workload), the two turns of a
+paired workload as a chain. A load test (:func:`run_load`, ``tokenpace bench``) releases any dataset in a
+closed or open loop, warm-up first, for a request count or a duration (load/release.py). Either way:
 
-- the first ``warmup`` requests are sent under the same load, stored, and marked to be left out of figures;
-- the measured ones stop at ``requests`` or after ``duration_s`` (from the first measured release; in an open
-  loop, on the schedule's time), whichever comes first; requests in flight then are waited for, so nothing
-  sent is lost;
-- each request's ``asked_ns`` is when the schedule meant to release it (the arrival time, or the moment a
-  worker or the previous turn freed it), so lateness of the client's own is measured, not hidden;
-- prompts and request bytes are built ahead on the worker thread, decoding happens there after a stream ends,
-  and the event loop's lag is watched, as in load/run.py.
+- everything that costs CPU and is not the measurement happens off the clock: chains and their request bytes
+  are built ahead on the decoder thread (load/ahead.py), connections are opened before the first release,
+  decoding waits until a stream has ended and its neighbours are written (load/decodegate.py), and the
+  interpreter is kept quiet meanwhile (load/interpreter.py);
+- each request's ``asked_ns`` is when the schedule meant to release it, so lateness of the client's own is
+  measured, not hidden; the event loop's lag is watched, so a request timed while the client was the
+  bottleneck is flagged rather than trusted (load/lag.py);
+- every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
+  adds), also when the run is stopped, and the run's record is written then too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import dataclasses
+import math
+import random
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Protocol
 
 from tokenpace.clients import protocol_for
 from tokenpace.clients.base import HttpRequest, undecodable
 from tokenpace.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load
-from tokenpace.config.workloads import MAX_CONCURRENCY
+from tokenpace.config.workloads import MAX_CONCURRENCY, RUN_MEMORY, Workload
 from tokenpace.errors import TokenpaceError
-from tokenpace.load.arrivals import intervals
-from tokenpace.load.chains import Dataset, Request
+from tokenpace.load.ahead import ChainsAhead, chains_ahead
+from tokenpace.load.chains import Dataset, FreshPrompts, Request
+from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.decodegate import DecodeGate
 from tokenpace.load.figures import Done
+from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
-from tokenpace.load.run import (
-    STAGGER_S,
-    Refusals,
-    SampleSink,
-    quiet_interpreter,
-    run_record,
-    send_request,
-    yield_to_the_loop,
-)
-from tokenpace.measure.sample import RunRecord, make_sample
+from tokenpace.load.release import Release, ReleaseBudget, release
+from tokenpace.load.send import Refusals, send_request
+from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
+from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
-BUILD_BATCH = 16  # chains built per turn of the worker thread: short turns, so decoding never waits long
-AHEAD_BYTES = 64 << 20  # what chains built ahead may hold; at least one is built whatever its size
-ChainRunner = Callable[[int, int, bool | None], Coroutine[Any, Any, None]]  # (chain, asked_ns, warm-up or None: over)
-PREBUILT = 5_000  # chains built before a test with a request count starts: the rest are built as it goes
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """What a load test needs besides its endpoint, dataset and load: limits, and what to keep."""
+class SampleSink(Protocol):
+    def add_sample(self, sample: Sample) -> None: ...
+    def add_run(self, run: RunRecord) -> None: ...
 
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How a run measures besides its load: limits, what to keep, where its samples go on the board.
+
+    ``requests`` and ``concurrency`` are :func:`run_workload`'s load (a load test gives a Load instead). Not a
+    plan: that word is the provider's billing plan (Endpoint.plan, with its budget and cadence).
+    """
+
+    requests: int = 10
+    concurrency: int = 1
     timeouts: Timeouts = field(default_factory=Timeouts)
-    limits: Limits = field(default_factory=Limits)
-    warm_connections: bool = True
-    keep_prompts: bool = False
-    seed: int = 0  # the arrival schedule's
+    warm_connections: bool = True  # open the connections before the first release
+    seed: int | None = None  # the prompts' (run_workload: None draws one) and an open loop's arrivals'
+    keep_prompts: bool = False  # store each prompt's text with its sample (the fingerprint is always kept)
+    source: Source = "one-shot"  # the service's sampler says "scheduled"
+    publish: bool = False  # rank these samples on the board (always, for scheduled ones)
+    limits: Limits = field(default_factory=Limits)  # bytes a response may bring
+    origin: Origin = field(default_factory=Origin)  # a region's agent and its job; this process by default
+    command: str = ""  # as stored with the run
     first_chain: int = 0  # the dataset's chain to start from: a sweep's points never send the same prompts
-    command: str = ""
 
 
 @dataclass
-class LoadResult:
-    """A load test's run record and every request it sent, warm-up included (``Done.warmup``)."""
+class RunResult:
+    """A run's record and every request it sent, warm-up included (``Done.warmup``), in the order they ended."""
 
     run: RunRecord
     load: Load
     done: list[Done] = field(default_factory=list)
 
-
-class _Budget:
-    """How many requests may still be released, and whether the next one is warm-up or measured."""
-
-    def __init__(self, load: Load) -> None:
-        self.load = load
-        self.released = 0
-        self.measuring_since: float | None = None  # loop time of the first measured release
-
-    def take(self, now: float) -> bool | None:
-        """True for a warm-up request, False for a measured one, None once the test is over."""
-        load = self.load
-        if load.requests is not None and self.released >= load.warmup + load.requests:
-            return None
-        since = self.measuring_since
-        if since is not None and load.duration_s is not None and now - since >= load.duration_s:
-            return None
-        warmup = self.released < load.warmup
-        if not warmup and self.measuring_since is None:
-            self.measuring_since = now
-        self.released += 1
-        return warmup
+    @property
+    def samples(self) -> list[Sample]:
+        return [d.sample for d in self.done]
 
 
-Built = tuple[tuple[Request, HttpRequest], ...]
+@dataclass
+class _Run:
+    """What every endpoint of one run shares: its id, options and load, the client's health, the decoder."""
+
+    id: str
+    load: Load
+    options: RunOptions
+    refusals: Refusals
+    cold: ColdStarts | None
+    lag: LoopLag
+    decoder: ThreadPoolExecutor
+    keep: Callable[[Done], None]
+    last: int | None  # the most chains an endpoint's release can take; None: no end
+    ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
 
 
-def _weight(chain: Built) -> int:
-    """About the bytes a built chain holds: each request's body, and its prompt's text beside it."""
-    return sum(2 * len(http.body) for _, http in chain)
+async def run_workload(
+    endpoints: Sequence[Endpoint],
+    workload: Workload,
+    options: RunOptions,
+    sink: SampleSink | None = None,
+    on_done: Callable[[Done], None] | None = None,
+    corpus: Corpus | None = None,
+    refusals: Refusals | None = None,
+    cold: ColdStarts | None = None,
+) -> RunResult:
+    """Measure each endpoint in turn with ``options.requests`` of the workload's fresh prompts; one run record.
 
-
-class _Chains:
-    """The dataset's chains with their request bytes, built ahead on the worker thread, within AHEAD_BYTES.
-
-    A chain is handed out once and then dropped: what is held is what is built and not yet sent, never the
-    test's every prompt (a million requests, or chains of thousands of long prompts, would not fit).
+    Endpoint k's prompts are built from seeds seed + k * requests + i: endpoints never share a prompt. ``refusals``:
+    what earlier runs learnt of optional fields each endpoint refuses, and where this run adds what it learns;
+    None learns for this call only. ``cold``: when each endpoint's last request ended, and where this run adds
+    its own (load/coldstart.py); None knows nothing before this call, and tags with the default threshold.
     """
-
-    def __init__(
-        self, dataset: Dataset, first: int, build: Callable[[Request], HttpRequest], pool: ThreadPoolExecutor
-    ) -> None:
-        self.dataset, self.first, self.build, self.pool = dataset, first, build, pool
-        self.ready: dict[int, Built] = {}
-        self.count = 0  # chains built so far: the next one to build is this one
-        self.held = 0  # bytes of the chains in ``ready``
-        self.first_request: HttpRequest | None = None  # the warm-up's headers
-        self.stop = threading.Event()  # set when the test stops: a batch being built ends after its chain
-        self._filling: asyncio.Future[None] | None = None
-        self._background: set[asyncio.Future[None]] = set()  # referenced until done, so never collected mid-way
-
-    def _batch(self, start: int, n: int) -> list[Built]:
-        out: list[Built] = []
-        weight = 0
-        for i in range(self.first + start, self.first + start + n):
-            if self.stop.is_set() or (out and self.held + weight >= AHEAD_BYTES):
-                break
-            out.append(tuple((r, self.build(r)) for r in self.dataset.chain(i)))
-            weight += _weight(out[-1])
-        return out
-
-    async def fill(self, upto: int, needed: int = 0) -> None:
-        """Build chains until ``upto`` are built, or AHEAD_BYTES are held once the first ``needed`` are."""
-        while self.count < upto and (self.count < needed or self.held < AHEAD_BYTES):
-            if self._filling is None:
-                batch = min(BUILD_BATCH, upto - self.count)
-                self._filling = asyncio.ensure_future(self._extend(batch))
-            await asyncio.shield(self._filling)
-
-    async def _extend(self, n: int) -> None:
-        try:
-            more = await asyncio.get_running_loop().run_in_executor(self.pool, self._batch, self.count, n)
-            for chain in more:
-                self.ready[self.count] = chain
-                self.held += _weight(chain)
-                self.count += 1
-                if self.first_request is None and chain:
-                    self.first_request = chain[0][1]
-        finally:
-            self._filling = None
-
-    async def get(self, i: int, ahead: int) -> Built:
-        """Chain ``i``, building it now if it is not ready (late, and the wait shows it); then builds ahead."""
-        if i >= self.count:
-            await self.fill(i + 1, needed=i + 1)
-        chain = self.ready.pop(i)
-        self.held -= _weight(chain)
-        if self.count < i + 1 + ahead and self._filling is None:
-            task = asyncio.ensure_future(self.fill(i + 1 + ahead))
-            self._background.add(task)
-            task.add_done_callback(_settled)
-            task.add_done_callback(self._background.discard)
-        return chain
-
-
-def _settled(task: asyncio.Future[None]) -> None:
-    """Retrieve a background build's failure: the request that needs the chain meets it and reports it."""
-    if not task.cancelled():
-        task.exception()
-
-
-def _ahead(load: Load) -> int:
-    """Chains to build before the first release and keep ready after.
-
-    With a request count, all of them (up to PREBUILT): building a prompt costs CPU that would otherwise run
-    beside the streams being timed. With a duration only, about 60 s of an open loop, or 8 per stream. Either
-    way no more than AHEAD_BYTES of them (load/engine.py's _Chains).
-    """
-    if load.requests is not None:
-        return min(load.warmup + load.requests, PREBUILT)
-    return max(round(load.rate * 60), 64) if load.rate is not None else max(8 * (load.concurrency or 1), 64)
+    seed = options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)  # any database's INTEGER
+    options = dataclasses.replace(options, seed=seed)
+    concurrency = workload.concurrency or options.concurrency
+    load = Load(concurrency=concurrency, requests=options.requests, burst=workload.concurrency is not None)
+    targets = [(e, FreshPrompts(workload, seed + k * options.requests, corpus)) for k, e in enumerate(endpoints)]
+    last = math.ceil(options.requests / 2) if workload.paired else options.requests  # chains: a pair's turns are one
+    cold = ColdStarts() if cold is None else cold
+    # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
+    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=RUN_MEMORY)
 
 
 async def run_load(
     endpoint: Endpoint,
     dataset: Dataset,
     load: Load,
-    settings: Settings | None = None,
+    options: RunOptions | None = None,
     sink: SampleSink | None = None,
     on_done: Callable[[Done], None] | None = None,
     refusals: Refusals | None = None,
-) -> LoadResult:
+) -> RunResult:
     """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done."""
-    preload_tokenizer()
-    settings = settings or Settings()
-    refusals = Refusals() if refusals is None else refusals
-    proto = protocol_for(endpoint.protocol)
-    run_id = uuid.uuid4().hex
-    loop = asyncio.get_running_loop()
-    done_list: list[Done] = []
-    lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
-    worker = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
-    chains = _Chains(dataset, settings.first_chain, lambda r: proto.request(endpoint, r.prompt), worker)
-    budget, decoding, seq = _Budget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
+    last = None if load.requests is None else load.warmup + load.requests
+    options = options or RunOptions()
+    target = [(endpoint, dataset)]
+    return await _measure_all(target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None)
 
-    def decode(rec: Recording, when: datetime, i: int, req: Request, warmup: bool, asked: int, chain: int) -> Done:
+
+async def _measure_all(
+    targets: Sequence[tuple[Endpoint, Dataset]],
+    load: Load,
+    options: RunOptions,
+    sink: SampleSink | None,
+    on_done: Callable[[Done], None] | None,
+    refusals: Refusals | None,
+    cold: ColdStarts | None,
+    *,
+    last: int | None,
+    ahead_bytes: int | None,
+) -> RunResult:
+    """Each target measured in turn under one run id, one loop-lag watch and one decoder thread; the run's
+    record written at the end, also when stopped."""
+    preload_tokenizer()
+    done: list[Done] = []
+
+    def keep(d: Done) -> None:
+        done.append(d)
+        if sink is not None:
+            sink.add_sample(d.sample)
+        if on_done is not None:
+            on_done(d)
+
+    lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
+    decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
+    refusals = Refusals() if refusals is None else refusals
+    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, decoder, keep, last, ahead_bytes)
+    lag.start()
+    try:
+        with quiet_interpreter():
+            for endpoint, dataset in targets:
+                await _measure_endpoint(run, endpoint, dataset)
+    finally:
+        await lag.stop()
+        decoder.shutdown()
+        requested = (load.warmup + load.requests) * len(targets) if load.requests is not None else len(done)
+        concurrency = load.concurrency or load.max_concurrency or 0
+        record = run_record(run, started, concurrency, requested, [d.sample for d in done], time.process_time() - cpu0)
+        if sink is not None:
+            sink.add_run(record)
+    return RunResult(record, load, done)
+
+
+async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> None:
+    """One endpoint's part of a run: its chains released under the run's load, each request decoded as it ends."""
+    loop = asyncio.get_running_loop()
+    proto = protocol_for(endpoint.protocol)
+    options, load, cold = run.options, run.load, run.cold
+
+    def build(r: Request) -> HttpRequest:
+        return proto.request(endpoint, r.prompt)
+
+    chains = ChainsAhead(dataset, options.first_chain, build, run.decoder, run.last, run.ahead_bytes)
+    ahead = chains_ahead(load, run.last)
+    budget, decoding, seq = ReleaseBudget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
+    published = options.publish or options.source == "scheduled"
+
+    def idle() -> float | None:
+        return None if cold is None else cold.idle(endpoint)
+
+    def decode(rec: Recording, when: datetime, req: Request, r: Release, i: int) -> Done:
         gate.wait()  # on the decoder thread: the next requests are written first (load/decodegate.py)
         try:
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
-        bound = lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        bound = run.lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        chain = options.first_chain + r.chain
+        group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
+        if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group
+            group = f"{run.id[:12]}-p{chain}"
         sample = make_sample(
-            run_id, endpoint, dataset.name, when, timeline, req.prompt, None, settings.keep_prompts,
-            source="one-shot", published=False, client_bound=bound, seq=i,
+            run.id, endpoint, dataset.name, when, timeline, req.prompt, group, options.keep_prompts,
+            source=options.source, published=published, client_bound=bound, origin=options.origin, seq=i,
+            idle_s=r.idle_s, cold=cold is not None and cold.tag(endpoint, r.idle_s), prefix_turn=req.prefix_turn,
         )  # fmt: skip
-        return Done(sample, req.tag, warmup, asked, chain)
+        return Done(sample, req.tag, r.warmup, r.asked_ns, chain)
 
     def decoded(future: asyncio.Future[Done]) -> None:
         if not future.cancelled() and future.exception() is None:
-            done = future.result()
-            done_list.append(done)
-            if sink is not None:
-                sink.add_sample(done.sample)
-            if on_done is not None:
-                on_done(done)
+            run.keep(future.result())
 
-    async def send(req: Request, http: HttpRequest, asked: int, warmup: bool, chain: int) -> None:
+    async def send(req: Request, http: HttpRequest, r: Release) -> None:
         i = next(seq)
 
         def ended(rec: Recording, when: datetime) -> None:
-            future = loop.run_in_executor(worker, decode, rec, when, i, req, warmup, asked, chain)
+            if cold is not None:
+                cold.ended(endpoint)
+            future = loop.run_in_executor(run.decoder, decode, rec, when, req, r, i)
             future.add_done_callback(decoded)
             decoding.append(future)
 
-        await send_request(session, proto, endpoint, http, settings.timeouts, settings.limits, refusals, ended, gate)
+        if cold is not None:
+            cold.sent(endpoint)  # no await before send_request: its ``ended`` always balances this
+        await send_request(session, proto, endpoint, http, options.timeouts, options.limits, run.refusals, ended, gate)
 
-    async def run_chain(i: int, asked: int, warmup: bool | None) -> None:
-        for k, (req, http) in enumerate(await chains.get(i, _ahead(load))):
-            if k:  # later requests of a chain are released when the one before has ended
-                asked, warmup = time.perf_counter_ns(), budget.take(loop.time())
-            if warmup is None:
-                return
-            await send(req, http, asked, warmup, settings.first_chain + i)
+    async def run_chain(r: Release) -> None:
+        for k, (req, http) in enumerate(await chains.get(r.chain, ahead)):
+            if k:  # a chain's later requests are released when the one before has ended
+                if (warmup := budget.take(loop.time())) is None:
+                    return
+                r = dataclasses.replace(r, asked_ns=time.perf_counter_ns(), warmup=warmup, idle_s=idle(), burst=None)
+            await send(req, http, r)
 
     pool = load.concurrency or load.max_concurrency or MAX_CONCURRENCY
     gate = DecodeGate()
-    session = new_session(pool, settings.timeouts, gate.written)
-    lag.start()
+    session = new_session(pool, options.timeouts, gate.written)
     try:
-        with quiet_interpreter():
-            await chains.fill(_ahead(load), needed=1)
-            if settings.warm_connections and (first := chains.first_request) is not None:
-                warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
-                await warm(session, proto.warm_url(endpoint), first.headers, warm_n, settings.timeouts)
-            try:
-                if load.rate is None:
-                    await _closed(load, budget, run_chain)
-                else:
-                    await _open(load, settings.seed, budget, run_chain)
-            except BaseExceptionGroup as group:  # a mistake found mid-way (a file's prompt too long) is one line
-                if (mistakes := group.subgroup(TokenpaceError)) is None:
-                    raise
-                raise mistakes.exceptions[0] from None
-            finally:  # also when stopped: every request sent ends as a sample
-                await asyncio.gather(*decoding)
+        await chains.fill(ahead, needed=1)
+        if cold is not None:
+            await cold.recall(endpoint)  # the store's word on its idle time, once per endpoint
+        if options.warm_connections and (first := chains.first_request) is not None:
+            warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
+            await warm(session, proto.warm_url(endpoint), first.headers, warm_n, options.timeouts)
+        try:
+            await release(load, options.seed or 0, budget, run_chain, idle)
+        except BaseExceptionGroup as group:  # a mistake found mid-way (a file's prompt too long) is one line
+            if (mistakes := group.subgroup(TokenpaceError)) is None:
+                raise
+            raise mistakes.exceptions[0] from None
+        finally:  # also when stopped: every request sent ends as a sample
+            await asyncio.gather(*decoding)
     finally:
         chains.stop.set()  # a chain being built ahead is the last one: stopping waits for no more
         await session.close()
-        await lag.stop()
-        worker.shutdown()
-        requested = (load.warmup + load.requests) if load.requests is not None else len(done_list)
-        concurrency = load.concurrency or load.max_concurrency or 0
-        samples = [d.sample for d in done_list]
-        cpu = time.process_time() - cpu0
-        run = run_record(run_id, started, settings.command, concurrency, requested, samples, lag, cpu, settings.seed)
-        if sink is not None:
-            sink.add_run(run)
-    return LoadResult(run, load, done_list)
 
 
-async def _closed(load: Load, budget: _Budget, run_chain: ChainRunner) -> None:
-    """``concurrency`` workers, each taking the next chain when its last one has ended, the k-th starting
-    k * STAGGER_S after the first."""
-    loop = asyncio.get_running_loop()
-    chain_ids = iter(range(1 << 62))
-
-    async def worker(k: int) -> None:
-        await asyncio.sleep(k * STAGGER_S)  # streams staggered, so rounds do not end together (load/run.py)
-        while (warmup := budget.take(loop.time())) is not None:
-            await run_chain(next(chain_ids), time.perf_counter_ns(), warmup)
-
-    async with asyncio.TaskGroup() as tg:
-        for k in range(load.concurrency or 1):
-            tg.create_task(worker(k))
-
-
-async def _open(load: Load, seed: int, budget: _Budget, run_chain: ChainRunner) -> None:
-    """A chain started at every arrival of the schedule; arrivals due while a cap holds them wait (and show it)."""
-    assert load.rate is not None
-    loop = asyncio.get_running_loop()
-    cap = asyncio.Semaphore(load.max_concurrency) if load.max_concurrency else None
-    t0_ns, t0 = time.perf_counter_ns(), loop.time()
-    at = 0.0
-
-    async def capped(i: int, asked: int, warmup: bool) -> None:
-        assert cap is not None
-        async with cap:
-            await run_chain(i, asked, warmup)
-
-    async with asyncio.TaskGroup() as tg:
-        for i, gap in enumerate(intervals(load.rate, load.arrival, load.burstiness, seed)):
-            at += gap
-            asked = t0_ns + round(at * 1e9)
-            # The loop's timers are as coarse as a millisecond (uvloop) and may fire early: sleep again for any
-            # rest, so a request is never sent before its arrival time and its wait is never negative.
-            while (rest := asked - time.perf_counter_ns()) > 0:  # noqa: ASYNC110 - a deadline, not an event
-                await asyncio.sleep(rest / 1e9)
-            # The duration is counted on the schedule: an arrival due inside it is released however late the
-            # loop got there (a stalled loop must not shorten the test), and none due after it is.
-            if (warmup := budget.take(t0 + at)) is None:
-                break
-            tg.create_task(capped(i, asked, warmup) if cap else run_chain(i, asked, warmup))
+def run_record(
+    run: _Run, started: datetime, concurrency: int, requested: int, samples: Sequence[Sample], cpu_s: float
+) -> RunRecord:
+    """The run's record: what it asked for and took, and the client's own health meanwhile (loop lag, CPU per
+    event = process CPU / events decoded)."""
+    events = sum(len(s.timeline.events) for s in samples)
+    lag = run.lag
+    return RunRecord(
+        id=run.id,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        command=run.options.command,
+        concurrency=concurrency,
+        requested=requested,
+        completed=len(samples),
+        loop_lag_p50_ms=lag.p(50),
+        loop_lag_p99_ms=lag.p(99),
+        loop_lag_max_ms=max(lag.lags_ms, default=None),
+        cpu_us_per_event=cpu_s * 1e6 / events if events else None,
+        client_bound=lag.client_bound,
+        seed=run.options.seed,
+    )

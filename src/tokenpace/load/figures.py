@@ -5,7 +5,7 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 
 - TTFT: first token - request sent (the client's own wait before sending is reported apart, as ``wait``);
 - TPOT: (E2E - TTFT) / (output tokens - 1), per request;
-- ITL: gaps between a request's consecutive chunks, pooled over all requests;
+- ITL: waits between a request's consecutive chunks, pooled over all requests;
 - E2E: last byte - request sent;
 - dispatch delay (``wait``): request sent - its scheduled start (``asked_ns``): the client's own lateness;
 - TTFT and E2E *from schedule*: first token (last byte) - scheduled start = the figure from the send + the
@@ -15,8 +15,8 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 - throughput: measured requests (and their output tokens) / the measured window (first send to last end);
 - goodput: requests that met every SLO / the measured window; SLO attainment: their share of all measured requests.
 
-A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest chunk gap
-(``itl``) and E2E each at or under the bound; a figure the request lacks (no gap in a one-chunk answer, no TPOT
+A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest ITL
+(``itl``) and E2E each at or under the bound; a figure the request lacks (no ITL in a one-chunk answer, no TPOT
 below two tokens) fails its bound, so an SLO never passes a request it could not judge.
 """
 
@@ -25,11 +25,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tokenpace.config.load import Slo
-from tokenpace.measure.metrics import NS_PER_MS, chunk_times, gaps_ms, percentile_sorted
+from tokenpace.measure.metrics import NS_PER_MS, chunk_times, itl_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
+from tokenpace.measure.stats import Figure
 
 # A level whose dispatch delay P99 is above this is invalid (``bench --max-dispatch-p99``). A healthy client's
 # delay is its loop's timer resolution and a request's building, about a millisecond (the 5 ms loop-lag P99 of
@@ -51,28 +52,15 @@ class Done:
 
 
 @dataclass(frozen=True, slots=True)
-class Latency:
-    """One latency over the measured requests, in ms: count, mean, percentiles and max (None: no values)."""
-
-    n: int = 0
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    max: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class TagFigures:
     """The figures of one tag's requests (prefix-hit vs prefix-miss, turn 1 vs later turns)."""
 
     tag: str
     requests: int
     ok: int
-    ttft: Latency
-    tpot: Latency
-    e2e: Latency
+    ttft: Figure
+    tpot: Figure
+    e2e: Figure
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,27 +75,28 @@ class Figures:
     output_tokens_per_s: float  # output tokens (o200k) of ok measured requests / window
     input_tokens_per_s: float  # prompt tokens (o200k) of ok measured requests / window
     concurrency_held: float  # mean requests in flight: sum of measured requests' E2E / window
-    ttft: Latency
-    tpot: Latency
-    itl: Latency
-    e2e: Latency
-    wait: Latency  # dispatch delay = request sent - scheduled start: the client's own lateness
-    output_speed: Latency  # per-request output speed (tok/s, Artificial Analysis's formula)
+    ttft: Figure
+    tpot: Figure
+    itl: Figure
+    e2e: Figure
+    wait: Figure  # dispatch delay = request sent - scheduled start: the client's own lateness
+    output_speed: Figure  # per-request output speed (tok/s, Artificial Analysis's formula)
     goodput: float | None = None  # requests that met every SLO / window; None without an SLO
     slo_attainment: float | None = None  # share (0..1) of measured requests that met every SLO
     by_tag: tuple[TagFigures, ...] = ()  # one per tag when the dataset tags requests
     offered_rate: float | None = None  # open loop: the rate asked for (req/s); request_rate under it: fell behind
-    ttft_from_schedule: Latency = Latency()  # first token - scheduled start (older documents: n 0)
-    e2e_from_schedule: Latency = Latency()  # last byte - scheduled start
+    ttft_from_schedule: Figure = field(default_factory=Figure)  # first token - scheduled start (older documents: n 0)
+    e2e_from_schedule: Figure = field(default_factory=Figure)  # last byte - scheduled start
 
 
-def latency(values: Sequence[float]) -> Latency:
-    """n, mean, P50/P90/P95/P99 (metrics.percentile: linear between closest ranks) and max of the values."""
+def latency(values: Sequence[float]) -> Figure:
+    """A latency's figure over the measured requests (ms): n, mean, P50/P90/P95/P99 (metrics.percentile: linear
+    between closest ranks) and max of the values."""
     ordered = sorted(values)
     if not ordered:
-        return Latency()
+        return Figure()
     p50, p90, p95, p99 = (percentile_sorted(ordered, q) for q in (50, 90, 95, 99))
-    return Latency(len(ordered), statistics.fmean(ordered), p50, p90, p95, p99, ordered[-1])
+    return Figure(len(ordered), statistics.fmean(ordered), p50=p50, p90=p90, p95=p95, p99=p99, max=ordered[-1])
 
 
 def tpot_ms(s: Sample) -> float | None:
@@ -118,9 +107,9 @@ def tpot_ms(s: Sample) -> float | None:
     return (m.e2e_ms - m.ttft_ms) / (m.output_tokens - 1)
 
 
-def chunk_gaps_ms(s: Sample) -> list[float]:
-    """ITL values of one request = gaps between consecutive chunk arrivals (events read together are one chunk)."""
-    return gaps_ms(chunk_times(s.timeline.token_events))
+def request_itl_ms(s: Sample) -> list[float]:
+    """ITL values of one request = waits between consecutive chunk arrivals (events read together are one chunk)."""
+    return itl_ms(chunk_times(s.timeline.token_events))
 
 
 def wait_ms(d: Done) -> float:
@@ -167,7 +156,7 @@ def per_second(count: float, window: float) -> float:
     return count / window if window > 0 else 0.0
 
 
-def _ok_latencies(ok: Sequence[Sample]) -> tuple[Latency, Latency, Latency]:
+def _ok_latencies(ok: Sequence[Sample]) -> tuple[Figure, Figure, Figure]:
     ttft = latency([m for s in ok if (m := s.metrics.ttft_ms) is not None])
     tpot = latency([t for s in ok if (t := tpot_ms(s)) is not None])
     e2e = latency([m for s in ok if (m := s.metrics.e2e_ms) is not None])
@@ -205,7 +194,7 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
         concurrency_held=per_second(sum((d.sample.metrics.e2e_ms or 0.0) / 1000 for d in measured), window),
         ttft=ttft,
         tpot=tpot,
-        itl=latency([g for s in ok for g in chunk_gaps_ms(s)]),
+        itl=latency([g for s in ok for g in request_itl_ms(s)]),
         e2e=e2e,
         wait=latency([wait_ms(d) for d in measured]),
         output_speed=latency([v for s in ok if (v := s.metrics.output_speed) is not None]),

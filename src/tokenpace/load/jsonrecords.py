@@ -31,7 +31,7 @@ def _too_big(path: Path, max_bytes: int) -> ConfigError:
     return ConfigError(f"{path}: over the {max_bytes}-byte limit; keep fewer records in it")
 
 
-def open_file(path: Path, max_bytes: int) -> BinaryIO:
+def open_bounded(path: Path, max_bytes: int) -> BinaryIO:
     """The file for reading: a regular file (not a pipe or device, which could stream forever)."""
     try:
         info = path.stat()
@@ -44,7 +44,7 @@ def open_file(path: Path, max_bytes: int) -> BinaryIO:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-def _read(path: Path, read: Callable[[int], bytes], size: int) -> bytes:
+def _read_bounded(path: Path, read: Callable[[int], bytes], size: int) -> bytes:
     """``read(size)``, an I/O error a one-line ConfigError: /proc/self/mem is a "regular" file that fails."""
     try:
         return read(size)
@@ -84,7 +84,7 @@ def json_lines(path: Path, f: BinaryIO, max_bytes: int, max_line: int) -> Iterat
     Bytes read are bounded too: the file may have grown since it was measured. A UTF-8 BOM is dropped.
     """
     n = read = 0
-    while data := _read(path, f.readline, max_line + 1):
+    while data := _read_bounded(path, f.readline, max_line + 1):
         n, read = n + 1, read + len(data)
         if len(data) > max_line:
             raise bad(path, n, f"a line over {max_line} bytes; split or shorten it")
@@ -109,7 +109,7 @@ def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Itera
     buf, pos, line, eof, read = "", 0, 1, False, 0
     start = f.tell()
     # at: the file's byte offset of buf[mark]; a BOM is dropped by the decoder, so buf starts after it
-    at = start + (3 if _read(path, f.read, 3) == codecs.BOM_UTF8 else 0)
+    at = start + (3 if _read_bounded(path, f.read, 3) == codecs.BOM_UTF8 else 0)
     f.seek(start)
     mark = 0
 
@@ -124,7 +124,9 @@ def array_items(path: Path, f: BinaryIO, max_bytes: int, max_item: int) -> Itera
         nonlocal buf, pos, eof, read, mark
         byte(pos)  # buf[:pos] is dropped: keep the count of its bytes
         mark = 0
-        data = _read(path, f.read, max(CHUNK, len(buf) - pos))  # at least doubles what an unfinished item has to parse
+        data = _read_bounded(
+            path, f.read, max(CHUNK, len(buf) - pos)
+        )  # at least doubles what an unfinished item has to parse
         read += len(data)
         if read > max_bytes:
             raise _too_big(path, max_bytes)

@@ -4,9 +4,9 @@ One document per bench command: one point for a single load level, one point per
 figure is derived (load/figures.py) from samples that are also stored in the database under the point's
 ``run_id``; the document adds, per point, a bounded list of per-request rows for the report's charts.
 
-The file is JSON (:func:`to_json`), read back by :func:`from_json` / :func:`read` as hostile input: at most
+The file is JSON (:func:`to_json`), read back by :func:`from_json` / :func:`read_result` as hostile input: at most
 MAX_BYTES, a known ``format``, every field of its type (strict: no "5" for 5), every number finite and in
-0..MAX_NUMBER, every text at most MAX_TEXT characters, at most MAX_POINTS points and MAX_ROWS items in any list.
+0..MAX_NUMBER, every text at most MAX_TEXT characters, at most MAX_BENCH_POINTS points and MAX_ROWS items in any list.
 Anything else is one ConfigError naming the field. Fields added since format 1 (a point's ``repeat`` and
 ``invalid``, figures from schedule) have defaults, so a document written before them still reads, and a
 tokenpace that predates them reads a newer one as a document of one run per point.
@@ -29,12 +29,12 @@ from tokenpace.errors import ConfigError
 from tokenpace.load.figures import Done, Figures
 from tokenpace.measure.metrics import NS_PER_MS
 
-T = TypeVar("T")
+Item = TypeVar("Item")
 
 MAX_ROWS = 20_000  # per-request rows kept per point (the charts' dots); figures always cover every request
 FORMAT = 1  # the document's version: bump when a field changes meaning or goes; readers refuse others
 MAX_BYTES = 64 * 1024 * 1024  # ~90 bytes a row: 32 points of MAX_ROWS rows fit; to_json thins rows beyond
-MAX_POINTS = 256  # far above any sweep (32 listed values; an auto sweep doubles then bisects)
+MAX_BENCH_POINTS = 256  # far above any sweep (32 listed values; an auto sweep doubles then bisects)
 MAX_TEXT = 65_536  # characters in any one text field (the command line is the longest)
 MAX_NUMBER = 1e12  # every figure is a count, a time, a rate or a share: none is negative or this large
 
@@ -52,7 +52,7 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Point:
+class BenchPoint:
     """One load level: how it was loaded, its figures, and the client's health while it ran."""
 
     load: Load
@@ -81,7 +81,7 @@ class BenchResult:
     slo: Slo | None = None
     sweep: str | None = None  # "concurrency", "rate", "auto" or None for one level
     saturation: float | None = None  # auto sweep: the highest rate the endpoint kept up with
-    points: tuple[Point, ...] = field(default_factory=tuple)
+    points: tuple[BenchPoint, ...] = field(default_factory=tuple)
     format: int = FORMAT
     max_dispatch_p99_ms: float | None = None  # the bound a level's dispatch delay P99 was held to
     repeat: int = 1  # runs of each level, back to back (``--repeat``): a point each
@@ -108,7 +108,9 @@ def to_json(result: BenchResult) -> str:
     text = _adapter(BenchResult).dump_json(result)
     while len(text) > MAX_BYTES and any(p.rows for p in result.points):
         share = MAX_BYTES / len(text) * 0.95
-        points = tuple(dataclasses.replace(p, rows=thin(p.rows, int(len(p.rows) * share))) for p in result.points)
+        points = tuple(
+            dataclasses.replace(p, rows=thin_evenly(p.rows, int(len(p.rows) * share))) for p in result.points
+        )
         result = dataclasses.replace(result, points=points)
         text = _adapter(BenchResult).dump_json(result)
     return text.decode()
@@ -121,7 +123,7 @@ def from_json(text: str | bytes) -> BenchResult:
     try:
         head = _adapter(_Head).validate_json(text, strict=True)
     except pydantic.ValidationError as exc:
-        raise _one_line(exc) from None
+        raise _validation_error(exc) from None
     if head.format != FORMAT:
         raise ConfigError(
             f"result document format {head.format}: this tokenpace reads format {FORMAT}; "
@@ -130,15 +132,15 @@ def from_json(text: str | bytes) -> BenchResult:
     try:
         result: BenchResult = _adapter(BenchResult).validate_json(text, strict=True)
     except pydantic.ValidationError as exc:
-        raise _one_line(exc) from None
-    if len(result.points) > MAX_POINTS:
-        raise ConfigError(f"result document: points: {len(result.points)} points, at most {MAX_POINTS}")
+        raise _validation_error(exc) from None
+    if len(result.points) > MAX_BENCH_POINTS:
+        raise ConfigError(f"result document: points: {len(result.points)} points, at most {MAX_BENCH_POINTS}")
     _check_rows(result)
     _check(dataclasses.replace(result, points=tuple(dataclasses.replace(p, rows=()) for p in result.points)), "")
     return result
 
 
-def read(path: Path) -> BenchResult:
+def read_result(path: Path) -> BenchResult:
     """The document in a file, read no further than MAX_BYTES (ConfigError names the file)."""
     try:
         with path.open("rb") as f:
@@ -152,7 +154,7 @@ def read(path: Path) -> BenchResult:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def _one_line(exc: pydantic.ValidationError) -> ConfigError:
+def _validation_error(exc: pydantic.ValidationError) -> ConfigError:
     first = exc.errors(include_url=False)[0]
     where = ".".join(str(p) for p in first["loc"])
     if first["type"] == "json_invalid":
@@ -222,11 +224,11 @@ def rows_of(done: Sequence[Done], t0_ns: int, limit: int = MAX_ROWS) -> tuple[Ro
             ok=d.sample.ok,
             tag=d.tag,
         )
-        for d in thin(measured, limit)
+        for d in thin_evenly(measured, limit)
     )
 
 
-def thin(items: Sequence[T], limit: int) -> tuple[T, ...]:
+def thin_evenly(items: Sequence[Item], limit: int) -> tuple[Item, ...]:
     """At most ``limit`` items, evenly spread: item floor(i * n / limit) for i < limit (all when n <= limit)."""
     n = len(items)
     return tuple(items) if n <= limit else tuple(items[i * n // limit] for i in range(max(limit, 0)))

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.load import Load, Slo, Sweep
 from tokenpace.load.chains import Dataset
-from tokenpace.load.engine import LoadResult, Settings, run_load
+from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
-from tokenpace.load.run import Refusals, SampleSink
+from tokenpace.load.send import Refusals
 
 KEEP_UP = 0.9  # completed requests/s over offered requests/s
 MAX_ERRORS = 0.05  # share of failed requests
@@ -37,10 +37,10 @@ MAX_AUTO_POINTS = 10  # the unloaded point, up to 8 doublings, one refinement
 
 
 @dataclass(frozen=True, slots=True)
-class Level:
+class SweepLevel:
     """One point of a sweep: its load, what the engine returned, and its figures."""
 
-    result: LoadResult
+    result: RunResult
     figures: Figures
     repeat: int = 0  # 1..N of a repeated level, 0 when it ran once
     invalid: str = ""  # dispatch_problem's reason, "" valid
@@ -78,7 +78,7 @@ class Sweeper:
         self,
         endpoint: Endpoint,
         dataset: Dataset,
-        settings: Settings,
+        options: RunOptions,
         slo: Slo | None = None,
         sink: SampleSink | None = None,
         on_done: Callable[[Done], None] | None = None,
@@ -86,36 +86,36 @@ class Sweeper:
         max_dispatch_p99_ms: float | None = DISPATCH_P99_MS,
         repeat: int = 1,
     ) -> None:
-        self.endpoint, self.dataset, self.settings, self.slo = endpoint, dataset, settings, slo
+        self.endpoint, self.dataset, self.options, self.slo = endpoint, dataset, options, slo
         self.sink, self.on_done, self.on_level = sink, on_done, on_level
         self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
         self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
-        self.levels: list[Level] = []
+        self.levels: list[SweepLevel] = []
         self.saturation: float | None = None
         self.refusals = Refusals()  # learnt once for the whole sweep
-        self._next_chain = settings.first_chain
+        self._next_chain = options.first_chain
 
-    async def point(self, load: Load, repeat: int = 0) -> Level:
+    async def point(self, load: Load, repeat: int = 0) -> SweepLevel:
         """One load test at ``load``, its prompts after every earlier point's (``repeat``: which run of it)."""
         self.running_repeat = repeat
         if self.on_level is not None:
             self.on_level(load)
-        settings = dataclasses.replace(self.settings, first_chain=self._next_chain)
-        result = await run_load(self.endpoint, self.dataset, load, settings, self.sink, self.on_done, self.refusals)
+        options = dataclasses.replace(self.options, first_chain=self._next_chain)
+        result = await run_load(self.endpoint, self.dataset, load, options, self.sink, self.on_done, self.refusals)
         self._next_chain = max((d.chain for d in result.done), default=self._next_chain) + 1
         f = figures(result.done, self.slo, load.rate)
-        level = Level(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
+        level = SweepLevel(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
         self.levels.append(level)
         return level
 
-    async def given(self, base: Load, sweep: Sweep | None = None) -> list[Level]:
+    async def given(self, base: Load, sweep: Sweep | None = None) -> list[SweepLevel]:
         """Each level of the sweep (or the base load alone), ``repeat`` times back to back."""
         for load in levels(base, sweep) if sweep is not None and sweep.values else [base]:
             for r in range(self.repeat):
                 await self.point(load, r + 1 if self.repeat > 1 else 0)
         return self.levels
 
-    async def auto(self, base: Load) -> list[Level]:
+    async def auto(self, base: Load) -> list[SweepLevel]:
         """Concurrency 1, then doubling rates until the server no longer keeps up, then one refinement."""
         unloaded = await self.point(dataclasses.replace(base, concurrency=1, rate=None, max_concurrency=None))
         r1, ttft1 = unloaded.figures.request_rate, unloaded.figures.ttft.p50

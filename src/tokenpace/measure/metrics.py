@@ -28,6 +28,8 @@ class Metrics:
     output_speed: float | None = None
     e2e_ms: float | None = None
     t100_ms: float | None = None
+    # ITL (inter-token latency: the wait between consecutive chunks) percentiles and its longest; "gap" is
+    # the stored columns' name for it, kept so no database needs a migration
     gap_p50_ms: float | None = None
     gap_p95_ms: float | None = None
     gap_max_ms: float | None = None
@@ -76,8 +78,8 @@ def time_to_n_tokens_ms(ttft: float, speed: float, n: int = 100) -> float:
     return ttft + n / speed * 1000
 
 
-def gaps_ms(times_ns: Sequence[int]) -> list[float]:
-    """Inter-event gaps = differences between consecutive arrival times, in ms."""
+def itl_ms(times_ns: Sequence[int]) -> list[float]:
+    """ITL values = differences between consecutive chunk arrival times, in ms."""
     return [(b - a) / NS_PER_MS for a, b in itertools.pairwise(times_ns)]
 
 
@@ -117,16 +119,16 @@ def compute(timeline: Timeline) -> Metrics:
     ttft = ttft_ms(t0, first)
     speed = output_speed(total, first_tokens, first, last) if len(arrivals) >= 2 else None
     answer_events = [e for e in tokens if e.kind is not EventKind.REASONING]
-    gaps = gaps_ms(arrivals)
+    itl = itl_ms(arrivals)
     return dataclasses.replace(
         base,
         ttft_ms=ttft,
         ttfat_ms=ttft_ms(t0, answer_events[0].t_ns) if answer_events else None,
         output_speed=speed,
         t100_ms=time_to_n_tokens_ms(ttft, speed) if speed else None,
-        gap_p50_ms=percentile(gaps, 50),
-        gap_p95_ms=percentile(gaps, 95),
-        gap_max_ms=max(gaps) if gaps else None,
+        gap_p50_ms=percentile(itl, 50),
+        gap_p95_ms=percentile(itl, 95),
+        gap_max_ms=max(itl) if itl else None,
         first_chunk_tokens=first_tokens,
     )
 

@@ -1,8 +1,9 @@
 """Figures over many samples: how many values, their mean and percentiles, and the success rate.
 
-The one vocabulary of both places that aggregate samples: a run's summary (``board.summary``, in Python over
-the samples at hand) and the leaderboard's rolling windows (``store.windows``, in SQL over the database), so
-both report the same fields and judge success by the same formula. Pure; the lowest layer both import.
+The one vocabulary of every place that aggregates samples: a run's summary (``board.summary``, in Python over
+the samples at hand), the leaderboard's rolling windows (``store.windows``, in SQL over the database) and a
+load test's latencies (``load.figures``), so all report the same fields and judge success by the same formula.
+Pure; the lowest layer they all import.
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ Z95 = 1.959963984540054  # the standard normal's 97.5th percentile: two-sided 95
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """One metric over a set of successful samples: how many values, their mean and percentiles (None: no values)."""
+    """One metric over a set of successful samples: how many values, their mean and percentiles (None: no values).
 
-    n: int
+    The board and a run's summary fill P5 to P95 and the 95 % intervals (:func:`figure`); a load test's
+    latencies the tail its readers compare, P50, P90, P95, P99 and the max (``load.figures.latency``).
+    """
+
+    n: int = 0
     mean: float | None = None
     p5: float | None = None
     p25: float | None = None
@@ -35,6 +40,10 @@ class Figure:
     mean_hi: float | None = None
     p50_lo: float | None = None
     p50_hi: float | None = None
+    # a load test's tail (after the intervals, so a figure built by position keeps its meaning)
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
 
     def headline(self, statistic: str) -> float | None:
         """The headline of a window or summary: the mean for "mean", else the median (P50)."""

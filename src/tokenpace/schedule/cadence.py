@@ -77,7 +77,7 @@ class Job:
     def worst_case(self) -> Spend:
         """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out;
         plus, when it wakes, its wake request's worst case as a run of one (2 requests, 1 x max_tokens x 1.5)."""
-        # The first run of an endpoint may send ``width`` requests that refuse an optional field (run.py
+        # The first run of an endpoint may send ``width`` requests that refuse an optional field (load/send.py
         # resends each without it): they are billed as input perhaps, never as output.
         own = _worst(self.workload, self.requests, self.width)
         return own + _worst(self.wake, 1, 1) if self.wake is not None and self.wakes else own

@@ -22,7 +22,8 @@ from typing import Literal, Protocol, TypeVar
 
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, Budget, Spend
 from tokenpace.load.coldstart import ColdStarts
-from tokenpace.load.run import Refusals, RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_workload
+from tokenpace.load.send import Refusals
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
 from tokenpace.schedule.wake import Waker
@@ -152,10 +153,10 @@ class Sampler:
 
     async def _measure(self, job: Job) -> None:
         # The parallel workload sets its own concurrency.
-        options = RunOptions(requests=job.requests, concurrency=1, source="scheduled", publish=True)
+        options = RunOptions(job.requests, 1, source="scheduled", publish=True, command="tokenpace serve")
         done = await run_workload(
-            [job.endpoint], job.workload, options, self.store, command="tokenpace serve", corpus=self.corpus,
-            refusals=self.refused_fields, cold=self.cold,
+            [job.endpoint], job.workload, options, self.store, corpus=self.corpus, refusals=self.refused_fields,
+            cold=self.cold,
         )  # fmt: skip
         ok = sum(s.ok for s in done.samples)
         log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)

@@ -80,8 +80,7 @@ class Waker:
             return 0.0
         e = job.endpoint
         if job.region == LOCAL:
-            if self.cold.needs_recall(e):
-                await self._read(partial(self.cold.recall, e))
+            await self.cold.recall(e, self._read)
             return self.cold.idle(e)
         ended = await self._read(partial(recent.last_ended, self.store, e, job.region))
         return None if not isinstance(ended, float) else max(0.0, self._now() - ended)

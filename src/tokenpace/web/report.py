@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tokenpace.board.loadtable import label
 from tokenpace.load.figures import TagFigures
-from tokenpace.load.results import BenchResult, Point
+from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.render import environment
@@ -30,7 +30,7 @@ class PointView:
     """One point as the report shows it: its place, label, charts, and the tags and errors it lists."""
 
     index: int
-    point: Point
+    point: BenchPoint
     label: str
     charts: tuple[Chart, ...]
     tags: tuple[TagFigures, ...]
@@ -39,7 +39,7 @@ class PointView:
     errors_left_out: int
 
 
-def point_view(point: Point, index: int, budget: int) -> PointView:
+def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
     """A point with its charts, its first MAX_TAGS tags and its MAX_ERROR_KINDS commonest error kinds."""
     errors = sorted(point.figures.errors.items(), key=lambda kv: (-kv[1], kv[0]))
     return PointView(

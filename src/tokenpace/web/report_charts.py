@@ -14,8 +14,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TypeGuard, TypeVar
 
-from tokenpace.load.figures import Figures, Latency
-from tokenpace.load.results import BenchResult, Point
+from tokenpace.load.figures import Figures
+from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.stats import Figure
 from tokenpace.web.charts import Chart, Dot, bars, scatter
 
 T = TypeVar("T")
@@ -25,7 +26,7 @@ REPORT_DOTS = 3_000  # request dots over all of a report's run charts: a 32-poin
 MIN_DOTS = 40  # a run chart keeps at least this many, however many points the report has
 FAILED_SHARE = 4  # failures keep up to 1/4 of a chart's dots, so a rare failure is not thinned away
 TAG_CHARS = 60  # a request's tag in its dot's tooltip is cut to this: a row's tag is the dataset's text
-LADDER = ("mean", "p50", "p90", "p95", "p99", "max")  # a Latency's fields the distribution chart draws
+LADDER = ("mean", "p50", "p90", "p95", "p99", "max")  # a latency Figure's fields the distribution chart draws
 
 
 def thin(items: Sequence[T], k: int) -> list[T]:
@@ -47,7 +48,7 @@ def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value)
 
 
-def swept(result: BenchResult) -> tuple[str, list[tuple[Point, float]]]:
+def swept(result: BenchResult) -> tuple[str, list[tuple[BenchPoint, float]]]:
     """The swept quantity's axis title and each point's value of it, ascending (points without one left out):
     a curve through the levels follows the load, whatever order an auto sweep tried them in."""
     by_rate = result.sweep in ("rate", "auto") or (
@@ -64,7 +65,7 @@ def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> li
 
 
 def _against_throughput(
-    result: BenchResult, chart_id: str, title: str, y_title: str, label: str, figure: Callable[[Figures], Latency]
+    result: BenchResult, chart_id: str, title: str, y_title: str, label: str, figure: Callable[[Figures], Figure]
 ) -> Chart:
     """Each point at its achieved output tok/s, against the p50 and p99 of ``figure``, joined in the order of
     the swept value."""
@@ -142,7 +143,7 @@ def _tag(tag: str) -> str:
     return tag if len(tag) <= TAG_CHARS else tag[:TAG_CHARS] + "…"
 
 
-def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
+def ttft_over_run(point: BenchPoint, chart_id: str, budget: int) -> Chart:
     """The point's request rows as dots, seconds into the run against TTFT, at most ``budget`` of them; failures a
     series of their own (at 0 ms when they never got a first token)."""
     rows = sorted((r for r in point.rows if math.isfinite(r.t_s)), key=lambda r: r.t_s)
@@ -159,17 +160,17 @@ def ttft_over_run(point: Point, chart_id: str, budget: int) -> Chart:
     return scatter(chart_id, title, "s into the run", "TTFT ms", dots, dot_size=2.5)
 
 
-def ladder(latency: Latency) -> dict[str, float]:
+def ladder(latency: Figure) -> dict[str, float]:
     """A latency's mean, percentiles and max as they were measured, those it has."""
     return {name: v for name in LADDER if _finite(v := getattr(latency, name))}
 
 
-def ttft_ladder(point: Point, chart_id: str) -> Chart:
+def ttft_ladder(point: BenchPoint, chart_id: str) -> Chart:
     """The point's TTFT figures (every measured request, not the rows) as bars from zero."""
     title = f"TTFT distribution, {point.load.describe()} (n={point.figures.ttft.n:,})"
     return bars(chart_id, title, "ms", ladder(point.figures.ttft))
 
 
-def point_charts(point: Point, index: int, budget: int) -> list[Chart]:
+def point_charts(point: BenchPoint, index: int, budget: int) -> list[Chart]:
     """One point's run and distribution charts, their ids numbered by the point's place in the result."""
     return [ttft_over_run(point, f"chart-point{index}-run", budget), ttft_ladder(point, f"chart-point{index}-ladder")]

@@ -1,0 +1,57 @@
+"""The interpreter kept quiet while runs overlap: collection held off, but at bounded intervals."""
+
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+
+import pytest
+
+from tokenpace.load import interpreter
+
+
+def test_overlapping_runs_collect_garbage_at_bounded_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs that overlap for good would hold collection off for good: one entering late collects first."""
+    monkeypatch.setattr(interpreter, "QUIET_MAX_S", 0.3)
+
+    def cycle() -> weakref.ref[Node]:
+        node = Node()
+        node.me = node  # only the cyclic collector frees it
+        return weakref.ref(node)
+
+    with interpreter.quiet_interpreter():
+        early = cycle()
+        with interpreter.quiet_interpreter():  # entered at once: collection stays off
+            assert early() is not None and not gc.isenabled()
+        time.sleep(0.4)
+        with interpreter.quiet_interpreter():  # past QUIET_MAX_S of quiet: collected on the way in
+            assert early() is None and not gc.isenabled()
+            late = cycle()
+            with interpreter.quiet_interpreter():  # the timer restarted: no second collection yet
+                assert late() is not None
+    assert gc.isenabled()
+
+
+def test_a_run_collects_the_whole_heap_at_most_every_quiet_max_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full collection on the way in is a pause the loop pays (the board's readers too): young ones suffice."""
+    calls: list[int] = []
+    collect = gc.collect
+
+    def counted(generation: int = 2) -> int:
+        calls.append(generation)
+        return collect(generation)
+
+    monkeypatch.setattr(gc, "collect", counted)
+    monkeypatch.setattr(interpreter, "_full_at", time.monotonic())  # a full collection just happened
+    with interpreter.quiet_interpreter():
+        pass
+    monkeypatch.setattr(interpreter, "_full_at", time.monotonic() - interpreter.QUIET_MAX_S - 1)
+    for _ in range(2):
+        with interpreter.quiet_interpreter():
+            pass
+    assert calls == [1, 2, 1] and gc.isenabled()
+
+
+class Node:
+    me: object = None
