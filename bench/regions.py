@@ -36,7 +36,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.agentkit import AgentProcess, sim_process
 
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.measure.metrics import percentile
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
@@ -111,7 +111,7 @@ async def main() -> None:
     try:
         with sim_process("--ttft-ms", "5", "--tokens-per-s", "2000", "--output-tokens", "20") as base:
             path = config(tmp / "c.toml", base, args.endpoints, args.per_provider, regions, args.every)
-            cfg = load(path)
+            cfg = read_config(path)
             with open_store(url) as store:
                 queue = Queue(url, pool_size=8)
                 await queue.open()

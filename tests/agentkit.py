@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
 from tokenpace.schedule.sampler import Sampler
@@ -122,7 +122,7 @@ class AgentProcess:
 @contextlib.asynccontextmanager
 async def central(config: Path, store: Store, url: str) -> AsyncIterator[Dispatcher]:
     """The central half of `tokenpace serve` with regions: the sampler queueing orders, on this loop."""
-    cfg = load(config)
+    cfg = read_config(config)
     queue = Queue(url)
     await queue.open()
     await queue.install()

@@ -6,7 +6,7 @@ import dataclasses
 from datetime import UTC, datetime
 
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import Load, Slo
+from tokenpace.config.traffic import Load, Slo
 from tokenpace.load.figures import Done, figures
 from tokenpace.load.results import BenchPoint, BenchResult, rows_of
 from tokenpace.measure.failures import ErrorKind, Failure

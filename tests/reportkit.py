@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from tokenpace.config.load import Load, Slo
+from tokenpace.config.traffic import Load, Slo
 from tokenpace.load.figures import Figures, TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult, Row
 from tokenpace.measure.stats import Figure

@@ -45,7 +45,7 @@ def test_each_config_example_loads_and_schedules(block: str, tmp_path: Path) -> 
     (tmp_path / "texts" / "notes.md").write_text("# Notes\n\n" + "A sentence of plain text. " * 400)
     path = tmp_path / "tokenpace.toml"
     path.write_text(block)
-    cfg = endpoints.load(path)
+    cfg = endpoints.read_config(path)
     assert sampler.jobs(cfg, cfg.endpoints) or not cfg.endpoints
 
 

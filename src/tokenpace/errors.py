@@ -47,7 +47,7 @@ class TokenizerError(TokenpaceError):
 
 
 class WorkerError(TokenpaceError):
-    """The process rendering the board's pages stopped (web/worker.py starts another)."""
+    """The process rendering the board's pages stopped (web/renderer.py starts another)."""
 
 
 class SimulatorError(TokenpaceError):

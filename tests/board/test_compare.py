@@ -9,7 +9,7 @@ import pytest
 
 from tests.loadkit import done, point, result, steady
 from tokenpace.board.compare import SPECS, LevelChange, compare, comparison_dict, describe_change, judge, relative
-from tokenpace.config.load import Load, Slo
+from tokenpace.config.traffic import Load, Slo
 from tokenpace.load.results import BenchPoint
 
 C1, C4, R2 = Load(concurrency=1), Load(concurrency=4), Load(concurrency=None, rate=2.0)

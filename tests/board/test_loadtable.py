@@ -11,7 +11,7 @@ from tests.loadkit import point, result, steady
 from tokenpace.board.compare import compare
 from tokenpace.board.loadtable import print_comparison, print_result, verdict_line
 from tokenpace.board.numbers import rate
-from tokenpace.config.load import Load, Slo
+from tokenpace.config.traffic import Load, Slo
 
 C1, R2 = Load(concurrency=1), Load(concurrency=None, rate=2.0)
 

@@ -166,7 +166,7 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
         '[schedule]\nworkloads = ["10k", "100k"]\nmin_samples = 5\njitter = 0.1\n'
         '[schedule.every]\n"10k" = "plan"\n'
     )
-    cfg = endpoints.load(path)
+    cfg = endpoints.read_config(path)
     found = rules(cfg, jobs(cfg, cfg.endpoints))
     assert (found.workload, found.long_workloads, found.min_samples) == ("10k", frozenset({"100k"}), 5)
     row = EndpointRow(

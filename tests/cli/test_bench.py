@@ -177,7 +177,7 @@ def test_the_live_line_shows_requests_done_rate_and_running_ttft() -> None:
 
     from tests.loadkit import steady
     from tokenpace.cli.benchlive import Live
-    from tokenpace.config.load import Load
+    from tokenpace.config.traffic import Load
 
     progress = Progress(console=Console(file=io.StringIO()))
     live = Live(progress)

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from tests.loadkit import point, result, steady
 from tokenpace.cli.compare import compare_command, parse_threshold
 from tokenpace.cli.exits import ExitCodeGroup
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.errors import ConfigError
 from tokenpace.load.results import MAX_BYTES, BenchResult, to_json
 

@@ -56,7 +56,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     folder = tmp_path_factory.mktemp("controls")
     config, db = folder / "evil.toml", str(folder / "t.db")
     config.write_text(CONFIG)
-    assert endpoints.load(config).endpoints[0].provider == PROVIDER  # the file says what it means to
+    assert endpoints.read_config(config).endpoints[0].provider == PROVIDER  # the file says what it means to
     run = CliRunner(env={"COLUMNS": "300"}).invoke(
         main, ["run", "--config", str(config), "-n", "3", "--publish", "--db", db]
     )
@@ -91,7 +91,7 @@ def test_workloads_and_error_lines_show_them_as_pictures(measured: tuple[Path, s
 
 def test_pages_metrics_and_json_carry_no_raw_control(measured: tuple[Path, str, str]) -> None:
     config, db, _ = measured
-    cfg = endpoints.load(config)
+    cfg = endpoints.read_config(config)
     with open_store(db) as store, TestClient(create_app(store, cfg)) as c:
         (row,) = c.get("/leaderboard.json?workload=1k&min_samples=1").json()["entries"]
         assert row["provider"] == PROVIDER  # JSON carries the name as it is, escaped by JSON itself

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tokenpace.config.alerts import MAX_URL, MAX_WEBHOOKS, Webhook, host
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.errors import ConfigError
 
 PROVIDER = "[providers.demo]\nsimulate = { ttft_ms = 1 }\n"
@@ -16,7 +16,7 @@ SECRET_URL = "https://hooks.slack.com/services/T000/B000/sekrit-token-123"  # no
 
 def test_webhooks_by_url_and_by_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = f'[alerts]\nboard_url = "https://speed.example.com/"\n[[alerts.webhooks]]\nurl = "{SECRET_URL}"\n'
-    cfg = load(_write(tmp_path, text + '[[alerts.webhooks]]\nurl_env = "TP_TEST_HOOK"\n'))
+    cfg = read_config(_write(tmp_path, text + '[[alerts.webhooks]]\nurl_env = "TP_TEST_HOOK"\n'))
     first, second = cfg.alerts.webhooks
     assert first.target() == SECRET_URL and cfg.alerts.board_url == "https://speed.example.com"
     assert SECRET_URL not in repr(cfg.alerts)
@@ -28,7 +28,7 @@ def test_webhooks_by_url_and_by_variable(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_no_alerts_table_means_no_webhooks(tmp_path: Path) -> None:
-    assert load(_write(tmp_path, "")).alerts.webhooks == ()
+    assert read_config(_write(tmp_path, "")).alerts.webhooks == ()
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -52,7 +52,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 )
 def test_mistakes_are_one_line_naming_the_key_and_never_the_url(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as err:
-        load(_write(tmp_path, text))
+        read_config(_write(tmp_path, text))
     assert "sekrit" not in str(err.value) and "\n" not in str(err.value)
     assert str(err.value).startswith(str(tmp_path / "tokenpace.toml") + ": alerts.")
 

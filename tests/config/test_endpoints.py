@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.errors import ConfigError
 
 GOOD = """
@@ -34,7 +34,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_same_model_on_two_plans_is_two_endpoints(tmp_path: Path) -> None:
-    cfg = load(write(tmp_path, GOOD))
+    cfg = read_config(write(tmp_path, GOOD))
     names = sorted(e.name for e in cfg.endpoints)
     assert names == [
         "groq:dev/llama-3.1-8b-instant",
@@ -51,7 +51,7 @@ def test_same_model_on_two_plans_is_two_endpoints(tmp_path: Path) -> None:
 
 
 def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
-    cfg = load(write(tmp_path, GOOD))
+    cfg = read_config(write(tmp_path, GOOD))
     with pytest.raises(ConfigError, match=r"no endpoint matches 'groq/nope' \(known: .*local/tiny"):
         cfg.find("groq/nope")
 
@@ -117,7 +117,7 @@ def assert_one_line_error(tmp_path: Path, text: str, message: str) -> None:
     """Loading ``text`` fails with one ConfigError line that names the file and matches ``message``."""
     path = write(tmp_path, text)
     with pytest.raises(ConfigError, match=message) as info:
-        load(path)
+        read_config(path)
     assert str(path) in str(info.value)
     assert "\n" not in str(info.value)
     for raw in ("Input should", "Extra inputs", "Value error", "Field required", "validation error"):
@@ -126,12 +126,12 @@ def assert_one_line_error(tmp_path: Path, text: str, message: str) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
-        load(tmp_path / "nope.toml")
+        read_config(tmp_path / "nope.toml")
 
 
 def test_missing_key_variable_names_the_variable_not_a_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
-    endpoint = load(write(tmp_path, GOOD)).find("groq:free")[0]
+    endpoint = read_config(write(tmp_path, GOOD)).find("groq:free")[0]
     with pytest.raises(ConfigError, match="environment variable GROQ_API_KEY is not set"):
         endpoint.api_key()
     monkeypatch.setenv("GROQ_API_KEY", "sk-canary")
@@ -143,10 +143,10 @@ def test_config_that_is_not_utf8_or_has_a_broken_header(tmp_path: Path) -> None:
     path = tmp_path / "latin1.toml"
     path.write_bytes('[providers.caf\xe9]\nbase_url = "http://x"\nmodels = ["m"]\n'.encode("latin-1"))
     with pytest.raises(ConfigError, match="not UTF-8"):
-        load(path)
+        read_config(path)
     bad = write(tmp_path, '[providers.a]\nbase_url = "http://x"\nmodels = ["m"]\nheaders = { "X-A" = "b\\nc" }\n')
     with pytest.raises(ConfigError, match=r"providers\.a\.headers: .*one line"):
-        load(bad)
+        read_config(bad)
 
 
 SCHEDULED = """
@@ -188,7 +188,7 @@ jitter = 0.2
 
 
 def test_simulated_provider_needs_no_address_and_is_labelled(tmp_path: Path) -> None:
-    cfg = load(write(tmp_path, SCHEDULED))
+    cfg = read_config(write(tmp_path, SCHEDULED))
     (demo,) = cfg.find("demo")
     assert (demo.name, demo.simulated, demo.api_key_env, demo.protocol) == ("demo/sim", True, None, "openai-chat")
     assert demo.base_url == "simulated://demo"  # the service starts the simulator and rewrites it
@@ -203,15 +203,15 @@ DEMO = "[providers.demo]\n"
 
 
 def test_a_simulated_provider_alone_is_a_whole_config(tmp_path: Path) -> None:
-    cfg = load(write(tmp_path, SIM))
+    cfg = read_config(write(tmp_path, SIM))
     assert [e.name for e in cfg.endpoints] == ["demo/sim"] and cfg.simulators == {"demo": {}}
 
 
 def test_a_workload_wider_than_its_provider_allows_is_refused(tmp_path: Path) -> None:
     from tokenpace.schedule.sampler import jobs
 
-    cfg = load(write(tmp_path, A + "concurrency = 4\n"))
+    cfg = read_config(write(tmp_path, A + "concurrency = 4\n"))
     with pytest.raises(ConfigError, match=r"parallel sends 10 requests at once but providers\.a\.concurrency is 4"):
         jobs(cfg, cfg.endpoints)
-    narrow = load(write(tmp_path, A + 'concurrency = 4\n[schedule]\nworkloads = ["1k"]\n'))
+    narrow = read_config(write(tmp_path, A + 'concurrency = 4\n[schedule]\nworkloads = ["1k"]\n'))
     assert [j.workload.name for j in jobs(narrow, narrow.endpoints)] == ["1k"]

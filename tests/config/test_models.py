@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.test_endpoints import assert_one_line_error, write
-from tokenpace.config.endpoints import Config, load
+from tokenpace.config.endpoints import Config, read_config
 from tokenpace.config.models import BUILTIN_MODELS, Models, normal
 
 
@@ -65,7 +65,7 @@ aliases = ["house/v1", "llama3.1-8b"]
 
 
 def test_config_adds_aliases_overrides_metadata_and_claims_builtin_aliases(tmp_path: Path) -> None:
-    models = load(write(tmp_path, MODELS)).models
+    models = read_config(write(tmp_path, MODELS)).models
     assert models.canonical("my-llama") == "llama-3.1-8b"
     assert models.canonical("llama-3.1-8b-instant") == "llama-3.1-8b"  # built-in aliases kept
     assert models.info_of("llama-3.1-8b").context_window == 8192  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.test_endpoints import write
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.errors import ConfigError
 
 
@@ -17,7 +17,7 @@ def test_presets_fill_in_what_a_provider_table_leaves_out(tmp_path: Path) -> Non
         '[providers.work-gateway]\npreset = "anthropic"\napi_key_env = "WORK_KEY"\nmodels = ["claude-x"]\n'
         '[providers.home]\npreset = "ollama"\nbase_url = "http://127.0.0.1:9999"\nmodels = ["qwen3"]\n'
     )
-    cfg = load(write(tmp_path, text))
+    cfg = read_config(write(tmp_path, text))
     groq = cfg.find("groq/llama-3.1-8b-instant")[0]
     assert (groq.base_url, groq.protocol, groq.api_key_env) == (
         "https://api.groq.com/openai/v1", "openai-chat", "GROQ_API_KEY",
@@ -50,4 +50,4 @@ def test_preset_names_work_without_a_config_file() -> None:
 )
 def test_preset_mistakes(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        load(write(tmp_path, text))
+        read_config(write(tmp_path, text))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.config.test_endpoints import assert_one_line_error, write
-from tokenpace.config.endpoints import Config, Endpoint, load
+from tokenpace.config.endpoints import Config, Endpoint, read_config
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.price_tables import MAX_DOLLARS_PER_M
 from tokenpace.config.prices import STALE_DAYS, Price
@@ -42,7 +42,7 @@ models = ["tiny"]
 
 
 def test_the_most_specific_price_wins(tmp_path: Path) -> None:
-    cfg = load(write(tmp_path, PRICED))
+    cfg = read_config(write(tmp_path, PRICED))
     assert cfg.price_of("groq", "default", "llama-3.1-8b-instant") == Price(
         0.05, 0.08, 0.01, date(2026, 11, 1), "https://groq.com/pricing"
     )
@@ -149,5 +149,5 @@ def test_price_mistakes_are_one_line_naming_file_and_key(tmp_path: Path, text: s
 
 
 def test_quantization_is_kept_per_provider_and_model(tmp_path: Path) -> None:
-    cfg = load(write(tmp_path, BASE + 'quantization = { m = "fp8" }\n'))
+    cfg = read_config(write(tmp_path, BASE + 'quantization = { m = "fp8" }\n'))
     assert cfg.quantization == {("groq", "m"): "fp8"}

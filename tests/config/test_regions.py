@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.config.regions import MAX_REGIONS, Region
 from tokenpace.errors import ConfigError
 
@@ -16,7 +16,7 @@ PROVIDER = "[providers.demo]\nsimulate = { ttft_ms = 1 }\n"
 def _load(tmp_path: Path, text: str) -> tuple[Region, ...]:
     path = tmp_path / "tokenpace.toml"
     path.write_text(PROVIDER + text)
-    return load(path).regions
+    return read_config(path).regions
 
 
 def test_regions_in_the_files_order_with_labels(tmp_path: Path) -> None:

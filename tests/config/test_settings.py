@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests.config.test_endpoints import DEMO, SCHEDULED, A, assert_one_line_error, write
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 
 
 def test_schedule_settings_per_plan_and_provider(tmp_path: Path) -> None:
     from tokenpace.config.settings import Budget, Cadence
 
-    cfg = load(write(tmp_path, SCHEDULED))
+    cfg = read_config(write(tmp_path, SCHEDULED))
     free, dev = cfg.plans["groq", "free"], cfg.plans["groq", "dev"]
     assert (free.billing, free.every_s, free.requests) == ("capped", 3600, 2)
     assert free.budget == Budget(requests=100, output_tokens=50_000)
@@ -31,9 +31,9 @@ def test_schedule_settings_per_plan_and_provider(tmp_path: Path) -> None:
 def test_cold_after_from_the_plan_else_the_provider_else_the_schedule(tmp_path: Path) -> None:
     text = A + 'cold_after = "off"\n[providers.a.plans.p]\nmodels = ["n"]\ncold_after = "2m"\n'
     text += '[providers.b]\nbase_url = "http://b/v1"\nmodels = ["m"]\n[schedule]\ncold_after = "1h"\n'
-    cfg = load(write(tmp_path, text))
+    cfg = read_config(write(tmp_path, text))
     assert {e.name: cfg.cold_after_of(e) for e in cfg.endpoints} == {"a/m": 0.0, "a:p/n": 120.0, "b/m": 3600.0}
-    plain = load(write(tmp_path, A))
+    plain = read_config(write(tmp_path, A))
     assert plain.cold_after_of(plain.endpoints[0]) == 900.0  # the default: 15 minutes
 
 
@@ -43,9 +43,9 @@ def test_wake_from_the_plan_else_the_provider_else_the_schedule_and_never_where_
     text = A + 'wake = false\n[providers.a.plans.p]\nmodels = ["n"]\nwake = true\n'
     text += '[providers.b]\nbase_url = "http://b/v1"\nmodels = ["m"]\n[providers.c]\nbase_url = "http://c/v1"\n'
     text += 'models = ["m"]\ncold_after = "off"\n'
-    cfg = load(write(tmp_path, text))
+    cfg = read_config(write(tmp_path, text))
     assert {e.name: cfg.wake_of(e) for e in cfg.endpoints} == {"a/m": False, "a:p/n": True, "b/m": True, "c/m": False}
-    off = load(write(tmp_path, A + "[schedule]\nwake = false\n"))
+    off = read_config(write(tmp_path, A + "[schedule]\nwake = false\n"))
     assert not off.wake_of(off.endpoints[0])
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tokenpace.clients.base import HttpRequest
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load import ahead
 from tokenpace.load.synthetic import Lengths, Synthetic
 

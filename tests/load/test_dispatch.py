@@ -19,7 +19,7 @@ from tests.loadkit import done
 from tests.simkit import served
 from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Done, dispatch_problem, figures
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.sweep import Sweeper, SweepLevel

@@ -24,7 +24,7 @@ from tokenpace.board.summary import summarise
 from tokenpace.cli import main
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.load import release
 from tokenpace.load.arrivals import offsets
@@ -159,7 +159,7 @@ def test_goodput_counts_exactly_the_requests_that_met_the_slo(sim_thread: Callab
     # never sooner), a fifth of all requests fail: with a 400 ms TTFT objective the good ones are exactly the short,
     # successful ones, as the simulator's own record of each request says; a loaded machine adds far less than
     # the 360 ms between a short one and the objective.
-    from tokenpace.config.load import Slo
+    from tokenpace.config.traffic import Slo
     from tokenpace.load.figures import figures
 
     scenario = sim.Scenario(

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from tests.loadkit import done
-from tokenpace.config.load import Slo
+from tokenpace.config.traffic import Slo
 from tokenpace.load.figures import Done, figures, latency, meets, tpot_ms, window_s
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure

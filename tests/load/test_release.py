@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load import release
 from tokenpace.load.release import Release, ReleaseBudget
 

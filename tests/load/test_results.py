@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadkit import T0, done, point, result, steady
-from tokenpace.config.load import Load, Slo
+from tokenpace.config.traffic import Load, Slo
 from tokenpace.errors import ConfigError
 from tokenpace.load import results
 from tokenpace.load.results import MAX_BYTES, MAX_ROWS, from_json, read_result, rows_of, to_json

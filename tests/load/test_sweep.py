@@ -9,7 +9,7 @@ from tests.conftest import SimThread
 from tests.load.test_engine import QUICK, SETTINGS, Tiny
 from tests.loadkit import done
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import Load, Sweep
+from tokenpace.config.traffic import Load, Sweep
 from tokenpace.load.figures import Figures
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.sweep import Sweeper, kept_up, levels, released_rate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.schedule.test_sampler import DAY, SMALL, T0, job
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import ConfigError
 from tokenpace.schedule.sampler import Budget, Spend, jobs, next_due, stale_after
@@ -34,7 +34,7 @@ def test_jobs_take_the_longer_of_plan_and_workload_cadence(tmp_path: Path) -> No
         '[providers.paid]\nbase_url = "https://x/v1"\napi_key_env = "PAID_KEY"\nmodels = ["m"]\nrequests = 3\n'
         "budget = { requests = 50 }\n"
     )
-    found = {(j.endpoint.provider, j.workload.name): j for j in jobs(load(path), load(path).endpoints)}
+    found = {(j.endpoint.provider, j.workload.name): j for j in jobs(read_config(path), read_config(path).endpoints)}
     every = {k: j.every_s for k, j in found.items()}
     assert every[("local", "1k")] == 600 and every[("local", "10k")] == 3 * 3600  # uncapped: 10 min
     assert every[("paid", "1k")] == 4 * 3600 and every[("paid", "10k")] == 4 * 3600  # per-token: 4 h
@@ -52,7 +52,9 @@ def test_a_paired_workload_runs_whole_pairs(tmp_path: Path) -> None:
         '[providers.three]\nbase_url = "http://127.0.0.1:8081/v1"\nmodels = ["m"]\nrequests = 3\n'
         '[schedule]\nworkloads = ["cached-10k", "1k"]\n'
     )
-    found = {(j.endpoint.provider, j.workload.name): j.requests for j in jobs(load(path), load(path).endpoints)}
+    found = {
+        (j.endpoint.provider, j.workload.name): j.requests for j in jobs(read_config(path), read_config(path).endpoints)
+    }
     assert found == {("one", "cached-10k"): 2, ("one", "1k"): 1, ("three", "cached-10k"): 4, ("three", "1k"): 3}
 
 
@@ -78,7 +80,7 @@ def test_a_worst_case_counts_the_wake_request_where_a_run_may_send_one(tmp_path:
         '[providers.z]\nbase_url = "https://z/v1"\nmodels = ["m"]\ncold_after = "off"\n'
         '[schedule]\nworkloads = ["10k"]\n[workloads.1k]\nmax_tokens = 800\n'
     )
-    found = {j.endpoint.provider: j for j in jobs(load(path), load(path).endpoints)}
+    found = {j.endpoint.provider: j for j in jobs(read_config(path), read_config(path).endpoints)}
     assert found["x"].wake is not None and found["x"].wake.max_tokens == 800  # the config's 1k, its own cap
     ten_k = Spend(2, math.ceil(2 * 10_000 * 1.05), 2_250)
     assert found["x"].worst_case() == ten_k + Spend(2, 2_100, 1_200)
@@ -93,7 +95,7 @@ def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> Non
         '[providers.x.plans.pro]\nmodels = ["m"]\nbudget = { input_tokens = 50_000 }\n'
         '[schedule]\nworkloads = ["1k", "parallel"]\n'
     )
-    cfg = load(path)
+    cfg = read_config(path)
     with pytest.raises(ConfigError) as err:
         jobs(cfg, [e for e in cfg.endpoints if e.plan == "default"])
     assert str(err.value) == (
@@ -102,13 +104,13 @@ def test_a_budget_too_small_for_one_run_is_a_config_error(tmp_path: Path) -> Non
     )
     path.write_text(path.read_text() + "wake = false\n")
     with pytest.raises(ConfigError) as err:
-        jobs(load(path), [e for e in load(path).endpoints if e.plan == "default"])
+        jobs(read_config(path), [e for e in read_config(path).endpoints if e.plan == "default"])
     assert str(err.value).endswith(
         "one run of workload parallel needs (20): raise it or leave parallel out of schedule.workloads"
     )
     path.write_text(path.read_text().replace("wake = false\n", ""))
     path.write_text(path.read_text().replace('"1k", "parallel"', '"1k", "vision"'))
-    cfg = load(path)
+    cfg = read_config(path)
     wanted = r"providers\.x\.plans\.pro: budget\.input_tokens = 50000 .* vision and its wake request need \(84200\)"
     with pytest.raises(ConfigError, match=wanted):
         jobs(cfg, cfg.endpoints)

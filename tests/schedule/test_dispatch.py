@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.agentkit import write_config
 from tokenpace import sim
 from tokenpace.agent.worker import Agent
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import START_WITHIN_MAX_S, START_WITHIN_MIN_S, Dispatcher, start_within
 from tokenpace.store.database import open_store
@@ -18,7 +18,9 @@ from tokenpace.store.queue import Queue
 
 
 def _job(tmp_path: Path, every: str = "1h") -> cadence.Job:
-    cfg = load(write_config(tmp_path / "c.toml", "simulate = { ttft_ms = 5, tokens_per_s = 500 }", ["eu"], every))
+    cfg = read_config(
+        write_config(tmp_path / "c.toml", "simulate = { ttft_ms = 5, tokens_per_s = 500 }", ["eu"], every)
+    )
     (job,) = cadence.jobs(cfg, cfg.endpoints)
     return job
 
@@ -54,7 +56,7 @@ async def test_an_order_no_agent_takes_is_dropped_at_its_deadline(pg_url: str, t
 
 async def test_an_agent_finishes_the_order_and_its_samples_say_where(pg_url: str, tmp_path: Path) -> None:
     job = _job(tmp_path)
-    cfg = load(tmp_path / "c.toml")
+    cfg = read_config(tmp_path / "c.toml")
     queue = Queue(pg_url)
     await queue.open()
     await queue.install()

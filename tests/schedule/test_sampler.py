@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tokenpace import sim
-from tokenpace.config.endpoints import Config, Endpoint, load
+from tokenpace.config.endpoints import Config, Endpoint, read_config
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
@@ -369,7 +369,7 @@ async def test_a_restarted_sampler_takes_idle_times_from_the_store(store: Store)
 def test_the_config_drives_the_jobs_of_a_simulated_provider(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[providers.demo]\nsimulate = { ttft_ms = 50 }\nevery = "1m"\n[schedule]\nworkloads = ["1k"]\n')
-    cfg = load(path)
+    cfg = read_config(path)
     (only,) = jobs(cfg, cfg.endpoints)
     assert (only.endpoint.simulated, only.every_s, only.requests, only.concurrency) == (True, 60, 1, 10)
     assert only.cold_after_s == 900  # the default threshold; config.cold_after_of gives each endpoint's

@@ -16,7 +16,7 @@ from tests.load.test_coldstart import AFTER_S, IDLE_S, LOAD_MS, SCALES_TO_ZERO
 from tests.schedule.test_sampler import SMALL, T0, FakeClock, Runs, fake_sample, job, run_for
 from tokenpace import sim
 from tokenpace.agent.worker import Agent
-from tokenpace.config.endpoints import Endpoint, load
+from tokenpace.config.endpoints import Endpoint, read_config
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure.sample import Sample
 from tokenpace.schedule import cadence
@@ -133,7 +133,7 @@ async def test_a_region_agent_measures_the_wake_order_cold_and_the_runs_warm(pg_
         "[workloads.small]\ninput_tokens = 300\nmax_tokens = 50\n"
         '[schedule]\nworkloads = ["small"]\njitter = 0\n[regions.eu]\n'
     )
-    cfg = load(path)
+    cfg = read_config(path)
     simulator = sim.Simulator(SCALES_TO_ZERO)
     queue = Queue(pg_url)
     await queue.open()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.config.test_endpoints import DEMO, write
-from tokenpace.config.endpoints import load
+from tokenpace.config.endpoints import read_config
 from tokenpace.errors import ConfigError, SimulatorError
 from tokenpace.prompts.tokens import count_tokens
 from tokenpace.sim import NON_ASCII_WORDS, WORDS, Scenario
@@ -31,7 +31,7 @@ def test_a_simulate_table_is_checked_by_the_simulator_in_the_files_words(
     from tokenpace import sim
 
     path = write(tmp_path, f"{DEMO}simulate = {table}\n")
-    cfg = load(path)
+    cfg = read_config(path)
     with pytest.raises(ConfigError, match=message) as info:
         sim.scenarios(cfg)
     assert str(path) in str(info.value) and "\n" not in str(info.value) and "Input should" not in str(info.value)

@@ -18,7 +18,7 @@ from tests.reportkit import EVIL, concurrency_sweep, latency, one_point, rate_sw
 from tests.web.test_browser import ARGS, ARTIFACTS, CHROMIUM, _chromium
 from tests.webkit import SVG, charts, legend, marks
 from tokenpace.board import numbers
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures, TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.measure.stats import Figure

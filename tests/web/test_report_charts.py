@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 from tests.reportkit import concurrency_sweep, latency, one_point, rate_sweep, result, rows
 from tests.webkit import legend, marks
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.results import BenchPoint, Row
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart

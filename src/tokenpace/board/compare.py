@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures
 from tokenpace.load.results import BenchPoint, BenchResult, Row
 from tokenpace.measure.stats import quantile_interval, share_interval

@@ -50,7 +50,7 @@ def agent_command(
         check_name(region)
     except ValueError as exc:
         raise ConfigError(f"--region: {exc}") from None
-    cfg = endpoints.load(config_path) if config_path is not None else default_config()
+    cfg = endpoints.read_config(config_path) if config_path is not None else default_config()
     if cfg.regions and region not in {r.name for r in cfg.regions}:
         known = ", ".join(r.name for r in cfg.regions)
         raise ConfigError(f"--region {region}: {cfg.source} declares no such region (known: {known})")

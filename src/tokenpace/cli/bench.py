@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from tokenpace.cli.benchoptions import Levels, LoadShape, Objectives, Output, Prompts, Sending, Target
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
-    from tokenpace.config.load import Load, Slo, Sweep
+    from tokenpace.config.traffic import Load, Slo, Sweep
     from tokenpace.load.chains import Dataset
     from tokenpace.load.engine import SampleSink
     from tokenpace.load.figures import Done

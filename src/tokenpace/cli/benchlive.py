@@ -9,7 +9,7 @@ from collections import deque
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from tokenpace.cli.stderr import stderr
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Done
 
 LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Config, Endpoint
-    from tokenpace.config.load import Load, Slo, Sweep
     from tokenpace.config.presets import ProtocolName
+    from tokenpace.config.traffic import Load, Slo, Sweep
     from tokenpace.load.chains import Dataset
 
 MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
@@ -44,9 +44,9 @@ class Target:
 
     def config(self) -> Config:
         """--config's file, else the embedded defaults (the presets still name endpoints)."""
-        from tokenpace.config.endpoints import Config, load
+        from tokenpace.config.endpoints import Config, read_config
 
-        return load(self.config_path) if self.config_path is not None else Config()
+        return read_config(self.config_path) if self.config_path is not None else Config()
 
     def find(self, cfg: Config) -> Endpoint:
         """The one endpoint named, or a line that says what was found instead; its key variable checked."""
@@ -92,7 +92,7 @@ class LoadShape:
     warmup: int
 
     def load(self) -> Load:
-        from tokenpace.config import load as loadcfg
+        from tokenpace.config import traffic as loadcfg
 
         if self.concurrency is not None and self.rate is not None:
             raise ConfigError("give -c (closed loop) or --rate (open loop), not both")
@@ -138,7 +138,7 @@ class Levels:
 
     def sweep(self) -> Sweep | None:
         """--sweep parsed; --repeat runs given levels again: not an auto sweep's (each is chosen from the last)."""
-        from tokenpace.config import load as loadcfg
+        from tokenpace.config import traffic as loadcfg
         from tokenpace.load.results import MAX_BENCH_POINTS
 
         sweep = loadcfg.parse_sweep(self.sweep_text) if self.sweep_text else None
@@ -167,7 +167,7 @@ class Objectives:
     slo_text: str | None
 
     def slo(self) -> Slo | None:
-        from tokenpace.config import load as loadcfg
+        from tokenpace.config import traffic as loadcfg
 
         return loadcfg.parse_slo(self.slo_text) if self.slo_text else None
 

@@ -54,7 +54,7 @@ def leaderboard_command(
     from tokenpace.schedule import sampler
     from tokenpace.store.database import open_store
 
-    cfg = endpoints.load(config_path) if config_path is not None else endpoints.Config()
+    cfg = endpoints.read_config(config_path) if config_path is not None else endpoints.Config()
     rules = ranking.rules(cfg, sampler.jobs(cfg, cfg.endpoints))
     given = {"window": window, "workload": workload_name, "sort": sort, "provider": provider, "plan": plan}
     given |= {"order": order, "client_bound": client_bound, "region": region}

@@ -128,14 +128,14 @@ def run(
     from tokenpace.board import terminal
     from tokenpace.cli.target import from_url, with_sim
     from tokenpace.clients.transport import Limits, Timeouts
-    from tokenpace.config.endpoints import Config, load
+    from tokenpace.config.endpoints import Config, read_config
     from tokenpace.config.workloads import check_requests
     from tokenpace.load.engine import RunOptions
     from tokenpace.prompts.corpus import load_corpus
     from tokenpace.store.database import open_store
     from tokenpace.store.export import write_samples
 
-    cfg = load(config_path) if config_path is not None else Config()
+    cfg = read_config(config_path) if config_path is not None else Config()
     chosen = [e for ref in endpoints for e in cfg.find(ref)]
     if config_path is not None and not endpoints and not base_url and not use_sim:
         chosen = list(cfg.endpoints)

@@ -40,7 +40,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
 
     log_lines()  # one line per run and per skipped run, so a terminal shows the service at work
 
-    cfg = endpoints.load(config_path) if config_path is not None else None
+    cfg = endpoints.read_config(config_path) if config_path is not None else None
     if cfg is not None and not cfg.endpoints:
         raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
     sock = service.listen(host, port)

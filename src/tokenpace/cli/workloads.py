@@ -20,7 +20,7 @@ def workloads_command(config_path: Path | None) -> None:
     from tokenpace.config import endpoints
     from tokenpace.config.workloads import BUILTIN, Workload
 
-    cfg = endpoints.load(config_path) if config_path is not None else endpoints.Config()
+    cfg = endpoints.read_config(config_path) if config_path is not None else endpoints.Config()
     table = Table()
     for col in ("workload", "input tokens", "max tokens", "tasks", "concurrency", "image"):
         table.add_column(col, no_wrap=col != "tasks")

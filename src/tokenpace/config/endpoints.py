@@ -353,7 +353,7 @@ def _check_plan_requests(
             check_requests(w, settings.requests, f"{path}: plan {plan_name(e.provider, e.plan)}'s requests =")
 
 
-def load(path: str | Path) -> Config:
+def read_config(path: str | Path) -> Config:
     """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
     path = Path(path)
     try:

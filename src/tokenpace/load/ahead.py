@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from tokenpace.clients.base import HttpRequest
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.chains import Dataset, Request
 
 BUILD_BATCH = 16  # chains built per turn of the worker thread: short turns, so decoding never waits long

@@ -16,7 +16,7 @@ import itertools
 import random
 from collections.abc import Iterator
 
-from tokenpace.config.load import Arrival
+from tokenpace.config.traffic import Arrival
 
 
 def intervals(rate: float, arrival: Arrival = "poisson", burstiness: float = 1.0, seed: int = 0) -> Iterator[float]:

@@ -35,7 +35,7 @@ from tokenpace.clients import protocol_for
 from tokenpace.clients.base import HttpRequest, undecodable
 from tokenpace.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import MAX_CONCURRENCY, RUN_MEMORY, Workload
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.ahead import ChainsAhead, chains_ahead

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tokenpace.config.load import Slo
+from tokenpace.config.traffic import Slo
 from tokenpace.measure.metrics import NS_PER_MS, chunk_times, itl_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import Figure

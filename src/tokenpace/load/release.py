@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from tokenpace.config.load import Load
+from tokenpace.config.traffic import Load
 from tokenpace.load.arrivals import intervals
 
 # A closed loop's streams start this far apart: released all at once, equal streams end together, and every

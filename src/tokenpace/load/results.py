@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from tokenpace.config.load import Load, Slo
+from tokenpace.config.traffic import Load, Slo
 from tokenpace.errors import ConfigError
 from tokenpace.load.figures import Done, Figures
 from tokenpace.measure.metrics import NS_PER_MS

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tokenpace.config.endpoints import Endpoint
-from tokenpace.config.load import Load, Slo, Sweep
+from tokenpace.config.traffic import Load, Slo, Sweep
 from tokenpace.load.chains import Dataset
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures

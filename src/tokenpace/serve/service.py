@@ -55,8 +55,8 @@ from tokenpace.store.database import Store
 from tokenpace.store.queue import Queue
 from tokenpace.web.app import create_app
 from tokenpace.web.limits import BACKLOG, server_options
+from tokenpace.web.renderer import fetch
 from tokenpace.web.site import Site
-from tokenpace.web.worker import fetch
 
 log = logging.getLogger(__name__)
 FIRST_PAGES = ("/", "/leaderboard.json", "/leaderboard.csv", "/metrics")  # rendered before the board answers
@@ -66,7 +66,7 @@ REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see s
 def default_config() -> Config:
     """The embedded default: simulated endpoints only (see default.toml)."""
     with resources.as_file(resources.files("tokenpace.config") / "default.toml") as path:
-        return dataclasses.replace(endpoints.load(path), source="the embedded default config")
+        return dataclasses.replace(endpoints.read_config(path), source="the embedded default config")
 
 
 async def resolve(

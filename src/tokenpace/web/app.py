@@ -2,7 +2,7 @@
 
 Views run on a small pool of threads (limits.py): a view waits on the store's writer thread, and in
 ``tokenpace serve`` the event loop it would otherwise block is the one timing streams; there each thread only
-waits, while a worker process renders (worker.py). A rendered page, JSON or CSV is kept until the store takes
+waits, while a worker process renders (renderer.py). A rendered page, JSON or CSV is kept until the store takes
 a new sample (memo.py), so a warm page is a dict lookup on the loop.
 A kept page is gzipped once, where it was rendered (gzipped.py), not by a middleware on the loop; the small
 static files are gzipped as they are sent.
@@ -46,8 +46,8 @@ from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
+from tokenpace.web.renderer import RenderCall, Worker
 from tokenpace.web.site import Site
-from tokenpace.web.worker import RenderCall, Worker
 
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
 READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound", "region")
@@ -274,7 +274,7 @@ def create_app(
     replaces that rule. A rendered page stands for ``page_refresh_s`` whatever is stored meanwhile, then
     until the next sample is stored (a minute at most); until it is twice that old it is still answered while
     the next one is rendered. With ``worker_store`` (the store's URL, password included) pages are rendered by
-    a worker process over that store (worker.py), and ``now`` and ``stale_after`` must be left as they are:
+    a worker process over that store (renderer.py), and ``now`` and ``stale_after`` must be left as they are:
     the worker uses the clock and the jobs' own rules.
     """
     if worker_store is not None and (now is not _utcnow or stale_after is not None):

@@ -5,7 +5,7 @@ against a true 150: views ran on Starlette's 40-thread pool, every one of them h
 needs. Now:
 
 * views run on a pool of ``VIEW_THREADS`` threads (in ``tokenpace serve`` each waits on the worker process
-  that renders: worker.py), and a warm page is answered from the memo on the loop;
+  that renders: renderer.py), and a warm page is answered from the memo on the loop;
 * beyond ``MAX_IN_FLIGHT`` requests in flight the answer is 503 with ``Retry-After`` at once (``/health`` has
   its own small allowance, so a flood of pages never hides the service's health);
 * connections: at most ``MAX_CONNECTIONS`` (past that the longest-idle one is closed), and one that has not

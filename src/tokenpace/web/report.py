@@ -19,7 +19,7 @@ from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.render import environment
 
-MAX_POINTS = 64  # points in the table and charted: a sweep has at most 32 (config/load.py)
+MAX_POINTS = 64  # points in the table and charted: a sweep has at most 32 (config/traffic.py)
 MAX_TAGS = 40  # tag rows per point; the rest are counted
 MAX_ERROR_KINDS = 8  # error kinds listed per point; the rest are counted
 MAX_COMMAND = 4_000  # characters of the command shown

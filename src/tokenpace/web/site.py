@@ -17,7 +17,7 @@ from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.web.limits import ViewPool
 from tokenpace.web.memo import Memo
-from tokenpace.web.worker import Worker
+from tokenpace.web.renderer import Worker
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokenpace.config.load import MAX_SWEEP_POINTS, Load, Slo, Sweep, parse_seconds, parse_slo, parse_sweep
+from tokenpace.config.traffic import MAX_SWEEP_POINTS, Load, Slo, Sweep, parse_seconds, parse_slo, parse_sweep
 from tokenpace.errors import ConfigError
 
 

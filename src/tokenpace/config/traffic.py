@@ -1,4 +1,5 @@
-"""Load-test settings as data: how requests are released, what a good request is, and what a sweep varies.
+"""Traffic as data: how a run or a load test releases its requests (a closed or open loop, or bursts), what a good
+request is, and what a sweep varies.
 
 ``tokenpace bench`` reads them from its options; each parser turns one option's text into a frozen value or
 raises ConfigError with one line that says what to write instead.

@@ -22,8 +22,8 @@ from tests.webkit import Fleet, filled_store
 from tokenpace.store.database import Store
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path, model_path
+from tokenpace.web.renderer import Worker, fetch
 from tokenpace.web.site import Site
-from tokenpace.web.worker import Worker, fetch
 
 # What the clock writes: the two apps render a second apart.
 GENERATED = re.compile(rb'Generated [-0-9]+ [:0-9]+ UTC|\d+ (?:s|min|h) ago|"generated_at":"[^"]*"')
@@ -94,7 +94,7 @@ import sys
 from tokenpace.config.endpoints import Config
 from tokenpace.store.database import open_store
 from tokenpace.web import create_app
-from tokenpace.web.worker import RenderCall
+from tokenpace.web.renderer import RenderCall
 
 if __name__ == "__main__":
     store = open_store(sys.argv[1])
