@@ -52,6 +52,7 @@ from tokenpace.measure.timing import Recording
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
+LAG_VERDICT_WAIT_S = 1.0  # longest a decode waits for the loop's wake-up after its stream (load/lag.py)
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
 
 
@@ -222,7 +223,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
-        bound = run.lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        bound = run.lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns, wait_s=LAG_VERDICT_WAIT_S)
         chain = options.first_chain + r.chain
         group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
         if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group

@@ -47,12 +47,22 @@ class LoopLag:
         p99 = self.p(99)
         return p99 is not None and p99 > CLIENT_BOUND_P99_MS
 
-    def bound_during(self, start_ns: int, end_ns: int) -> bool:
+    def bound_during(self, start_ns: int, end_ns: int, wait_s: float = 0.0) -> bool:
         """Whether the p99 lag of the wake-ups between two moments (and the one just after) exceeds the bound.
 
         One request's own verdict: under serve, runs overlap and a page flood can slow the loop for seconds, so
         a run's overall p99 can hide the requests that were timed while the client was the bottleneck.
+
+        Called from another thread (the decoder), it waits up to ``wait_s`` for the wake-up after ``end_ns``:
+        after a stall the loop reads the late stream before its late wake-up is counted, and a request decoded
+        meanwhile would be judged on the wake-ups before the stall. None within ``wait_s`` while the watch runs
+        means the loop is still that late: client-bound.
         """
+        deadline = time.perf_counter_ns() + round(wait_s * 1e9)
+        while not (self.woke_ns and self.woke_ns[-1] > end_ns) and self._task is not None and not self._task.done():
+            if time.perf_counter_ns() >= deadline:
+                return wait_s > 0
+            time.sleep(0.001)
         woke = self.woke_ns[: len(self.woke_ns)]  # a snapshot: the loop keeps appending meanwhile
         lo = bisect.bisect_left(woke, start_ns)
         hi = bisect.bisect_right(woke, end_ns) + 1  # the wake-up after the end saw any lag at the end
