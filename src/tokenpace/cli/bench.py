@@ -33,7 +33,8 @@ from tokenpace.errors import StoreError
 if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.cli.benchlive import Live
-    from tokenpace.cli.benchoptions import Levels, LoadShape, Objectives, Output, Prompts, Sending, Target
+    from tokenpace.cli.benchoptions import Levels, LoadShape, Objectives, Output
+    from tokenpace.cli.measureoptions import Prompts, Sending, Target
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.traffic import Load, Slo, Sweep
@@ -77,7 +78,7 @@ def bench(
     sweep = levels.sweep()
     slo = objectives.slo()
     cfg = target.config()
-    endpoint = target.find(cfg)
+    endpoint = target.one(cfg)
     seed = prompts.seed if prompts.seed is not None else random.SystemRandom().randrange(SEED_MAX)
     dataset = prompts.dataset(cfg, seed)
     output.check()

@@ -1,7 +1,8 @@
 """`tokenpace bench`'s options in groups, each parsed into a frozen value: which endpoint, the load's shape, the
 levels, the objectives, the prompts, how requests are sent, and the output.
 
-The command takes one value per group (``opt.option_group``), and each group checks itself in one line per mistake,
+The command takes one value per group (``opt.option_group``); the endpoint's, the prompts' and the sending's are
+the types `run` takes too (cli/measureoptions.py). Each group checks itself in one line per mistake,
 in the order the command calls them. Only click is imported at the top: `tokenpace --help` stays light.
 """
 
@@ -14,66 +15,19 @@ from typing import TYPE_CHECKING
 import click
 
 from tokenpace.cli import options as opt
+from tokenpace.cli.measureoptions import Prompts, Sending, Target, one_endpoint
 from tokenpace.cli.options import Finite
 from tokenpace.errors import ConfigError
 
 if TYPE_CHECKING:
-    from tokenpace import sim
-    from tokenpace.clients.transport import Timeouts
-    from tokenpace.config.endpoints import Config, Endpoint
-    from tokenpace.config.presets import ProtocolName
     from tokenpace.config.traffic import Load, Slo, Sweep
-    from tokenpace.load.chains import Dataset
 
 MAX_REPEAT = 64  # runs of one level; with a sweep, all points must still fit a result document (256)
 
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """The one endpoint to load: a name from --config or the presets, --base-url's, or --sim's."""
-
-    endpoint: str | None
-    config_path: Path | None
-    base_url: str | None
-    model: str | None
-    protocol: ProtocolName
-    api_key_env: str | None
-    provider: str | None
-    headers: tuple[str, ...]
-    use_sim: bool
-
-    def config(self) -> Config:
-        """--config's file, else the embedded defaults (the presets still name endpoints)."""
-        from tokenpace.config.endpoints import Config, read_config
-
-        return read_config(self.config_path) if self.config_path is not None else Config()
-
-    def find(self, cfg: Config) -> Endpoint:
-        """The one endpoint named, or a line that says what was found instead; its key variable checked."""
-        from tokenpace.cli.target import from_url, simulated
-
-        chosen = list(cfg.find(self.endpoint)) if self.endpoint else []
-        if self.base_url:
-            chosen.append(from_url(self.base_url, self.model, self.protocol, self.api_key_env, "default",
-                                   self.provider, self.headers))  # fmt: skip
-        if self.use_sim:
-            chosen.append(simulated(self.protocol))
-        if len(chosen) != 1:
-            what = "nothing" if not chosen else ", ".join(e.name for e in chosen)
-            raise ConfigError(f"a load test drives one endpoint, not {what}: name one, or give --base-url or --sim")
-        chosen[0].api_key()  # a missing key variable is reported before anything is sent
-        return chosen[0]
-
-    def scenarios(self, cfg: Config) -> dict[str, sim.Scenario]:
-        """The simulated providers' scenarios (a real endpoint has none)."""
-        from tokenpace import sim
-
-        return {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if self.use_sim else sim.scenarios(cfg)
-
-
 TARGET_OPTIONS = opt.option_group(
     "target", Target,
-    click.argument("endpoint", required=False), opt.config(), opt.base_url, opt.model, opt.protocol,
+    click.argument("endpoints", metavar="[ENDPOINT]", required=False, callback=one_endpoint),
+    opt.config(), opt.base_url, opt.model, opt.protocol,
     opt.api_key_env(), opt.provider, opt.headers, opt.use_sim("Load-test a built-in simulator started in-process."),
 )  # fmt: skip
 
@@ -181,27 +135,6 @@ OBJECTIVE_OPTIONS = opt.option_group(
 )  # fmt: skip
 
 
-@dataclasses.dataclass(frozen=True)
-class Prompts:
-    """What is sent: a dataset (--data), or fresh prompts of a workload; the seed that reproduces either."""
-
-    data_spec: str | None
-    workload_name: str
-    max_tokens: int | None
-    corpus: Path | None
-    seed: int | None
-
-    def dataset(self, cfg: Config, seed: int) -> Dataset:
-        from tokenpace.load.datasets import open_dataset
-        from tokenpace.prompts.corpus import load_corpus
-
-        workload = cfg.workload(self.workload_name)
-        if self.max_tokens is not None:
-            workload = dataclasses.replace(workload, max_tokens=self.max_tokens)
-        folder = self.corpus or cfg.corpus
-        return open_dataset(self.data_spec, workload, seed, load_corpus(folder) if folder is not None else None)
-
-
 PROMPT_OPTIONS = opt.option_group(
     "prompts", Prompts,
     click.option("--data", "data_spec", help="Dataset instead of fresh prompts: jsonl:F, sharegpt:F[,turns=N], "
@@ -211,22 +144,6 @@ PROMPT_OPTIONS = opt.option_group(
     opt.corpus("Folder of texts for prompts."),
     opt.seed("Reproduce prompts and arrivals of an earlier run."),
 )  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True)
-class Sending:
-    """How long a request may take, and whether connections are opened before the first."""
-
-    first_token_timeout: float
-    total_timeout: float
-    cold: bool
-
-    def timeouts(self) -> Timeouts:
-        from tokenpace.clients.transport import Timeouts
-
-        # A stream may be silent as long as its first token may take, and never less than a minute.
-        idle = max(60.0, self.first_token_timeout)
-        return Timeouts(10.0, self.first_token_timeout, idle, self.total_timeout)
 
 
 SENDING_OPTIONS = opt.option_group(

@@ -37,22 +37,29 @@ class Finite(click.FloatRange):
 
 def option_group(into: str, group: type[Any], *options: Decorator) -> Decorator:
     """The values of ``options`` reach the command as one frozen ``group`` (a dataclass whose fields are the
-    options' names), in its keyword ``into``; --help lists the options in the order given, where the group is."""
-    names = [field.name for field in dataclasses.fields(group)]
+    options' names), in its keyword ``into``; --help lists the options in the order given, where the group is.
+
+    A field with a default may have no option: a command that does not offer it gets the default (one group
+    type serves `run` and `bench`, each with options the other lacks)."""
+    fields = dataclasses.fields(group)
+    names = [field.name for field in fields]
+    needed = [f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    given: list[str] = []
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)
         def called(**values: Any) -> Any:
-            grouped = group(**{name: values.pop(name) for name in names})
+            grouped = group(**{name: values.pop(name) for name in given})
             return command(**values, **{into: grouped})
 
         declared = len(getattr(command, "__click_params__", []))
         decorated: Callable[..., Any] = called
         for option in reversed(options):
             decorated = option(decorated)
-        added = [p.name for p in getattr(decorated, "__click_params__", [])[declared:]]
-        if sorted(map(str, added)) != sorted(names):
+        added = [str(p.name) for p in getattr(decorated, "__click_params__", [])[declared:]]
+        if not set(needed) <= set(added) <= set(names) or len(set(added)) != len(added):
             raise TypeError(f"{group.__name__}'s fields {names} are not its options' names {added}")
+        given[:] = added
         return decorated
 
     return decorate

@@ -10,23 +10,28 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from tokenpace.cli import options as opt
-from tokenpace.cli.options import Finite
+from tokenpace.cli.measureoptions import Prompts, Sending, Target
+from tokenpace.cli.runoptions import (
+    RUN_OUTPUT_OPTIONS,
+    RUN_PROMPT_OPTIONS,
+    RUN_SENDING_OPTIONS,
+    RUN_SIZE_OPTIONS,
+    RUN_TARGET_OPTIONS,
+    RunOutput,
+    RunSize,
+)
 from tokenpace.cli.signals import Stop
 from tokenpace.cli.stderr import err, stderr
 from tokenpace.cli.store import close_store
-from tokenpace.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     from tokenpace import sim
     from tokenpace.board.summary import Summary
-    from tokenpace.config.endpoints import Endpoint
-    from tokenpace.config.presets import ProtocolName
+    from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.workloads import Workload
     from tokenpace.load.engine import RunOptions, RunResult
     from tokenpace.load.figures import Done
@@ -36,80 +41,12 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("endpoints", nargs=-1)
-@opt.config()
-@opt.base_url
-@opt.model
-@opt.protocol
-@opt.api_key_env()
-@opt.provider
-@click.option("--plan", default="default", show_default=True, help="Plan label.")
-@opt.headers
-@opt.use_sim("Measure a built-in simulator started in-process (any --protocol).")
-@opt.requests("Requests per endpoint (each one a sample).", click.IntRange(min=1), default=10)
-@opt.concurrency("Requests in flight at once, per endpoint.", default=1)
-@opt.workload(
-    "Built-in (1k, 10k, 100k, vision, parallel, cached-10k) or declared in --config; see `tokenpace workloads`."
-)
-@opt.max_tokens
-@opt.corpus("Folder of .txt/.md/.html files to build prompts from (default: built in).")
-@opt.seed("Reproduce the prompts of an earlier run (default: fresh prompts); 0 to 2**31-1, as stored.")
-@click.option("--connect-timeout", default=10.0, show_default=True, type=Finite(min=0, min_open=True),
-              help="Seconds to open a connection.")  # fmt: skip
-@opt.first_token_timeout("Seconds from sending the request to the first generated text.")
-@click.option(
-    "--idle-timeout",
-    default=60.0,
-    show_default=True,
-    type=Finite(min=0, min_open=True),
-    help="Longest silence, before the first token too: keep it >= --first-token-timeout.",
-)
-@opt.total_timeout
-@click.option("--max-response-bytes", default=32 * 2**20, show_default=True, type=click.IntRange(min=1024),
-              help="Bytes a response may bring (decompressed); more fails it as response_too_large.")  # fmt: skip
-@click.option("--no-warmup", is_flag=True, help="Do not open connections before measuring.")
-@click.option("--keep-prompts", is_flag=True, help="Store each prompt's text with its sample.")
-@opt.store()
-@opt.as_json("Print the summary as JSON.")
-@opt.quiet("No progress bar or notes; the summary stays.", "--no-progress")
-@click.option(
-    "--publish", is_flag=True, help="Rank these samples on the leaderboard (one-shot runs are not, by default)."
-)
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write the samples to FILE.csv or FILE.jsonl.",
-)
-def run(
-    endpoints: tuple[str, ...],
-    config_path: Path | None,
-    base_url: str | None,
-    model: str | None,
-    protocol: ProtocolName,
-    api_key_env: str | None,
-    provider: str | None,
-    plan: str,
-    headers: tuple[str, ...],
-    use_sim: bool,
-    requests: int,
-    concurrency: int,
-    workload_name: str,
-    max_tokens: int | None,
-    corpus: Path | None,
-    seed: int | None,
-    connect_timeout: float,
-    first_token_timeout: float,
-    idle_timeout: float,
-    total_timeout: float,
-    max_response_bytes: int,
-    no_warmup: bool,
-    keep_prompts: bool,
-    db: str | None,
-    as_json: bool,
-    quiet: bool,
-    publish: bool,
-    output: Path | None,
-) -> None:
+@RUN_TARGET_OPTIONS
+@RUN_SIZE_OPTIONS
+@RUN_PROMPT_OPTIONS
+@RUN_SENDING_OPTIONS
+@RUN_OUTPUT_OPTIONS
+def run(target: Target, size: RunSize, prompts: Prompts, sending: Sending, output: RunOutput) -> None:
     """Stream completions from endpoints and summarise how fast they were.
 
     ENDPOINTS are names from --config (provider/model, provider:plan/model or provider; none: every endpoint
@@ -126,68 +63,64 @@ def run(
       143  stopped by SIGTERM: the same
     """
     from tokenpace.board import terminal
-    from tokenpace.cli.target import from_url, with_sim
-    from tokenpace.clients.transport import Limits, Timeouts
-    from tokenpace.config.endpoints import Config, read_config
-    from tokenpace.config.workloads import check_requests
-    from tokenpace.load.engine import RunOptions
-    from tokenpace.prompts.corpus import load_corpus
-    from tokenpace.store.database import open_store
-    from tokenpace.store.export import write_samples
 
-    cfg = read_config(config_path) if config_path is not None else Config()
-    chosen = [e for ref in endpoints for e in cfg.find(ref)]
-    if config_path is not None and not endpoints and not base_url and not use_sim:
-        chosen = list(cfg.endpoints)
-        if not chosen:
-            raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
-    if base_url:
-        chosen.append(from_url(base_url, model, protocol, api_key_env, plan, provider, headers))
-    if not chosen and not use_sim:
-        raise ConfigError("nothing to measure: name endpoints from --config, give --base-url, or use --sim")
-    for e in chosen:
-        e.api_key()  # a missing key variable is reported before anything is sent
-    _check_output(output)
-    workload = cfg.workload(workload_name)
-    if max_tokens is not None:
-        workload = dataclasses.replace(workload, max_tokens=max_tokens)
-    corpus_dir = corpus or cfg.corpus
-    texts = load_corpus(corpus_dir) if corpus_dir is not None else None
-    if idle_timeout < first_token_timeout and not quiet:
-        err.print(
-            f"[yellow]note:[/] --idle-timeout {idle_timeout:g} s is shorter than --first-token-timeout "
-            f"{first_token_timeout:g} s: a slow first token will fail as idle_timeout"
-        )
-    options = RunOptions(
-        requests,
-        concurrency,
-        Timeouts(connect_timeout, first_token_timeout, idle_timeout, total_timeout),
-        warm_connections=not no_warmup,
-        seed=seed,
-        keep_prompts=keep_prompts,
-        publish=publish,
-        limits=Limits(response_bytes=max_response_bytes),
-    )
-    chosen, scenarios = with_sim(cfg, chosen, use_sim, protocol)
-    # An endpoint's prompts are all built before its first is sent, and every sample is kept to the summary.
-    check_requests(
-        workload, requests * len(chosen), "-n" if len(chosen) == 1 else f"-n {requests} x {len(chosen)} endpoints ="
-    )
+    cfg = target.config()
+    plan = _plan(cfg, target, size, prompts, sending, output)
+    taken, store_url = _measure(plan, output)
+    summaries = terminal.summaries(taken.samples, plan.truth, {e.name: cfg.cold_after_of(e) for e in plan.chosen})
+    _report(summaries, taken, store_url, output.as_json)
+    output.write(taken.samples, store_url)  # last, so a file that cannot be written costs neither summary nor samples
+    _exit(taken, summaries)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What the command line asked for, checked before anything is sent: the endpoints, what they are sent, how."""
+
+    cfg: Config
+    chosen: list[Endpoint]
+    scenarios: dict[str, sim.Scenario]
+    truth: dict[str, dict[str, float]]  # each simulated endpoint's, by name: what its simulator was set to
+    workload: Workload
+    texts: Corpus | None
+    options: RunOptions
+
+
+def _plan(cfg: Config, target: Target, size: RunSize, prompts: Prompts, sending: Sending, output: RunOutput) -> _Plan:
+    """The groups' values checked together, each mistake one line, in the order a reader fixes them."""
+    from tokenpace.cli.target import with_sim
+    from tokenpace.load.engine import RunOptions
+
+    chosen = target.many(cfg)
+    output.check()
+    workload = prompts.workload(cfg)
+    texts = prompts.texts(cfg)
+    if (note := sending.idle_note()) is not None and not output.quiet:
+        err.print(note)
+    options = RunOptions(size.requests, size.concurrency, sending.timeouts(), warm_connections=not sending.cold,
+                         seed=prompts.seed, keep_prompts=output.keep_prompts, publish=output.publish,
+                         limits=sending.limits())  # fmt: skip
+    chosen, scenarios = with_sim(cfg, chosen, target.use_sim, target.protocol)
+    size.check(workload, len(chosen))
     truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
-    store = open_store(db)
+    return _Plan(cfg, chosen, scenarios, truth, workload, texts, options)
+
+
+def _measure(plan: _Plan, output: RunOutput) -> tuple[Taken, str]:
+    """What the run took, stored as it came; and where it was stored."""
+    from tokenpace.store.database import open_store
+
+    store = open_store(output.db)
     try:
-        bar, cold_after = not (as_json or quiet), cfg.cold_after_of
-        taken = take(chosen, scenarios, workload, options, store, texts, show_progress=bar, cold_after=cold_after)
+        taken = take(plan.chosen, plan.scenarios, plan.workload, plan.options, store, plan.texts,
+                     show_progress=output.progress, cold_after=plan.cfg.cold_after_of)  # fmt: skip
     finally:
         close_store(store)
-    summaries = terminal.summaries(taken.samples, truth, {e.name: cfg.cold_after_of(e) for e in chosen})
-    _report(summaries, taken, store.url, as_json)
-    if output is not None:  # last, so a file that cannot be written costs neither the summary nor the samples
-        try:
-            write_samples(output, taken.samples)
-        except OSError as exc:
-            raise StoreError(f"--output {output}: {exc.strerror or exc}; the samples are in {store.url}") from None
-        err.print(f"wrote {output}")
+    return taken, store.url
+
+
+def _exit(taken: Taken, summaries: list[Summary]) -> None:
+    """A stopped run's signal's code; else 1 when an endpoint had no successful sample (0 when returning)."""
     if taken.stopped is not None:
         sys.exit(taken.stopped.code)
     if failed := [s.endpoint for s in summaries if s.ok == 0]:
@@ -196,16 +129,6 @@ def run(
         names = shown(", ".join(failed))
         err.print(f"[bold red]no request succeeded[/] on {names}: see the errors above", soft_wrap=True)
         sys.exit(1)
-
-
-def _check_output(output: Path | None) -> None:
-    """An --output file that could not be written is a mistake found before anything is sent."""
-    from tokenpace.store.export import SAMPLE_FORMATS
-
-    if output is not None and output.suffix.lower() not in SAMPLE_FORMATS:
-        raise ConfigError(f"--output {output}: use a file name ending in .csv or .jsonl")
-    if output is not None and not output.absolute().parent.is_dir():
-        raise ConfigError(f"--output {output}: the folder {output.absolute().parent} does not exist")
 
 
 def _report(summaries: list[Summary], taken: Taken, store_url: str, as_json: bool) -> None:
