@@ -54,3 +54,59 @@ def test_bench_takes_a_value_per_group() -> None:
         "target", "shape", "levels", "objectives", "prompts", "sending", "output", "return",
     ]  # fmt: skip
     assert len(bench.params) == 32  # every flag and the argument, as before the groups
+
+
+@dataclasses.dataclass(frozen=True)
+class Wide:
+    first: int
+    second: str = "kept"
+
+
+def test_a_field_with_a_default_may_go_without_an_option() -> None:
+    """One group type serves two commands, one of them offering an option the other lacks (run's --plan)."""
+
+    @click.command()
+    @opt.option_group("wide", Wide, click.option("--first", default=1, type=int))
+    def narrow(wide: Wide) -> None:
+        click.echo(repr(wide))
+
+    assert CliRunner().invoke(narrow, ["--first", "2"]).output.strip() == "Wide(first=2, second='kept')"
+    with pytest.raises(TypeError, match="are not its options' names"):
+        opt.option_group("wide", Wide, click.option("--second", help="The other."))(lambda **_: None)
+
+
+def test_a_groups_value_goes_by_its_options_only() -> None:
+    """A command's own parameter named as a group's field without an option stays the command's."""
+
+    @click.command()
+    @opt.option_group("wide", Wide, click.option("--first", default=1, type=int))
+    @click.option("--second", default="own")
+    def command(wide: Wide, second: str) -> None:
+        click.echo(f"{wide!r} {second}")
+
+    assert CliRunner().invoke(command, []).output.strip() == "Wide(first=1, second='kept') own"
+
+
+def test_run_and_sim_take_a_value_per_group() -> None:
+    from tokenpace.cli.run import run
+    from tokenpace.cli.sim import sim_command
+
+    assert run.callback is not None and sim_command.callback is not None
+    annotations = run.callback.__wrapped__.__annotations__  # type: ignore[attr-defined]
+    assert list(annotations) == ["target", "size", "prompts", "sending", "output", "return"]
+    assert len(run.params) == 28  # every flag and the argument, as before the groups
+    assert list(sim_command.callback.__wrapped__.__annotations__) == ["host", "port", "settings", "return"]  # type: ignore[attr-defined]
+    assert len(sim_command.params) == 18
+
+
+def test_bench_names_one_endpoint_as_run_names_many() -> None:
+    """bench's ENDPOINT fills the endpoints' group run fills with ENDPOINTS, and a second name is still refused."""
+    from tokenpace.cli import main
+
+    assert (
+        "Usage: tokenpace bench [OPTIONS] [ENDPOINT]\n"
+        in CliRunner().invoke(main, ["bench", "--help"], prog_name="tokenpace").output
+    )
+    result = CliRunner().invoke(main, ["bench", "sim/a", "sim/b"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == "Error: Got unexpected extra argument (sim/b)"

@@ -121,6 +121,17 @@ def test_publish_flag(tmp_path: Path) -> None:
     assert "--publish" in invoke("run", "--help").output
 
 
+def test_an_idle_timeout_under_the_first_tokens_is_noted_unless_quiet(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    timeouts = ("--first-token-timeout", "90", "--idle-timeout", "30")
+    noted = invoke("run", "--sim", "-n", "1", "--db", db, *timeouts)
+    assert noted.exit_code == 0, noted.output
+    assert "note: --idle-timeout 30 s is shorter than --first-token-timeout 90 s" in " ".join(noted.stderr.split())
+    for no_note in (("-q",), ("--first-token-timeout", "30")):
+        result = invoke("run", "--sim", "-n", "1", "--db", db, *timeouts, *no_note)
+        assert result.exit_code == 0 and "note:" not in result.stderr, result.output
+
+
 def test_a_servers_message_cannot_steer_the_terminal() -> None:
     import io
     from datetime import UTC, datetime

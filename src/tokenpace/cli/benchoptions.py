@@ -2,8 +2,8 @@
 levels, the objectives, the prompts, how requests are sent, and the output.
 
 The command takes one value per group (``opt.option_group``); the endpoint's, the prompts' and the sending's are
-the types `run` takes too (cli/measureoptions.py). Each group checks itself in one line per mistake,
-in the order the command calls them. Only click is imported at the top: `tokenpace --help` stays light.
+the types `run` takes too (cli/measureoptions.py). Each group checks itself in one line per mistake, in the order
+the command calls them. Only click is imported at the top: `tokenpace --help` stays light.
 """
 
 from __future__ import annotations

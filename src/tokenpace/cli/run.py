@@ -29,6 +29,8 @@ from tokenpace.cli.stderr import err, stderr
 from tokenpace.cli.store import close_store
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from tokenpace import sim
     from tokenpace.board.summary import Summary
     from tokenpace.config.endpoints import Config, Endpoint
@@ -65,16 +67,16 @@ def run(target: Target, size: RunSize, prompts: Prompts, sending: Sending, outpu
     from tokenpace.board import terminal
 
     cfg = target.config()
-    plan = _plan(cfg, target, size, prompts, sending, output)
-    taken, store_url = _measure(plan, output)
-    summaries = terminal.summaries(taken.samples, plan.truth, {e.name: cfg.cold_after_of(e) for e in plan.chosen})
+    asked = _asked(cfg, target, size, prompts, sending, output)
+    taken, store_url = _measure(asked, output)
+    summaries = terminal.summaries(taken.samples, asked.truth, {e.name: cfg.cold_after_of(e) for e in asked.chosen})
     _report(summaries, taken, store_url, output.as_json)
     output.write(taken.samples, store_url)  # last, so a file that cannot be written costs neither summary nor samples
     _exit(taken, summaries)
 
 
 @dataclasses.dataclass(frozen=True)
-class _Plan:
+class _Asked:
     """What the command line asked for, checked before anything is sent: the endpoints, what they are sent, how."""
 
     cfg: Config
@@ -86,7 +88,7 @@ class _Plan:
     options: RunOptions
 
 
-def _plan(cfg: Config, target: Target, size: RunSize, prompts: Prompts, sending: Sending, output: RunOutput) -> _Plan:
+def _asked(cfg: Config, target: Target, size: RunSize, prompts: Prompts, sending: Sending, output: RunOutput) -> _Asked:
     """The groups' values checked together, each mistake one line, in the order a reader fixes them."""
     from tokenpace.cli.target import with_sim
     from tokenpace.load.engine import RunOptions
@@ -103,17 +105,17 @@ def _plan(cfg: Config, target: Target, size: RunSize, prompts: Prompts, sending:
     chosen, scenarios = with_sim(cfg, chosen, target.use_sim, target.protocol)
     size.check(workload, len(chosen))
     truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
-    return _Plan(cfg, chosen, scenarios, truth, workload, texts, options)
+    return _Asked(cfg, chosen, scenarios, truth, workload, texts, options)
 
 
-def _measure(plan: _Plan, output: RunOutput) -> tuple[Taken, str]:
+def _measure(asked: _Asked, output: RunOutput) -> tuple[Taken, str]:
     """What the run took, stored as it came; and where it was stored."""
     from tokenpace.store.database import open_store
 
     store = open_store(output.db)
     try:
-        taken = take(plan.chosen, plan.scenarios, plan.workload, plan.options, store, plan.texts,
-                     show_progress=output.progress, cold_after=plan.cfg.cold_after_of)  # fmt: skip
+        taken = take(asked.chosen, asked.scenarios, asked.workload, asked.options, store, asked.texts,
+                     show_progress=output.progress, cold_after=asked.cfg.cold_after_of)  # fmt: skip
     finally:
         close_store(store)
     return taken, store.url
@@ -192,8 +194,6 @@ def take(
     import contextlib
     from functools import partial
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from tokenpace import sim
     from tokenpace.cli.commandline import safe_command
     from tokenpace.cli.signals import run_stoppable
@@ -203,10 +203,7 @@ def take(
     from tokenpace.store import recent
 
     options = dataclasses.replace(options, command=safe_command(sys.argv[1:], store.url))
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=stderr(), transient=True, disable=not show_progress,
-    )  # fmt: skip
+    progress = _progress_bar(show_progress)
     kept: list[Sample] = []  # also what survives a Ctrl-C
 
     async def go() -> RunResult:
@@ -228,3 +225,13 @@ def take(
         err.print(f"{done.said}: the {len(kept)} samples taken so far (cancelled ones included) are kept")
         return Taken(None, kept, done)
     return Taken(done, kept, None)
+
+
+def _progress_bar(show: bool) -> Progress:
+    """Requests done of all, on stderr, gone when the run ends; off (``show`` False) for JSON and --quiet."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=stderr(), transient=True, disable=not show,
+    )  # fmt: skip
