@@ -44,12 +44,11 @@ def option_group(into: str, group: type[Any], *options: Decorator) -> Decorator:
     fields = dataclasses.fields(group)
     names = [field.name for field in fields]
     needed = [f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    given: list[str] = []
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(command)
         def called(**values: Any) -> Any:
-            grouped = group(**{name: values.pop(name) for name in given})
+            grouped = group(**{name: values.pop(name) for name in added})  # the options' values only
             return command(**values, **{into: grouped})
 
         declared = len(getattr(command, "__click_params__", []))
@@ -59,7 +58,6 @@ def option_group(into: str, group: type[Any], *options: Decorator) -> Decorator:
         added = [str(p.name) for p in getattr(decorated, "__click_params__", [])[declared:]]
         if not set(needed) <= set(added) <= set(names) or len(set(added)) != len(added):
             raise TypeError(f"{group.__name__}'s fields {names} are not its options' names {added}")
-        given[:] = added
         return decorated
 
     return decorate
