@@ -107,7 +107,7 @@ class OllamaWire(Wire):
         """The closing document; token times on perf_counter_ns, as the truth keeps them."""
         received = self.reply.truth.t_received_ns
         doc = {**self.chunk(message), "done": True, "done_reason": self.finish()}
-        load = round(self.reply.truth.cold_start_ms * 1e6)  # loading the model after it scaled to zero, as Ollama
+        load = self.reply.truth.cold_start_ns  # loading the model after it scaled to zero, as Ollama
         doc |= {"total_duration": time.perf_counter_ns() - received, "load_duration": load}
         doc |= {"prompt_eval_duration": first_ns - received - load, "eval_duration": last_ns - first_ns}
         return doc | (self.usage() or {})
@@ -124,6 +124,6 @@ class OllamaWire(Wire):
         message = {"content": self.text("content")} | ({"thinking": t} if (t := self.text("reasoning")) else {})
         s, now = self.reply.scenario, time.perf_counter_ns()
         truth = self.reply.truth
-        load = round(truth.cold_start_ms * 1e6)
+        load = truth.cold_start_ns
         first = s.first_token_ns(truth.prompt_tokens, truth.cached_tokens)
         return self.last(message, truth.t_received_ns + load + first, now)
