@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 
 from tokenpace.sim.scenario import DEFAULT_MODEL
-from tokenpace.sim.wire import KINDS, Ask, Out, Wire, bearer, dumps, obj, out, same_key
+from tokenpace.sim.wire import KINDS, Ask, Out, Wire, dumps, obj, out
 
 OLLAMA_VERSION = "0.12.0"  # what GET /api/version reports
 
@@ -62,10 +62,6 @@ class OllamaWire(Wire):
             raise ValueError("stream must be a boolean")
         prompt = "".join(m["content"] for m in messages if isinstance(m, dict) and isinstance(m.get("content"), str))
         return Ask(model, prompt, _cap(body), stream)
-
-    @classmethod
-    def refuse(cls, request: web.Request, api_key: str) -> tuple[int, dict[str, Any]] | None:
-        return None if same_key(bearer(request), api_key) else (401, cls.error_doc(401))
 
     @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:
