@@ -179,9 +179,14 @@ def load_key(load: Load) -> tuple[str, float]:
     return ("rate", load.rate) if load.rate is not None else ("concurrency", float(load.concurrency or 0))
 
 
+def repeat_values(spec: Spec, points: Sequence[BenchPoint]) -> list[float]:
+    """The figure's value in each repeat of a level that has it."""
+    return [v for p in points if (v := spec.get(p.figures)) is not None]
+
+
 def value(spec: Spec, points: Sequence[BenchPoint]) -> float | None:
     """A figure of a level's repeats = the median of its repeats' values (the value itself for one run)."""
-    values = [v for p in points if (v := spec.get(p.figures)) is not None]
+    values = repeat_values(spec, points)
     return statistics.median(values) if values else None
 
 
@@ -202,7 +207,7 @@ def figure_interval(
     (a latency quantile's order statistics over ``ordered``, the points' :func:`request_values`, or the error
     share's Wilson interval); None with neither."""
     found: list[Interval] = []
-    values = [v for p in points if (v := spec.get(p.figures)) is not None]
+    values = repeat_values(spec, points)
     if len(values) >= 2:
         found.append((min(values), max(values)))
     if spec.per_request is not None and spec.q is not None:
