@@ -182,7 +182,7 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
     from tokenpace.version import __version__
 
     points = [
-        _point(level.result.load, level.result.done, level.figures, level.repeat, level.invalid, level.result.run)
+        _bench_point(level.result.load, level.result.done, level.figures, level.repeat, level.invalid, level.result.run)
         for level in (sweeper.levels if sweeper is not None else [])
     ]
     finished = {p.run_id for p in points}
@@ -190,7 +190,7 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
         done, load = live.current, live.load
         f = figures(done, job.slo, load.rate)
         repeat = sweeper.running_repeat if sweeper is not None else 0
-        points.append(_point(load, done, f, repeat, dispatch_problem(f, job.max_dispatch_ms)))
+        points.append(_bench_point(load, done, f, repeat, dispatch_problem(f, job.max_dispatch_ms)))
     e = job.endpoint
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
@@ -201,7 +201,7 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
     )  # fmt: skip
 
 
-def _point(
+def _bench_point(
     load: Load, done: list[Done], f: Figures, repeat: int, invalid: str, run: RunRecord | None = None
 ) -> BenchPoint:
     """A level's point: its figures, rows and released rate, and the client's health from its ``run`` record (a
