@@ -8,9 +8,10 @@ import json
 import pytest
 
 from tests.loadkit import done, point, result, steady
+from tokenpace.board import compare as compare_module
 from tokenpace.board.compare import SPECS, LevelChange, compare, comparison_dict, describe_change, judge, relative
 from tokenpace.config.traffic import Load, Slo
-from tokenpace.load.results import BenchPoint
+from tokenpace.load.results import BenchPoint, Row
 
 C1, C4, R2 = Load(concurrency=1), Load(concurrency=4), Load(concurrency=None, rate=2.0)
 SPEC = {s.name: s for s in SPECS}
@@ -178,3 +179,23 @@ def test_invalid_repeats_are_left_out_with_a_note_and_none_left_is_not_compared(
     assert c.notes == (f"run B, concurrency 1 (repeat 2) left out: {bad}",)
     only_invalid = compare(a, result(ttfts(C1, [100.0] * 20, invalid=bad)), 0.1)
     assert only_invalid.verdict == "incomparable" and only_invalid.only_a == ("concurrency 1",)
+
+
+def test_each_runs_request_values_are_read_and_sorted_once_for_all_their_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[Row] = []
+
+    def ttft(r: Row) -> float | None:
+        read.append(r)
+        return r.ttft_ms
+
+    specs = tuple(dataclasses.replace(SPEC[name], per_request=ttft) for name in ("TTFT P50", "TTFT P99"))
+    monkeypatch.setattr(compare_module, "SPECS", specs)
+    a, b = ttfts(C1, [100.0] * 30), ttfts(C1, [100.0] * 29 + [400.0])
+    (pc,) = compare(result(a), result(b), 0.1).points
+    assert len(read) == 60  # each run's 30 rows once, not once per figure
+    assert [(c.figure, c.a_interval, c.b_interval) for c in pc.changes] == [
+        ("TTFT P50", (100.0, 100.0), (100.0, 100.0)),
+        ("TTFT P99", (100.0, 100.0), (100.0, 400.0)),
+    ]

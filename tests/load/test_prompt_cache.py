@@ -22,7 +22,7 @@ from tokenpace.config.workloads import BUILTIN
 from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import Recording
-from tokenpace.prompts.prompt import build_prompt
+from tokenpace.prompts.prompt import build_prompt, build_turns
 
 FAST = Timeouts(connect=2, first_token=20, idle=20, total=60)
 CACHED = BUILTIN["cached-10k"]
@@ -93,7 +93,7 @@ def shared(a: str, b: str) -> int:
 
 
 def test_a_pairs_turns_share_their_prefix_to_the_character() -> None:
-    one, two, other = (build_prompt(CACHED, 7, turn=1), build_prompt(CACHED, 7, turn=2), build_prompt(CACHED, 8))
+    (one, two), other = build_turns(CACHED, 7), build_prompt(CACHED, 8)
     a, b = one.messages[0].text, two.messages[0].text
     assert shared(a, b) > 0.98 * len(a) and a != b and one.task != two.task
     assert shared(a, other.messages[0].text) < 4  # another pair: its own nonce

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tokenpace.config.traffic import Load
-from tokenpace.load.figures import Figures
+from tokenpace.load.figures import Figures, tpot_from
 from tokenpace.load.results import BenchPoint, BenchResult, Row
 from tokenpace.measure.stats import quantile_interval, share_interval
 
@@ -70,9 +70,17 @@ class Spec:
     per_request: Callable[[Row], float | None] | None = None
 
 
+def row_ttft(r: Row) -> float | None:
+    return r.ttft_ms
+
+
 def row_tpot(r: Row) -> float | None:
-    """A row's TPOT = (E2E - TTFT) / (output tokens - 1), as loadstats.tpot_ms; None below two tokens."""
-    return None if r.ttft_ms is None or r.output_tokens < 2 else (r.e2e_ms - r.ttft_ms) / (r.output_tokens - 1)
+    """A row's TPOT, by load/figures.py's formula (:func:`tpot_from`)."""
+    return tpot_from(r.ttft_ms, r.e2e_ms, r.output_tokens)
+
+
+def row_e2e(r: Row) -> float | None:
+    return r.e2e_ms
 
 
 SPECS: tuple[Spec, ...] = (
@@ -81,13 +89,13 @@ SPECS: tuple[Spec, ...] = (
     Spec("goodput", "req/s", True, True, lambda f: f.goodput),
     Spec("SLO attainment", "share", True, True, lambda f: f.slo_attainment),
     Spec("output speed P50", "tok/s", True, False, lambda f: f.output_speed.p50),
-    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, lambda r: r.ttft_ms),
-    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, lambda r: r.ttft_ms),
+    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, row_ttft),
+    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, row_ttft),
     Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50, 0.5, row_tpot),
     Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99, 0.99, row_tpot),
     Spec("ITL P99", "ms", False, False, lambda f: f.itl.p99),
-    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, lambda r: r.e2e_ms),
-    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, lambda r: r.e2e_ms),
+    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, row_e2e),
+    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, row_e2e),
     Spec("errors", "share", False, True, error_share),
 )
 
@@ -171,27 +179,45 @@ def load_key(load: Load) -> tuple[str, float]:
     return ("rate", load.rate) if load.rate is not None else ("concurrency", float(load.concurrency or 0))
 
 
+def repeat_values(spec: Spec, points: Sequence[BenchPoint]) -> list[float]:
+    """The figure's value in each repeat of a level that has it."""
+    return [v for p in points if (v := spec.get(p.figures)) is not None]
+
+
 def value(spec: Spec, points: Sequence[BenchPoint]) -> float | None:
     """A figure of a level's repeats = the median of its repeats' values (the value itself for one run)."""
-    values = [v for p in points if (v := spec.get(p.figures)) is not None]
+    values = repeat_values(spec, points)
     return statistics.median(values) if values else None
 
 
-def figure_interval(spec: Spec, points: Sequence[BenchPoint]) -> Interval | None:
+PerRequest = Callable[[Row], float | None]
+
+
+def request_values(points: Sequence[BenchPoint]) -> dict[PerRequest, list[float]]:
+    """Each per-request figure's values over the points' ok rows, sorted: once for every spec that reads them."""
+    rows = [r for p in points for r in p.rows if r.ok]
+    getters = dict.fromkeys(s.per_request for s in SPECS if s.per_request is not None)
+    return {get: sorted(v for r in rows if (v := get(r)) is not None) for get in getters}
+
+
+def figure_interval(
+    spec: Spec, points: Sequence[BenchPoint], ordered: Mapping[PerRequest, Sequence[float]]
+) -> Interval | None:
     """The widest of: the range over the repeats (two or more), and the interval over the requests' rows
-    (a latency quantile's order statistics, or the error share's Wilson interval); None with neither."""
+    (a latency quantile's order statistics over ``ordered``, the points' :func:`request_values`, or the error
+    share's Wilson interval); None with neither."""
     found: list[Interval] = []
-    values = [v for p in points if (v := spec.get(p.figures)) is not None]
+    values = repeat_values(spec, points)
     if len(values) >= 2:
         found.append((min(values), max(values)))
-    rows = [r for p in points for r in p.rows]
     if spec.per_request is not None and spec.q is not None:
-        ordered = sorted(v for r in rows if r.ok and (v := spec.per_request(r)) is not None)
-        lo, hi = quantile_interval(ordered, spec.q)
+        lo, hi = quantile_interval(ordered[spec.per_request], spec.q)
         if lo is not None and hi is not None:
             found.append((lo, hi))
-    elif spec.get is error_share and rows and (share := share_interval(sum(not r.ok for r in rows), len(rows))):
-        found.append(share)
+    elif spec.get is error_share:
+        rows = [r for p in points for r in p.rows]
+        if rows and (share := share_interval(sum(not r.ok for r in rows), len(rows))):
+            found.append(share)
     return (min(i[0] for i in found), max(i[1] for i in found)) if found else None
 
 
@@ -201,10 +227,11 @@ def compare_point(
     """Every figure of SPECS at one load level, A's repeats against B's (a point each, or one point)."""
     a_points = [a] if isinstance(a, BenchPoint) else list(a)
     b_points = [b] if isinstance(b, BenchPoint) else list(b)
+    a_ordered, b_ordered = request_values(a_points), request_values(b_points)
     changes = []
     for spec in SPECS:
         va, vb = value(spec, a_points), value(spec, b_points)
-        ia, ib = figure_interval(spec, a_points), figure_interval(spec, b_points)
+        ia, ib = figure_interval(spec, a_points, a_ordered), figure_interval(spec, b_points, b_ordered)
         change = None if va is None or vb is None else relative(va, vb)
         verdict = judge(spec, va, vb, threshold, ia, ib)
         changes.append(LevelChange(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib))

@@ -40,9 +40,10 @@ if TYPE_CHECKING:
     from tokenpace.config.traffic import Load, Slo, Sweep
     from tokenpace.load.chains import Dataset
     from tokenpace.load.engine import SampleSink
-    from tokenpace.load.figures import Done
-    from tokenpace.load.results import BenchResult
+    from tokenpace.load.figures import Done, Figures
+    from tokenpace.load.results import BenchPoint, BenchResult
     from tokenpace.load.sweep import Sweeper
+    from tokenpace.measure.sample import RunRecord
 
 
 @click.command("bench")
@@ -178,25 +179,19 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
 def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
     from tokenpace.load.figures import dispatch_problem, figures
-    from tokenpace.load.results import BenchPoint, BenchResult, rows_of
-    from tokenpace.load.sweep import released_rate
+    from tokenpace.load.results import BenchResult
     from tokenpace.version import __version__
 
-    points = []
-    for level in sweeper.levels if sweeper is not None else []:
-        run, done = level.result.run, level.result.done
-        points.append(BenchPoint(level.result.load, level.figures, run.id, run.client_bound, run.cpu_us_per_event,
-                            run.loop_lag_p99_ms, rows_of(done, _first_sent(done)),
-                            released_rate(done) if level.result.load.rate else None, level.repeat,
-                            level.invalid))  # fmt: skip
+    points = [
+        _bench_point(level.result.load, level.result.done, level.figures, level.repeat, level.invalid, level.result.run)
+        for level in (sweeper.levels if sweeper is not None else [])
+    ]
     finished = {p.run_id for p in points}
     if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
         done, load = live.current, live.load
         f = figures(done, job.slo, load.rate)
-        points.append(BenchPoint(load, f, done[0].sample.run_id, rows=rows_of(done, _first_sent(done)),
-                            released_rate=released_rate(done) if load.rate else None,
-                            repeat=sweeper.running_repeat if sweeper is not None else 0,
-                            invalid=dispatch_problem(f, job.max_dispatch_ms)))  # fmt: skip
+        repeat = sweeper.running_repeat if sweeper is not None else 0
+        points.append(_bench_point(load, done, f, repeat, dispatch_problem(f, job.max_dispatch_ms)))
     e = job.endpoint
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
@@ -204,6 +199,24 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
         sweep=None if job.sweep is None else "auto" if job.sweep.auto else job.sweep.over,
         saturation=None if sweeper is None else sweeper.saturation, points=tuple(points),
         max_dispatch_p99_ms=job.max_dispatch_ms, repeat=job.repeat,
+    )  # fmt: skip
+
+
+def _bench_point(
+    load: Load, done: list[Done], f: Figures, repeat: int, invalid: str, run: RunRecord | None = None
+) -> BenchPoint:
+    """A level's point: its figures, rows and released rate, and the client's health from its ``run`` record (a
+    level stopped in progress has none yet: its samples' run id, no health)."""
+    from tokenpace.load.results import BenchPoint, rows_of
+    from tokenpace.load.sweep import released_rate
+
+    return BenchPoint(
+        load, f, done[0].sample.run_id if run is None else run.id,
+        client_bound=run is not None and run.client_bound,
+        cpu_us_per_event=None if run is None else run.cpu_us_per_event,
+        loop_lag_p99_ms=None if run is None else run.loop_lag_p99_ms,
+        rows=rows_of(done, _first_sent(done)), released_rate=released_rate(done) if load.rate else None,
+        repeat=repeat, invalid=invalid,
     )  # fmt: skip
 
 

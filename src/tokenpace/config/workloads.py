@@ -10,6 +10,7 @@ prefix: warm vs cold TTFT of a prompt cache). A config file declares more, or ch
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from types import MappingProxyType
@@ -152,17 +153,12 @@ def workload_from_config(name: str, table: Mapping[str, Any]) -> Workload:
     except pydantic.ValidationError as exc:
         raise ConfigError(f"workloads.{name}.{first_problem(exc, _WorkloadTable)}") from None
     base = BUILTIN.get(name, DEFAULT)
-    image = base.image if t.image is None else (t.image[0], t.image[1])
-    tasks = tuple(t.tasks) if t.tasks is not None else (IMAGE_TASK,) if image else base.tasks  # base: no image
+    given: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in t.model_dump(exclude_none=True).items()
+    }
+    if "tasks" not in given:  # an image of its own runs the image task; otherwise the base's tasks
+        given["tasks"] = (IMAGE_TASK,) if given.get("image", base.image) else base.tasks
     try:
-        return Workload(
-            name,
-            base.max_tokens if t.max_tokens is None else t.max_tokens,
-            input_tokens=base.input_tokens if t.input_tokens is None else t.input_tokens,
-            tasks=tasks,
-            concurrency=base.concurrency if t.concurrency is None else t.concurrency,
-            image=image,
-            paired=base.paired if t.paired is None else t.paired,
-        )
+        return dataclasses.replace(base, name=name, **given)  # every key left out: the base's value
     except ValueError as exc:
         raise ConfigError(f"workloads.{name}.{exc}") from None

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from tokenpace.config.workloads import Workload
 from tokenpace.prompts.corpus import Corpus
-from tokenpace.prompts.prompt import Prompt, build_prompt
+from tokenpace.prompts.prompt import Prompt, build_turns
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +64,7 @@ class FreshPrompts:
         return None
 
     def chain(self, i: int) -> Chain:
+        prompts = build_turns(self.workload, self.seed + i, self.corpus)
         if self.workload.paired:
-            return tuple(
-                Request(build_prompt(self.workload, self.seed + i, self.corpus, turn=t), prefix_turn=t) for t in (1, 2)
-            )
-        return (Request(build_prompt(self.workload, self.seed + i, self.corpus)),)
+            return tuple(Request(p, prefix_turn=t) for t, p in enumerate(prompts, 1))
+        return tuple(Request(p) for p in prompts)

@@ -99,12 +99,16 @@ def latency(values: Sequence[float]) -> Figure:
     return Figure(len(ordered), statistics.fmean(ordered), p50=p50, p90=p90, p95=p95, p99=p99, max=ordered[-1])
 
 
-def tpot_ms(s: Sample) -> float | None:
+def tpot_from(ttft_ms: float | None, e2e_ms: float | None, output_tokens: int) -> float | None:
     """TPOT = (E2E - TTFT) / (output tokens - 1), ms; None below two output tokens or without a first token."""
-    m = s.metrics
-    if m.ttft_ms is None or m.e2e_ms is None or m.output_tokens < 2:
+    if ttft_ms is None or e2e_ms is None or output_tokens < 2:
         return None
-    return (m.e2e_ms - m.ttft_ms) / (m.output_tokens - 1)
+    return (e2e_ms - ttft_ms) / (output_tokens - 1)
+
+
+def tpot_ms(s: Sample) -> float | None:
+    """A request's TPOT (:func:`tpot_from` of its metrics), ms."""
+    return tpot_from(s.metrics.ttft_ms, s.metrics.e2e_ms, s.metrics.output_tokens)
 
 
 def request_itl_ms(s: Sample) -> list[float]:

@@ -99,15 +99,20 @@ def chat_prompt(messages: Sequence[Message], max_tokens: int, tokens: Sequence[i
     return Prompt(tuple(messages), max_tokens, sum(counts), digest.hexdigest()[:16])
 
 
-def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None, turn: int = 1) -> Prompt:
-    """The prompt of request ``seed`` (corpus None: CPython's reference topics); of a paired workload, the
-    prompt of the pair's ``turn`` (1 or 2): two distinct tasks are drawn, the turn's one ends the prompt."""
+def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None) -> Prompt:
+    """The prompt of request ``seed`` (corpus None: CPython's reference topics); of a paired workload, its first
+    turn's."""
+    return build_turns(workload, seed, corpus)[0]
+
+
+def build_turns(workload: Workload, seed: int, corpus: Corpus | None = None) -> tuple[Prompt, ...]:
+    """The prompts of request ``seed``: one, or a paired workload's two turns, each ending with one of two distinct
+    tasks drawn, their shared prefix built once."""
     rng = random.Random(f"{workload.name}/{workload.input_tokens}/{seed}")
     corpus = default_corpus() if corpus is None else corpus
     if not workload.paired:
         return _build(workload, (rng.choice(workload.tasks),), rng, corpus)
-    tasks = tuple(rng.sample(sorted(set(workload.tasks)), 2))
-    return _build(workload, tasks if turn == 1 else tasks[::-1], rng, corpus)
+    return _build(workload, tuple(rng.sample(sorted(set(workload.tasks)), 2)), rng, corpus)
 
 
 def _shuffled(corpus: Corpus, rng: random.Random) -> Iterator[Document]:
@@ -145,11 +150,10 @@ def _sections(docs: Iterator[Document], budget: int, cap: int, slack: int) -> li
     return out
 
 
-def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus) -> Prompt:
-    """Nonce line + document sections + the first task's instruction + canary instruction, sized to
-    ``w.input_tokens`` and leaving room for the longest of ``tasks`` (the sections are the same whichever ends the
-    prompt); an image if ``w`` has one."""
-    task = tasks[0]
+def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus) -> tuple[Prompt, ...]:
+    """One prompt per task of ``tasks``: nonce line + document sections + the task's instruction + canary
+    instruction, sized to ``w.input_tokens`` and leaving room for the longest of ``tasks`` (the sections, built once,
+    are the same whichever task ends the prompt); an image if ``w`` has one."""
     if not corpus:
         raise ConfigError("the corpus holds no documents")
     if "compare" in tasks and len(corpus) < 2:
@@ -165,7 +169,6 @@ def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corp
         + canary.INSTRUCTION  # last, so the answer's first line is the canary's
         for t in tasks
     ]
-    instruction = instructions[0]
     first = f"{nonce} is this request's reference number; it is not part of the task.\n\nDocuments:\n\n"
     longest = max(instructions, key=count_tokens)
     fixed = count_tokens(first) + count_tokens(longest)
@@ -186,16 +189,22 @@ def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corp
         again = text(budget + w.input_tokens - size)
         sized = (head_text, size), (again, count_tokens(again + longest))
         head_text, size = min(sized, key=lambda t: abs(t[1] - w.input_tokens))
-    body = head_text + instruction
-    size = size if instruction == longest else count_tokens(body)
     images = () if w.image is None else (bar_chart(rng.getrandbits(64), w.image).png,)
+    return tuple(
+        _prompt(w, task, head_text + instruction, size if instruction == longest else None, images, nonce)
+        for task, instruction in zip(tasks, instructions, strict=True)
+    )
+
+
+def _prompt(w: Workload, task: str, body: str, size: int | None, images: tuple[bytes, ...], nonce: str) -> Prompt:
+    """The one-message prompt of ``body`` (``size``: its token count when known), fingerprinted with its images."""
     digest = hashlib.sha256(body.encode())
     for png in images:
         digest.update(png)
     return Prompt(
         messages=(Message("user", body, images),),
         max_tokens=w.max_tokens,
-        input_tokens=size,
+        input_tokens=count_tokens(body) if size is None else size,
         fingerprint=digest.hexdigest()[:16],
         task=task,
         image_bytes=sum(len(png) for png in images),

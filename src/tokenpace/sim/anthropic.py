@@ -111,7 +111,7 @@ class AnthropicWire(Wire):
 
     def preamble(self) -> list[Out]:
         truth = self.reply.truth
-        usage = {"input_tokens": truth.prompt_tokens - truth.cached_tokens, "output_tokens": 1}
+        usage = {"input_tokens": truth.uncached_tokens, "output_tokens": 1}
         usage |= {"cache_creation_input_tokens": 0, "cache_read_input_tokens": truth.cached_tokens}
         events = [self.event({"type": "message_start", "message": self.message([], None, usage)})]
         first = "reasoning" if self.reply.reasoning else "content" if self.reply.content else None
@@ -139,7 +139,7 @@ class AnthropicWire(Wire):
         """Anthropic's input_tokens leave out the tokens read from its cache, reported apart (as newer servers
         repeat them in ``message_delta``)."""
         truth = self.reply.truth
-        usage = {"input_tokens": truth.prompt_tokens - truth.cached_tokens, "output_tokens": self.generated}
+        usage = {"input_tokens": truth.uncached_tokens, "output_tokens": self.generated}
         return usage | ({"cache_read_input_tokens": truth.cached_tokens} if self.reply.scenario.prefix_cache else {})
 
     def end(self) -> list[Out]:

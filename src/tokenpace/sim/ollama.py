@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 
 from tokenpace.sim.scenario import DEFAULT_MODEL
-from tokenpace.sim.wire import KINDS, Ask, Out, Wire, bearer, dumps, obj, out, same_key
+from tokenpace.sim.wire import KINDS, Ask, Out, Wire, dumps, obj, out
 
 OLLAMA_VERSION = "0.12.0"  # what GET /api/version reports
 
@@ -64,10 +64,6 @@ class OllamaWire(Wire):
         return Ask(model, prompt, _cap(body), stream)
 
     @classmethod
-    def refuse(cls, request: web.Request, api_key: str) -> tuple[int, dict[str, Any]] | None:
-        return None if same_key(bearer(request), api_key) else (401, cls.error_doc(401))
-
-    @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:
         return {"error": message or cls.error_messages.get(status, "error")}
 
@@ -107,7 +103,7 @@ class OllamaWire(Wire):
         """The closing document; token times on perf_counter_ns, as the truth keeps them."""
         received = self.reply.truth.t_received_ns
         doc = {**self.chunk(message), "done": True, "done_reason": self.finish()}
-        load = round(self.reply.truth.cold_start_ms * 1e6)  # loading the model after it scaled to zero, as Ollama
+        load = self.reply.truth.cold_start_ns  # loading the model after it scaled to zero, as Ollama
         doc |= {"total_duration": time.perf_counter_ns() - received, "load_duration": load}
         doc |= {"prompt_eval_duration": first_ns - received - load, "eval_duration": last_ns - first_ns}
         return doc | (self.usage() or {})
@@ -124,6 +120,6 @@ class OllamaWire(Wire):
         message = {"content": self.text("content")} | ({"thinking": t} if (t := self.text("reasoning")) else {})
         s, now = self.reply.scenario, time.perf_counter_ns()
         truth = self.reply.truth
-        load = round(truth.cold_start_ms * 1e6)
+        load = truth.cold_start_ns
         first = s.first_token_ns(truth.prompt_tokens, truth.cached_tokens)
         return self.last(message, truth.t_received_ns + load + first, now)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 
 from tokenpace.sim.scenario import DEFAULT_MODEL
-from tokenpace.sim.wire import Ask, Out, Reply, Wire, bearer, dumps, obj, out, same_key, sse, text_of, token_cap
+from tokenpace.sim.wire import Ask, Out, Reply, Wire, dumps, obj, out, sse, text_of, token_cap
 
 
 def model_of(body: dict[str, Any]) -> str:
@@ -42,10 +42,6 @@ class OpenAIWire(Wire):
         429: "Rate limit reached for requests",
         500: "The server had an error while processing your request.",
     }
-
-    @classmethod
-    def refuse(cls, request: web.Request, api_key: str) -> tuple[int, dict[str, Any]] | None:
-        return None if same_key(bearer(request), api_key) else (401, cls.error_doc(401))
 
     @classmethod
     def error_doc(cls, status: int, message: str | None = None) -> dict[str, Any]:

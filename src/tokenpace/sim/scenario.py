@@ -140,6 +140,16 @@ class Truth:
     cold_start_ms: float = 0.0  # how long it waited for its model to load (scale to zero); 0: it was warm
     cached_tokens: int = 0  # prompt tokens its prefix cache served (scenario prefix_cache), not prefilled
 
+    @property
+    def uncached_tokens(self) -> int:
+        """Prompt tokens prefilled = prompt tokens - cached tokens."""
+        return self.prompt_tokens - self.cached_tokens
+
+    @property
+    def cold_start_ns(self) -> int:
+        """The model's load wait in ns = cold_start_ms x 1e6, rounded."""
+        return round(self.cold_start_ms * NS_PER_MS)
+
     def text(self, *kinds: str) -> str:
         """Concatenated text of the events of the given kinds (content and reasoning when none given)."""
         wanted = set(kinds) or {"content", "reasoning"}

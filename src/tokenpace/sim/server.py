@@ -180,12 +180,10 @@ class Simulator:
         # Counted on a thread (tiktoken lets go of the GIL): on the loop, a burst of 256 prompts of 1k tokens
         # held each later request's handler back by up to ~100 ms (bench/fidelity.py's transit). The count is
         # the simulated prefill's work: it happens within the TTFT, which is scheduled from t_received anyway.
+        tokens = await asyncio.get_running_loop().run_in_executor(None, token_ids, ask.prompt)
+        truth.prompt_tokens = len(tokens)
         if s.prefix_cache:  # the cache is the model's, as a server's KV cache is: shared by its protocols
-            tokens = await asyncio.get_running_loop().run_in_executor(None, token_ids, ask.prompt)
-            truth.prompt_tokens = len(tokens)
             truth.cached_tokens = self.caches.setdefault(ask.model, PrefixCache()).serve(tokens)
-        else:
-            truth.prompt_tokens = await asyncio.get_running_loop().run_in_executor(None, count_tokens, ask.prompt)
         if error in ("429", "500"):
             status, headers = int(error), {"Retry-After": "1"} if error == "429" else {}
             body_text = dumps(wire.error_doc(status))

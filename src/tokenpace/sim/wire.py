@@ -146,10 +146,10 @@ class Wire(ABC):
         raise NotImplementedError
 
     @classmethod
-    @abstractmethod
     def refuse(cls, request: web.Request, api_key: str) -> tuple[int, dict[str, Any]] | None:
-        """Status and body with which the provider turns away a request without the right key, else None."""
-        raise NotImplementedError
+        """Status and body with which the provider turns away a request without the right key, else None: by
+        default (OpenAI's, Ollama's) a 401 unless the Bearer token is the key."""
+        return None if same_key(bearer(request), api_key) else (401, cls.error_doc(401))
 
     @classmethod
     @abstractmethod
