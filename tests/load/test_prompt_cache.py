@@ -92,6 +92,22 @@ def shared(a: str, b: str) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
+@pytest.mark.parametrize(("requests", "concurrency"), [(10, 3), (5, 2), (6, 4)])
+async def test_pairs_stay_whole_at_any_concurrency_and_an_odd_count_ends_on_a_first_turn(
+    requests: int, concurrency: int
+) -> None:
+    scenario = sim.Scenario(ttft_ms=0, tokens_per_s=5000, output_tokens=5, prefix_cache=True)
+    async with sim.serve(sim.Simulator(scenario)) as url:
+        options = RunOptions(requests, concurrency, FAST)
+        result = await run_workload([endpoint(url, "openai-chat")], CACHED, options)
+    assert len(result.samples) == result.run.requested == result.run.completed == requests
+    assert all(s.ok for s in result.samples)
+    turns: dict[str | None, list[int | None]] = {}
+    for s in sorted(result.samples, key=lambda s: s.started_at):
+        turns.setdefault(s.group_id, []).append(s.prefix_turn)
+    assert sorted(turns.values()) == sorted([[1, 2]] * (requests // 2) + [[1]] * (requests % 2))
+
+
 def test_a_pairs_turns_share_their_prefix_to_the_character() -> None:
     (one, two), other = build_turns(CACHED, 7), build_prompt(CACHED, 8)
     a, b = one.messages[0].text, two.messages[0].text

@@ -54,6 +54,7 @@ class FreshPrompts:
     workload: Workload
     seed: int
     corpus: Corpus | None = None
+    requests: int | None = None  # a run's request count: a paired workload's last chain holds what is left of it
 
     @property
     def name(self) -> str:
@@ -66,5 +67,6 @@ class FreshPrompts:
     def chain(self, i: int) -> Chain:
         prompts = build_turns(self.workload, self.seed + i, self.corpus)
         if self.workload.paired:
-            return tuple(Request(p, prefix_turn=t) for t, p in enumerate(prompts, 1))
+            left = len(prompts) if self.requests is None else self.requests - 2 * i  # an odd count's last: turn 1
+            return tuple(Request(p, prefix_turn=t) for t, p in enumerate(prompts[:left], 1))
         return tuple(Request(p) for p in prompts)

@@ -52,7 +52,6 @@ from tokenpace.measure.timing import Recording
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
-LAG_VERDICT_WAIT_S = 1.0  # longest a decode waits for the loop's wake-up after its stream (load/lag.py)
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
 
 
@@ -110,6 +109,7 @@ class _Run:
     keep: Callable[[Done], None]
     last: int | None  # the most chains an endpoint's release can take; None: no end
     ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
+    whole_chains: bool  # a workload run: chains built before the first release, each sent whole (a pair's turns)
 
 
 async def run_workload(
@@ -132,12 +132,15 @@ async def run_workload(
     seed = options.seed if options.seed is not None else random.SystemRandom().getrandbits(31)  # any database's INTEGER
     options = dataclasses.replace(options, seed=seed)
     concurrency = workload.concurrency or options.concurrency
-    load = Load(concurrency=concurrency, requests=options.requests, burst=workload.concurrency is not None)
-    targets = [(e, FreshPrompts(workload, seed + k * options.requests, corpus)) for k, e in enumerate(endpoints)]
-    last = math.ceil(options.requests / 2) if workload.paired else options.requests  # chains: a pair's turns are one
+    n = options.requests
+    last = math.ceil(n / 2) if workload.paired else n  # chains: a pair's two turns are one, sent whole
+    load = Load(concurrency=concurrency, requests=last, burst=workload.concurrency is not None)
+    targets = [(e, FreshPrompts(workload, seed + k * n, corpus, n)) for k, e in enumerate(endpoints)]
     cold = ColdStarts() if cold is None else cold
     # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
-    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=RUN_MEMORY)
+    return await _measure_all(
+        targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=RUN_MEMORY, whole_chains=True
+    )
 
 
 async def run_load(
@@ -153,7 +156,9 @@ async def run_load(
     last = None if load.requests is None else load.warmup + load.requests
     options = options or RunOptions()
     target = [(endpoint, dataset)]
-    return await _measure_all(target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None)
+    return await _measure_all(
+        target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None, whole_chains=False
+    )
 
 
 async def _measure_all(
@@ -167,6 +172,7 @@ async def _measure_all(
     *,
     last: int | None,
     ahead_bytes: int | None,
+    whole_chains: bool,
 ) -> RunResult:
     """Each target measured in turn under one run id, one loop-lag watch and one decoder thread; the run's
     record written at the end, also when stopped."""
@@ -183,7 +189,7 @@ async def _measure_all(
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
     decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
     refusals = Refusals() if refusals is None else refusals
-    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, decoder, keep, last, ahead_bytes)
+    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, decoder, keep, last, ahead_bytes, whole_chains)
     lag.start()
     try:
         with quiet_interpreter():
@@ -192,7 +198,12 @@ async def _measure_all(
     finally:
         await lag.stop()
         decoder.shutdown()
-        requested = (load.warmup + load.requests) * len(targets) if load.requests is not None else len(done)
+        if whole_chains:  # a workload run asks for requests; its Load counts chains (a pair is one)
+            requested = options.requests * len(targets)
+        elif load.requests is not None:
+            requested = (load.warmup + load.requests) * len(targets)
+        else:
+            requested = len(done)
         concurrency = load.concurrency or load.max_concurrency or 0
         record = run_record(run, started, concurrency, requested, [d.sample for d in done], time.process_time() - cpu0)
         if sink is not None:
@@ -210,7 +221,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
         return proto.request(endpoint, r.prompt)
 
     chains = ChainsAhead(dataset, options.first_chain, build, run.decoder, run.last, run.ahead_bytes)
-    ahead = chains_ahead(load, run.last)
+    ahead = run.last if run.whole_chains and run.last is not None else chains_ahead(load, run.last)
     budget, decoding, seq = ReleaseBudget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
     published = options.publish or options.source == "scheduled"
 
@@ -223,7 +234,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
-        bound = run.lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns, wait_s=LAG_VERDICT_WAIT_S)
+        bound = run.lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
         chain = options.first_chain + r.chain
         group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
         if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group
@@ -256,7 +267,8 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
     async def run_chain(r: Release) -> None:
         for k, (req, http) in enumerate(await chains.get(r.chain, ahead)):
             if k:  # a chain's later requests are released when the one before has ended
-                if (warmup := budget.take(loop.time())) is None:
+                warmup = r.warmup if run.whole_chains else budget.take(loop.time())
+                if warmup is None:
                     return
                 r = dataclasses.replace(r, asked_ns=time.perf_counter_ns(), warmup=warmup, idle_s=idle(), burst=None)
             await send(req, http, r)
