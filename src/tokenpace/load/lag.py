@@ -10,6 +10,7 @@ from tokenpace.measure.metrics import percentile
 
 # p99 lag above this means timestamps were taken late enough to distort figures: the run is flagged.
 CLIENT_BOUND_P99_MS = 5.0
+VERDICT_WAIT_S = 1.0  # the longest a request's verdict waits for the loop's wake-up after its stream
 
 
 class LoopLag:
@@ -47,7 +48,7 @@ class LoopLag:
         p99 = self.p(99)
         return p99 is not None and p99 > CLIENT_BOUND_P99_MS
 
-    def bound_during(self, start_ns: int, end_ns: int, wait_s: float = 0.0) -> bool:
+    def bound_during(self, start_ns: int, end_ns: int, wait_s: float = VERDICT_WAIT_S) -> bool:
         """Whether the p99 lag of the wake-ups between two moments (and the one just after) exceeds the bound.
 
         One request's own verdict: under serve, runs overlap and a page flood can slow the loop for seconds, so
@@ -61,7 +62,7 @@ class LoopLag:
         deadline = time.perf_counter_ns() + round(wait_s * 1e9)
         while not (self.woke_ns and self.woke_ns[-1] > end_ns) and self._task is not None and not self._task.done():
             if time.perf_counter_ns() >= deadline:
-                return wait_s > 0
+                return True
             time.sleep(0.001)
         woke = self.woke_ns[: len(self.woke_ns)]  # a snapshot: the loop keeps appending meanwhile
         lo = bisect.bisect_left(woke, start_ns)
