@@ -139,8 +139,10 @@ def test_the_pages_show_the_badge_the_canary_column_and_the_model_pass_rate(clie
 def test_the_endpoint_page_shows_the_canary_pass_rate_its_json_has(client: TestClient) -> None:
     page = client.get(endpoint_path(CEREBRAS.provider, CEREBRAS.plan, "llama")).text
     assert re.search(r'id="endpoint-canary">50(\.0)?% <small>\(2 of 4 answers\)', page)
-    (row,) = client.get(endpoint_path(CEREBRAS.provider, CEREBRAS.plan, "llama", "json")).json()["rows"]
+    data = client.get(endpoint_path(CEREBRAS.provider, CEREBRAS.plan, "llama", "json")).json()
+    (row,) = data["rows"]
     assert (row["canary_rate"], row["canary_passed"], row["canary_checked"]) == (0.5, 2, 4)
+    assert data["canary"] == {"rate": 0.5, "passed": 2, "checked": 4}  # the page's own figure, as the HTML shows it
     assert (
         'id="endpoint-canary"' not in client.get(endpoint_path(OTHER.provider, OTHER.plan, "llama")).text
     )  # none asked

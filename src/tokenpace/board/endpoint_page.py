@@ -64,6 +64,7 @@ class EndpointPage:
             "series": self.groups, "recent": self.recent, "uptime": self.uptime,
             "bursts": {w: bursts_dict(b) for w, b in self.bursts.items()},
             "changes": [change_dict(c) for c in self.changes], "hour_of_week": heat,
+            "canary": dict(zip(("rate", "passed", "checked"), self.canary, strict=True)),
         }  # fmt: skip
 
 

@@ -7,6 +7,7 @@ disagree. The charts, menus and links are drawn here; every figure comes from th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
@@ -32,15 +33,15 @@ def _page_menus(window: Window, place: PageRegion, workload: dict[str, object]) 
     return [window_menu(window), *([place.menu] if place.menu else []), workload]
 
 
-def endpoint_context(m: EndpointPage) -> dict[str, object]:
-    """The endpoint page's template context: the model's values, with its charts and menus drawn."""
+def endpoint_context(m: EndpointPage, data: Mapping[str, Any]) -> dict[str, object]:
+    """The endpoint page's template context: the model's values (``data``: its JSON twin), with its charts and
+    menus drawn."""
     markers: dict[str, list[charts.Marker]] = {}
     for c in m.changes:  # drawn where the new level starts, on the metric's own chart
         markers.setdefault(c.metric, []).append(charts.Marker(c.at, c.after, f"{c.workload}: {describe(c)}"))
-    rate, passed, checked = m.canary
     return {
         **m.facts,
-        "changes": m.data()["changes"],
+        "changes": data["changes"],
         "window": m.window,
         "provider_url": "/?" + urlencode({"provider": m.facts["provider"]}),
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads, m.workload or "", "all")),
@@ -52,9 +53,7 @@ def endpoint_context(m: EndpointPage) -> dict[str, object]:
         "open_recent": not m.shown,  # nothing published to chart: the recent samples are all there is
         "include_client_bound": m.include_client_bound,
         "uptime": m.uptime,
-        "canary_rate": rate,
-        "canary_passed": passed,
-        "canary_checked": checked,
+        "canary": data["canary"],
         "bursts": m.bursts,
         "heat": m.heat,
         "heat_workload": m.heat_workload,
@@ -72,7 +71,8 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     picked = (("window", window.name), ("workload", m.workload), ("region", m.place.region))
     query = urlencode({k: v for k, v in picked if v})
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
-    return Page("endpoint.html", endpoint_context(m), m.data(), json_url=json_url)
+    data = m.data()
+    return Page("endpoint.html", endpoint_context(m, data), data, json_url=json_url)
 
 
 def model_context(m: ModelPage) -> dict[str, object]:
