@@ -370,9 +370,9 @@ def test_pages_show_a_sample_as_soon_as_it_is_stored(
     worker process's own connection has nothing to count: the serving store's write count comes with each call."""
     _, fleet = filled
     store = open_store(str(tmp_path / "memo.db"))
-    app = create_app(store, fleet.config, page_refresh_s=0, worker_store=store.url if in_worker else None)
-    if app.state.site.worker is not None:
-        request.addfinalizer(app.state.site.worker.close)
+    app = create_app(store, fleet.config, page_refresh_s=0, render_store=store.url if in_worker else None)
+    if app.state.site.renderer is not None:
+        request.addfinalizer(app.state.site.renderer.close)
     with store, TestClient(app) as c:
         assert c.get("/leaderboard.json").json()["entries"] == []
         assert c.get("/leaderboard.json").json()["entries"] == []  # the memo's answer, still right

@@ -22,7 +22,7 @@ from tests.webkit import Fleet, filled_store
 from tokenpace.store.database import Store
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path, model_path
-from tokenpace.web.renderer import Worker, fetch
+from tokenpace.web.renderer import Renderer, fetch
 from tokenpace.web.site import Site
 
 # What the clock writes: the two apps render a second apart.
@@ -36,16 +36,16 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Fl
         yield store, fleet
 
 
-def worker_of(client: TestClient) -> Worker:
+def worker_of(client: TestClient) -> Renderer:
     site: Site = client.app.state.site  # type: ignore[attr-defined]
-    assert site.worker is not None
-    return site.worker
+    assert site.renderer is not None
+    return site.renderer
 
 
 @pytest.fixture
 def in_worker(filled: tuple[Store, Fleet]) -> Iterator[TestClient]:
     store, fleet = filled
-    with TestClient(create_app(store, fleet.config, page_refresh_s=0, worker_store=store.url)) as c:
+    with TestClient(create_app(store, fleet.config, page_refresh_s=0, render_store=store.url)) as c:
         yield c
         worker_of(c).close()
 
@@ -86,7 +86,7 @@ def test_fetch_gets_a_page_from_an_app_in_process(filled: tuple[Store, Fleet]) -
 def test_a_worker_renders_with_the_clock(filled: tuple[Store, Fleet]) -> None:
     store, fleet = filled
     with pytest.raises(ValueError, match="neither now nor stale_after"):
-        create_app(store, fleet.config, now=lambda: datetime.now(UTC), worker_store=store.url)
+        create_app(store, fleet.config, now=lambda: datetime.now(UTC), render_store=store.url)
 
 
 SCRIPT = """
@@ -98,7 +98,7 @@ from tokenpace.web.renderer import RenderCall
 
 if __name__ == "__main__":
     store = open_store(sys.argv[1])
-    worker = create_app(store, Config(), worker_store=sys.argv[1]).state.site.worker
+    worker = create_app(store, Config(), render_store=sys.argv[1]).state.site.renderer
     worker.render(RenderCall("/leaderboard.json", b"/leaderboard.json", b"", 0, None))
     print(*worker._pool._processes, flush=True)
     sys.stdin.read()  # until killed

@@ -159,10 +159,10 @@ async def board(
     The pages most asked for are rendered before it answers anyone: cold, over a million samples, they take
     about a second between them, and the first visitors would wait that long.
     """
-    app = create_app(store, cfg, status=status, worker_store=store_url)
+    app = create_app(store, cfg, status=status, render_store=store_url)
     site: Site = app.state.site
-    if site.worker is not None:
-        stack.callback(site.worker.close)
+    if site.renderer is not None:
+        stack.callback(site.renderer.close)
     for path in FIRST_PAGES:
         await fetch(app, path)
     return app

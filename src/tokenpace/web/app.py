@@ -46,7 +46,7 @@ from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
 from tokenpace.web.render import Page
-from tokenpace.web.renderer import RenderCall, Worker
+from tokenpace.web.renderer import RenderCall, Renderer
 from tokenpace.web.site import Site
 
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
@@ -129,13 +129,13 @@ class _Uncached(Exception):  # not an error: a worker's answer that is not a pag
         self.response = response
 
 
-def _in_worker(site: Site, worker: Worker, request: Request) -> Response:
-    """The worker's response to ``request``; one that is not a 200 is answered but not kept."""
+def _rendered(site: Site, renderer: Renderer, request: Request) -> Response:
+    """The render process's response to ``request``; one that is not a 200 is answered but not kept."""
     status = None if site.status is None else site.status()
     call = RenderCall(
         request.url.path, _raw_path(request), request.scope.get("query_string", b""), site.store.writes, status
     )
-    rendered = worker.render(call)
+    rendered = renderer.render(call)
     if rendered.status != 200:
         raise _Uncached(rendered.response())
     return rendered.response()
@@ -152,8 +152,8 @@ def _cached(view: Callable[[Site, Request], Response]) -> Handler:
     pending: dict[Hashable, asyncio.Future[Answer]] = {}
 
     def compute(site: Site, request: Request) -> Answer:
-        if site.worker is not None:
-            return Answer.of(_in_worker(site, site.worker, request))
+        if site.renderer is not None:
+            return Answer.of(_rendered(site, site.renderer, request))
         return Answer.of(view(site, request))
 
     def done(key: Hashable, computed: asyncio.Future[Answer]) -> None:
@@ -266,18 +266,18 @@ def create_app(
     now: Callable[[], datetime] = _utcnow,
     stale_after: Callable[[EndpointRow], float | None] | None = None,
     page_refresh_s: float = PAGE_REFRESH_S,
-    worker_store: str | None = None,
+    render_store: str | None = None,
 ) -> Starlette:
     """The leaderboard app over a store; ``status`` is the running sampler's, when there is one.
 
     Staleness follows the sampler's jobs, or without a sampler the jobs the config describes; ``stale_after``
     replaces that rule. A rendered page stands for ``page_refresh_s`` whatever is stored meanwhile, then
     until the next sample is stored (a minute at most); until it is twice that old it is still answered while
-    the next one is rendered. With ``worker_store`` (the store's URL, password included) pages are rendered by
+    the next one is rendered. With ``render_store`` (the store's URL, password included) pages are rendered by
     a worker process over that store (renderer.py), and ``now`` and ``stale_after`` must be left as they are:
     the worker uses the clock and the jobs' own rules.
     """
-    if worker_store is not None and (now is not _utcnow or stale_after is not None):
+    if render_store is not None and (now is not _utcnow or stale_after is not None):
         raise ValueError("a worker renders with the clock and the jobs' rules: pass neither now nor stale_after")
     jobs, jobs_problem = _scheduled_jobs(config, status)
     rules = ranking.rules(config, jobs)
@@ -320,7 +320,7 @@ def create_app(
         ),  # apart from memo: pages come and go, the rows they share stay
         pool=ViewPool(),
         secrets=tuple(ops.secrets(config)),
-        worker=None if worker_store is None else Worker(create_app, worker_store, config, status and status()),
+        renderer=None if render_store is None else Renderer(create_app, render_store, config, status and status()),
     )
     site = app.state.site
     collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, site.memo, site.changes)

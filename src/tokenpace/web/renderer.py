@@ -95,7 +95,7 @@ async def fetch(app: ASGIApp, path: str, raw_path: bytes | None = None, query_st
     return Rendered(start["status"], tuple(start.get("headers", ())), body)
 
 
-class Worker:
+class Renderer:
     """A process rendering pages with its own store and its own copy of the app; one render at a time."""
 
     def __init__(self, factory: AppFactory, store_url: str, config: Config, status: Status | None) -> None:

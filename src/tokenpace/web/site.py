@@ -17,7 +17,7 @@ from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.web.limits import ViewPool
 from tokenpace.web.memo import Memo
-from tokenpace.web.renderer import Worker
+from tokenpace.web.renderer import Renderer
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Site:
     pages: Memo  # rendered responses, per path and parameters
     pool: ViewPool
     secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
-    worker: Worker | None = None  # the process rendering pages, when they are not rendered on pool threads
+    renderer: Renderer | None = None  # the process rendering pages, when they are not rendered on pool threads
 
     def ordered(self, workloads: Iterable[str]) -> list[str]:
         """Workload names in the schedule's order (the config's), then the built-ins', then A to Z."""
