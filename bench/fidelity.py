@@ -13,8 +13,8 @@ which at ~57 µs an event tops out near 15k events/s on one core. Server and cli
   queued), as every other client measures it: the figure the goals are set on.
 - transit: simulator's handler start - client write. Loopback is ~0.1 ms; more means the simulator itself was
   queueing requests (its single core parsing a burst), which delays the stream but is no client error.
-- event-arrival error: client arrival timestamp - simulator send time, over every event; gap error: the
-  error of each in-stream gap (client gap - simulator gap), what output-speed and gap figures depend on.
+- event-arrival error: client arrival timestamp - simulator send time, over every event; ITL error: the
+  error of each inter-token latency (client gap - simulator gap), what output-speed and ITL figures depend on.
 - client CPU per event, the client's event-loop lag (p99) and whether the run was flagged client-bound;
 - achieved vs requested load: streams held (mean streams in flight / requested concurrency), and events/s;
 - the server's CPU over the level (% of its one core, and µs per token event): near 100 % it cannot keep
@@ -235,7 +235,7 @@ def main() -> None:
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (this machine, at the end)")
     head = ("conc", "ok", "TTFT err p50/p99/max ms", f"err > {LATE_MS:g} ms", "incl. wait p50/p99/max ms",
-            "arrival err p50/p99 ms", "gap err p99 ms", "transit p50/p99 ms", "queued p50/p99 ms", "CPU µs/event",
+            "arrival err p50/p99 ms", "ITL err p99 ms", "transit p50/p99 ms", "queued p50/p99 ms", "CPU µs/event",
             "loop lag p99 ms", "streams held", "events/s (req)", "server CPU, µs/event")  # fmt: skip
     print(" | ".join(head))
     for r in rows:

@@ -1,4 +1,4 @@
-"""The table users see, one model for the web page, its JSON and CSV twins and the terminal.
+"""The table users see, one Board for the web page, its JSON and CSV twins and the terminal.
 
 A board is every endpoint's row for one workload over one window, filtered, sorted and ranked. Rows with fewer
 successful fresh samples (cached and cold ones apart, windows.py) than ``min_samples`` are shown, not ranked: a

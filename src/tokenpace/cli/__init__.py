@@ -1,4 +1,4 @@
-"""The ``tokenpace`` command: parse, call, print. Every TokenpaceError becomes one line here.
+"""The ``tokenpace`` command: parse, call, print. Every TokenpaceError becomes one line (exits.py).
 
 A module per command, named after it (`tokenpace run` in run.py); what several share: their options
 (options.py), the endpoint a command line describes (target.py), signals (signals.py), exit codes (exits.py),

@@ -154,13 +154,13 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
     from tokenpace.load.engine import RunOptions
     from tokenpace.load.sweep import Sweeper
 
-    settings = RunOptions(timeouts=job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
+    options = RunOptions(timeouts=job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
 
     async def go() -> None:
         # A signal cancels this task: each level's cleanup keeps what was taken.
         async with contextlib.AsyncExitStack() as stack:
             (target,) = await sim.started_for([job.endpoint], job.scenarios, stack)
-            sweeper = Sweeper(target, job.dataset, settings, job.slo, store, live.done, live.level,
+            sweeper = Sweeper(target, job.dataset, options, job.slo, store, live.done, live.level,
                               job.max_dispatch_ms, job.repeat)  # fmt: skip
             held.append(sweeper)
             if job.sweep is not None and job.sweep.auto:

@@ -106,8 +106,8 @@ def check_requests(w: Workload, requests: int, what: str) -> None:
 # Artificial Analysis's minimum output per workload (its methodology, issue 22): output speed leaves out the first
 # chunk, and over a short output the first chunks weigh more, so a shorter cap gives a figure that does not compare.
 AA_OUTPUT_TOKENS: Mapping[str, int] = MappingProxyType({"1k": 1_000, "10k": 1_500, "100k": 2_000})
-# Every task asks for more words than max_tokens allows (prompts.py), so no answer ends before the cap. vision and
-# parallel send 1k-sized text (AA's parallel test is 1k-sized too), so they take 1k's cap and compare with it.
+# Every task asks for more words than max_tokens allows (prompts/prompt.py), so no answer ends before the cap.
+# vision and parallel send 1k-sized text (AA's parallel test is 1k-sized too), so they take 1k's cap and compare.
 BUILTIN: dict[str, Workload] = {
     "1k": Workload("1k", AA_OUTPUT_TOKENS["1k"], input_tokens=1_000),
     "10k": Workload("10k", AA_OUTPUT_TOKENS["10k"], input_tokens=10_000),

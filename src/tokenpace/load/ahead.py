@@ -16,7 +16,7 @@ from tokenpace.clients.base import HttpRequest
 from tokenpace.config.traffic import Load
 from tokenpace.load.chains import Dataset, Request
 
-BUILD_BATCH = 16  # chains built per turn of the worker thread: short turns, so decoding never waits long
+BUILD_BATCH = 16  # chains built per turn of the decoder thread: short turns, so decoding never waits long
 AHEAD_BYTES = 64 << 20  # what chains built ahead may hold; at least one is built whatever its size
 PREBUILT = 5_000  # chains built before a test with a request count starts: the rest are built as it goes
 
@@ -29,7 +29,7 @@ def _weight(chain: Built) -> int:
 
 
 class ChainsAhead:
-    """The dataset's chains with their request bytes, built ahead on the worker thread, within ``ahead_bytes``
+    """The dataset's chains with their request bytes, built ahead on the decoder thread, within ``ahead_bytes``
     (AHEAD_BYTES unless the caller bounded the run's memory itself).
 
     A chain is handed out once and then dropped: what is held is what is built and not yet sent, never the
@@ -67,7 +67,7 @@ class ChainsAhead:
         return out
 
     async def fill(self, upto: int, needed: int = 0) -> None:
-        """Build chains until ``upto`` are built, or AHEAD_BYTES are held once the first ``needed`` are; never
+        """Build chains until ``upto`` are built, or ``ahead_bytes`` are held once the first ``needed`` are; never
         more than ``last``, so no prompt is built beside the streams that no request will send."""
         if self.last is not None:
             upto = min(upto, self.last)

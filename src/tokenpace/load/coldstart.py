@@ -50,8 +50,9 @@ class ColdStarts:
     Refusals: the sampler and a probe agent for their lifetime, ``tokenpace run`` for the command. Times are UTC
     epoch seconds from ``clock``; ``cold_after`` gives an endpoint's threshold (0: never cold); ``recall`` reads
     when the store's latest request to an endpoint ended (a blocking read: :meth:`recall` runs it off the loop).
-    Used on the event loop's thread only: the store's read is the one thing done elsewhere, and its answer is
-    kept back on the loop, so no lock is taken per request.
+    Its state is used on the event loop's thread only (``tag``, called from the decoder thread, reads none of
+    it): the store's read is the one thing done elsewhere, and its answer is kept back on the loop, so no lock
+    is taken per request.
     """
 
     def __init__(

@@ -42,7 +42,7 @@ DISPATCH_P99_MS = 100.0
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """One request of a load test, as the engine finished it."""
+    """One request the engine sent, as it finished: its sample and what a load test reads besides."""
 
     sample: Sample
     tag: str = ""  # the dataset's group for it ("" none; "prefix-hit", "turn-2", ...)

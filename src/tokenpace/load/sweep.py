@@ -38,7 +38,7 @@ MAX_AUTO_POINTS = 10  # the unloaded point, up to 8 doublings, one refinement
 
 @dataclass(frozen=True, slots=True)
 class SweepLevel:
-    """One point of a sweep: its load, what the engine returned, and its figures."""
+    """One point of a sweep: what the engine returned (its load included) and its figures."""
 
     result: RunResult
     figures: Figures

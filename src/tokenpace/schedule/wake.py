@@ -75,7 +75,7 @@ class Waker:
 
     async def idle(self, job: Job) -> float | None:
         """The endpoint's idle time seen from the job's place: 0 while a run of it sends; here, what this process
-        and its store know (coldstart.py); for a region, since the end of the store's latest sample from it."""
+        and its store know (load/coldstart.py); for a region, since the end of the store's latest sample from it."""
         if self._sending[place(job)]:
             return 0.0
         e = job.endpoint

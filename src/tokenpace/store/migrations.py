@@ -109,7 +109,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
     (
         3,
         (
-            # Rolling windows (aggregate.py) read every endpoint's samples since a time.
+            # Rolling windows (windows.py) read every endpoint's samples since a time.
             "CREATE INDEX samples_time ON samples (started_at)",
         ),
     ),

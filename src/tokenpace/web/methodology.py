@@ -1,7 +1,7 @@
 """The methodology page, written from the running configuration so it cannot drift from what is measured.
 
-Formulas are the docstrings of the functions that compute them (metrics.py), cadences are the scheduler's
-own jobs, windows are aggregate.WINDOWS: change the code and this page changes with it.
+Formulas are the docstrings of the functions that compute them (measure/metrics.py), cadences are the scheduler's
+own jobs, windows are store/windows.WINDOWS: change the code and this page changes with it.
 """
 
 from __future__ import annotations
