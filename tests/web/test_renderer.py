@@ -36,7 +36,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Fl
         yield store, fleet
 
 
-def worker_of(client: TestClient) -> Renderer:
+def renderer_of(client: TestClient) -> Renderer:
     site: Site = client.app.state.site  # type: ignore[attr-defined]
     assert site.renderer is not None
     return site.renderer
@@ -47,7 +47,7 @@ def in_worker(filled: tuple[Store, Fleet]) -> Iterator[TestClient]:
     store, fleet = filled
     with TestClient(create_app(store, fleet.config, page_refresh_s=0, render_store=store.url)) as c:
         yield c
-        worker_of(c).close()
+        renderer_of(c).close()
 
 
 def test_the_worker_answers_as_the_threads_do(filled: tuple[Store, Fleet], in_worker: TestClient) -> None:
@@ -67,13 +67,13 @@ def test_the_worker_answers_as_the_threads_do(filled: tuple[Store, Fleet], in_wo
 
 def test_a_worker_that_dies_is_a_503_then_replaced(in_worker: TestClient) -> None:
     assert in_worker.get("/leaderboard.json").status_code == 200
-    pool = worker_of(in_worker)._pool
+    pool = renderer_of(in_worker)._pool
     for pid in list(pool._processes):
         os.kill(pid, signal.SIGKILL)
     r = in_worker.get("/leaderboard.json?window=24h")  # not in the memo: it needs the worker
     assert r.status_code == 503 and "the process rendering pages stopped" in r.json()["error"]
     assert in_worker.get("/leaderboard.json?window=24h").status_code == 200  # a new worker
-    assert worker_of(in_worker)._pool is not pool
+    assert renderer_of(in_worker)._pool is not pool
 
 
 def test_fetch_gets_a_page_from_an_app_in_process(filled: tuple[Store, Fleet]) -> None:

@@ -2,8 +2,8 @@
 
 One request's speed says how fast a stream runs; a burst says what the endpoint delivers to ten at once
 (aggregate throughput) and how evenly it admits them (the spread of their TTFTs: a server that queues
-requests serves the last one seconds after the first). Pure: a sample's summary, the board and an endpoint's
-page each hand in their own members.
+requests serves the last one seconds after the first). Pure: a run's samples (sample_member) and a page's chart
+points (point_member) become the same members.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import SamplePoint
 
@@ -23,6 +24,12 @@ class Member:
     e2e_ms: float | None  # None: it ended without a response worth timing
     output_tokens: int
     ttft_ms: float | None  # None: no token arrived
+
+
+def sample_member(s: Sample) -> tuple[str | None, Member]:
+    """A run's sample as a member of its burst, with the burst's group id (None: released alone)."""
+    m = s.metrics
+    return s.group_id, Member(s.started_at.timestamp(), m.e2e_ms, m.output_tokens, m.ttft_ms)
 
 
 def point_member(p: SamplePoint) -> tuple[str | None, Member]:

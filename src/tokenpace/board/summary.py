@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenpace.board.bursts import Bursts, Member, bursts, grouped
+from tokenpace.board.bursts import Bursts, bursts, grouped, sample_member
 from tokenpace.clients import protocol_for
 from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.failures import ErrorKind
@@ -45,12 +45,6 @@ def bursts_dict(b: Bursts) -> dict[str, Any]:
         "aggregate_output_speed": _stat_dict(b.speed),
         "ttft_spread_ms": _stat_dict(b.ttft_spread),
     }
-
-
-def member(s: Sample) -> tuple[str | None, Member]:
-    """A sample as a member of its burst (its group id: None for a request released alone)."""
-    m = s.metrics
-    return s.group_id, Member(s.started_at.timestamp(), m.e2e_ms, m.output_tokens, m.ttft_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +176,7 @@ def summarise(
         len(ok),
         dict(sorted(errors.items())),
         figures,
-        bursts(grouped(member(s) for s in samples)),
+        bursts(grouped(sample_member(s) for s in samples)),
         messages(samples),
         truth,
         cold(samples, cold_after_s),
