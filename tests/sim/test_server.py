@@ -481,6 +481,25 @@ async def test_max_streams_queues_requests_beyond_the_capacity() -> None:
     assert max(itertools.accumulate(step for _, step in edges)) == 2
 
 
+async def test_max_requests_per_s_begins_requests_on_a_schedule_of_its_own() -> None:
+    # 20 requests/s: five sent at once begin 50 ms apart, each TTFT (10 ms) counted from its begin; the wait is
+    # queueing, not a cold start. The schedule is the simulator's, so its capacity is exact however busy it is.
+    simulator = Simulator(fast(ttft_ms=10, tokens_per_s=1000, output_tokens=2, max_requests_per_s=20))
+    async with serve(simulator) as url:
+        await asyncio.gather(*(raw_chat(url) for _ in range(5)))
+        await asyncio.sleep(0.06)  # past the last one's slot (the fifth began at 200 ms, the next could at 250)
+        await raw_chat(url)  # the queue drained: begins at once
+    truths = sorted(simulator.truth.values(), key=lambda t: t.t_received_ns)
+    firsts = sorted(min(t for t, kind, _ in truth.events if kind == "content") for truth in truths[:5])
+    start = min(t.t_received_ns for t in truths[:5])
+    assert all(first - start >= (10 + 50 * i) * MS for i, first in enumerate(firsts)), firsts
+    assert all(truth.cold_start_ms == 0 for truth in truths)
+    late = truths[-1]
+    assert min(t for t, kind, _ in late.events if kind == "content") - late.t_received_ns < 45 * MS
+    with pytest.raises(SimulatorError, match="max_requests_per_s must be > 0"):
+        Scenario(max_requests_per_s=0)
+
+
 def test_max_streams_must_be_positive() -> None:
     with pytest.raises(SimulatorError, match="max_streams must be >= 1"):
         Scenario(max_streams=0)

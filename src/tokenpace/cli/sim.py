@@ -33,6 +33,7 @@ class SimSettings:
     error: str | None
     error_rate: float
     max_streams: int | None
+    max_requests_per_s: float | None
     cold_start_ms: float
     cold_after_s: float
     prefix_cache: bool
@@ -79,6 +80,8 @@ SIM_SETTINGS_OPTIONS = opt.option_group(
                  help="Share of requests that get --error."),
     click.option("--max-streams", type=click.IntRange(min=1),
                  help="Streams generated at once; more queue for a slot, as on a loaded server."),
+    click.option("--max-requests-per-s", type=Finite(min=0, min_open=True),
+                 help="A capacity: requests begun per second at most; more queue (their TTFT grows by the wait)."),
     click.option("--cold-start-ms", default=0.0, show_default=True, type=Finite(min=0),
                  help="Scale to zero: extra TTFT of a request that finds the model unloaded."),
     click.option("--cold-after-s", default=900.0, show_default=True, type=Finite(min=0),

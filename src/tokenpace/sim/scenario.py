@@ -61,6 +61,10 @@ class Scenario:
     non_ascii: bool = False  # accented, CJK and emoji words (then completion_tokens counts words)
     seed: int = 0  # with the request counter, seeds each request's text, jitter and error draw
     max_streams: int | None = None  # streams generated at once; more wait their turn (their TTFT grows by it)
+    # A capacity in requests/s, exact: each request begins (its TTFT counted from there) no sooner than
+    # 1 / max_requests_per_s after the one before it began, on the simulator's schedule rather than after a slot
+    # frees, so no handling time is added to it: a load test's saturation is known to the request.
+    max_requests_per_s: float | None = None
     # Per request, TTFT times a log-normal factor of this sigma and tokens/s divided by one of half of it: a real
     # API's requests differ, its TTFT more than its speed. 0: every request alike (timing tests need that).
     spread: float = 0.0
@@ -122,6 +126,10 @@ class Scenario:
             (0 <= self.canary_wrong_rate <= 1, "canary_wrong_rate must be between 0 and 1"),
             ((self.loop_after_tokens or 0) >= 0, "loop_after_tokens must be >= 0"),
             (self.max_streams is None or self.max_streams >= 1, "max_streams must be >= 1"),
+            (
+                self.max_requests_per_s is None or 0 < self.max_requests_per_s < math.inf,
+                "max_requests_per_s must be > 0",
+            ),
             (not (self.final_burst and self.error == "endless"), "final_burst cannot be endless"),
         ]
         if bad := [message for ok, message in checks if not ok]:

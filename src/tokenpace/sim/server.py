@@ -100,6 +100,7 @@ class Simulator:
         self._served = 0
         self._asked: Counter[str] = Counter()  # requests per model name, for its scenario's canary_wrong_after
         self._slots: dict[Scenario, asyncio.Semaphore] = {}  # each scenario's stream slots (max_streams)
+        self._next_begin: dict[Scenario, int] = {}  # each scenario's earliest next begin (max_requests_per_s)
         self._born_ns = time.perf_counter_ns()  # its models are loaded at start, idle from then
         self._loaded: dict[str, _Model] = {}  # by model name ("": every name served by the default scenario)
         self.caches: dict[str, PrefixCache] = {}  # each model's prompt cache (scenario prefix_cache), bounded
@@ -205,6 +206,9 @@ class Simulator:
         model = self._loaded.setdefault(ask.model if ask.model in self.models else "", _Model(self._born_ns))
         begins = model.arrive(s, t_received)
         truth.cold_start_ms = (begins - t_received) / NS_PER_MS
+        if s.max_requests_per_s is not None:
+            begins = max(begins, self._next_begin.get(s, 0))
+            self._next_begin[s] = begins + round(1e9 / s.max_requests_per_s)
         try:
             if s.max_streams is None:
                 call = ServedRequest(request, paced, truth, wire(reply), error, rng, words, begins, opening)
