@@ -16,9 +16,10 @@ from click.testing import CliRunner, Result
 
 from tests.conftest import SimThread
 from tokenpace import sim
+from tokenpace.board.numbers import rate
 from tokenpace.cli import main
 from tokenpace.load.results import BenchResult, read_result
-from tokenpace.load.sweep import kept_up
+from tokenpace.load.sweep import TTFT_GROWTH, kept_up
 from tokenpace.store.database import open_store
 
 QUICK = sim.Scenario(ttft_ms=20, tokens_per_s=500, output_tokens=10)
@@ -67,28 +68,36 @@ def test_a_concurrency_sweep_has_a_point_per_level(tmp_path: Path, sim_thread: C
     assert all(p.figures.ok == 8 for p in result.points)
 
 
-def test_auto_sweep_finds_a_servers_known_capacity(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
-    # 4 streams at once, each ~20 + 9 x 5 = 65 ms: the server completes at most ~60 requests/s.
-    capacity = 4 / 0.065
-    s = sim_thread(sim.Scenario(ttft_ms=20, tokens_per_s=200, output_tokens=10, max_streams=4))
+def test_auto_sweep_brackets_a_servers_known_capacity(tmp_path: Path, sim_thread: Callable[..., SimThread]) -> None:
+    # The simulator begins at most 25 requests/s, on its own schedule (exact however loaded the machine), each
+    # ~55 ms long (20 ms TTFT, 7 gaps of 5 ms): concurrency 1 gets ~17 req/s, the doubling overloads it, and
+    # the bisection closes in on 25 from both sides. Constant arrivals: no Poisson queue below capacity.
+    capacity, n = 25.0, 80
+    s = sim_thread(sim.Scenario(ttft_ms=20, tokens_per_s=200, output_tokens=8, max_requests_per_s=capacity))
     out = tmp_path / "out"
-    run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "auto", "-n", "150",
-                 "--db", str(tmp_path / "t.db"), "--out", str(out), *SMALL, "-q")  # fmt: skip
+    run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "auto", "-n", str(n),
+                 "--arrival", "constant", "--db", str(tmp_path / "t.db"), "--out", str(out),
+                 "--data", "synthetic:input=32,output=8", "-q")  # fmt: skip
     assert run.exit_code == 0, run.output
     result = result_in(out)
-    assert result.sweep == "auto" and result.points[0].load.concurrency == 1
-    # The client cannot get more out of the server than its capacity; it can get less when it is itself too busy
-    # to send the rate (a loaded machine: its points say client-bound), and then the lower bound says nothing.
-    assert result.saturation is not None and result.saturation <= capacity * 1.1, result.saturation
-    if not any(p.client_bound for p in result.points):
-        assert capacity / 2.5 <= result.saturation, (result.saturation, [p.loop_lag_p99_ms for p in result.points])
+    bracket = result.bracket
+    rates = [(p.load.rate, p.figures.request_rate, p.figures.ttft.p50, p.loop_lag_p99_ms) for p in result.points]
+    assert bracket is not None and bracket.low is not None and bracket.high is not None, (bracket, rates)
+    assert bracket.stopped == "the bracket is within 5%" and bracket.high <= bracket.low * 1.05, (bracket, rates)
+    # The truth is inside, up to the judgement's resolution: a level over capacity by a share e queues its median
+    # request n e / 2 / capacity seconds, which passes for keeping up until TTFT_GROWTH x the unloaded TTFT.
     unloaded_ttft = result.points[0].figures.ttft.p50
-    above = [p for p in result.points if (p.load.rate or 0) > result.saturation]
-    # judged as the sweeper judged them: against the rate their schedule really released (Poisson: +-10 %)
-    assert above and all(p.released_rate is not None for p in above)
-    # A level the client itself sent late (invalid) stopped the sweep whatever its figures: it says nothing of
-    # the server.
-    assert not any(kept_up(p.figures, p.released_rate or 0, unloaded_ttft) for p in above if not p.invalid)
+    assert unloaded_ttft is not None
+    resolution = 2 * (TTFT_GROWTH - 1) * unloaded_ttft / 1000 * capacity / n  # ~3 %
+    assert bracket.low <= capacity * (1 + resolution) and capacity <= bracket.high, (bracket, resolution, rates)
+    assert result.saturation == bracket.low  # what an older tokenpace reads
+    said = f"saturation between {rate(bracket.low)} and {rate(bracket.high)} req/s"
+    assert said in " ".join(run.output.split()), run.output
+    # Each level judged as the sweeper judged it: every rate above the bracket not kept up with, none below it.
+    for p in result.points[1:]:
+        assert p.load.rate is not None and p.released_rate is not None
+        held = kept_up(p.figures, p.released_rate, unloaded_ttft)
+        assert held == (p.load.rate <= bracket.low), (p.load.rate, bracket)
 
 
 @pytest.mark.parametrize(

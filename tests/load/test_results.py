@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -41,6 +42,24 @@ def test_a_document_written_before_repeats_and_dispatch_checks_still_reads() -> 
     assert old.repeat == 1 and old.max_dispatch_p99_ms is None
     assert [(p.repeat, p.invalid, p.figures.ttft_from_schedule.n) for p in old.points] == [(0, "", 0), (0, "", 0)]
     assert old.points[0].figures.ttft == sweep_result().points[0].figures.ttft
+
+
+def test_an_auto_sweeps_bracket_round_trips_and_a_document_from_before_brackets_still_reads() -> None:
+    bracket = results.Bracket(21.8, 22.8, "the bracket is within 5%")
+    r = dataclasses.replace(sweep_result(), sweep="auto", saturation=21.8, bracket=bracket)
+    text = to_json(r)
+    assert from_json(text) == r and json.loads(text)["bracket"] == {
+        "low": 21.8,
+        "high": 22.8,
+        "stopped": bracket.stopped,
+    }
+    doc = json.loads(text)
+    del doc["bracket"]  # as tokenpace wrote it before: its one rate
+    old = from_json(json.dumps(doc))
+    assert old.bracket is None and old.saturation == 21.8
+    doc["bracket"] = {"low": -1.0, "high": None, "stopped": ""}
+    with pytest.raises(ConfigError, match=r"bracket\.low: -1\.0 is not a figure"):
+        from_json(json.dumps(doc))
 
 
 def test_a_document_written_when_latencies_had_their_own_type_still_reads() -> None:

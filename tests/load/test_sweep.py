@@ -12,7 +12,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.traffic import Load, Sweep
 from tokenpace.load.figures import Figures
 from tokenpace.load.interpreter import event_loop_factory
-from tokenpace.load.sweep import Sweeper, kept_up, levels, released_rate
+from tokenpace.load.sweep import BRACKET_WIDTH, Sweeper, bisected, kept_up, levels, released_rate
 from tokenpace.measure.stats import Figure
 
 
@@ -61,7 +61,7 @@ def test_every_point_sends_its_own_chains(sim_thread: Callable[..., SimThread]) 
     chains = [{d.chain for d in level.result.done} for level in sweeper.levels]
     assert [len(c) for c in chains] == [6, 6] and not chains[0] & chains[1]
     assert [level.figures.ok for level in sweeper.levels] == [6, 6]
-    assert sweeper.saturation is None
+    assert sweeper.bracket is None
 
 
 def test_released_rate_is_what_the_schedule_really_offered() -> None:
@@ -71,14 +71,26 @@ def test_released_rate_is_what_the_schedule_really_offered() -> None:
     assert released_rate(released[:2]) is None and released_rate([]) is None
 
 
-def test_an_invalid_level_is_never_the_auto_sweeps_good_level(sim_thread: Callable[..., SimThread]) -> None:
-    # A bound no real send meets (a microsecond): every open-loop level is invalid, so the sweep stops at the
-    # first doubling and its refinement, and the saturation rate is the unloaded one, never a rate it "kept up".
+def test_an_invalid_level_stops_the_auto_sweep_and_says_why(sim_thread: Callable[..., SimThread]) -> None:
+    # A bound no real send meets (a microsecond): the first open-loop level is invalid, so the sweep stops there
+    # (bisecting on it would bracket the client) and names no saturation, only the rate it started from.
     endpoint = Endpoint("sim", "sim", sim_thread(QUICK).url, simulated=True)
     sweeper = Sweeper(endpoint, Tiny(), SETTINGS, max_dispatch_p99_ms=0.001)
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(sweeper.auto(Load(concurrency=1, requests=10)))
-    unloaded, doubled, refined = sweeper.levels  # three points only: a server this fast would go on doubling
-    assert unloaded.result.load.rate is None and doubled.invalid and refined.invalid
+    unloaded, doubled = sweeper.levels  # two points only: a server this fast would go on doubling
+    assert unloaded.result.load.rate is None and doubled.invalid
     assert all(level.figures.ok == 10 for level in sweeper.levels)  # the server answered every request
-    assert sweeper.saturation == float(f"{unloaded.figures.request_rate:.3g}")
+    r1 = float(f"{unloaded.figures.request_rate:.3g}")
+    assert sweeper.bracket is not None and (sweeper.bracket.low, sweeper.bracket.high) == (r1, None)
+    assert sweeper.bracket.stopped.startswith(f"the client could not send {doubled.result.load.rate:g} req/s")
+
+
+def test_bisection_halves_the_bracket_geometrically_until_it_is_within_five_percent() -> None:
+    assert bisected(16.1, 22.8) == 19.2  # sqrt(16.1 x 22.8) = 19.16: one step of several
+    assert bisected(21.8, 22.8) is None  # 4.6 % apart: done
+    assert bisected(100.0, 105.0) is None and bisected(100.0, 105.1) == 103.0
+    steps, low, high = 0, 11.4, 22.8  # a doubling's bracket closes in four bisections
+    while (mid := bisected(low, high)) is not None:
+        low, high, steps = (mid, high, steps + 1) if mid < 20.0 else (low, mid, steps + 1)
+    assert steps == 4 and low <= 20.0 <= high <= low * BRACKET_WIDTH

@@ -192,13 +192,13 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
         f = figures(done, job.slo, load.rate)
         repeat = sweeper.running_repeat if sweeper is not None else 0
         points.append(_bench_point(load, done, f, repeat, dispatch_problem(f, job.max_dispatch_ms)))
-    e = job.endpoint
+    e, bracket = job.endpoint, None if sweeper is None else sweeper.bracket
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
         started_at=started.isoformat(timespec="seconds"), tool_version=__version__, command=command, slo=job.slo,
         sweep=None if job.sweep is None else "auto" if job.sweep.auto else job.sweep.over,
-        saturation=None if sweeper is None else sweeper.saturation, points=tuple(points),
-        max_dispatch_p99_ms=job.max_dispatch_ms, repeat=job.repeat,
+        saturation=bracket.low if bracket is not None and bracket.high is not None else None,
+        points=tuple(points), max_dispatch_p99_ms=job.max_dispatch_ms, repeat=job.repeat, bracket=bracket,
     )  # fmt: skip
 
 

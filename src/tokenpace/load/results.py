@@ -8,8 +8,9 @@ The file is JSON (:func:`to_json`), read back by :func:`from_json` / :func:`read
 MAX_BYTES, a known ``format``, every field of its type (strict: no "5" for 5), every number finite and in
 0..MAX_NUMBER, every text at most MAX_TEXT characters, at most MAX_BENCH_POINTS points and MAX_ROWS items in any list.
 Anything else is one ConfigError naming the field. Fields added since format 1 (a point's ``repeat`` and
-``invalid``, figures from schedule) have defaults, so a document written before them still reads, and a
-tokenpace that predates them reads a newer one as a document of one run per point.
+``invalid``, figures from schedule, the auto sweep's ``bracket``) have defaults, so a document written before
+them still reads, and a tokenpace that predates them reads a newer one as a document of one run per point (and
+its ``saturation``, the bracket's lower end, as the highest rate kept up with).
 """
 
 from __future__ import annotations
@@ -68,6 +69,16 @@ class BenchPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Bracket:
+    """Where an auto sweep left saturation: it kept up with ``low`` req/s offered, not with ``high``, and why it
+    stopped there (``high`` None: it never saturated; ``low`` None: nothing succeeded at concurrency 1)."""
+
+    low: float | None
+    high: float | None
+    stopped: str  # "the bracket is within 5%", "the limit of 16 levels", an invalid level...
+
+
+@dataclass(frozen=True, slots=True)
 class BenchResult:
     """One bench command's result: what was measured, against which endpoint, and its points."""
 
@@ -80,11 +91,12 @@ class BenchResult:
     command: str  # as stored with the runs: header values and the database password masked
     slo: Slo | None = None
     sweep: str | None = None  # "concurrency", "rate", "auto" or None for one level
-    saturation: float | None = None  # auto sweep: the highest rate the endpoint kept up with
+    saturation: float | None = None  # auto sweep: the highest rate kept up with, below one not kept up with
     points: tuple[BenchPoint, ...] = field(default_factory=tuple)
     format: int = FORMAT
     max_dispatch_p99_ms: float | None = None  # the bound a level's dispatch delay P99 was held to
     repeat: int = 1  # runs of each level, back to back (``--repeat``): a point each
+    bracket: Bracket | None = None  # auto sweep: saturation between two rates, and why it stopped
 
 
 @dataclass(frozen=True, slots=True)

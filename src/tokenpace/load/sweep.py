@@ -1,19 +1,20 @@
-"""Sweeps: one load test per level, over given concurrencies or rates, or rates doubled until the server saturates.
+"""Sweeps: one load test per level, over given concurrencies or rates, or an automatic search for saturation.
 
 Every point sends fresh prompts (the dataset's chains go on from where the last point stopped), so a server's
-prefix cache cannot make a later point look faster. The automatic sweep (``--sweep auto``), as GuideLLM's:
+prefix cache cannot make a later point look faster. The automatic sweep (``--sweep auto``) names a bracket, not
+a guess:
 
 1. a closed loop at concurrency 1 gives the unloaded request rate r1 and TTFT;
-2. open loops at 2 r1, 4 r1, ... while the server keeps up: it keeps up with a schedule when it completes at
-   least KEEP_UP of the rate the schedule really released (:func:`released_rate`), fails at most MAX_ERRORS
-   of the requests, and its TTFT p50 stays within TTFT_GROWTH times the unloaded one (queueing shows there first);
-3. one more point at the geometric mean of the last rate kept up with and the first one not: the saturation
-   rate is the highest offered rate the server kept up with.
+2. open loops at 2 r1, 4 r1, ... while the server keeps up (:func:`kept_up`);
+3. bisection: the geometric mean of the highest rate kept up with (r1 if none was) and the lowest one not, again
+   and again, until the second is within BRACKET_WIDTH of the first; the answer is that bracket ("saturation
+   between 21.4 and 22.8 req/s"). At most MAX_AUTO_LEVELS levels run in all: a sweep that reaches the limit
+   says so, with the bracket it had (and one that never saturated says the highest rate it kept up with).
 
 A level whose dispatch delay P99 passes the bound (load/figures.py's :func:`dispatch_problem`) is invalid:
-the client did not release the load asked for, so the level says nothing of the server and is never the auto
-sweep's good level (the sweep stops there as at a level not kept up with). ``repeat`` runs each given level
-that many times back to back, a level each.
+the client did not release the load asked for, so the level says nothing of the server, and the auto sweep
+stops there and says why (bisecting on it would bracket the client, not the server). ``repeat`` runs each given
+level that many times back to back, a level each.
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ from tokenpace.config.traffic import Load, Slo, Sweep
 from tokenpace.load.chains import Dataset
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
+from tokenpace.load.results import Bracket
 from tokenpace.load.send import Refusals
 
 KEEP_UP = 0.9  # completed requests/s over offered requests/s
 MAX_ERRORS = 0.05  # share of failed requests
 TTFT_GROWTH = 3.0  # TTFT p50 over the unloaded TTFT p50
-MAX_AUTO_POINTS = 10  # the unloaded point, up to 8 doublings, one refinement
+BRACKET_WIDTH = 1.05  # the auto sweep stops once its rate not kept up with is within 5 % of the one kept up with
+# The unloaded level, doublings up to 2^10 r1, four or five bisections of a doubling (2 -> 1.05 needs 4).
+MAX_AUTO_LEVELS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +69,25 @@ def released_rate(done: Sequence[Done]) -> float | None:
 
 
 def kept_up(f: Figures, offered: float, unloaded_ttft_ms: float | None) -> bool:
-    """Kept up = completed >= KEEP_UP x offered req/s, errors <= MAX_ERRORS, TTFT p50 <= TTFT_GROWTH x unloaded."""
+    """Kept up = completed >= KEEP_UP x offered req/s, errors <= MAX_ERRORS, TTFT p50 <= TTFT_GROWTH x unloaded.
+
+    ``offered`` is the rate the level's schedule really released (:func:`released_rate`). A server past its
+    capacity falls behind the schedule, fails requests, or queues them (TTFT grows first): any one is enough.
+    A level over capacity by less than its queue shows in ``f.requests`` requests (a queue growing by
+    (offered - capacity) / capacity per request) passes: more requests per level sharpen the judgement.
+    """
     if f.requests == 0 or f.request_rate < KEEP_UP * offered or (f.requests - f.ok) > MAX_ERRORS * f.requests:
         return False
     return unloaded_ttft_ms is None or f.ttft.p50 is None or f.ttft.p50 <= TTFT_GROWTH * unloaded_ttft_ms
+
+
+def bisected(low: float, high: float) -> float | None:
+    """The next rate to try between ``low`` (kept up with) and ``high`` (not) = sqrt(low x high), three
+    significant figures; None once high <= BRACKET_WIDTH x low, or when rounding leaves no rate strictly between."""
+    if high <= BRACKET_WIDTH * low:
+        return None
+    mid = _rounded(math.sqrt(low * high))
+    return mid if low < mid < high else None
 
 
 class Sweeper:
@@ -91,7 +110,7 @@ class Sweeper:
         self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
         self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
         self.levels: list[SweepLevel] = []
-        self.saturation: float | None = None
+        self.bracket: Bracket | None = None  # what the auto sweep found
         self.refusals = Refusals()  # learnt once for the whole sweep
         self._next_chain = options.first_chain
 
@@ -116,27 +135,29 @@ class Sweeper:
         return self.levels
 
     async def auto(self, base: Load) -> list[SweepLevel]:
-        """Concurrency 1, then doubling rates until the server no longer keeps up, then one refinement."""
+        """Concurrency 1, then doubling rates until the server no longer keeps up, then bisection to a bracket."""
         unloaded = await self.point(dataclasses.replace(base, concurrency=1, rate=None, max_concurrency=None))
         r1, ttft1 = unloaded.figures.request_rate, unloaded.figures.ttft.p50
         if r1 <= 0:
-            return self.levels  # nothing succeeded unloaded: no rate to start from
-        good, bad = None, None
-        rate = 2 * r1
-        while len(self.levels) < MAX_AUTO_POINTS - 1:
-            level = await self.point(dataclasses.replace(base, concurrency=None, rate=_rounded(rate)))
-            if level.invalid or not kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
-                bad = _rounded(rate)
+            self.bracket = Bracket(None, None, "nothing succeeded at concurrency 1: no rate to start from")
+            return self.levels
+        low, high, rate = _rounded(r1), None, _rounded(2 * r1)
+        stopped = f"the limit of {MAX_AUTO_LEVELS} levels"
+        while len(self.levels) < MAX_AUTO_LEVELS:
+            level = await self.point(dataclasses.replace(base, concurrency=None, rate=rate))
+            if level.invalid:
+                stopped = f"the client could not send {rate:g} req/s (an invalid level): it says nothing of the server"
                 break
-            good, rate = _rounded(rate), rate * 2
-        if bad is not None:
-            low = good if good is not None else r1
-            mid = _rounded(math.sqrt(low * bad))
-            level = await self.point(dataclasses.replace(base, concurrency=None, rate=mid))
-            if not level.invalid and kept_up(level.figures, released_rate(level.result.done) or mid, ttft1):
-                good = mid
-        # Never saturated within the points allowed: no saturation rate to report (the report says so).
-        self.saturation = None if bad is None else good if good is not None else _rounded(r1)
+            if kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
+                low = rate
+            else:
+                high = rate
+            following = _rounded(2 * rate) if high is None else bisected(low, high)
+            if following is None:
+                stopped = f"the bracket is within {BRACKET_WIDTH - 1:.0%}"
+                break
+            rate = following
+        self.bracket = Bracket(low, high, stopped)
         return self.levels
 
 
