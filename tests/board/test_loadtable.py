@@ -9,9 +9,10 @@ from rich.console import Console
 
 from tests.loadkit import point, result, steady
 from tokenpace.board.compare import compare
-from tokenpace.board.loadtable import print_comparison, print_result, verdict_line
+from tokenpace.board.loadtable import fitting_table, print_comparison, print_result, saturation_line, verdict_line
 from tokenpace.board.numbers import rate
 from tokenpace.config.traffic import Load, Slo
+from tokenpace.load.results import Bracket
 
 C1, R2 = Load(concurrency=1), Load(concurrency=None, rate=2.0)
 
@@ -42,7 +43,7 @@ def test_slo_columns_tags_client_bound_and_saturation() -> None:
     assert "SLO ttft<=150ms" in text and "goodput" in text and "50%" in text
     assert "prefix-hit: 3/3 ok  TTFT P50 100 ms" in text and "prefix-miss: 3/3 ok  TTFT P50 200 ms" in text
     assert "bound" in text and "client bound:" in text
-    assert "saturation: 3.50 req/s" in text
+    assert "saturation: 3.50 req/s offered" in text
 
 
 def test_rates_keep_two_decimals_where_sweeps_start() -> None:
@@ -80,3 +81,37 @@ def test_an_80_column_terminal_drops_the_tails_rather_than_cut_numbers() -> None
     table = out.getvalue().split("\n")
     assert "…" not in "".join(table) and max(map(len, table)) <= 80
     assert "100/100" in out.getvalue() and "flight" not in out.getvalue() and "goodput" in out.getvalue()
+
+
+def test_at_80_columns_every_header_and_number_is_whole_with_an_slo_the_client_column_and_long_levels() -> None:
+    # The table: an SLO's two columns, the client's, a repeat's label and a four-digit TTFT (the level
+    # past saturation) made it 85 columns wide, and rich cut the last header to "clie…" and the TTFT to "1,0…".
+    slo = Slo(ttft_ms=150)
+    bound = dataclasses.replace(point(C1, steady(100, 100, 20), slo), client_bound=True)
+    gamma = Load(concurrency=None, rate=22.8, arrival="gamma", burstiness=0.5)
+    late = dataclasses.replace(point(gamma, steady(100, 1000, 20), slo), repeat=2, invalid="sent late")
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None)
+    console.print(fitting_table(console, result(bound, late, slo=slo)))  # the lines under it wrap as prose
+    text = out.getvalue()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80, text
+    for header in ("load", "all", "req/s", "TTFT", "P50", "goodput", "SLO", "met", "client"):
+        assert header in text, (header, text)
+    assert "1,000" in text and "invalid" in text and "rate 22.8/s (gamma 0.5) #2" in text
+
+
+def test_the_saturation_line_names_the_bracket_and_why_the_sweep_stopped() -> None:
+    auto = dataclasses.replace(result(point(C1, steady(5, 100, 20))), sweep="auto")
+    found = Bracket(21.8, 22.8, "the bracket is within 5%")
+    text = shown(print_result, dataclasses.replace(auto, saturation=21.8, bracket=found))
+    said = "saturation between 21.8 and 22.8 req/s offered: kept up with 21.8, not with 22.8"
+    assert said + " (stopped: the bracket is within 5%)" in text
+    never = dataclasses.replace(auto, bracket=Bracket(640.0, None, "the limit of 16 levels"))
+    assert saturation_line(never) == (
+        "no saturation found: kept up with every rate up to 640 req/s (stopped: the limit of 16 levels)"
+    )
+    assert saturation_line(dataclasses.replace(auto, bracket=Bracket(None, None, "nothing succeeded"))) == (
+        "no saturation rate: nothing succeeded"
+    )
+    assert saturation_line(dataclasses.replace(auto, saturation=16.1)) == "saturation: 16.1 req/s offered"  # older
+    assert saturation_line(result(point(C1, steady(5, 100, 20)))) is None

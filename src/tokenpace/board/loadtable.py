@@ -13,6 +13,7 @@ from __future__ import annotations
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from tokenpace.board import numbers
@@ -21,6 +22,9 @@ from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.measure.stats import commonest
 
 NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
+# Then, in turn, while the table is wider than the terminal (an SLO's and the client's columns, 4-digit TTFTs).
+NARROWER_DROPS = ("TPOT\nP50", "E2E\nP50", "output\ntok/s", "TTFT\nP99")
+UNBOUNDED = 10_000  # columns: a table measured at its natural width
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
@@ -49,15 +53,11 @@ def label(p: BenchPoint) -> str:
     return p.load.describe() + (f" #{p.repeat}" if p.repeat else "")
 
 
-def print_result(console: Console, result: BenchResult) -> None:
-    """A row per load level (latencies in ms), then per level its errors and tags, then the saturation rate."""
+def _table(result: BenchResult, columns: list[str], shown: list[int]) -> Table:
     slo = f"  ·  SLO {result.slo.describe()}" if result.slo is not None else ""
     title = f"{escape(result.endpoint)}  ·  {escape(result.protocol)}  ·  dataset {escape(result.dataset)}{slo}"
     title += "  ·  latencies in ms"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
-    columns = _level_columns(result)
-    # Below 120 columns the tails and the concurrency held give way, rather than every number being cut short.
-    shown = [i for i, c in enumerate(columns) if console.width >= 120 or c not in NARROW_DROPS]
     for i in shown:
         col = columns[i]
         table.add_column(col, justify="left" if col == "load" else "right", no_wrap=True)
@@ -65,7 +65,28 @@ def print_result(console: Console, result: BenchResult) -> None:
     for p in result.points:
         cells = _row(p, result.slo is not None, flag)
         table.add_row(*(cells[i] for i in shown))
-    console.print(table)
+    return table
+
+
+def fitting_table(console: Console, result: BenchResult) -> Table:
+    """The level table with as many columns as fit the terminal whole: below 120 columns the tails and the
+    concurrency held give way (NARROW_DROPS), then, while it is still too wide, NARROWER_DROPS in turn; never a
+    header or a number cut short."""
+    columns = _level_columns(result)
+    # Below 120 columns the tails and the concurrency held give way, rather than every number being cut short.
+    shown = [i for i, c in enumerate(columns) if console.width >= 120 or c not in NARROW_DROPS]
+    table = _table(result, columns, shown)
+    for drop in NARROWER_DROPS:
+        if Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum <= console.width:
+            break
+        shown = [i for i in shown if columns[i] != drop]
+        table = _table(result, columns, shown)
+    return table
+
+
+def print_result(console: Console, result: BenchResult) -> None:
+    """A row per load level (latencies in ms), then per level its errors and tags, then the saturation rate."""
+    console.print(fitting_table(console, result))
     for p in result.points:
         f = p.figures
         if p.invalid:
@@ -83,10 +104,23 @@ def print_result(console: Console, result: BenchResult) -> None:
             console.print(line, soft_wrap=True, highlight=False)
     if any(p.client_bound for p in result.points):
         console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
-    if result.saturation is not None:
-        console.print(
-            f"saturation: {numbers.rate(result.saturation)} req/s, the highest rate the endpoint kept up with"
-        )
+    if (said := saturation_line(result)) is not None:
+        console.print(said, soft_wrap=True, highlight=False)
+
+
+def saturation_line(result: BenchResult) -> str | None:
+    """What an auto sweep found, as one line: the bracket and why the sweep stopped there (None: no auto sweep)."""
+    b = result.bracket
+    if b is None:  # a document written before brackets: its one rate
+        return None if result.saturation is None else f"saturation: {numbers.rate(result.saturation)} req/s offered"
+    if b.low is None:
+        return f"no saturation rate: {b.stopped}"
+    if b.high is None:
+        return f"no saturation found: kept up with every rate up to {numbers.rate(b.low)} req/s (stopped: {b.stopped})"
+    low, high = numbers.rate(b.low), numbers.rate(b.high)
+    return (
+        f"saturation between {low} and {high} req/s offered: kept up with {low}, not with {high} (stopped: {b.stopped})"
+    )
 
 
 def schedule_line(p: BenchPoint) -> str:
