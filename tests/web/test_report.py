@@ -20,7 +20,7 @@ from tests.webkit import SVG, charts, legend, marks
 from tokenpace.board import numbers
 from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures, TagFigures
-from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.load.results import BenchPoint, BenchResult, Bracket
 from tokenpace.measure.stats import Figure
 from tokenpace.web import report
 from tokenpace.web.report import render_report
@@ -114,22 +114,22 @@ def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_again
         ["chart-sweep-throughput", "chart-sweep-tpot", "chart-sweep-latency"]
         + [f"chart-point{i}-{kind}" for i in range(1, 5) for kind in ("run", "ladder")]
     )
-    # one dot per point and series, labelled with its load, at the result's figures
+    # one dot per point and series, labelled with its level's short name, at the result's figures
     assert legend(drawn["chart-sweep-throughput"]) == ["TTFT p50", "TTFT p99"]
     throughput = marks(drawn["chart-sweep-throughput"])
     assert throughput[:4] == [
-        "concurrency 1: output tok/s 512.2, ms 111",
-        "concurrency 4: output tok/s 1,024, ms 222",
-        "concurrency 16: output tok/s 1,537, ms 333",
-        "concurrency 64: output tok/s 2,049, ms 444",
+        "c=1: output tok/s 512.2, ms 111",
+        "c=4: output tok/s 1,024, ms 222",
+        "c=16: output tok/s 1,537, ms 333",
+        "c=64: output tok/s 2,049, ms 444",
     ]
     # TPOT on its own axis (issue 21 item 9): on TTFT's it was a flat line at the bottom
     assert legend(drawn["chart-sweep-tpot"]) == ["TPOT p50", "TPOT p99"]
     assert marks(drawn["chart-sweep-tpot"])[:4] == [
-        "concurrency 1: output tok/s 512.2, TPOT ms 13.25",
-        "concurrency 4: output tok/s 1,024, TPOT ms 14.25",
-        "concurrency 16: output tok/s 1,537, TPOT ms 15.25",
-        "concurrency 64: output tok/s 2,049, TPOT ms 16.25",
+        "c=1: output tok/s 512.2, TPOT ms 13.25",
+        "c=4: output tok/s 1,024, TPOT ms 14.25",
+        "c=16: output tok/s 1,537, TPOT ms 15.25",
+        "c=64: output tok/s 2,049, TPOT ms 16.25",
     ]
     tpots = [t.tpot.p99 for t in (p.figures for p in res.points) if t.tpot.p99 is not None]
     assert (
@@ -141,8 +141,8 @@ def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_again
     assert legend(drawn["chart-sweep-latency"]) == ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50"]
     latency_marks = marks(drawn["chart-sweep-latency"])
     levels = enumerate((1, 4, 16, 64), 1)
-    assert latency_marks[:4] == [f"concurrency {c}: concurrency {c}, ms {111 * i}" for i, c in levels]
-    assert latency_marks[-1] == "concurrency 64: concurrency 64, ms 5,332"  # E2E p50, 1333 x 4
+    assert latency_marks[:4] == [f"c={c}: concurrency {c}, ms {111 * i}" for i, c in levels]
+    assert latency_marks[-1] == "c=64: concurrency 64, ms 5,332"  # E2E p50, 1333 x 4
     # the last level was client-bound: said above the table and in its row
     assert "1 of 4 load levels ran while this client was the bottleneck" in text
     assert [("client-bound" in r) for _, r in _ROW.findall(text)] == [False, False, False, True]
@@ -154,20 +154,20 @@ def test_a_rate_sweep_with_an_slo_shows_goodput_attainment_achieved_against_offe
     text = render_report(res)
     assert fact(text, "slo").startswith("ttft&lt;=500ms,tpot&lt;=50ms")
     assert fact(text, "sweep") == "rate"
-    assert fact(text, "saturation").startswith("2.00 req/s")
+    assert fact(text, "saturation") == "saturation: 2.00 req/s offered"  # a document from before brackets
     assert_table_is_the_figures(text, res)
     assert [cells(text)[i]["attainment"][1] for i in range(3)] == ["80%", "70%", "60%"]
     drawn = charts(text)
     achieved = drawn["chart-sweep-achieved"]
     assert legend(achieved) == ["achieved", "achieved = offered"]
     assert marks(achieved) == [
-        "rate 1/s (poisson): offered req/s 1, achieved req/s 4.75",
-        "rate 2/s (poisson): offered req/s 2, achieved req/s 9.5",
-        "rate 4/s (poisson): offered req/s 4, achieved req/s 14.25",
+        "1/s: offered req/s 1, achieved req/s 4.75",
+        "2/s: offered req/s 2, achieved req/s 9.5",
+        "4/s: offered req/s 4, achieved req/s 14.25",
         "y = x: offered req/s 0, achieved req/s 0",
         "y = x: offered req/s 14.25, achieved req/s 14.25",
     ]
-    assert marks(drawn["chart-sweep-latency"])[0] == "rate 1/s (poisson): offered rate (req/s) 1, ms 111"
+    assert marks(drawn["chart-sweep-latency"])[0] == "1/s: offered rate (req/s) 1, ms 111"
     for i, p in enumerate(res.points, 1):
         table = re.search(rf'<table class="tags" id="tags-{i}">(.*?)</table>', text, re.S)
         assert table
@@ -183,6 +183,17 @@ def test_a_rate_sweep_with_an_slo_shows_goodput_attainment_achieved_against_offe
             assert row["ttft-p99"] == (repr(t.ttft.p99), numbers.figure_text(t.ttft.p99, "ms"))
             assert row["tpot-p50"] == (repr(t.tpot.p50), numbers.figure_text(t.tpot.p50))
             assert row["e2e-p99"] == (repr(t.e2e.p99), numbers.figure_text(t.e2e.p99, "ms"))
+
+
+def test_an_auto_sweep_names_its_saturation_bracket_and_why_it_stopped() -> None:
+    bracket = Bracket(21.8, 22.8, "the bracket is within 5%")
+    text = render_report(dataclasses.replace(rate_sweep(), sweep="auto", saturation=21.8, bracket=bracket))
+    said = "saturation between 21.8 and 22.8 req/s offered: kept up with 21.8, not with 22.8 (stopped: the bracket"
+    assert fact(text, "saturation").startswith(said)
+    assert 'data-fact="saturation" data-low="21.8" data-high="22.8"' in text
+    never = Bracket(640.0, None, "the limit of 16 levels")
+    text = render_report(dataclasses.replace(rate_sweep(), sweep="auto", saturation=None, bracket=never))
+    assert fact(text, "saturation").startswith("no saturation found: kept up with every rate up to 640 req/s")
 
 
 def test_text_from_the_result_is_escaped_everywhere() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 import xml.etree.ElementTree as ET
 
 from tests.reportkit import concurrency_sweep, latency, one_point, rate_sweep, result, rows
 from tests.webkit import legend, marks
 from tokenpace.config.traffic import Load
-from tokenpace.load.results import BenchPoint, Row
+from tokenpace.load.results import BenchPoint, BenchResult, Bracket, Row
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.report_charts import dots_per_chart, ladder, swept, thin
@@ -62,7 +63,7 @@ def test_sweep_charts_draw_the_figures_per_point_and_only_a_rate_sweep_compares_
     by_id = {c.id: c for c in report_charts.sweep_charts(res)}
     assert list(by_id) == ["chart-sweep-throughput", "chart-sweep-tpot", "chart-sweep-latency"]
     f = [p.figures for p in res.points]
-    labels = [p.load.describe() for p in res.points]
+    labels = ["c=1", "c=4", "c=16", "c=64"]
     assert by_id["chart-sweep-throughput"].series == {
         "TTFT p50": [(lab, x.output_tokens_per_s, x.ttft.p50) for lab, x in zip(labels, f, strict=True)],
         "TTFT p99": [(lab, x.output_tokens_per_s, x.ttft.p99) for lab, x in zip(labels, f, strict=True)],
@@ -77,7 +78,7 @@ def test_sweep_charts_draw_the_figures_per_point_and_only_a_rate_sweep_compares_
     rates = {c.id: c for c in report_charts.sweep_charts(rate_sweep())}
     assert list(rates) == ["chart-sweep-throughput", "chart-sweep-tpot", "chart-sweep-latency", "chart-sweep-achieved"]
     assert rates["chart-sweep-achieved"].series["achieved"] == [
-        (p.load.describe(), p.load.rate, p.figures.request_rate) for p in rate_sweep().points
+        (f"{p.load.rate:g}/s", p.load.rate, p.figures.request_rate) for p in rate_sweep().points
     ]
     assert rates["chart-sweep-achieved"].series["achieved = offered"] == [
         ("y = x", 0.0, 0.0),
@@ -127,7 +128,7 @@ def test_sweep_curves_follow_the_swept_value_whatever_order_the_levels_ran_in() 
     assert [v for _, v in swept(shuffled)[1]] == [1.0, 2.0, 4.0]
     by_id = {c.id: c for c in report_charts.sweep_charts(shuffled)}
     assert [label for label, _, _ in by_id["chart-sweep-throughput"].series["TTFT p50"]] == [
-        "rate 1/s (poisson)", "rate 2/s (poisson)", "rate 4/s (poisson)"
+        "1/s", "2/s", "4/s"
     ]  # fmt: skip
     assert [x for _, x, _ in by_id["chart-sweep-achieved"].series["achieved"]] == [1.0, 2.0, 4.0]
 
@@ -140,3 +141,48 @@ def test_a_long_tag_is_cut_in_its_dots_tooltip() -> None:
     assert {label for label, _, _ in chart.series["ok"]} == {tag}
     assert {label for label, _, _ in chart.series["failed"]} == {f"{tag}, failed, no first token"}
     assert len(str(chart.svg)) < 300 * 1_000
+
+
+def auto_sweep() -> BenchResult:
+    """An auto sweep as bench writes one: concurrency 1 first, then rates doubled and bisected, out of order."""
+    first, *rated = rate_sweep().points
+    unloaded = dataclasses.replace(first, load=Load(concurrency=1))
+    bracket = Bracket(2.0, 4.0, "the limit of 16 levels")
+    return dataclasses.replace(rate_sweep(), sweep="auto", points=(unloaded, *reversed(rated)), bracket=bracket)
+
+
+def test_every_level_of_an_auto_sweep_is_on_every_sweep_chart_named_beside_its_dot() -> None:
+    # The concurrency-1 level has no offered rate: it was left out of every chart whose axis was the rate, and
+    # so of the throughput curves drawn in the rate's order.
+    res = auto_sweep()
+    charts = report_charts.sweep_charts(res)
+    assert len(charts) == 4
+    for chart in charts:
+        levels = {label for series in chart.series.values() for label, _, _ in series if label != "y = x"}
+        assert levels == {"c=1", "4/s", "2/s"}, chart.id
+        printed = [
+            t.text for t in _svg(chart).iter("{http://www.w3.org/2000/svg}text") if "label" in t.get("class", "")
+        ]
+        assert sorted(printed) == ["2/s", "4/s", "c=1"], (chart.id, printed)  # once each, on one series
+    by_id = {c.id: c for c in charts}
+    unloaded = res.points[0].figures.request_rate  # a closed loop is offered what it completes
+    assert ("c=1", unloaded, unloaded) in by_id["chart-sweep-achieved"].series["achieved"]
+    assert [(label, x) for label, x, _ in by_id["chart-sweep-latency"].series["TTFT p50"]] == [
+        ("2/s", 2.0), ("4/s", 4.0), ("c=1", unloaded)
+    ]  # fmt: skip
+
+
+def test_no_two_series_of_a_chart_share_a_colour() -> None:
+    # "TTFT p50" and "TTFT p99" hashed to two blues of the board's palette; the report's are Okabe-Ito's, one each,
+    # and each is the colour pygal's stylesheet gives its series (pygal colours series by their place).
+    scattered = [*report_charts.sweep_charts(auto_sweep()), report_charts.ttft_over_run(failing(), "chart-run", 50)]
+    for chart in scattered:
+        colours = [report_charts.SERIES_COLOURS[name] for name in chart.series]
+        assert len(set(colours)) == len(colours) >= 2, chart.id
+        for place, colour in enumerate(colours):
+            assert re.search(rf"\.color-{place}[^{{]*\{{[^}}]*{colour}", str(chart.svg), re.I), (chart.id, place)
+    assert set(report_charts.SERIES_COLOURS.values()) <= set(report_charts.OKABE_ITO.values())
+
+
+def failing() -> BenchPoint:
+    return BenchPoint(Load(), one_point().points[0].figures, "run-bad", rows=rows(100, 100.0, 8, 2))

@@ -192,6 +192,16 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], k
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
 
 
+class _LabelledXY(pygal.XY):  # type: ignore[misc]
+    """An XY chart that prints beside its mark the label of a value marked ``printed`` only: pygal prints every
+    value's label or none, and a label on each series' dot of one level would say the same thing four times."""
+
+    def _static_value(self, serie_node: Any, value: Any, x: float, y: float, metadata: Any, *more: Any) -> Any:
+        if metadata and not metadata.get("printed"):
+            metadata = {k: v for k, v in metadata.items() if k != "label"}
+        return super()._static_value(serie_node, value, x, y, metadata, *more)
+
+
 def scatter(
     chart_id: str,
     title: str,
@@ -200,9 +210,12 @@ def scatter(
     dots: Sequence[Dot],
     lines: bool = False,
     dot_size: float = 5,
+    series_colours: Mapping[str, str] | None = None,
+    printed: str | None = None,
 ) -> Chart:
     """One dot per item, a series (colour and legend entry) per group; with ``lines`` each group's dots joined
-    in the order given (a curve through a sweep's levels)."""
+    in the order given (a curve through a sweep's levels). ``series_colours``: each group's colour, where the
+    caller chose them (else they follow the names); ``printed``: the group whose dots show their label."""
     xs, ys = _from_zero([d.x for d in dots]), _from_zero([d.y for d in dots])
 
     def said(xy: tuple[float, float]) -> str:
@@ -214,9 +227,12 @@ def scatter(
     config = _config(
         title, list(drawn), stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys
     )
-    chart = pygal.XY(**config)
+    if series_colours is not None:
+        config["style"] = Style(**_LOOK, colors=tuple(series_colours[g] for g in drawn) or PALETTE)
+    chart = (_LabelledXY if printed is not None else pygal.XY)(**config, print_labels=printed is not None)
     for group, marks in drawn.items():
-        chart.add(group, [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks])
+        values = [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks]
+        chart.add(group, [{**v, "printed": True} for v in values] if group == printed else values)
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tokenpace.board.loadtable import label
+from tokenpace.board.loadtable import label, saturation_line
 from tokenpace.load.figures import TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.web import report_charts
@@ -71,5 +71,6 @@ def render_report(result: BenchResult) -> str:
             client_bound=sum(p.client_bound for p in shown),
             invalid=sum(bool(p.invalid) for p in shown),
             max_command=MAX_COMMAND,
+            saturation=saturation_line(result),
         )
     )

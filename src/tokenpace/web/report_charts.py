@@ -1,7 +1,10 @@
 """A load test report's charts, drawn from its BenchResult by web/charts.py: what a sweep and each level did.
 
 A sweep (two or more points) gets throughput against TTFT and, on an axis of its own, against TPOT; latency
-percentiles against the swept value and, for a rate sweep, the rate achieved against the rate offered. Every point
+percentiles against the swept value and, for a rate sweep, the rate achieved against the rate offered. Every
+level is on every sweep chart, its short name printed beside its dot (an auto sweep's concurrency-1 level
+sits on the rate axes at the rate it achieved: a closed loop is offered what it completes), and each series has
+a colour of its own from the Okabe-Ito palette (SERIES_COLOURS), safe for colour-blind readers. Every point
 gets TTFT over its run (a dot per request row, failures apart) and its TTFT percentile ladder. The ladder and the
 sweep charts draw the figures the result carries (load/figures.py), never figures recomputed from the rows:
 the rows are a bounded sample, the figures cover every request. Dots are bounded: a chart draws at most
@@ -29,6 +32,20 @@ TAG_CHARS = 60  # a request's tag in its dot's tooltip is cut to this: a row's t
 LADDER = ("mean", "p50", "p90", "p95", "p99", "max")  # a latency Figure's fields the distribution chart draws
 
 
+# Okabe & Ito's colour-blind-safe palette (2008), its yellow left out (unreadable on white): a colour per series
+# name, so no two series of one chart share one and a series keeps its colour from chart to chart.
+OKABE_ITO = {
+    "blue": "#0072B2", "orange": "#E69F00", "vermillion": "#D55E00", "bluish green": "#009E73",
+    "reddish purple": "#CC79A7", "sky blue": "#56B4E9", "black": "#000000",
+}  # fmt: skip
+SERIES_COLOURS = {
+    "TTFT p50": OKABE_ITO["blue"], "TTFT p90": OKABE_ITO["orange"], "TTFT p99": OKABE_ITO["vermillion"],
+    "E2E p50": OKABE_ITO["bluish green"], "TPOT p50": OKABE_ITO["blue"], "TPOT p99": OKABE_ITO["vermillion"],
+    "achieved": OKABE_ITO["blue"], "achieved = offered": OKABE_ITO["black"],
+    "ok": OKABE_ITO["blue"], "failed": OKABE_ITO["vermillion"],
+}  # fmt: skip
+
+
 def thin(items: Sequence[T], k: int) -> list[T]:
     """``k`` items spread evenly, first and last kept: items[round(i*(n-1)/(k-1))] for i in 0..k-1."""
     n = len(items)
@@ -50,14 +67,22 @@ def _finite(value: float | None) -> TypeGuard[float]:
 
 def swept(result: BenchResult) -> tuple[str, list[tuple[BenchPoint, float]]]:
     """The swept quantity's axis title and each point's value of it, ascending (points without one left out):
-    a curve through the levels follows the load, whatever order an auto sweep tried them in."""
+    a curve through the levels follows the load, whatever order an auto sweep tried them in. On a rate axis a
+    closed loop stands at the rate it achieved (what it was offered: the next request went as one ended)."""
     by_rate = result.sweep in ("rate", "auto") or (
         result.sweep is None and all(p.load.rate is not None for p in result.points)
     )
     title = "offered rate (req/s)" if by_rate else "concurrency"
-    values = [(p, p.load.rate if by_rate else p.load.concurrency) for p in result.points]
-    found = [(p, float(v)) for p, v in values if v is not None and math.isfinite(v)]
+    values = [(p, (p.load.rate or p.figures.request_rate) if by_rate else p.load.concurrency) for p in result.points]
+    found = [(p, float(v)) for p, v in values if v is not None and math.isfinite(v) and v > 0]
     return title, sorted(found, key=lambda pv: pv[1])
+
+
+def level_name(point: BenchPoint) -> str:
+    """A level's name beside its dot: ``c=1``, ``bursts of 10``, ``24.8/s``, and ``#2`` for a second run."""
+    load = point.load
+    name = f"{load.rate:g}/s" if load.rate is not None else load.describe() if load.burst else f"c={load.concurrency}"
+    return name + (f" #{point.repeat}" if point.repeat else "")
 
 
 def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> list[Dot]:
@@ -73,12 +98,17 @@ def _against_throughput(
         d
         for p, _ in swept(result)[1]
         for d in _dots(
-            p.load.describe(),
+            level_name(p),
             p.figures.output_tokens_per_s,
             ((f"{label} p50", figure(p.figures).p50), (f"{label} p99", figure(p.figures).p99)),
         )
     ]
-    return scatter(chart_id, title, "output tok/s", y_title, _by_group(dots), lines=True)
+    return _sweep_chart(chart_id, title, "output tok/s", y_title, _by_group(dots), f"{label} p50")
+
+
+def _sweep_chart(chart_id: str, title: str, x_title: str, y_title: str, dots: list[Dot], printed: str) -> Chart:
+    """A sweep's curves, in their own colours, the ``printed`` series' dots named by their level."""
+    return scatter(chart_id, title, x_title, y_title, dots, lines=True, series_colours=SERIES_COLOURS, printed=printed)
 
 
 def throughput_latency(result: BenchResult) -> Chart:
@@ -100,7 +130,7 @@ def latency_by_load(result: BenchResult) -> Chart:
         d
         for p, x in values
         for d in _dots(
-            p.load.describe(),
+            level_name(p),
             x,
             (
                 ("TTFT p50", p.figures.ttft.p50),
@@ -110,17 +140,19 @@ def latency_by_load(result: BenchResult) -> Chart:
             ),
         )
     ]
-    return scatter("chart-sweep-latency", "Latency percentiles vs load", x_title, "ms", _by_group(dots), lines=True)
+    return _sweep_chart(
+        "chart-sweep-latency", "Latency percentiles vs load", x_title, "ms", _by_group(dots), "TTFT p50"
+    )
 
 
 def achieved_offered(result: BenchResult) -> Chart:
     """Achieved req/s against the offered rate, beside the line where they are equal (y = x)."""
     _, values = swept(result)
-    dots = [d for p, rate in values for d in _dots(p.load.describe(), rate, (("achieved", p.figures.request_rate),))]
+    dots = [d for p, rate in values for d in _dots(level_name(p), rate, (("achieved", p.figures.request_rate),))]
     top = max([d.x for d in dots] + [d.y for d in dots], default=0.0)
     ideal = [Dot("achieved = offered", "y = x", v, v) for v in (0.0, top)] if top > 0 else []
     title = "Achieved vs offered rate"
-    return scatter("chart-sweep-achieved", title, "offered req/s", "achieved req/s", dots + ideal, lines=True)
+    return _sweep_chart("chart-sweep-achieved", title, "offered req/s", "achieved req/s", dots + ideal, "achieved")
 
 
 def _by_group(dots: list[Dot]) -> list[Dot]:
@@ -157,7 +189,7 @@ def ttft_over_run(point: BenchPoint, chart_id: str, budget: int) -> Chart:
     drawn = len(ok) + len(failed)
     shown = f" ({drawn:,} of {len(point.rows):,} requests)" if drawn < len(point.rows) else ""
     title = f"TTFT over the run, {point.load.describe()}{shown}"
-    return scatter(chart_id, title, "s into the run", "TTFT ms", dots, dot_size=2.5)
+    return scatter(chart_id, title, "s into the run", "TTFT ms", dots, dot_size=2.5, series_colours=SERIES_COLOURS)
 
 
 def ladder(latency: Figure) -> dict[str, float]:
