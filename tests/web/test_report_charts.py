@@ -161,7 +161,7 @@ def test_every_level_of_an_auto_sweep_is_on_every_sweep_chart_named_beside_its_d
         levels = {label for series in chart.series.values() for label, _, _ in series if label != "y = x"}
         assert levels == {"c=1", "4/s", "2/s"}, chart.id
         printed = [
-            t.text for t in _svg(chart).iter("{http://www.w3.org/2000/svg}text") if "label" in t.get("class", "")
+            t.text or "" for t in _svg(chart).iter("{http://www.w3.org/2000/svg}text") if "label" in t.get("class", "")
         ]
         assert sorted(printed) == ["2/s", "4/s", "c=1"], (chart.id, printed)  # once each, on one series
     by_id = {c.id: c for c in charts}
