@@ -75,8 +75,10 @@ def test_auto_sweep_brackets_a_servers_known_capacity(tmp_path: Path, sim_thread
     capacity, n = 25.0, 80
     s = sim_thread(sim.Scenario(ttft_ms=20, tokens_per_s=200, output_tokens=8, max_requests_per_s=capacity))
     out = tmp_path / "out"
-    run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "auto", "-n", str(n),
-                 "--arrival", "constant", "--db", str(tmp_path / "t.db"), "--out", str(out),
+    # A client on a loaded 2-core machine may send an overloaded level's requests late (an invalid level stops
+    # the sweep: tests/load/test_sweep.py); the simulator's schedule absorbs that lateness, so allow a second.
+    run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "auto", "-n", str(n), "--arrival",
+                 "constant", "--max-dispatch-p99", "1000", "--db", str(tmp_path / "t.db"), "--out", str(out),
                  "--data", "synthetic:input=32,output=8", "-q")  # fmt: skip
     assert run.exit_code == 0, run.output
     result = result_in(out)
@@ -89,7 +91,11 @@ def test_auto_sweep_brackets_a_servers_known_capacity(tmp_path: Path, sim_thread
     unloaded_ttft = result.points[0].figures.ttft.p50
     assert unloaded_ttft is not None
     resolution = 2 * (TTFT_GROWTH - 1) * unloaded_ttft / 1000 * capacity / n  # ~3 %
-    assert bracket.low <= capacity * (1 + resolution) and capacity <= bracket.high, (bracket, resolution, rates)
+    assert bracket.low <= capacity * (1 + resolution), (bracket, resolution, rates)
+    # Below, a client whose own loop lagged sends in bunches, and near capacity (a 1.7 ms slack per request at
+    # 24/s) a bunch queues: a client-bound level may look saturated up to a step (5 %) under the truth.
+    (above,) = [p for p in result.points if p.load.rate == bracket.high]
+    assert capacity <= bracket.high * (1.05 if above.client_bound else 1), (bracket, above.loop_lag_p99_ms, rates)
     assert result.saturation == bracket.low  # what an older tokenpace reads
     said = f"saturation between {rate(bracket.low)} and {rate(bracket.high)} req/s"
     assert said in " ".join(run.output.split()), run.output

@@ -107,7 +107,7 @@ class Levels:
 LEVEL_OPTIONS = opt.option_group(
     "levels", Levels,
     click.option("--sweep", "sweep_text",
-                 help="concurrency=1,4,16 | rate=1,2,4 | auto (find the saturation rate)."),
+                 help="concurrency=1,4,16 | rate=1,2,4 | auto (bracket the saturation rate within 5 %)."),
     click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, MAX_REPEAT),
                  help="Run each level this many times back to back, a point each (for `tokenpace compare`)."),
 )  # fmt: skip
