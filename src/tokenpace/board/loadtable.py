@@ -73,7 +73,6 @@ def fitting_table(console: Console, result: BenchResult) -> Table:
     concurrency held give way (NARROW_DROPS), then, while it is still too wide, NARROWER_DROPS in turn; never a
     header or a number cut short."""
     columns = _level_columns(result)
-    # Below 120 columns the tails and the concurrency held give way, rather than every number being cut short.
     shown = [i for i, c in enumerate(columns) if console.width >= 120 or c not in NARROW_DROPS]
     table = _table(result, columns, shown)
     for drop in NARROWER_DROPS:

@@ -114,7 +114,7 @@ def parse_slo(text: str) -> Slo:
 
 
 def parse_sweep(text: str) -> Sweep:
-    """``concurrency=1,4,16``, ``rate=1,2,4.5`` or ``auto`` (rates doubled until the server saturates)."""
+    """``concurrency=1,4,16``, ``rate=1,2,4.5`` or ``auto`` (rates doubled, then bisected to a saturation bracket)."""
     if text.strip() == "auto":
         return Sweep("rate", auto=True)
     name, eq, listed = (s.strip() for s in text.partition("="))

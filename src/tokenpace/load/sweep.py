@@ -73,8 +73,9 @@ def kept_up(f: Figures, offered: float, unloaded_ttft_ms: float | None) -> bool:
 
     ``offered`` is the rate the level's schedule really released (:func:`released_rate`). A server past its
     capacity falls behind the schedule, fails requests, or queues them (TTFT grows first): any one is enough.
-    A level over capacity by less than its queue shows in ``f.requests`` requests (a queue growing by
-    (offered - capacity) / capacity per request) passes: more requests per level sharpen the judgement.
+    Its resolution: a level over capacity by a share e queues its median request about n e / (2 x capacity)
+    seconds (n requests), and passes until that reaches (TTFT_GROWTH - 1) x the unloaded TTFT; a larger n
+    sharpens it.
     """
     if f.requests == 0 or f.request_rate < KEEP_UP * offered or (f.requests - f.ok) > MAX_ERRORS * f.requests:
         return False
