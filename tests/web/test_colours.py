@@ -71,8 +71,10 @@ def _de2000(one: tuple[float, float, float], two: tuple[float, float, float]) ->
         + 0.32 * math.cos(math.radians(3 * mean_h + 6))
         - 0.20 * math.cos(math.radians(4 * mean_h - 63))
     )
-    rotation = -math.sin(math.radians(60 * math.exp(-(((mean_h - 275) / 25) ** 2)))) * 2 * math.sqrt(
-        mean_cp**7 / (mean_cp**7 + 25**7)
+    rotation = (
+        -math.sin(math.radians(60 * math.exp(-(((mean_h - 275) / 25) ** 2))))
+        * 2
+        * math.sqrt(mean_cp**7 / (mean_cp**7 + 25**7))
     )
     sl = 1 + 0.015 * (mean_l - 50) ** 2 / math.sqrt(20 + (mean_l - 50) ** 2)
     sc, sh = 1 + 0.045 * mean_cp, 1 + 0.015 * mean_cp * t
