@@ -122,6 +122,9 @@ def test_sample_charts_draw_successful_samples_only() -> None:
     assert drawn["chart-ttft-dist"].series == {"1k": [120.0] * 5}
     empty = charts.sample_charts({})
     assert all("no successful samples" in str(c.svg) for c in empty)
+    # in type that fits the chart (pygal's 64 px ran past its edge): an average glyph is about 0.6 em wide
+    size = float(re.findall(r"\.no_data\{[^}]*font-size:([\d.]+)px", str(empty[0].svg))[0])
+    assert 0.6 * size * len("no successful samples") < 720 / 2
 
 
 def test_change_markers_stay_dots_when_the_samples_are_lines_only() -> None:

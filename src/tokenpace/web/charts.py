@@ -47,6 +47,7 @@ _LOOK = {
     "label_font_size": 11,
     "major_label_font_size": 11,
     "tooltip_font_size": 12,
+    "no_data_font_size": 18,  # pygal's 64 ran past a chart's edge
 }
 
 
