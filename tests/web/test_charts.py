@@ -67,6 +67,15 @@ def test_names_are_escaped_and_marks_carry_their_series() -> None:
     assert legend(svg) == [EVIL]
 
 
+def test_a_time_axis_has_few_enough_clocks_to_read() -> None:
+    """Five minutes of samples 20 s apart: pygal labelled each of its 15 steps, and at 720 px the clocks ran into
+    each other; at most six are drawn."""
+    chart = charts.over_time("t", "TTFT", "ms", {"1k": [(T0 + timedelta(seconds=20 * i), 100.0) for i in range(15)]})
+    axis = next(g for g in _svg(chart).iter(f"{SVG}g") if g.get("class") == "axis x")
+    clocks = [t.text for t in axis.iter(f"{SVG}text") if t.text]
+    assert 2 <= len(clocks) <= 6 and clocks[0] == "00:00:00", clocks
+
+
 def test_dots_until_a_chart_holds_too_many_then_lines_only() -> None:
     few = {"1k": [(T0 + timedelta(minutes=i), 10.0) for i in range(charts.MAX_DOTS)]}
     many = {"1k": [(T0 + timedelta(minutes=i), 10.0) for i in range(charts.MAX_DOTS + 1)]}

@@ -138,6 +138,8 @@ def test_an_endpoint_has_the_boards_colour_on_every_chart_of_every_page(filled: 
             own = client.get(endpoint_path(endpoint.provider, endpoint.plan, endpoint.model)).text
             for chart_id in ("chart-speed", "chart-ttft", "chart-speed-dist"):
                 assert _painted(own, chart_id)["1k"] == colour, (endpoint.name, chart_id)
+            heat = re.search(r'id="heatmap" style="--hue: (#\w+)"', own)  # its speed by hour, in its colour
+            assert heat is not None and heat.group(1).lower() == colour, endpoint.name
             model = client.get(model_path(endpoint.model)).text
             assert _painted(model, "chart-ttft")[endpoint.name] == colour, endpoint.name
         slow = client.get(endpoint_path(fleet.slow.provider, fleet.slow.plan, fleet.slow.model)).text

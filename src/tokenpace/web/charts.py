@@ -66,10 +66,10 @@ def endpoint_colours(configured: Iterable[str], names: Iterable[str]) -> dict[st
 
 
 def tints(colour: str, count: int) -> list[str]:
-    """``count`` shades of one ``#rrggbb`` colour: itself, then mixed 45 % with black, 45 % and 70 % with white
+    """``count`` shades of one ``#rrggbb`` colour: itself, then mixed 45 % with black, 40 % and 62 % with white
     (repeating): one endpoint's several series (its workloads) told apart in its own colour."""
     rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
-    mixes = [(0, 0.0), (0, 0.45), (255, 0.45), (255, 0.7)]  # (towards, share)
+    mixes = [(0, 0.0), (0, 0.45), (255, 0.4), (255, 0.62)]  # (towards, share)
     return [
         "#" + "".join(f"{round(c + (to - c) * share):02x}" for c in rgb)
         for to, share in (mixes[i % len(mixes)] for i in range(count))
@@ -291,6 +291,8 @@ def over_time(
             show_dots=dots,
             dots_size=2.5,
             x_value_formatter=clock,
+            x_labels_major_count=6,  # pygal labelled every step of its scale: 15 clocks ran into each other
+            show_minor_x_labels=False,
             range=top,
         )
     )

@@ -38,7 +38,8 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any], configured: Seque
     menus drawn; ``configured``: the endpoints the colours are shared out to, as on every page."""
     name = endpoint_name(m.facts["provider"], m.facts["plan"], m.facts["model"])
     # its workloads in shades of the endpoint's own colour, the board's: the page's charts are of one endpoint
-    shades = charts.tints(charts.endpoint_colours(configured, [name])[name], len(m.groups))
+    colour = charts.endpoint_colours(configured, [name])[name]
+    shades = charts.tints(colour, len(m.groups))
     markers: dict[str, list[charts.Marker]] = {}
     for c in m.changes:  # drawn where the new level starts, on the metric's own chart
         markers.setdefault(c.metric, []).append(charts.Marker(c.at, c.after, f"{c.workload}: {describe(c)}"))
@@ -59,6 +60,7 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any], configured: Seque
         "canary": data["canary"],
         "bursts": m.bursts,
         "heat": m.heat,
+        "colour": colour,  # the heatmap's too
         "heat_workload": m.heat_workload,
         "days": heatmap.WEEKDAYS,
         "weeks": heatmap.WEEKS,
