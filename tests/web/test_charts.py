@@ -162,7 +162,7 @@ def test_a_series_keeps_its_colour_whatever_its_place_and_the_other_series() -> 
     def drawn(order: list[str], configured: list[str] = names) -> dict[str, str]:
         dots = [charts.Dot(name, name, i + 1.0, 10.0 * (i + 1)) for i, name in enumerate(order)]
         paint = charts.endpoint_colours(configured, order)
-        return series_colours(charts.scatter("c", "TTFT against speed", "ms", "tok/s", dots, paint=paint))
+        return series_colours(charts.scatter("c", "TTFT against speed", "ms", "tok/s", dots, series_colours=paint))
 
     first = drawn(names)
     assert len(set(first.values())) == len(names)  # told apart
@@ -175,7 +175,7 @@ def test_a_series_keeps_its_colour_whatever_its_place_and_the_other_series() -> 
     paint = charts.endpoint_colours(names, names)
     assert series_colours(charts.boxes("b", "Speed", "tok/s", dict(reversed(speeds.items())), paint)) == first
     t = [(T0 + timedelta(minutes=i), 5.0 * i) for i in range(3)]
-    over = charts.over_time("t", "Speed over time", "tok/s", {names[3]: t, names[0]: t}, paint=paint)
+    over = charts.over_time("t", "Speed over time", "tok/s", {names[3]: t, names[0]: t}, series_colours=paint)
     assert series_colours(over) == {names[3]: first[names[3]], names[0]: first[names[0]]}
 
 

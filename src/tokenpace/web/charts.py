@@ -76,11 +76,11 @@ def tints(colour: str, count: int) -> list[str]:
     ]
 
 
-def _style(names: Sequence[str], paint: Mapping[str, str]) -> Style:
+def _style(names: Sequence[str], series_colours: Mapping[str, str]) -> Style:
     """The style whose colours, in series order, are the series' own (pygal colours series by their place):
-    ``paint``'s where it names one, else :func:`colours` among the others."""
-    rest = colours(n for n in names if n not in paint)
-    return Style(**_LOOK, colors=tuple(paint.get(n) or rest[n] for n in names) or PALETTE)
+    ``series_colours``'s where it names one, else :func:`colours` among the others."""
+    rest = colours(n for n in names if n not in series_colours)
+    return Style(**_LOOK, colors=tuple(series_colours.get(n) or rest[n] for n in names) or PALETTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +129,11 @@ def _tooltips(root: ET.Element) -> ET.Element:
     return root
 
 
-def _config(title: str, names: Sequence[str], paint: Mapping[str, str], **more: Any) -> dict[str, Any]:
+def _config(title: str, names: Sequence[str], series_colours: Mapping[str, str], **more: Any) -> dict[str, Any]:
     """A chart's settings; ``names``: its series, in the order they are added (their colours are their own)."""
     return {
         "title": title,
-        "style": _style(names, paint),
+        "style": _style(names, series_colours),
         "js": [],  # pygal's tooltip script would come from its project's site: never a CDN
         "disable_xml_declaration": True,  # inline in the page
         "width": 720,
@@ -177,9 +177,11 @@ class _Percentiles(pygal.Box):  # type: ignore[misc]
         return f"median {p50}, P25-P75 {p25}-{p75}, P5-P95 {p5}-{p95}"
 
 
-def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], paint: Mapping[str, str] = {}) -> Chart:
+def boxes(
+    chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], series_colours: Mapping[str, str] = {}
+) -> Chart:
     """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order;
-    ``paint``: a box's colour, where given (its endpoint's, say)."""
+    ``series_colours``: a box's colour, where given (its endpoint's, say)."""
     drawn: dict[str, list[float]] = {}
     for name, f in figures.items():
         spread = [v for v in (f.p5, f.p25, f.p50, f.p75, f.p95) if v is not None]
@@ -191,7 +193,7 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], p
         **_config(
             title,
             list(drawn),
-            paint,
+            series_colours,
             y_title=unit,
             show_legend=False,
             x_label_rotation=rotation,
@@ -212,10 +214,10 @@ def scatter(
     dots: Sequence[Dot],
     lines: bool = False,
     dot_size: float = 5,
-    paint: Mapping[str, str] = {},
+    series_colours: Mapping[str, str] = {},
 ) -> Chart:
     """One dot per item, a series (colour and legend entry) per group; with ``lines`` each group's dots joined
-    in the order given (a curve through a sweep's levels); ``paint``: a group's colour, where given."""
+    in the order given (a curve through a sweep's levels); ``series_colours``: a group's colour, where given."""
     xs, ys = _from_zero([d.x for d in dots]), _from_zero([d.y for d in dots])
 
     def said(xy: tuple[float, float]) -> str:
@@ -227,7 +229,7 @@ def scatter(
     config = _config(
         title,
         list(drawn),
-        paint,
+        series_colours,
         stroke=lines,
         x_title=x_title,
         y_title=y_title,
@@ -266,12 +268,12 @@ def over_time(
     unit: str,
     groups: Mapping[str, Sequence[tuple[datetime, float]]],
     markers: Sequence[Marker] = (),
-    paint: Mapping[str, str] = {},
+    series_colours: Mapping[str, str] = {},
     dashed: bool = False,
 ) -> Chart:
     """A line per group through its values in time order, a dot per value while the chart holds few enough; the
-    markers as a series of their own, large grey dots without a line. ``paint``: a group's colour, where given;
-    ``dashed``: each group's line after the first dashed in its own way (groups in shades of one colour)."""
+    markers as a series of their own, large grey dots without a line. ``series_colours``: a group's colour, where
+    given; ``dashed``: each group's line after the first dashed in its own way (groups in shades of one colour)."""
     dots = sum(len(v) for v in groups.values()) <= MAX_DOTS
     top = _from_zero([v for values in groups.values() for _, v in values])
     times = [t for values in groups.values() for t, _ in values]
@@ -285,7 +287,7 @@ def over_time(
         **_config(
             title,
             [*groups, *([MARKERS] if markers else [])],
-            {**paint, MARKERS: MARKER_COLOUR},
+            {**series_colours, MARKERS: MARKER_COLOUR},
             y_title=f"{unit}",
             x_title="UTC",
             show_dots=dots,
@@ -312,15 +314,15 @@ _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_m
 def sample_charts(
     groups: Mapping[str, Sequence[SamplePoint]],
     markers: Mapping[str, Sequence[Marker]] = {},
-    paint: Mapping[str, str] = {},
+    series_colours: Mapping[str, str] = {},
     dashed: bool = False,
 ) -> list[Chart]:
     """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
 
     ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
     its count is in the tables. ``markers``: per metric (a SamplePoint attribute), what its time chart marks.
-    ``paint``: each group's colour, its endpoint's as the board paints it (an endpoint page's workloads: shades of
-    its one colour, their lines ``dashed``).
+    ``series_colours``: each group's colour, its endpoint's as the board paints it (an endpoint page's workloads:
+    shades of its one colour, their lines ``dashed``).
     """
     out = []
     for key, attr, label, unit in _METRICS:
@@ -328,7 +330,9 @@ def sample_charts(
             group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
             for group, points in groups.items()
         }
-        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), paint, dashed))
+        out.append(
+            over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), series_colours, dashed)
+        )
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
-        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, paint))
+        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, series_colours))
     return out

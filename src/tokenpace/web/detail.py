@@ -95,7 +95,7 @@ def model_context(m: ModelPage, configured: Sequence[str]) -> dict[str, object]:
             (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(r.region), r.simulated, r)
             for r in m.shown
         ],
-        "charts": charts.sample_charts(m.groups, paint=charts.endpoint_colours(configured, m.groups)),
+        "charts": charts.sample_charts(m.groups, series_colours=charts.endpoint_colours(configured, m.groups)),
         "recent": m.recent,
         "recent_label": "Endpoint",
         "open_recent": False,

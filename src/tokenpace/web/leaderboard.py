@@ -131,7 +131,7 @@ def board_charts(board: ranking.Board, configured: Sequence[str]) -> list[charts
         charts.Dot(e.row.name, _label(board, e), t, s) for e, s in headline if (t := e.row.ttft_ms.headline(statistic))
     ]
     out = [speeds, charts.scatter("chart-board-ttft-speed", f"TTFT against output speed, {label}", "TTFT (ms)",
-                                  "output speed (tok/s)", timed, paint=colour)]  # fmt: skip
+                                  "output speed (tok/s)", timed, series_colours=colour)]  # fmt: skip
     priced = [
         charts.Dot(e.row.name, _label(board, e), price, s)
         for e, s in headline
@@ -140,7 +140,7 @@ def board_charts(board: ranking.Board, configured: Sequence[str]) -> list[charts
     if priced:  # no chart of nothing: prices come from config and presets, and simulators have none
         title = f"Output speed against blended price (3:1 input:output), {label}"
         out.append(charts.scatter("chart-board-price-speed", title, "$ per 1M tokens", "output speed (tok/s)", priced,
-                                  paint=colour))  # fmt: skip
+                                  series_colours=colour))  # fmt: skip
     return out
 
 
