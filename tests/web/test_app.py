@@ -556,9 +556,9 @@ def test_a_failing_endpoint_says_so_beside_its_name(client: TestClient, filled: 
     assert "badge failing" not in cells[fleet.fast.name] and "badge stale" not in cells[fleet.fast.name]
 
 
-def test_the_boards_charts_give_a_provider_one_colour(client: TestClient) -> None:
-    """Issue 21 item 9: the speed boxes (one per endpoint) and the TTFT dots (one series per provider) paint a
-    provider alike."""
+def test_the_boards_charts_give_an_endpoint_one_colour(client: TestClient) -> None:
+    """Issue 21 item 9: the speed boxes and the TTFT dots paint an endpoint alike (tests/web/test_colours.py: on
+    every page)."""
     page = client.get("/").text
 
     def painted(chart_id: str) -> set[str]:

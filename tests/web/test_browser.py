@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from PIL import Image
-from playwright.sync_api import FloatRect, Page
+from playwright.sync_api import FloatRect, Locator, Page
 
 from tests.conftest import free_port
 from tokenpace.config.endpoints import Endpoint
@@ -191,12 +191,15 @@ def troubled(tmp_path: Path) -> Iterator[str]:
     yield from _serve(tmp_path, TROUBLED, ready)
 
 
-# A stale endpoint (its plan's budget spent by samples stored an hour ago, so the sampler skips it) beside a failing
-# one, and a burst workload: the board's widest view, with the burst columns.
+# Every kind of note and badge a row can carry, for the layout's worst case: a stale endpoint (its plan's budget
+# spent by samples stored an hour ago, so the sampler skips it) whose speed changed and whose canary failed, a failing
+# one, one with too few samples (one request an hour), one priced long ago (the price columns and their note), and a
+# burst workload: the board's widest view, with the burst columns.
 UNWELL = """
 [providers.quick]
 simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
 every = "2s"
+price = { input = 0.05, output = 0.08, as_of = "2020-01-01" }
 
 [providers.broken]
 simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24, error = "500" }
@@ -206,6 +209,11 @@ every = "2s"
 simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
 every = "2s"
 budget = { requests = 6 }
+wake = false
+
+[providers.rare]
+simulate = { ttft_ms = 15, tokens_per_s = 900, output_tokens = 24 }
+every = "1h"
 wake = false
 
 [workloads.short]
@@ -224,29 +232,43 @@ jitter = 0
 """
 
 
+def _timeline(step_us: int) -> Timeline:
+    """Five tokens ``step_us`` apart after a 5 ms TTFT: a speed of one's choosing."""
+    events = tuple(Event(5_000_000 + i * step_us * 1000, EventKind.CONTENT, " word") for i in range(5))
+    end = 6_000_000 + 4 * step_us * 1000
+    return Timeline(0, 1_000_000, end, (*events, Event(end, EventKind.DONE)))
+
+
 @pytest.fixture
 def unwell(tmp_path: Path) -> Iterator[str]:
-    """quick, broken (HTTP 500 every time) and ghost (six samples an hour old, then its budget is spent: stale;
-    their correctness canary failed: fast but wrong), once quick has samples of both workloads; six of quick's,
-    an hour old, measured by an agent in eu-west."""
+    """quick (priced in 2020; one-shot, cold and client-bound samples besides its own, and six an hour old measured
+    by an agent in eu-west: the region view's columns), broken (HTTP 500 every time), ghost (30 samples an hour old,
+    twice as fast for the last 10: changed; then its budget is spent: stale; its canary failed: fast but wrong) and
+    rare (one request an hour: too few samples), once quick and rare have samples of both workloads."""
     _chromium()
     endpoint = Endpoint("ghost", "sim", "http://127.0.0.1:9/v1", simulated=True)
-    events = tuple(Event(i * 1_000_000, EventKind.CONTENT, " word") for i in range(5, 10))
-    timeline = Timeline(0, 1_000_000, 11_000_000, (*events, Event(11_000_000, EventKind.DONE)))
     quick = Endpoint("quick", "sim", "http://127.0.0.1:9/v1", simulated=True)
     agent = Origin("eu-west", "eu-west-1", network=Network(rtt_ms=20))  # a probe agent's: the region view's columns
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
     with open_store(str(tmp_path / "serve.db")) as store:
-        for i in range(6):  # the budget's 6 requests in 24 h, spent
-            at = datetime.now(UTC) - timedelta(hours=1, minutes=i)
+        for i in range(30):  # far more than the budget's 6 requests in 24 h: spent
+            at = hour_ago + timedelta(minutes=i)
+            timeline = _timeline(1000 if i < 20 else 500)
             wrong = dataclasses.replace(
                 make_sample("pre", endpoint, "short", at, timeline), canary="C", canary_ok=False
             )
             store.add_sample(wrong)
-            store.add_sample(make_sample("pre", quick, "short", at, timeline, origin=agent))
+        for _ in range(6):
+            store.add_sample(make_sample("pre", quick, "short", hour_ago, _timeline(1000), origin=agent))
+        now, timeline = datetime.now(UTC), _timeline(1000)
+        store.add_sample(make_sample("pre", quick, "short", now, timeline, source="one-shot"))
+        store.add_sample(make_sample("pre", quick, "short", now, timeline, cold=True))
+        for _ in range(2):
+            store.add_sample(make_sample("pre", quick, "short", now, timeline, client_bound=True))
 
     def ready(board: dict[str, Any]) -> bool:
         rows = {e["name"]: e for e in board["entries"]}
-        return "broken/sim" in rows and rows.get("quick/sim", {}).get("samples", 0) >= 2
+        return "broken/sim" in rows and "rare/sim" in rows and rows.get("quick/sim", {}).get("samples", 0) >= 8
 
     for url in _serve(tmp_path, UNWELL, ready):
         deadline = time.monotonic() + 60
@@ -398,49 +420,90 @@ def _painted(page: Page) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
-def _every_column_seen(page: Page, width: int) -> list[str]:
-    """Each header of the board either on screen, or in a box that scrolls sideways to it and shadows its edge
-    while it does; the columns a phone leaves out (class wide: on the endpoint's page) are the only ones hidden.
-    Returns the columns found only by scrolling."""
-    wrap = page.locator(".table-wrap:has(#leaderboard)")
-    scrolled = []
-    for i in range(page.locator("#leaderboard thead th").count()):
-        th = page.locator("#leaderboard thead th").nth(i)
-        label = th.inner_text().strip() or "#"
-        if th.is_hidden():
-            assert width <= 640 and "wide" in (th.get_attribute("class") or ""), label
-            continue
-        box = th.bounding_box()
-        assert box is not None and box["width"] > 10, label
-        if box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5:
-            continue
-        scrolled.append(label)
-        wrap.evaluate("w => w.scrollIntoView({block: 'start'})")  # the page, not the table: the edges in view
-        _painted(page)
-        edge = wrap.bounding_box()
-        assert edge is not None and wrap.evaluate("w => w.scrollWidth > w.clientWidth"), label
-        assert wrap.evaluate("w => w.scrollLeft") == 0
-        # the cue: a shadow down the right edge, none on the left (nothing there to scroll back to)
-        right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
-        assert right > 0.9 and left < 0.5, (label, right, left)
+def _scroll_cue(page: Page, table: Locator, hidden: list[tuple[Locator, str]], width: int) -> None:
+    """The columns off screen are reached by scrolling the table's box sideways, which shadows the edge it
+    overflows while it does, and only that edge."""
+    wrap = table.locator("xpath=ancestor::div[contains(concat(' ', @class, ' '), ' table-wrap ')][1]")
+    labels = [label for _, label in hidden]
+    assert wrap.count() == 1, f"off screen with no box to scroll: {labels}"
+    wrap.evaluate("w => w.scrollIntoView({block: 'start'})")  # the page, not the table: the edges in view
+    _painted(page)
+    edge = wrap.bounding_box()
+    assert edge is not None and wrap.evaluate("w => w.scrollWidth > w.clientWidth"), labels
+    assert wrap.evaluate("w => w.scrollLeft") == 0
+    # the cue: a shadow down the right edge, none on the left (nothing there to scroll back to)
+    right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
+    assert right > 0.9 and left < 0.5, (labels, right, left)
+    for th, label in hidden:
         th.scroll_into_view_if_needed()
         box = th.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (label, box)
-        # scrolled to the end, the cue changes sides: something to scroll back to, nothing further
-        wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; w.scrollIntoView({block: 'start'}); }")
-        _painted(page)
-        edge = wrap.bounding_box()
-        assert edge is not None
-        right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
-        assert left > 0.9 and right < 0.5, (label, right, left)
-        wrap.evaluate("w => { w.scrollLeft = 0; }")
+    # scrolled to the end, the cue changes sides: something to scroll back to, nothing further
+    wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; w.scrollIntoView({block: 'start'}); }")
+    _painted(page)
+    edge = wrap.bounding_box()
+    assert edge is not None
+    right, left = _shaded(page, edge, edge["x"] + edge["width"] - 3), _shaded(page, edge, edge["x"])
+    assert left > 0.9 and right < 0.5, (labels, right, left)
+    wrap.evaluate("w => { w.scrollLeft = 0; }")
+
+
+def _every_column_seen(page: Page, width: int, fits: str = "") -> list[str]:
+    """Each column of every table on the page (folded ones opened), whatever it holds: on screen, or in a box
+    that scrolls sideways to it and shadows its edge while it does; the columns a phone leaves out (class wide:
+    on the endpoint's page) are the only ones hidden. The tables matching the selector ``fits`` have every
+    column on screen, no scrolling. Returns "table: column" for the columns found only by scrolling."""
+    page.evaluate("() => document.querySelectorAll('main details').forEach(d => { d.open = true; })")
+    scrolled = []
+    tables = page.locator("main table")
+    for t in range(tables.count()):
+        table = tables.nth(t)
+        if table.is_hidden():
+            continue
+        name = table.get_attribute("id") or table.get_attribute("class") or f"table {t + 1}"
+        heads = table.locator("thead th")
+        hidden = []
+        for i in range(heads.count()):
+            th = heads.nth(i)
+            label = f"{name}: {th.inner_text().strip() or i + 1}"
+            if th.is_hidden():
+                assert width <= 640 and "wide" in (th.get_attribute("class") or ""), label
+                continue
+            box = th.bounding_box()
+            assert box is not None and box["width"] > 10, label
+            if box["x"] < 0 or box["x"] + box["width"] > width + 0.5:
+                hidden.append((th, label))
+        if hidden:
+            assert not (fits and table.evaluate("(t, s) => t.matches(s)", fits)), [label for _, label in hidden]
+            _scroll_cue(page, table, hidden, width)
+            scrolled += [label for _, label in hidden]
     return scrolled
 
 
+# Every view a reader opens, with what each adds: the default board; the burst columns; the region view's region
+# and TTFT - RTT columns (with the burst columns too: the widest board); an endpoint's page with its bursts, hours
+# and recent samples; a changed, stale endpoint's page; the model page with its prices.
+VIEWS = (
+    "/?workload=short&client_bound=include", "/?workload=burst&client_bound=include",
+    "/?workload=short&region=*&client_bound=include", "/?workload=burst&region=*&client_bound=include",
+    "/endpoint/quick/default/sim", "/endpoint/ghost/default/sim", "/model/sim", "/methodology",
+)  # fmt: skip
+# Beside the name, on screen at either width: each badge a row can carry.
+BADGES = (
+    ("ghost/sim", "stale", r"stale · \d+ (min|h)"), ("ghost/sim", "wrong", r"fast but wrong · 0% canary"),
+    ("ghost/sim", "changed", r"changed"), ("broken/sim", "failing", r"failing · 0% ok"),
+    ("rare/sim", "few", r"too few samples \(n=1 < 2\)"), ("quick/sim", "one-shot", r"one-shot"),
+    ("quick/sim", "sim", r"simulated"),
+)  # fmt: skip
+
+
 def test_every_column_is_on_screen_or_behind_a_scroll_cue_and_trouble_is_beside_the_name(unwell: str) -> None:
-    """Issue 21 item 7: at 1280 and 390 px every column of the board is on screen or reachable by scrolling its
-    table, which shadows the edge it overflows; a stale and a failing endpoint say so beside their names, on
-    screen at either width; the methodology page never scrolls sideways."""
+    """Issue 21 item 7, issue 29 item 3: at 1280 and 390 px every column of every table of every view is on screen
+    or reachable by scrolling its table, which shadows the edge it overflows, on a board whose rows carry every
+    kind of note and badge; at 1280 px the board needs no scrolling at all, and at 390 px its output speed and
+    TTFT are on screen (a "too few samples" note in the rank column had pushed the last sample off the one and
+    TTFT off the other). Each badge sits beside its row's name, on screen at either width; no page scrolls
+    sideways."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -449,26 +512,27 @@ def test_every_column_is_on_screen_or_behind_a_scroll_cue_and_trouble_is_beside_
         try:
             for width, phone in ((1280, False), (390, True)):
                 page = browser.new_page(viewport={"width": width, "height": 900}, is_mobile=phone, has_touch=phone)
-                for view in ("short", "burst", "short&region=*"):  # the region view adds two columns
-                    page.goto(f"{unwell}/?workload={view}&client_bound=include")
-                    shot = f"board-{view.replace('&region=*', '-regions')}-{width}.png"
-                    page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
-                    assert page.evaluate("document.documentElement.scrollWidth") <= width
-                    scrolled = _every_column_seen(page, width)
-                    assert scrolled or not phone, view  # a phone's board overflows: its cue is checked
+                for i, view in enumerate(VIEWS):
+                    page.goto(f"{unwell}{view}")
+                    page.screenshot(path=str(ARTIFACTS / f"view-{i}-{width}.png"), full_page=True)
+                    assert page.evaluate("document.documentElement.scrollWidth") <= width, view
+                    _every_column_seen(page, width, "" if phone else "#leaderboard")
+                    for col in ("speed", "ttft") if view.startswith("/?") else ():  # a phone's first two, unscrolled
+                        box = page.locator(f'#leaderboard th[data-sort="{col}"]').bounding_box()
+                        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (view, col)
                 page.goto(f"{unwell}/?workload=short&client_bound=include")
-                for name, badge, text in (("ghost/sim", "stale", r"stale · \d+ (min|h)"),
-                                          ("broken/sim", "failing", r"failing · 0% ok"),
-                                          ("ghost/sim", "wrong", r"fast but wrong · 0% canary")):  # fmt: skip
+                for name, badge, text in BADGES:
                     mark = page.locator(f'#leaderboard tr[data-endpoint="{name}"] td.name .badge.{badge}')
-                    assert mark.is_visible() and re.fullmatch(text, mark.inner_text()), name
+                    assert mark.is_visible() and re.fullmatch(text, mark.inner_text()), (name, badge)
                     box = mark.bounding_box()
                     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (name, box)
+                assert "too few" not in page.locator('#leaderboard tr[data-endpoint="rare/sim"] td.rank').inner_text()
                 healthy = page.locator('#leaderboard tr[data-endpoint="quick/sim"] td.name .badge')
                 assert healthy.filter(has_text="stale").count() == healthy.filter(has_text="failing").count() == 0
                 assert healthy.filter(has_text="wrong").count() == 0
-                page.goto(f"{unwell}/methodology")
-                assert page.evaluate("document.documentElement.scrollWidth") <= width, "methodology"
+                quick = page.locator('#leaderboard tr[data-endpoint="quick/sim"]')
+                for note in (".client-bound", ".cold", ".stale-price"):  # notes in columns a phone leaves out
+                    assert quick.locator(note).is_visible() != phone, note
                 page.close()
         finally:
             browser.close()

@@ -67,6 +67,15 @@ def test_names_are_escaped_and_marks_carry_their_series() -> None:
     assert legend(svg) == [EVIL]
 
 
+def test_a_time_axis_has_few_enough_clocks_to_read() -> None:
+    """Five minutes of samples 20 s apart: pygal labelled each of its 15 steps, and at 720 px the clocks ran into
+    each other; at most six are drawn."""
+    chart = charts.over_time("t", "TTFT", "ms", {"1k": [(T0 + timedelta(seconds=20 * i), 100.0) for i in range(15)]})
+    axis = next(g for g in _svg(chart).iter(f"{SVG}g") if g.get("class") == "axis x")
+    clocks = [t.text for t in axis.iter(f"{SVG}text") if t.text]
+    assert 2 <= len(clocks) <= 6 and clocks[0] == "00:00:00", clocks
+
+
 def test_dots_until_a_chart_holds_too_many_then_lines_only() -> None:
     few = {"1k": [(T0 + timedelta(minutes=i), 10.0) for i in range(charts.MAX_DOTS)]}
     many = {"1k": [(T0 + timedelta(minutes=i), 10.0) for i in range(charts.MAX_DOTS + 1)]}
@@ -122,6 +131,9 @@ def test_sample_charts_draw_successful_samples_only() -> None:
     assert drawn["chart-ttft-dist"].series == {"1k": [120.0] * 5}
     empty = charts.sample_charts({})
     assert all("no successful samples" in str(c.svg) for c in empty)
+    # in type that fits the chart (pygal's 64 px ran past its edge): an average glyph is about 0.6 em wide
+    size = float(re.findall(r"\.no_data\{[^}]*font-size:([\d.]+)px", str(empty[0].svg))[0])
+    assert 0.6 * size * len("no successful samples") < 720 / 2
 
 
 def test_change_markers_stay_dots_when_the_samples_are_lines_only() -> None:
@@ -142,34 +154,42 @@ def series_colours(chart: charts.Chart) -> dict[str, str]:
 
 
 def test_a_series_keeps_its_colour_whatever_its_place_and_the_other_series() -> None:
-    """Issue 21 item 9: a provider's colour follows its name, not its row: re-ranked, or charted with fewer
-    endpoints, it keeps it; the endpoints of one chart have different colours (of two names hashing to one
-    colour, the later A to Z takes the next free one)."""
+    """Issue 21 item 9, issue 29 item 3: an endpoint's colour follows its name among the configured endpoints,
+    not its row: re-ranked, or charted with fewer endpoints, it keeps it; the configured endpoints of one chart
+    have different colours; one no longer configured keeps one colour too, wherever it is charted."""
     names = ["quick/sim", "middling/sim", "sluggish/sim", "groq/llama-3.1-8b", "together/llama-3.1-8b"]
 
-    def drawn(order: list[str]) -> dict[str, str]:
+    def drawn(order: list[str], configured: list[str] = names) -> dict[str, str]:
         dots = [charts.Dot(name, name, i + 1.0, 10.0 * (i + 1)) for i, name in enumerate(order)]
-        return series_colours(charts.scatter("c", "TTFT against speed", "ms", "tok/s", dots))
+        paint = charts.endpoint_colours(configured, order)
+        return series_colours(charts.scatter("c", "TTFT against speed", "ms", "tok/s", dots, series_colours=paint))
 
     first = drawn(names)
     assert len(set(first.values())) == len(names)  # told apart
+    assert first["groq/llama-3.1-8b"] == charts.PALETTE[0]  # the palette in turn, A to Z
     assert drawn(list(reversed(names))) == first  # re-ranked
     assert drawn([names[3], names[0]]) == {n: first[n] for n in (names[3], names[0])}  # the others filtered out
+    gone = drawn(["old/sim", names[0]])["old/sim"]  # a name not configured: one colour, whatever else is
+    assert gone in charts.PALETTE and drawn(["old/sim"], names[1:]) == {"old/sim": gone}  # charted or configured
     speeds = {n: figure([float(v) for v in range(10, 20)]) for n in names}
-    assert series_colours(charts.boxes("b", "Speed", "tok/s", dict(reversed(speeds.items())))) == first
+    paint = charts.endpoint_colours(names, names)
+    assert series_colours(charts.boxes("b", "Speed", "tok/s", dict(reversed(speeds.items())), paint)) == first
     t = [(T0 + timedelta(minutes=i), 5.0 * i) for i in range(3)]
-    over = charts.over_time("t", "Speed over time", "tok/s", {names[3]: t, names[0]: t})
+    over = charts.over_time("t", "Speed over time", "tok/s", {names[3]: t, names[0]: t}, series_colours=paint)
     assert series_colours(over) == {names[3]: first[names[3]], names[0]: first[names[0]]}
 
 
-def test_a_chart_may_colour_its_series_by_another_name() -> None:
-    """The board's boxes are endpoints, its dots providers: both coloured by provider, one colour each."""
-    figures = {"groq/llama": figure([1.0, 2.0, 3.0]), "together/llama": figure([2.0, 3.0, 4.0])}
-    boxed = charts.boxes("b", "Speed", "tok/s", figures, {"groq/llama": "groq", "together/llama": "together"})
-    dots = charts.scatter(
-        "s", "TTFT", "ms", "tok/s", [charts.Dot("together", "x", 1, 2), charts.Dot("groq", "y", 2, 3)]
-    )
-    assert series_colours(boxed) == {
-        "groq/llama": series_colours(dots)["groq"],
-        "together/llama": series_colours(dots)["together"],
-    }
+def test_series_not_painted_share_out_the_palette_a_to_z() -> None:
+    """A chart with no colours given (a load test's): its series take the palette's colours in turn, by name, so
+    no two of up to seven series share one, and their order changes none."""
+    dots = [charts.Dot(g, g, i + 1.0, 2.0) for i, g in enumerate(["p99", "p50", "p90"])]
+    drawn = series_colours(charts.scatter("s", "Latency", "tok/s", "ms", dots))
+    assert drawn == {"p50": charts.PALETTE[0], "p90": charts.PALETTE[1], "p99": charts.PALETTE[2]}
+    assert series_colours(charts.scatter("s", "Latency", "tok/s", "ms", dots[::-1])) == drawn
+
+
+def test_tints_keep_the_colour_and_differ() -> None:
+    """An endpoint page's workloads: the endpoint's own colour first, then shades of it, each different."""
+    shades = charts.tints("#0072B2", 4)
+    assert shades[0] == "#0072b2" and len(set(shades)) == 4
+    assert charts.tints("#000000", 1) == ["#000000"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,12 +28,13 @@ MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grow
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
 MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
-# Colours a series may take. A series' colour follows its name (:func:`colours`), never its place in the chart:
-# a provider keeps its colour when the ranking, the workload or the other rows change.
-PALETTE = (
-    "#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#0a7ea4", "#cf222e", "#4d2d00",
-    "#6e7781", "#9a6700", "#116329", "#0550ae",
-)  # fmt: skip
+# Colours a series may take: Okabe and Ito's "Color Universal Design" palette (2008), chosen so that people with
+# each common colour-vision deficiency still tell its colours apart (tests/web/test_colours.py measures it). Its
+# yellow (#F0E442) is left out: a line of it is lost on a white page. The most different come first, so the few
+# endpoints of a small board are blue, vermillion and bluish green, never two reds.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+MARKER_COLOUR = "#8c959f"  # change markers: grey, apart from every series' colour
+DASHES = ("6,3", "2,3", "8,3,2,3")  # an endpoint's second, third and fourth workloads' lines
 _LOOK = {
     "font_family": "system-ui, -apple-system, 'Segoe UI', sans-serif",
     "background": "transparent",
@@ -46,30 +47,40 @@ _LOOK = {
     "label_font_size": 11,
     "major_label_font_size": 11,
     "tooltip_font_size": 12,
+    "no_data_font_size": 18,  # pygal's 64 ran past a chart's edge
 }
 
 
-def colours(names: Sequence[str]) -> dict[str, str]:
-    """Each name's colour: the palette's entry its name hashes to (crc32: the same in every process), or, where
-    another name of the chart took it, the next free one. Names claim colours A to Z, so the colours depend on
-    which names a chart holds, never on their order; past the palette's size colours repeat."""
-    found: dict[str, str] = {}
-    used: set[int] = set()
-    for name in sorted(set(names)):
-        if len(used) == len(PALETTE):
-            used = set()  # every colour taken: the rest share
-        slot = zlib.crc32(name.encode()) % len(PALETTE)
-        while slot in used:
-            slot = (slot + 1) % len(PALETTE)
-        used.add(slot)
-        found[name] = PALETTE[slot]
-    return found
+def colours(names: Iterable[str]) -> dict[str, str]:
+    """Each name's colour: the palette's entries in turn to the names A to Z (repeating past its size), so that a
+    chart's colours depend on which names it holds, never on their order."""
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
 
 
-def _style(names: Sequence[str]) -> Style:
-    """The style whose colours, in series order, are the series' own (pygal colours series by their place)."""
-    found = colours(names)
-    return Style(**_LOOK, colors=tuple(found[n] for n in names) or PALETTE)
+def endpoint_colours(configured: Iterable[str], names: Iterable[str]) -> dict[str, str]:
+    """Each endpoint's colour, the same on every chart of every page whatever else it charts: the configured
+    endpoints take the palette in turn A to Z (:func:`colours`), one no longer configured the entry its name
+    hashes to (crc32: the same in every process)."""
+    known = colours(configured)
+    return {n: known.get(n) or PALETTE[zlib.crc32(n.encode()) % len(PALETTE)] for n in names}
+
+
+def tints(colour: str, count: int) -> list[str]:
+    """``count`` shades of one ``#rrggbb`` colour: itself, then mixed 45 % with black, 40 % and 62 % with white
+    (repeating): one endpoint's several series (its workloads) told apart in its own colour."""
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    mixes = [(0, 0.0), (0, 0.45), (255, 0.4), (255, 0.62)]  # (towards, share)
+    return [
+        "#" + "".join(f"{round(c + (to - c) * share):02x}" for c in rgb)
+        for to, share in (mixes[i % len(mixes)] for i in range(count))
+    ]
+
+
+def _style(names: Sequence[str], series_colours: Mapping[str, str]) -> Style:
+    """The style whose colours, in series order, are the series' own (pygal colours series by their place):
+    ``series_colours``'s where it names one, else :func:`colours` among the others."""
+    rest = colours(n for n in names if n not in series_colours)
+    return Style(**_LOOK, colors=tuple(series_colours.get(n) or rest[n] for n in names) or PALETTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +129,11 @@ def _tooltips(root: ET.Element) -> ET.Element:
     return root
 
 
-def _config(title: str, names: Sequence[str], **more: Any) -> dict[str, Any]:
+def _config(title: str, names: Sequence[str], series_colours: Mapping[str, str], **more: Any) -> dict[str, Any]:
     """A chart's settings; ``names``: its series, in the order they are added (their colours are their own)."""
     return {
         "title": title,
-        "style": _style(names),
+        "style": _style(names, series_colours),
         "js": [],  # pygal's tooltip script would come from its project's site: never a CDN
         "disable_xml_declaration": True,  # inline in the page
         "width": 720,
@@ -166,9 +177,11 @@ class _Percentiles(pygal.Box):  # type: ignore[misc]
         return f"median {p50}, P25-P75 {p25}-{p75}, P5-P95 {p5}-{p95}"
 
 
-def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], keys: Mapping[str, str] = {}) -> Chart:
+def boxes(
+    chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], series_colours: Mapping[str, str] = {}
+) -> Chart:
     """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order;
-    ``keys``: the name a box's colour follows, where not its own (its provider, say)."""
+    ``series_colours``: a box's colour, where given (its endpoint's, say)."""
     drawn: dict[str, list[float]] = {}
     for name, f in figures.items():
         spread = [v for v in (f.p5, f.p25, f.p50, f.p75, f.p95) if v is not None]
@@ -179,7 +192,8 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], k
     chart = _Percentiles(
         **_config(
             title,
-            [keys.get(n, n) for n in drawn],
+            list(drawn),
+            series_colours,
             y_title=unit,
             show_legend=False,
             x_label_rotation=rotation,
@@ -210,12 +224,12 @@ def scatter(
     dots: Sequence[Dot],
     lines: bool = False,
     dot_size: float = 5,
-    series_colours: Mapping[str, str] | None = None,
+    series_colours: Mapping[str, str] = {},
     printed: str | None = None,
 ) -> Chart:
     """One dot per item, a series (colour and legend entry) per group; with ``lines`` each group's dots joined
-    in the order given (a curve through a sweep's levels). ``series_colours``: each group's colour, where the
-    caller chose them (else they follow the names); ``printed``: the group whose dots show their label."""
+    in the order given (a curve through a sweep's levels). ``series_colours``: a group's colour, where given
+    (else they follow the names); ``printed``: the group whose dots show their label."""
     xs, ys = _from_zero([d.x for d in dots]), _from_zero([d.y for d in dots])
 
     def said(xy: tuple[float, float]) -> str:
@@ -225,10 +239,16 @@ def scatter(
     for d in dots:
         drawn.setdefault(d.group, []).append((d.label, d.x, d.y))
     config = _config(
-        title, list(drawn), stroke=lines, x_title=x_title, y_title=y_title, dots_size=dot_size, xrange=xs, range=ys
+        title,
+        list(drawn),
+        series_colours,
+        stroke=lines,
+        x_title=x_title,
+        y_title=y_title,
+        dots_size=dot_size,
+        xrange=xs,
+        range=ys,
     )
-    if series_colours is not None:
-        config["style"] = Style(**_LOOK, colors=tuple(series_colours[g] for g in drawn) or PALETTE)
     chart = (_LabelledXY if printed is not None else pygal.XY)(**config, print_labels=printed is not None)
     for group, marks in drawn.items():
         values = [{"value": (x, y), "label": label, "formatter": said} for label, x, y in marks]
@@ -239,7 +259,7 @@ def scatter(
 def bars(chart_id: str, title: str, unit: str, values: Mapping[str, float]) -> Chart:
     """A bar per name, read from zero, in the mapping's order: a ladder of percentiles, say. Its series: each
     name's value, as a list of one."""
-    config = _config(title, [title], y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
+    config = _config(title, [title], {}, y_title=unit, show_legend=False, range=_from_zero(list(values.values())))
     chart = pygal.Bar(**config, value_formatter=lambda v: f"{_short(v)} {unit}")
     chart.x_labels = list(values)
     chart.add(title, [{"value": v, "label": name} for name, v in values.items()])
@@ -261,10 +281,12 @@ def over_time(
     unit: str,
     groups: Mapping[str, Sequence[tuple[datetime, float]]],
     markers: Sequence[Marker] = (),
-    keys: Mapping[str, str] = {},
+    series_colours: Mapping[str, str] = {},
+    dashed: bool = False,
 ) -> Chart:
     """A line per group through its values in time order, a dot per value while the chart holds few enough; the
-    markers as a series of their own, large dots without a line."""
+    markers as a series of their own, large grey dots without a line. ``series_colours``: a group's colour, where
+    given; ``dashed``: each group's line after the first dashed in its own way (groups in shades of one colour)."""
     dots = sum(len(v) for v in groups.values()) <= MAX_DOTS
     top = _from_zero([v for values in groups.values() for _, v in values])
     times = [t for values in groups.values() for t, _ in values]
@@ -277,17 +299,21 @@ def over_time(
     chart = pygal.DateTimeLine(
         **_config(
             title,
-            [*(keys.get(g, g) for g in groups), *([MARKERS] if markers else [])],
+            [*groups, *([MARKERS] if markers else [])],
+            {**series_colours, MARKERS: MARKER_COLOUR},
             y_title=f"{unit}",
             x_title="UTC",
             show_dots=dots,
             dots_size=2.5,
             x_value_formatter=clock,
+            x_labels_major_count=6,  # pygal labelled every step of its scale: 15 clocks ran into each other
+            show_minor_x_labels=False,
             range=top,
         )
     )
-    for group, values in groups.items():
-        chart.add(group, list(values))
+    for i, (group, values) in enumerate(groups.items()):
+        dashes = DASHES[(i - 1) % len(DASHES)] if dashed and i else None
+        chart.add(group, list(values), **({"stroke_style": {"dasharray": dashes}} if dashes else {}))
     if markers:
         marks = [{"value": (m.at, m.value), "label": m.label} for m in markers]
         chart.add(MARKERS, marks, stroke=False, show_dots=True, dots_size=7)
@@ -301,13 +327,15 @@ _METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_m
 def sample_charts(
     groups: Mapping[str, Sequence[SamplePoint]],
     markers: Mapping[str, Sequence[Marker]] = {},
-    keys: Mapping[str, str] = {},
+    series_colours: Mapping[str, str] = {},
+    dashed: bool = False,
 ) -> list[Chart]:
     """An endpoint's or a model's page: each metric over time and its distribution, a series per group.
 
     ``groups`` holds the samples the page charts (published, successful): a failed request has no speed, and
-    its count is in the tables. ``markers``: per metric (a SamplePoint attribute), what its time chart marks. ``keys``:
-    the name a group's colour follows, where not its own (an endpoint's provider, as the board colours it).
+    its count is in the tables. ``markers``: per metric (a SamplePoint attribute), what its time chart marks.
+    ``series_colours``: each group's colour, its endpoint's as the board paints it (an endpoint page's workloads:
+    shades of its one colour, their lines ``dashed``).
     """
     out = []
     for key, attr, label, unit in _METRICS:
@@ -315,7 +343,9 @@ def sample_charts(
             group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
             for group, points in groups.items()
         }
-        out.append(over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), keys))
+        out.append(
+            over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), series_colours, dashed)
+        )
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
-        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, keys))
+        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, series_colours))
     return out

@@ -33,9 +33,13 @@ def _page_menus(window: Window, place: PageRegion, workload: dict[str, object]) 
     return [window_menu(window), *([place.menu] if place.menu else []), workload]
 
 
-def endpoint_context(m: EndpointPage, data: Mapping[str, Any]) -> dict[str, object]:
+def endpoint_context(m: EndpointPage, data: Mapping[str, Any], configured: Sequence[str]) -> dict[str, object]:
     """The endpoint page's template context: the model's values (``data``: its JSON twin), with its charts and
-    menus drawn."""
+    menus drawn; ``configured``: the endpoints the colours are shared out to, as on every page."""
+    name = endpoint_name(m.facts["provider"], m.facts["plan"], m.facts["model"])
+    # its workloads in shades of the endpoint's own colour, the board's: the page's charts are of one endpoint
+    colour = charts.endpoint_colours(configured, [name])[name]
+    shades = charts.tints(colour, len(m.groups))
     markers: dict[str, list[charts.Marker]] = {}
     for c in m.changes:  # drawn where the new level starts, on the metric's own chart
         markers.setdefault(c.metric, []).append(charts.Marker(c.at, c.after, f"{c.workload}: {describe(c)}"))
@@ -47,7 +51,7 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any]) -> dict[str, obje
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads, m.workload or "", "all")),
         "region_caption": m.place.caption,
         "stats_rows": [(r.workload, None, False, r) for r in m.shown],
-        "charts": charts.sample_charts(m.groups, markers),
+        "charts": charts.sample_charts(m.groups, markers, dict(zip(m.groups, shades, strict=True)), dashed=True),
         "recent": [(p.workload, p) for p in m.recent],
         "recent_label": "Workload",
         "open_recent": not m.shown,  # nothing published to chart: the recent samples are all there is
@@ -56,6 +60,7 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any]) -> dict[str, obje
         "canary": data["canary"],
         "bursts": m.bursts,
         "heat": m.heat,
+        "colour": colour,  # the heatmap's too
         "heat_workload": m.heat_workload,
         "days": heatmap.WEEKDAYS,
         "weeks": heatmap.WEEKS,
@@ -72,11 +77,12 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     query = urlencode({k: v for k, v in picked if v})
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     data = m.data()
-    return Page("endpoint.html", endpoint_context(m, data), data, json_url=json_url)
+    return Page("endpoint.html", endpoint_context(m, data, site.endpoint_names), data, json_url=json_url)
 
 
-def model_context(m: ModelPage) -> dict[str, object]:
-    """The model page's template context: the model's values, with its charts and menus drawn."""
+def model_context(m: ModelPage, configured: Sequence[str]) -> dict[str, object]:
+    """The model page's template context: the model's values, with its charts and menus drawn; ``configured``:
+    the endpoints the colours are shared out to, as on every page."""
     return {
         **m.facts,
         "providers": list(zip(m.shown, m.costs, strict=True)),
@@ -89,7 +95,7 @@ def model_context(m: ModelPage) -> dict[str, object]:
             (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(r.region), r.simulated, r)
             for r in m.shown
         ],
-        "charts": charts.sample_charts(m.groups, keys={r.name: r.provider for r in m.rows}),  # a provider's colour
+        "charts": charts.sample_charts(m.groups, series_colours=charts.endpoint_colours(configured, m.groups)),
         "recent": m.recent,
         "recent_label": "Endpoint",
         "open_recent": False,
@@ -105,4 +111,9 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     if m is None:
         raise HTTPException(404, f"no endpoint serving model {asked} has samples or is configured")
     query = urlencode({"window": window.name, "workload": m.workload, "region": m.place.region})
-    return Page("model.html", model_context(m), m.data(), json_url=model_path(m.facts["model"], "json") + "?" + query)
+    return Page(
+        "model.html",
+        model_context(m, site.endpoint_names),
+        m.data(),
+        json_url=model_path(m.facts["model"], "json") + "?" + query,
+    )

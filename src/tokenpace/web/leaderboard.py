@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokenpace.board import changes, ranking, regions
@@ -112,34 +112,35 @@ def _label(board: ranking.Board, e: ranking.Entry) -> str:
     return f"{e.row.name} @{regions.token(e.row.region)}" if board.query.region == EACH else e.row.name
 
 
-def board_charts(board: ranking.Board) -> list[charts.Chart]:
+def board_charts(board: ranking.Board, configured: Sequence[str]) -> list[charts.Chart]:
     """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
-    speed against its blended price where it has one."""
+    speed against its blended price where it has one; ``configured``: the endpoints the colours are shared out
+    to, as on every page."""
     statistic, label = board.window.statistic, board.window.label
     shown = [e for e in board.entries if e.row.output_speed.n]
     boxed = shown[: charts.MAX_BOXES]
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
-    # coloured by provider, as the dots below: one provider, one colour, on every chart and page
+    # one colour per endpoint (its rows in each region alike), the same on its own page and its model's
+    colour = charts.endpoint_colours(configured, [e.row.name for e in shown])
     speeds = charts.boxes(
         "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
-        {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): e.row.provider for e in boxed},
+        {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): colour[e.row.name] for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
     timed = [
-        charts.Dot(e.row.provider, _label(board, e), t, s)
-        for e, s in headline
-        if (t := e.row.ttft_ms.headline(statistic))
+        charts.Dot(e.row.name, _label(board, e), t, s) for e, s in headline if (t := e.row.ttft_ms.headline(statistic))
     ]
     out = [speeds, charts.scatter("chart-board-ttft-speed", f"TTFT against output speed, {label}", "TTFT (ms)",
-                                  "output speed (tok/s)", timed)]  # fmt: skip
+                                  "output speed (tok/s)", timed, series_colours=colour)]  # fmt: skip
     priced = [
-        charts.Dot(e.row.provider, _label(board, e), price, s)
+        charts.Dot(e.row.name, _label(board, e), price, s)
         for e, s in headline
         if e.cost is not None and (price := e.cost.blended) is not None
     ]
     if priced:  # no chart of nothing: prices come from config and presets, and simulators have none
         title = f"Output speed against blended price (3:1 input:output), {label}"
-        out.append(charts.scatter("chart-board-price-speed", title, "$ per 1M tokens", "output speed (tok/s)", priced))
+        out.append(charts.scatter("chart-board-price-speed", title, "$ per 1M tokens", "output speed (tok/s)", priced,
+                                  series_colours=colour))  # fmt: skip
     return out
 
 
@@ -180,7 +181,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         # The other view of client-bound samples: what the board would say with them counted, or without.
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
-        "charts": board_charts(board) if board.entries else [],
+        "charts": board_charts(board, site.endpoint_names) if board.entries else [],
         "bursts": m.bursts,
         "describe_change": changes.describe,  # the "changed" badge's title
     }

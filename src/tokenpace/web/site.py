@@ -44,6 +44,11 @@ class Site:
         """Workload names in the schedule's order (the config's), then the built-ins', then A to Z."""
         return ordered(workloads, self.config.schedule.workloads)
 
+    @property
+    def endpoint_names(self) -> list[str]:
+        """The configured endpoints' names: what every page shares its chart colours out to."""
+        return [e.name for e in self.config.endpoints]
+
     def scrub(self, text: str | None) -> str | None:
         """``text`` with every known secret replaced by ***."""
         for secret in self.secrets:
