@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from tokenpace.measure.timing import Event, EventKind, Timeline
-from tokenpace.measure.verdict import NONE, Bound, Stamps, judge, moved, stamps, tolerance_ms
+from tokenpace.measure.verdict import NONE, Bound, Stamps, judge_figures, moved, stamps, tolerance_ms
 
 MS = 1_000_000
 
@@ -41,16 +41,16 @@ S = Stamps(sent=0, first=150 * MS, last=4150 * MS, end=4200 * MS)  # TTFT 150 ms
     ],
 )
 def test_each_figure_is_judged_by_the_lag_at_its_own_timestamps(at: dict[int, float], flagged: Bound) -> None:
-    verdict = judge(S, lags(at))
+    verdict = judge_figures(S, lags(at))
     assert verdict.bound == flagged
     assert verdict.lag_ms == max((v for t, v in at.items() if t != S.sent), default=0.0)
 
 
 def test_a_figure_not_measured_is_never_flagged() -> None:
     failed = Stamps(sent=0, first=None, last=None, end=30 * MS)  # no token: only an end
-    assert judge(failed, lambda t: 100.0).bound == Bound.E2E
+    assert judge_figures(failed, lambda t: 100.0).bound == Bound.E2E
     one_chunk = Stamps(sent=0, first=10 * MS, last=None, end=12 * MS)  # one chunk: no speed
-    assert judge(one_chunk, lambda t: 100.0).bound == Bound.TTFT | Bound.E2E
+    assert judge_figures(one_chunk, lambda t: 100.0).bound == Bound.TTFT | Bound.E2E
 
 
 def test_the_stamps_are_the_metrics_own_moments() -> None:

@@ -49,7 +49,7 @@ from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.send import Refusals, send_request
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
-from tokenpace.measure.verdict import judge, stamps
+from tokenpace.measure.verdict import judge_figures, stamps
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
@@ -235,7 +235,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
-        verdict = judge(stamps(timeline), run.lag.lag_at)
+        verdict = judge_figures(stamps(timeline), run.lag.lag_at)
         chain = options.first_chain + r.chain
         group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
         if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group

@@ -54,7 +54,7 @@ def moved(lag_ms: float, span_ms: float) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class FigureVerdict:
     """Which figures are flagged, and the sample's lag bound: the largest of its timestamps' (ms)."""
 
     bound: Bound
@@ -79,7 +79,7 @@ def stamps(timeline: Timeline) -> Stamps:
     return Stamps(timeline.t_sent_ns, first, last, timeline.t_end_ns)
 
 
-def judge(s: Stamps, lag_at: Callable[[int], float]) -> Verdict:
+def judge_figures(s: Stamps, lag_at: Callable[[int], float]) -> FigureVerdict:
     """Each figure flagged when moved(lag of its timestamps, its span); ``lag_at(t_ns)``: a timestamp's bound, ms.
 
     TTFT: moved(lag(first), first - sent); speed: moved(max(lag(first), lag(last)), last - first), its two ends
@@ -97,4 +97,4 @@ def judge(s: Stamps, lag_at: Callable[[int], float]) -> Verdict:
         bound |= Bound.SPEED
     if moved(lags[s.end], (s.end - s.sent) / NS_PER_MS):
         bound |= Bound.E2E
-    return Verdict(bound, max(lags.values()))
+    return FigureVerdict(bound, max(lags.values()))

@@ -105,7 +105,7 @@ def _main(scenarios: dict[str, Scenario], conn: multiprocessing.connection.Conne
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group: the parent stops us
     parent = multiprocessing.parent_process()
     if parent is not None:  # a parent killed outright (kill -9) must not leave its simulators behind
-        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), daemon=True).start()
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(_serve_all(scenarios, conn))
 
@@ -124,6 +124,6 @@ async def _serve_all(scenarios: dict[str, Scenario], conn: multiprocessing.conne
             await asyncio.to_thread(conn.recv)  # "stop", or EOF: the parent closed its end
 
 
-def _exit_with(sentinel: int) -> None:
+def _exit_with_parent(sentinel: int) -> None:
     multiprocessing.connection.wait([sentinel])
     os._exit(0)

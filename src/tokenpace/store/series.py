@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tokenpace.measure.verdict import ALL, FIGURE_BOUND, NONE, Bound
+from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import endpoint_name
-
 
 _BOUND_NAMES = ((Bound.TTFT, "TTFT"), (Bound.SPEED, "output speed"), (Bound.E2E, "end-to-end"))
 
@@ -57,8 +56,13 @@ class SamplePoint:
         """The point as a chart draws it: its client-bound figures None, unless included."""
         if include_client_bound or not self.client_bound:
             return self
-        out = {f: None for f in ("output_speed", "ttft_ms", "e2e_ms") if self.client_bound & FIGURE_BOUND[f]}
-        return dataclasses.replace(self, **out)
+        b = self.client_bound
+        return dataclasses.replace(
+            self,
+            output_speed=None if b & Bound.SPEED else self.output_speed,
+            ttft_ms=None if b & Bound.TTFT else self.ttft_ms,
+            e2e_ms=None if b & Bound.E2E else self.e2e_ms,
+        )
 
 
 # A point's fields are the samples' columns of the same names: read by name, whatever their order.
