@@ -56,13 +56,13 @@ class SimulatorProcess:
     def wait_ready(self, timeout_s: float = START_S) -> dict[str, str]:
         """Each provider's server root (``http://127.0.0.1:PORT``), once the child listens; SimulatorError
         (the child stopped first) when it cannot start within ``timeout_s``."""
+        answer: dict[str, str] | str = f"the simulators' process did not start within {timeout_s:g} s"
         try:
-            if not self._conn.poll(timeout_s):
-                raise SimulatorError(f"the simulators' process did not start within {timeout_s:g} s")
-            answer = self._conn.recv()
+            if self._conn.poll(timeout_s):
+                answer = self._conn.recv()
         except (EOFError, OSError):
             answer = "the simulators' process stopped before it listened"
-        if isinstance(answer, str):  # the child's one line: why it could not start
+        if isinstance(answer, str):  # the child's one line, or ours: why it could not start
             self.stop()
             raise SimulatorError(answer)
         self.roots = answer
