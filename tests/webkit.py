@@ -16,6 +16,7 @@ from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.sample import RunRecord, Sample
+from tokenpace.measure.verdict import NONE
 from tokenpace.store.database import Store, open_store
 
 EVIL = "<script>alert(1)</script>"
@@ -63,7 +64,7 @@ class Steady:
         self.store = store
 
     def add_sample(self, sample: Sample) -> None:
-        self.store.add_sample(dataclasses.replace(sample, client_bound=False))
+        self.store.add_sample(dataclasses.replace(sample, client_bound=NONE))
 
     def add_run(self, run: RunRecord) -> None:
         self.store.add_run(run)

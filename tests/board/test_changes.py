@@ -30,6 +30,7 @@ from tokenpace.board.changes import (
 from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.verdict import Bound
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import SamplePoint, last_published, latest
 from tokenpace.store.windows import WINDOWS, endpoint_rows
@@ -79,10 +80,13 @@ def test_a_speed_drop_in_points_is_one_change_at_its_first_slow_sample() -> None
 
 def test_client_bound_unpublished_and_cancelled_samples_are_not_evidence() -> None:
     base = [point(i, 300.0 + i % 3) for i in range(40)]
-    odd = [dataclasses.replace(point(40 + i, 150.0), client_bound=True) for i in range(10)]
+    odd = [dataclasses.replace(point(40 + i, 150.0), client_bound=Bound.SPEED) for i in range(10)]
     odd += [dataclasses.replace(point(50 + i, 150.0), published=False) for i in range(10)]
     odd += [point(60 + i, ok=False, kind=ErrorKind.CANCELLED.value) for i in range(10)]
     assert series_changes(base + odd, "groq", "free", "llama") == []
+    # A sample flagged for its TTFT alone is evidence of its speed (issue 29): the speed fell.
+    ttft_only = [dataclasses.replace(point(40 + i, 150.0), client_bound=Bound.TTFT) for i in range(10)]
+    assert [c.metric for c in series_changes(base + ttft_only, "groq", "free", "llama")] == ["output_speed"]
 
 
 def test_an_outage_is_a_success_rate_change() -> None:

@@ -29,6 +29,7 @@ from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.stats import Figure
+from tokenpace.measure.verdict import Bound
 from tokenpace.schedule.sampler import jobs
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.windows import EndpointRow
@@ -285,6 +286,25 @@ def test_client_bound_rows_show_their_count_and_rank_on_the_rest(tmp_path: Path)
         included = read_board(store, Query(min_samples=1, client_bound="include"), NOW)
         assert names(included)[0] == "cerebras/llama" and included.entries[0].rank == 1
         assert Query.from_params({"client_bound": "include"}).params() == "client_bound=include"
+
+
+def test_a_figure_flagged_client_bound_is_left_out_and_the_samples_other_figures_count(tmp_path: Path) -> None:
+    """Issue 29: a sample whose TTFT the client's lag could have moved keeps its speed and end-to-end time on
+    the board and counts towards the minimum; only its TTFT is left out, unless client-bound ones are included."""
+    with open_store(str(tmp_path / "t.db")) as store:
+        for i in range(3):
+            put(store, GROQ, NOW - timedelta(hours=i + 1), ttft_ms=100)
+            late = make_sample("r", GROQ, "1k", NOW - timedelta(hours=i + 1, minutes=30), stream(400, 10),
+                               client_bound=Bound.TTFT, client_lag_ms=300.0)  # fmt: skip
+            store.add_sample(late)
+        store.flush()
+        (entry,) = read_board(store, Query(min_samples=6), NOW).entries
+        row = entry.row
+        assert entry.rank == 1 and row.usable == 6 and row.client_bound == 3
+        assert (row.output_speed.n, row.e2e_ms.n, row.ttft_ms.n) == (6, 6, 3)
+        assert row.ttft_ms.p50 == pytest.approx(100.0)
+        (included,) = read_board(store, Query(min_samples=6, client_bound="include"), NOW).entries
+        assert included.row.ttft_ms.n == 6
 
 
 def test_endpoints_whose_intervals_overlap_share_a_rank(tmp_path: Path) -> None:

@@ -24,8 +24,10 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import corrected_ttft
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, LOCAL, Network, Origin, Sample, make_sample
 from tokenpace.measure.stats import figure
+from tokenpace.measure.verdict import ALL, FIGURE_BOUND, NONE, Bound
 from tokenpace.store import rollup
 from tokenpace.store.columns import (
+    LAG_COLUMNS,
     NETWORK_COLUMNS,
     ORIGIN_COLUMNS,
     REGION_COLUMNS,
@@ -132,7 +134,7 @@ def sample(endpoint: Endpoint, at: datetime, rng: random.Random, workload: str =
     one_shot = rng.random() < 0.3
     source: Literal["scheduled", "one-shot"] = "one-shot" if one_shot else "scheduled"
     published = not one_shot or rng.random() < 0.5
-    bound = rng.random() < 0.2
+    bound = Bound(rng.randrange(1, 8)) if rng.random() < 0.3 else NONE  # any figures flagged
     region = rng.choice((LOCAL, "eu-west", "us-east"))
     network = Network(rng.uniform(1, 50), None, rng.uniform(1, 90)) if region and rng.random() < 0.7 else None
     origin = Origin(region=region, agent=f"{region}-1" if region else None, network=network)
@@ -196,7 +198,8 @@ def test_the_migration_builds_the_rollup_from_samples_already_there(url: str) ->
     """A database at version 3 (before published/client_bound): migration 4 unpublishes one-shot runs' samples,
     and the rollup, built last, counts only the others; windows read through it equal a recompute."""
     rng = random.Random(5)
-    old = [c for c in SAMPLE_COLUMNS if c not in (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS, *TRUTH_COLUMNS)]
+    later = (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS, *TRUTH_COLUMNS, *LAG_COLUMNS)
+    old = [c for c in SAMPLE_COLUMNS if c not in later]
     before = []
     for i in range(60):
         s = sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=37 * i), rng)
@@ -228,15 +231,20 @@ def recompute(samples: Sequence[Sample], window: Window, now: datetime, long: Se
             found.setdefault((e.provider, e.plan, e.model, s.workload), []).append(s)
     expected = {}
     for key, group in sorted(found.items()):
-        counted = [s for s in group if s.ok and (include or not s.client_bound) and not cached(s)]
-        used = [s for s in counted if not s.cold]
-        figures = [figure([v for s in used if (v := metric(s, m)) is not None]) for m in METRICS]
-        cold = figure([v for s in counted if s.cold and (v := s.metrics.ttft_ms) is not None])
+        counted = [s for s in group if s.ok and not cached(s)]
+        used = [s for s in counted if not s.cold and (include or s.client_bound & ALL != ALL)]  # a figure counts
+
+        def kept(s: Sample, m: str) -> bool:
+            return include or not s.client_bound & FIGURE_BOUND[m]
+
+        fresh = [s for s in counted if not s.cold]
+        figures = [figure([v for s in fresh if kept(s, m) and (v := metric(s, m)) is not None]) for m in METRICS]
+        cold = figure([v for s in counted if s.cold and kept(s, "ttft_ms") and (v := s.metrics.ttft_ms) is not None])
         kinds = Counter(s.error_kind.value for s in group if s.error_kind and not s.ok)
         times = min(s.started_at for s in group), max(s.started_at for s in group)
         truth = (sum(map(cached, group)), sum(s.cold for s in group), cold,
                  sum(s.canary_ok is not None for s in group), sum(s.canary_ok is True for s in group))  # fmt: skip
-        expected[key] = (len(group), sum(s.ok for s in group), sum(s.client_bound for s in group), len(used),
+        expected[key] = (len(group), sum(s.ok for s in group), sum(bool(s.client_bound) for s in group), len(used),
                          sum(s.source == "one-shot" for s in group), dict(kinds), times, figures, truth)  # fmt: skip
     return expected
 
@@ -359,12 +367,9 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
     rng = random.Random(9)
     migrate_to(url, 12)
     assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(rollup.TENTH))
-    written = [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=53 * i), rng) for i in range(80)]
-    insert = f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) VALUES ({', '.join('?' * len(SAMPLE_COLUMNS))})"  # noqa: S608
-    for s in written:
-        values = sample_values(s)
-        values |= {"started_at": epoch(s.started_at), "ok": int(s.ok), "error_kind": values["error_kind"]}
-        raw(url, insert, tuple(int(v) if isinstance(v, bool) else v for v in (values[c] for c in SAMPLE_COLUMNS)))
+    written = insert_before_15(
+        url, [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=53 * i), rng) for i in range(80)]
+    )
     assert {r[0] for r in raw(url, "SELECT SUM(samples) FROM sample_days")} == {
         sum(s.published for s in written) if url.startswith("postgresql://") else None
     }  # the old trigger counted them in the old shape; SQLite counts in Python, which raw inserts skip
@@ -373,6 +378,46 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
         assert_rollup_right(url, sum(s.published for s in written))
         assert_windows_equal_a_recompute(store, [s for s in written if s.published], [NOW])
         assert any(r.cached and r.cold and r.canary_checked > r.canary_passed for r in store_rows(store))
+
+
+def insert_before_15(url: str, samples: Sequence[Sample]) -> list[Sample]:
+    """Insert samples as a database before migration 15 held them (client_bound 0 or 1, no client_lag_ms); the
+    samples as migration 15 makes them: one flagged before is flagged for every figure."""
+    old = [c for c in SAMPLE_COLUMNS if c not in LAG_COLUMNS]
+    insert = f"INSERT INTO samples ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})"  # noqa: S608
+    for s in samples:
+        values = sample_values(s)
+        values |= {"started_at": epoch(s.started_at), "ok": int(s.ok), "client_bound": int(bool(s.client_bound))}
+        raw(url, insert, tuple(int(v) if isinstance(v, bool) else v for v in (values[c] for c in old)))
+    return [dataclasses.replace(s, client_bound=ALL if s.client_bound else NONE) for s in samples]
+
+
+def test_migration_15_flags_every_figure_of_a_sample_flagged_before_and_bounds_the_lag(url: str) -> None:
+    """Before migration 15 a client-bound sample was left out whole: it becomes one flagged for every figure, in
+    samples and in every rollup alike (windows read through them equal a recompute), and the lag bound column
+    refuses what no lag can be."""
+    rng = random.Random(15)
+    migrate_to(url, 13)
+    written = insert_before_15(
+        url, [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=41 * i), rng) for i in range(60)]
+    )
+    assert {r[0] for r in raw(url, "SELECT DISTINCT client_bound FROM samples")} == {0, 1}
+    postgres = url.startswith("postgresql://")
+    conn: Any = psycopg.connect(url) if postgres else sqlite3.connect(url)
+    try:  # the rollups as version 13 kept them (SQLite's writer counts in Python, which raw inserts skip)
+        rollup.rebuild(conn, "%s" if postgres else "?")
+        conn.commit()
+    finally:
+        conn.close()
+    assert {r[0] for r in raw(url, "SELECT DISTINCT client_bound FROM sample_days")} == {0, 1}
+    with open_store(url) as store:
+        assert {r[0] for r in raw(url, "SELECT DISTINCT client_bound FROM samples")} == {0, int(ALL)}
+        assert_rollup_right(url, sum(s.published for s in written))
+        assert_windows_equal_a_recompute(store, [s for s in written if s.published], [NOW])
+        assert sorted(s.client_bound for s in store.samples()) == sorted(s.client_bound for s in written)
+    for bad in (-1.0, float("inf"), float("nan")) if url.startswith("postgresql://") else (-1.0, float("inf")):
+        with pytest.raises((sqlite3.IntegrityError, psycopg.errors.CheckViolation)):
+            raw(url, "UPDATE samples SET client_lag_ms = ?", (bad,))
 
 
 def store_rows(store: Store) -> list[Any]:

@@ -41,7 +41,8 @@ def _write(store: Store) -> None:
     for i in range(4):
         at = now - timedelta(minutes=10 + i)
         store.add_sample(make_sample("r", STEADY, "1k", at, stream(200, 10)))
-        store.add_sample(make_sample("r", BUSY, "1k", at, stream(20, 1), client_bound=i < 3))
+        lag = 30.0 + i if i < 3 else 0.5
+        store.add_sample(make_sample("r", BUSY, "1k", at, stream(20, 1), client_bound=i < 3, client_lag_ms=lag))
         store.add_sample(make_sample("r", ONCE, "1k", at, stream(100, 5), source="one-shot", published=True))
         store.add_sample(make_sample("r", PRIVATE, "1k", at, stream(1, 1), source="one-shot", published=False))
     failed = stream(9999, 1, failure=Failure(ErrorKind.HTTP_ERROR, MESSAGE, 503))
@@ -82,7 +83,7 @@ def test_unpublished_one_shot_samples_stay_off_the_board_and_published_ones_are_
     raw = list(csv.DictReader(io.StringIO(client.get("/samples.csv").text)))
     private = [r for r in raw if r["provider"] == "private"]
     assert len(private) == 5 and all((r["source"], r["published"]) == ("one-shot", "0") for r in private)
-    assert sum(r["client_bound"] == "1" for r in raw) == 3
+    assert sum(r["client_bound"] == "7" for r in raw) == 3  # every figure flagged (measure/verdict.py)
     metrics = client.get("/metrics").text
     assert 'provider="once"' in metrics and 'provider="private"' not in metrics
     counts = {
@@ -119,6 +120,8 @@ def test_client_bound_samples_are_counted_apart_unless_included(client: TestClie
     assert {r["name"]: r["client_bound"] for r in table}["busy/m"] == "3"
     detail = client.get(endpoint_path("busy", "default", "m")).text
     assert "client-bound" in detail and 'name="client_bound"' not in detail
+    assert 'title="TTFT, output speed, end-to-end: timed while' in detail  # the figures flagged, named
+    assert "± 30.0 ms" in detail and "± 0.5 ms" in detail  # how late each sample's timestamps may be
     kept = client.get(endpoint_path("busy", "default", "m") + "?client_bound=include").text
     assert '<input type="hidden" name="client_bound" value="include">' in kept  # the filter form keeps it
 

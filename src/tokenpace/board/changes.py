@@ -87,7 +87,7 @@ def workload_changes(
     points = [p for p in points if p.workload == workload and p.published]
     found = []
     for metric in ("output_speed", "ttft_ms"):
-        timed = [p for p in points if p.charted() and getattr(p, metric) is not None]
+        timed = [p for p in points if p.charted() and getattr(p.kept(), metric) is not None]
         found += _changes(metric, timed, timing_changes([getattr(p, metric) for p in timed]), ids)
     judged = [p for p in points if p.error_kind != ErrorKind.CANCELLED.value]
     found += _changes("success_rate", judged, outcome_changes([p.ok for p in judged]), ids)

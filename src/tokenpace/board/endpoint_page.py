@@ -113,7 +113,7 @@ def read_endpoint_page(
     groups: dict[str, list[SamplePoint]] = {w: [] for w in source.ordered({p.workload for p in points})}
     for p in points:
         if p.charted(include):
-            groups[p.workload].append(p)
+            groups[p.workload].append(p.kept(include))
     groups = {w: ps for w, ps in groups.items() if ps}
     heat_workload = _heat_workload(source, workload, [r.workload for r in rows])
     heat = None
@@ -121,7 +121,7 @@ def read_endpoint_page(
         weeks = series(source.store, provider=provider, plan=plan, model=model, workload=heat_workload,
                        since=now - timedelta(weeks=heatmap.WEEKS), region=region)  # fmt: skip
         heat = heatmap.hour_of_week(
-            (p.started_at, p.output_speed) for p in weeks if p.charted(include) and p.output_speed
+            (p.started_at, speed) for p in weeks if p.charted(include) and (speed := p.kept(include).output_speed)
         )
     facts = {
         "provider": provider,

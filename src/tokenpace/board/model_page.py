@@ -83,7 +83,7 @@ def read_model_page(
     groups: dict[str, list[SamplePoint]] = {}
     for name, p in named:
         if p.charted(include):
-            groups.setdefault(name, []).append(p)
+            groups.setdefault(name, []).append(p.kept(include))
     info = models.info_of(model)
     facts = {"model": model, "asked": asked, "ids": ids, "context_window": info.context_window if info else None}
     return ModelPage(

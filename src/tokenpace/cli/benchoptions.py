@@ -28,7 +28,7 @@ TARGET_OPTIONS = opt.option_group(
     "target", Target,
     click.argument("endpoints", metavar="[ENDPOINT]", required=False, callback=one_endpoint),
     opt.config(), opt.base_url, opt.model, opt.protocol,
-    opt.api_key_env(), opt.provider, opt.headers, opt.use_sim("Load-test a built-in simulator started in-process."),
+    opt.api_key_env(), opt.provider, opt.headers, opt.use_sim("Load-test a built-in simulator started for it."),
 )  # fmt: skip
 
 

@@ -27,7 +27,7 @@ RUN_TARGET_OPTIONS = opt.option_group(
     "target", Target,
     click.argument("endpoints", nargs=-1), opt.config(), opt.base_url, opt.model, opt.protocol, opt.api_key_env(),
     opt.provider, click.option("--plan", default="default", show_default=True, help="Plan label."), opt.headers,
-    opt.use_sim("Measure a built-in simulator started in-process (any --protocol)."),
+    opt.use_sim("Measure a built-in simulator started for the command (any --protocol)."),
 )  # fmt: skip
 
 

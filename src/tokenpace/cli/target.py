@@ -57,7 +57,7 @@ def from_url(
 
 
 def simulated(protocol: ProtocolName) -> Endpoint:
-    """--sim's endpoint: the built-in simulator, started in-process for the command, in any protocol."""
+    """--sim's endpoint: the built-in simulator, started for the command in a child process, in any protocol."""
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.settings import SIM_BASE_URL
 

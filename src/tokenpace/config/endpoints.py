@@ -34,7 +34,7 @@ provider is two endpoints. A config file looks like::
     aliases = ["llama-3.1-8b-instant", "llama3.1-8b"]   # name, and what is known of it
     context_window = 131072
 
-    [providers.demo]                      # a simulator run in-process, labelled simulated everywhere
+    [providers.demo]                      # a simulator tokenpace starts, labelled simulated everywhere
     simulate = { ttft_ms = 120, tokens_per_s = 300 }  # any tokenpace.sim.Scenario field; models default ["sim"]
 
     [workloads.long-summary]              # custom workloads beside the built-in 1k, 10k, 100k, vision, parallel

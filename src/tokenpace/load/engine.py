@@ -11,8 +11,8 @@ closed or open loop, warm-up first, for a request count or a duration (load/rele
   decoding waits until a stream has ended and its neighbours are written (load/decodegate.py), and the
   interpreter is kept quiet meanwhile (load/interpreter.py);
 - each request's ``asked_ns`` is when the schedule meant to release it, so lateness of the client's own is
-  measured, not hidden; the event loop's lag is watched, so a request timed while the client was the
-  bottleneck is flagged rather than trusted (load/lag.py);
+  measured, not hidden; the event loop's lag is watched, so each figure a busy client could have moved too far
+  is flagged rather than trusted (load/lag.py, measure/verdict.py);
 - every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
   adds), also when the run is stopped, and the run's record is written then too.
 """
@@ -49,6 +49,7 @@ from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.send import Refusals, send_request
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
+from tokenpace.measure.verdict import judge_figures, stamps
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
@@ -234,14 +235,15 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
-        bound = run.lag.bound_during(rec.t_start_ns, rec.t_end_ns or rec.t_start_ns)
+        verdict = judge_figures(stamps(timeline), run.lag.lag_at)
         chain = options.first_chain + r.chain
         group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
         if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group
             group = f"{run.id[:12]}-p{chain}"
         sample = make_sample(
             run.id, endpoint, dataset.name, when, timeline, req.prompt, group, options.keep_prompts,
-            source=options.source, published=published, client_bound=bound, origin=options.origin, seq=i,
+            source=options.source, published=published, client_bound=verdict.bound, client_lag_ms=verdict.lag_ms,
+            origin=options.origin, seq=i,
             idle_s=r.idle_s, cold=cold is not None and cold.tag(endpoint, r.idle_s), prefix_turn=req.prefix_turn,
         )  # fmt: skip
         return Done(sample, req.tag, r.warmup, r.asked_ns, chain)

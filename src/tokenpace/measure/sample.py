@@ -11,6 +11,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import Metrics, compute
 from tokenpace.measure.timing import EventKind, Timeline
+from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.prompts import canary
 from tokenpace.prompts.prompt import Prompt
 from tokenpace.version import __version__
@@ -68,7 +69,7 @@ class Sample:
     tool_version: str = __version__
     source: Source = "scheduled"  # who took it: the service's schedule, or a one-shot `tokenpace run`
     published: bool = True  # ranked on the board; a one-shot run's samples only with `run --publish`
-    client_bound: bool = False  # the client's own loop lagged while this request was timed
+    client_bound: Bound = NONE  # the figures the client's own lateness could have moved too far (measure/verdict.py)
     region: str = LOCAL
     agent: str | None = None
     job_id: str | None = None
@@ -83,6 +84,7 @@ class Sample:
     idle_s: float | None = None
     cold: bool = False
     prefix_turn: int | None = None
+    client_lag_ms: float | None = None  # how late its figures' timestamps may be, ms (None: not judged)
 
     @property
     def cached(self) -> bool:
@@ -118,7 +120,8 @@ def make_sample(
     *,
     source: Source = "scheduled",
     published: bool = True,
-    client_bound: bool = False,
+    client_bound: Bound | bool = NONE,
+    client_lag_ms: float | None = None,
     origin: Origin | None = None,
     seq: int | None = None,
     idle_s: float | None = None,
@@ -127,7 +130,8 @@ def make_sample(
 ) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job;
     ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (load/coldstart.py);
-    ``prefix_turn``: which send of a repeated prefix it was (a paired workload's)."""
+    ``prefix_turn``: which send of a repeated prefix it was (a paired workload's); ``client_bound``: its flagged
+    figures (True: every one, as a client-bound sample was before figures were judged apart)."""
     origin = origin or Origin()
     asked = None if prompt is None else prompt.canary
     return Sample(
@@ -146,7 +150,8 @@ def make_sample(
         prompt_text="\n\n".join(m.text for m in prompt.messages) if prompt is not None and keep_prompt else None,
         source=source,
         published=published,
-        client_bound=client_bound,
+        client_bound=ALL if client_bound is True else Bound(client_bound),
+        client_lag_ms=client_lag_ms,
         region=origin.region,
         agent=origin.agent,
         job_id=origin.job_id,

@@ -2,7 +2,7 @@
 
 With a config file it measures what the file declares. Without one it measures what it can reach
 (discover.py) and, where that is nothing, the simulated endpoints of the embedded default config. Simulated
-providers get an in-process simulator each, started here and stopped on the way out.
+providers get a simulator each, in a child process (sim/process.py) started here and stopped on the way out.
 
 The web server runs with limits (web/limits.py: a view pool, requests in flight, connections, a request-head
 deadline) so readers cannot starve the timing loop; on any address other than loopback it warns that the board

@@ -34,8 +34,9 @@ Generated text is made of words that are each exactly one o200k_base token, so t
 equals the output tokens the simulator reports.
 """
 
+from tokenpace.sim.process import started_for
 from tokenpace.sim.scenario import ERRORS, NON_ASCII_WORDS, WORDS, Scenario, Truth, scenarios
-from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever, started_for
+from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever
 
 __all__ = [
     "ERRORS",

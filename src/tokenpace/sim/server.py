@@ -14,12 +14,11 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from typing import Any
 
 from aiohttp import web
 
-from tokenpace.clients import protocol_for
 from tokenpace.errors import SimulatorError
 from tokenpace.measure.metrics import NS_PER_MS
 from tokenpace.prompts import canary
@@ -34,9 +33,6 @@ from tokenpace.sim.prefix import PrefixCache
 from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
 from tokenpace.sim.stream import ServedRequest, complete, reply_at_once, stream
 from tokenpace.sim.wire import Ask, Reply, Wire, dumps
-
-if TYPE_CHECKING:
-    from tokenpace.config.endpoints import Endpoint
 
 WIRES: tuple[type[Wire], ...] = (ChatWire, CompletionsWire, ResponsesWire, AnthropicWire, OllamaWire, GeminiWire)
 SIMULATOR_HEADER = "X-Tokenpace-Simulator"
@@ -268,19 +264,3 @@ async def serve_forever(sim: Simulator, host: str, port: int, ready: Callable[[s
         if ready is not None:
             ready(url)
         await asyncio.Event().wait()
-
-
-async def started_for(
-    endpoints: Sequence[Endpoint], scenarios: Mapping[str, Scenario], stack: contextlib.AsyncExitStack
-) -> list[Endpoint]:
-    """The endpoints, each simulated one whose provider has a scenario pointed at a simulator started for that
-    provider (stopped with ``stack``), at the base URL its protocol takes; the others as they are."""
-    roots = {
-        p: (await stack.enter_async_context(serve(Simulator(sc)))).removesuffix("/v1") for p, sc in scenarios.items()
-    }
-    return [
-        dataclasses.replace(e, base_url=roots[e.provider] + protocol_for(e.protocol).default_base)
-        if e.simulated and e.provider in roots
-        else e
-        for e in endpoints
-    ]

@@ -25,17 +25,20 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import Metrics
 from tokenpace.measure.sample import Network, RunRecord, Sample
 from tokenpace.measure.timing import Timeline
+from tokenpace.measure.verdict import Bound
 
 # Metrics fields added after migration 1 sit where their migration put them: at the end, among the truth columns.
 LATER_METRICS = ("provider_cached_tokens",)
 METRIC_COLUMNS = tuple(f.name for f in dataclasses.fields(Metrics) if f.name not in LATER_METRICS)
 ENDPOINT_COLUMNS = ("provider", "plan", "model", "base_url", "protocol", "api_key_env", "simulated")
 PROMPT_COLUMNS = ("input_tokens", "prompt_fingerprint", "image_bytes", "image_pixels", "group_id", "prompt_text")
-ORIGIN_COLUMNS = ("source", "published", "client_bound")  # which samples the board counts
+# Which samples the board counts; client_bound holds which of a sample's figures it leaves out (measure/verdict.py)
+ORIGIN_COLUMNS = ("source", "published", "client_bound")
 REGION_COLUMNS = ("region", "agent", "job_id", "job_seq")  # where it was measured from, by which queued job
 NETWORK_COLUMNS = ("net_connect_ms", "net_tls_ms", "net_rtt_ms")  # clients/network.py, before the run
 SAMPLE_TRUTH = ("canary", "canary_ok", "idle_s", "cold", "prefix_turn")
 TRUTH_COLUMNS = (*LATER_METRICS, *SAMPLE_TRUTH)  # what was timed, beyond timing (migration 12)
+LAG_COLUMNS = ("client_lag_ms",)  # how late its timestamps may be (migration 15)
 SAMPLE_COLUMNS = (
     *("id", "run_id", *ENDPOINT_COLUMNS, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *METRIC_COLUMNS, "timeline", "tool_version"),
@@ -44,6 +47,7 @@ SAMPLE_COLUMNS = (
     *REGION_COLUMNS,
     *NETWORK_COLUMNS,
     *TRUTH_COLUMNS,
+    *LAG_COLUMNS,
 )
 HIDDEN = frozenset({"base_url", "api_key_env", "prompt_text", "timeline"})  # stored, never exported
 EXPORTED = tuple(c for c in SAMPLE_COLUMNS if c not in HIDDEN)
@@ -60,9 +64,12 @@ def sample_values(s: Sample) -> dict[str, Any]:
     values |= {c: getattr(s.metrics, c) for c in METRIC_COLUMNS}
     values |= {"timeline": s.timeline.to_json(), "tool_version": s.tool_version}
     values |= {c: getattr(s, c) for c in (*PROMPT_COLUMNS, *ORIGIN_COLUMNS, *REGION_COLUMNS)}
+    values["client_bound"] = int(s.client_bound)  # its bits, as any database stores an integer
     net = s.network
     values |= dict(zip(NETWORK_COLUMNS, (None, None, None) if net is None else dataclasses.astuple(net), strict=True))
-    values |= {c: getattr(s.metrics, c) for c in LATER_METRICS} | {c: getattr(s, c) for c in SAMPLE_TRUTH}
+    values |= {c: getattr(s.metrics, c) for c in LATER_METRICS} | {
+        c: getattr(s, c) for c in (*SAMPLE_TRUTH, *LAG_COLUMNS)
+    }
     return values
 
 
@@ -84,7 +91,7 @@ def sample_from(row: dict[str, Any]) -> Sample:
         **{f: row[f] for f in PROMPT_COLUMNS},
         source=row["source"],
         published=bool(row["published"]),
-        client_bound=bool(row["client_bound"]),
+        client_bound=Bound(row["client_bound"]),
         **{f: row[f] for f in REGION_COLUMNS},
         network=None if all(v is None for v in net) else Network(*net),
         canary=row["canary"],
@@ -92,6 +99,7 @@ def sample_from(row: dict[str, Any]) -> Sample:
         idle_s=row["idle_s"],
         cold=bool(row["cold"]),
         prefix_turn=row["prefix_turn"],
+        client_lag_ms=row["client_lag_ms"],
     )
 
 

@@ -240,6 +240,21 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             counting.install,
         ),
     ),
+    (
+        15,
+        (
+            # Client-bound per figure (issue 29): client_bound holds which figures a sample's client lag could
+            # have moved too far, as bits (measure/verdict.py: 1 TTFT, 2 output speed, 4 end-to-end), and a
+            # sample flagged before meant all three. The rollups are keyed by it: their rows change alike.
+            "UPDATE samples SET client_bound = 7 WHERE client_bound = 1",
+            "UPDATE sample_hours SET client_bound = 7 WHERE client_bound = 1",
+            "UPDATE sample_quarters SET client_bound = 7 WHERE client_bound = 1",
+            "UPDATE sample_days SET client_bound = 7 WHERE client_bound = 1",
+            # How late the sample's timestamps may be, ms (load/lag.py): finite and never negative.
+            "ALTER TABLE samples ADD COLUMN client_lag_ms DOUBLE PRECISION"
+            " CHECK (client_lag_ms >= 0 AND client_lag_ms < 1e15)",
+        ),
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tokenpace.measure.verdict import Bound
 from tokenpace.store.database import Store
 
 MAX_TURNS = 100_000  # rows one report reads at most, the latest first: a page's work stays bounded
@@ -29,13 +30,13 @@ class Turn:
 
 def turns(store: Store, since: float, *, published: bool = True) -> list[Turn]:
     """Successful turns started at or after ``since`` (epoch s), the published ones (the board's) by default;
-    client-bound ones are left out, as the board leaves them out of every figure."""
+    those whose TTFT is flagged client-bound are left out, as the board leaves it out of every figure."""
     rows = store.query(
         "SELECT provider, plan, model, workload, prefix_turn, ttft_ms, provider_cached_tokens, simulated"
         " FROM samples WHERE prefix_turn IS NOT NULL AND started_at >= ? AND error_kind IS NULL"
-        " AND ttft_ms IS NOT NULL AND client_bound = 0 AND (published = 1 OR ? = 0)"
+        " AND ttft_ms IS NOT NULL AND (client_bound & ?) = 0 AND (published = 1 OR ? = 0)"
         " ORDER BY started_at DESC LIMIT ?",
-        (since, int(published), MAX_TURNS),
+        (since, int(Bound.TTFT), int(published), MAX_TURNS),
     )  # fmt: skip
     return [
         Turn(str(p), str(plan), str(m), str(w), int(t), float(ttft), None if c is None else int(c), bool(sim))

@@ -2,8 +2,9 @@
 
 :func:`latest` reads the last samples of one endpoint and workload, as change detection (board/changes.py) needs.
 
-A point carries where its sample came from (scheduled or one-shot, published or not, client-bound or not), so
-a chart can draw only what the board counts while a list of recent samples shows everything, labelled.
+A point carries where its sample came from (scheduled or one-shot, published or not) and which of its figures
+are client-bound (measure/verdict.py), so a chart can draw only what the board counts (:meth:`SamplePoint.kept`)
+while a list of recent samples shows everything, labelled.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import endpoint_name
+
+_BOUND_NAMES = ((Bound.TTFT, "TTFT"), (Bound.SPEED, "output speed"), (Bound.E2E, "end-to-end"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +37,32 @@ class SamplePoint:
     error_message: str | None = None
     source: str = "scheduled"
     published: bool = True
-    client_bound: bool = False
+    client_bound: Bound = NONE  # its figures flagged client-bound
     group_id: str | None = None  # requests released together (the parallel workload) share one
     output_tokens: int | None = None
     canary_ok: bool | None = None  # its answer began with the canary's line (None: none asked, or it failed)
+    client_lag_ms: float | None = None  # how late its timestamps may be (None: not judged)
 
     def charted(self, include_client_bound: bool = False) -> bool:
-        """Whether a chart draws it: published, successful and (unless included) not client-bound."""
-        return self.published and self.ok and (include_client_bound or not self.client_bound)
+        """Whether a chart draws it: published, successful and (unless included) with a figure not client-bound."""
+        return self.published and self.ok and (include_client_bound or self.client_bound & ALL != ALL)
+
+    @property
+    def bound_figures(self) -> str:
+        """Its client-bound figures in words: "TTFT, output speed"."""
+        return ", ".join(name for flag, name in _BOUND_NAMES if self.client_bound & flag)
+
+    def kept(self, include_client_bound: bool = False) -> SamplePoint:
+        """The point as a chart draws it: its client-bound figures None, unless included."""
+        if include_client_bound or not self.client_bound:
+            return self
+        b = self.client_bound
+        return dataclasses.replace(
+            self,
+            output_speed=None if b & Bound.SPEED else self.output_speed,
+            ttft_ms=None if b & Bound.TTFT else self.ttft_ms,
+            e2e_ms=None if b & Bound.E2E else self.e2e_ms,
+        )
 
 
 # A point's fields are the samples' columns of the same names: read by name, whatever their order.
@@ -53,7 +75,7 @@ def _point(v: dict[str, Any]) -> SamplePoint:
     """A point from its columns by name (its fields')."""
     verdict = v["canary_ok"]
     v |= {"started_at": datetime.fromtimestamp(v["started_at"], UTC), "ok": bool(v["ok"])}
-    v |= {"published": bool(v["published"]), "client_bound": bool(v["client_bound"])}
+    v |= {"published": bool(v["published"]), "client_bound": Bound(v["client_bound"])}
     v["canary_ok"] = None if verdict is None else bool(verdict)
     return SamplePoint(**v)
 

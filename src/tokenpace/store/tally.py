@@ -3,9 +3,10 @@
 Figures are computed in Python from every value, sorted, by :func:`tokenpace.measure.stats.figure`: the very
 ``metrics.percentile`` of a run's summary, so a window's percentiles are exact and equal a recompute from the
 raw samples whichever database holds them. Values of successful *fresh* samples count: not served from the
-provider's prompt cache, not a cold start (those have their own TTFT figure), and not client-bound unless those
-are included. The success rate counts every sample by its outcome, cancelled ones left out (``stats``); the
-canary's pass rate every sample whose verdict is known.
+provider's prompt cache, not a cold start (those have their own TTFT figure), and not flagged client-bound for
+that figure unless those are included (measure/verdict.py: a sample's other figures still count). The success
+rate counts every sample by its outcome, cancelled ones left out (``stats``); the canary's pass rate every sample
+whose verdict is known.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from tokenpace.measure.stats import Figure, figure_sorted
+from tokenpace.measure.verdict import ALL, FIGURE_BOUND
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 
-TallyGroup = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
+# (cached, cold, client_bound): 0/1, 0/1 and the flagged figures' bits; which of a tally's values a figure takes
+TallyGroup = tuple[int, int, int]
 FRESH: TallyGroup = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
+_FLAG = tuple(FIGURE_BOUND[m] for m in METRICS)  # the verdict's bit that leaves each metric's values out
 _NONE = figure_sorted([])
 
 
@@ -83,20 +87,21 @@ def _lists() -> tuple[list[Any], ...]:
     return tuple([] for _ in METRICS)
 
 
-def _groups(cold: int, include_bound: bool) -> tuple[TallyGroup, ...]:
-    """The groups a figure takes: not cached, cold or not, client-bound only when included."""
-    return ((0, cold, 0), (0, cold, 1)) if include_bound else ((0, cold, 0),)
+def _takes(group: TallyGroup, cold: int, flag: int, include_bound: bool) -> bool:
+    """Whether a figure takes a group's values: not cached, cold or not, flagged for it only when included."""
+    cached, c, bound = group
+    return not cached and c == cold and (include_bound or not bound & flag)
 
 
 @dataclass
 class Tally:
     """Counts, times and values so far; values and successes kept per :data:`TallyGroup`, so a figure takes the
-    fresh ones (and the client-bound ones when included) and the cold TTFT the cold ones."""
+    fresh ones not flagged for it (all when client-bound ones are included) and the cold TTFT the cold ones."""
 
     samples: int = 0
     ok: int = 0
     one_shot: int = 0
-    bound: int = 0  # client-bound samples, whatever their outcome
+    bound: int = 0  # samples with a figure flagged client-bound, whatever their outcome
     cached: int = 0  # samples the provider served (in part) from its prompt cache, whatever their outcome
     cold: int = 0  # samples taken after the endpoint sat idle long enough to be a cold start
     checked: int = 0  # samples whose canary verdict is known
@@ -147,7 +152,7 @@ class Tally:
     def sample(self, r: SampleRow) -> None:
         """Add a raw sample."""
         ok, verdict = r.ok, r.canary_ok
-        group = (int(r.cached), int(r.cold), int(bool(r.client_bound)))
+        group = (int(r.cached), int(r.cold), int(r.client_bound))
         self._count(group, 1, int(bool(ok)), verdict is not None, bool(verdict))
         self.one_shot += r.source == "one-shot"
         self._times(r.started_at, r.started_at, r.protocol, r.simulated)
@@ -162,11 +167,14 @@ class Tally:
                 values.append(float(value))
 
     def usable(self, include_bound: bool) -> int:
-        """Successful fresh samples whose figures count."""
-        return sum(self.oks[g] for g in _groups(0, include_bound))
+        """Successful fresh samples with a figure that counts (one flagged for every figure counts none)."""
+        counted = (n for (cached, cold, bound), n in self.oks.items() if not cached and not cold and
+                   (include_bound or bound & ALL != ALL))  # fmt: skip
+        return sum(counted)
 
-    def _figure(self, i: int, groups: Sequence[TallyGroup]) -> Figure:
-        if not any(g in self.texts or g in self.values for g in groups):
+    def _figure(self, i: int, cold: int, include_bound: bool) -> Figure:
+        groups = [g for g in dict.fromkeys((*self.texts, *self.values)) if _takes(g, cold, _FLAG[i], include_bound)]
+        if not groups:
             return _NONE  # no cold start, say: nothing to sort
         texts = [t for g in groups if g in self.texts for t in self.texts[g][i]]
         values = decode("".join(texts))
@@ -178,12 +186,11 @@ class Tally:
 
     def figures(self, include_bound: bool) -> list[Figure]:
         """Each metric's Figure over the fresh values that count, sorted once (stats.figure_sorted)."""
-        groups = _groups(0, include_bound)
-        return [self._figure(i, groups) for i in range(len(METRICS))]
+        return [self._figure(i, 0, include_bound) for i in range(len(METRICS))]
 
     def cold_ttft(self, include_bound: bool) -> Figure:
         """TTFT over the cold starts' values (not cached; client-bound ones only when included)."""
-        return self._figure(TTFT, _groups(1, include_bound))
+        return self._figure(TTFT, 1, include_bound)
 
 
 def tally(found: dict[tuple[str, ...], Tally], key: Sequence[Any]) -> Tally:
