@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import click
 
 from tokenpace.cli import options as opt
-from tokenpace.cli.signals import run_async
+from tokenpace.cli.signals import CODES, run_async
 from tokenpace.cli.stderr import err
 from tokenpace.cli.store import close_store
 from tokenpace.errors import ConfigError, TokenpaceError
@@ -59,16 +60,17 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
             err.print(shown(line), soft_wrap=True)  # a note may hold a model name a server chose
 
-    async def go() -> None:
+    async def go() -> int | None:
         chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
         notes.extend(found)
-        await service.run_service(
+        return await service.run_service(
             chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready
         )
 
     try:
-        run_async(go)
+        heard = run_async(go)
     finally:
         sock.close()
         close_store(store)
-    err.print("stopped: every sample taken is in the store")
+    if heard is not None:  # its one line was said when the signal came
+        sys.exit(CODES[heard])
