@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     from tokenpace.config import endpoints
     from tokenpace.serve import service  # the web stack loads only for the command that serves it
     from tokenpace.store.database import default_db_path, open_store
+    from tokenpace.store.serving import ServingLock
 
     log_lines()  # one line per run and per skipped run, so a terminal shows the service at work
 
@@ -46,16 +48,23 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
     sock = service.listen(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
+    where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
     try:
         store = open_store(db)
     except TokenpaceError:
         sock.close()
         raise
+    try:  # before anything starts: a second serve on this store would run the whole schedule again
+        holder = f"pid {os.getpid()} on {socket.gethostname()}, http://{where}:{bound_port}"
+        lock = ServingLock(store, db or str(default_db_path()), holder)
+    except TokenpaceError:
+        sock.close()
+        close_store(store)
+        raise
 
     notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
 
     def ready(jobs: Sequence[Any]) -> None:
-        where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
         err.print(f"tokenpace serving on http://{where}:{bound_port}", soft_wrap=True)
         for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
             err.print(shown(line), soft_wrap=True)  # a note may hold a model name a server chose
@@ -71,6 +80,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         heard = run_async(go)
     finally:
         sock.close()
+        lock.close()
         close_store(store)
     if heard is not None:  # its one line was said when the signal came
         sys.exit(CODES[heard])
