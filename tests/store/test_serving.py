@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -60,10 +61,10 @@ def test_a_second_serve_on_the_same_store_is_refused_in_one_line(tmp_path: Path)
     config.write_text('[providers.demo]\nsimulate = { ttft_ms = 5 }\n[schedule]\nworkloads = ["1k"]\n')
     db, log = tmp_path / "s.db", tmp_path / "first.log"
 
-    def serve(out: object) -> subprocess.Popen[bytes]:
+    def serve(out: IO[str] | int) -> subprocess.Popen[bytes]:
         command = [sys.executable, "-m", "tokenpace", "serve", "--config", str(config), "--port", "0",
                    "--db", str(db), "--grace", "0"]  # fmt: skip
-        return subprocess.Popen(command, stdout=out, stderr=out, env=NO_KEYS)  # type: ignore[arg-type]
+        return subprocess.Popen(command, stdout=out, stderr=out, env=NO_KEYS)
 
     with log.open("w") as out:
         first = serve(out)
