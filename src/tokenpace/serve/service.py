@@ -49,7 +49,7 @@ from tokenpace.prompts.corpus import Corpus, default_corpus, load_corpus, tokeni
 from tokenpace.prompts.prompt import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
-from tokenpace.schedule.sampler import Sampler, Status
+from tokenpace.schedule.sampler import MAX_IN_FLIGHT, Sampler, Status
 from tokenpace.serve import discover
 from tokenpace.serve.alerts import Sender, Watcher, alerting, body
 from tokenpace.store.database import Store
@@ -217,7 +217,8 @@ async def run_service(
             corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
             if dispatcher is None:
                 await loop.run_in_executor(None, preload_for_runs, [job.workload for job in jobs], corpus)
-            sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher)
+            bound = None if dispatcher is not None else MAX_IN_FLIGHT  # agents bound theirs (--concurrency)
+            sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher, max_in_flight=bound)
             if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
                 sender = Sender([w.target() for w in cfg.alerts.webhooks])
                 watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))
