@@ -11,13 +11,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ctrl_c_reaches_child, free_port, port_taken
+from tests.conftest import SimThread, ctrl_c_reaches_child, free_port, port_taken
+from tokenpace import sim
+from tokenpace.schedule.sampler import MAX_IN_FLIGHT
 from tokenpace.serve import discover
 from tokenpace.store.database import open_store
 
@@ -223,3 +225,37 @@ async def test_connections_send_small_responses_at_once_on_a_plain_asyncio_loop(
         conn = accepted[0].get_extra_info("socket")
         assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         writer.close()
+
+
+def _most_at_once(truths: list[sim.Truth]) -> int:
+    """The most requests a simulator was serving at the same time: from arrival to its last event."""
+    edges = sorted(
+        e for t in truths for e in ((t.t_received_ns, 1), (max([t.t_received_ns, *(x[0] for x in t.events)]), -1))
+    )
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_a_config_of_thousands_of_providers_measures_a_bounded_number_at_once_and_stops_on_sigterm(
+    tmp_path: Path, sim_thread: Callable[..., SimThread]
+) -> None:
+    """The hostile tester's 11,905 providers: every run started at once, and SIGTERM waited over 10 s."""
+    s = sim_thread(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=200))
+    config = tmp_path / "many.toml"
+    providers = (f'[providers.p{i}]\nbase_url = "{s.url}"\nmodels = ["m"]\n' for i in range(11_905))
+    config.write_text('[schedule]\nworkloads = ["1k"]\n' + "".join(providers))
+    served = Served(tmp_path, "--config", str(config), "--grace", "1")
+    try:
+        served.wait_for("/health", lambda doc: doc["scheduler"]["jobs_running"] > 0, timeout_s=180)
+        time.sleep(3)
+        assert served.stop() == 143  # within Served.stop's 60 s, grace and all
+    finally:
+        if served.proc.poll() is None:
+            served.proc.kill()
+    log = served.log.read_text()
+    assert "stopped (SIGTERM)" in log and "Traceback" not in log, log[-3000:]
+    most = _most_at_once(list(s.simulator.truth.values()))
+    assert 0 < most <= MAX_IN_FLIGHT, f"{most} requests at once"
