@@ -19,7 +19,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-STOPS = {signal.SIGINT, signal.SIGTERM}
+STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 @contextlib.contextmanager

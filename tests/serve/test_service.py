@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import SimThread, ctrl_c_reaches_child, free_port, port_taken
 from tokenpace import sim
-from tokenpace.schedule.sampler import MAX_IN_FLIGHT
+from tokenpace.schedule.sampler import MEASURED_AT_ONCE
 from tokenpace.serve import discover
 from tokenpace.store.database import open_store
 
@@ -258,4 +258,4 @@ def test_a_config_of_thousands_of_providers_measures_a_bounded_number_at_once_an
     log = served.log.read_text()
     assert "stopped (SIGTERM)" in log and "Traceback" not in log, log[-3000:]
     most = _most_at_once(list(s.simulator.truth.values()))
-    assert 0 < most <= MAX_IN_FLIGHT, f"{most} requests at once"
+    assert 0 < most <= MEASURED_AT_ONCE, f"{most} requests at once"

@@ -40,7 +40,7 @@ DAY_S = 86_400.0
 MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
 # Requests this process measures at once, every provider together. Beyond it the loop would time its own backlog,
 # not the endpoints: a config of 11,905 providers started every run at once, and SIGTERM waited 10 s for the loop.
-MAX_IN_FLIGHT = 32
+MEASURED_AT_ONCE = 32
 
 
 def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
@@ -115,7 +115,7 @@ class Sampler:
         grace_s: float = 30.0,
         corpus: Corpus | None = None,
         inline_reads: bool = False,
-        max_in_flight: int | None = MAX_IN_FLIGHT,
+        max_in_flight: int | None = MEASURED_AT_ONCE,
     ) -> None:
         """``run_job`` defaults to measuring the job into ``store``. Reads run on a thread so the loop keeps
         timing streams meanwhile; ``inline_reads`` runs them on the loop, for a virtual clock in tests.

@@ -39,6 +39,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from tokenpace import sim
+from tokenpace.children import STOPS
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Config
 from tokenpace.config.settings import ScheduleSettings
@@ -49,7 +50,7 @@ from tokenpace.prompts.corpus import Corpus, default_corpus, load_corpus, tokeni
 from tokenpace.prompts.prompt import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
-from tokenpace.schedule.sampler import MAX_IN_FLIGHT, Sampler, Status
+from tokenpace.schedule.sampler import MEASURED_AT_ONCE, Sampler, Status
 from tokenpace.serve import discover
 from tokenpace.serve.alerts import Sender, Watcher, alerting, body
 from tokenpace.store.database import Store
@@ -62,7 +63,6 @@ from tokenpace.web.site import Site
 log = logging.getLogger(__name__)
 FIRST_PAGES = ("/", "/leaderboard.json", "/leaderboard.csv", "/metrics")  # rendered before the board answers
 REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in run_service)
-STOPS = (signal.SIGINT, signal.SIGTERM)
 STOP_SAID: dict[int, tuple[str, str]] = {
     signal.SIGINT: ("interrupted (Ctrl-C)", "Ctrl-C again"),
     signal.SIGTERM: ("stopped (SIGTERM)", "another"),
@@ -217,7 +217,7 @@ async def run_service(
             corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
             if dispatcher is None:
                 await loop.run_in_executor(None, preload_for_runs, [job.workload for job in jobs], corpus)
-            bound = None if dispatcher is not None else MAX_IN_FLIGHT  # agents bound theirs (--concurrency)
+            bound = None if dispatcher is not None else MEASURED_AT_ONCE  # agents bound theirs (--concurrency)
             sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher, max_in_flight=bound)
             if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
                 sender = Sender([w.target() for w in cfg.alerts.webhooks])
