@@ -6,7 +6,8 @@ die mid-render or mid-stream while the parent, which gives runs in flight their 
 child ignores both and stops when its parent closes it, or at once when its parent is gone (killed outright).
 
 Usage: start the child inside :func:`deaf_children` and call :func:`child_started` first thing in it (a
-``ProcessPoolExecutor``'s initializer, a ``multiprocessing.Process``'s target).
+``ProcessPoolExecutor``'s initializer, a ``multiprocessing.Process``'s target). Stop it by telling it (a pool's
+shutdown, a pipe closed, an event set) or with ``kill()``: ``terminate()`` sends the SIGTERM it ignores.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ class Terminal:
         return ESCAPES.sub("", self.seen.decode(errors="replace")).replace("\r\n", "\n")
 
     def after(self, mark: str) -> list[str]:
-        """The lines after ``mark``, what runs ending print left out."""
+        """The lines after ``mark`` (the rest of its own first), what runs ending print left out."""
         rest = self.text().split(mark, 1)[1]
         return [line for line in rest.splitlines() if line.strip() and not RESULT.match(line)]
 
@@ -127,21 +127,25 @@ def no_local_server() -> None:
         pytest.skip("a local LLM server answers on a usual port here: serve would measure it, not the simulators")
 
 
-@pytest.mark.parametrize("via_uv", [False, True], ids=["python", "uv-run"])
+@pytest.mark.parametrize(
+    ("via_uv", "regions"), [(False, False), (True, False), (False, True)], ids=["python", "uv-run", "regions"]
+)
 def test_ctrl_c_in_a_terminal_stops_serve_with_one_line_and_130(
-    tmp_path: Path, no_local_server: None, via_uv: bool
+    tmp_path: Path, no_local_server: None, request: pytest.FixtureRequest, via_uv: bool, regions: bool
 ) -> None:
-    """The page-rendering process got the terminal's SIGINT too: a 20-line KeyboardInterrupt traceback, exit 0."""
+    """The page-rendering process got the terminal's SIGINT too: a 20-line KeyboardInterrupt traceback, exit 0;
+    the same on the README's regions quick start."""
     if via_uv and UV is None:
         pytest.skip("uv is not on PATH here: the README's `uv run` cannot be tried")
-    terminal = Terminal(tokenpace("serve", "--port", "0", "--db", str(tmp_path / "s.db"), via_uv=via_uv), ROOT)
+    store = ["--config", "docs/regions.toml", "--db", request.getfixturevalue("pg_url")] if regions else []
+    terminal = Terminal(tokenpace("serve", "--port", "0", "--db", str(tmp_path / "s.db"), *store, via_uv=via_uv), ROOT)
     terminal.wait_for("scheduled jobs", timeout_s=120)  # the board's first pages are rendered: the renderer runs
     time.sleep(1)
     terminal.type(b"\x03")
     assert terminal.finish(timeout_s=30) == 130, terminal.text()
     assert "Traceback" not in terminal.text() and "KeyboardInterrupt" not in terminal.text(), terminal.text()
-    (line,) = terminal.after("scheduled jobs")[1:]  # [0]: the rest of the store's line
-    assert "interrupted (Ctrl-C)" in line, terminal.text()
+    lines = terminal.after("^C")  # the terminal's echo of the key
+    assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0], terminal.text()
     _no_child_left(terminal)
 
 
@@ -171,7 +175,7 @@ def test_ctrl_c_in_a_terminal_stops_an_agent_with_one_line_and_130(tmp_path: Pat
     time.sleep(1)
     terminal.type(b"\x03")
     assert terminal.finish(timeout_s=30) == 130, terminal.text()
-    lines = [line for line in terminal.after("tokenpace agent ")[1:] if "waiting for `tokenpace serve`" not in line]
+    lines = terminal.after("^C")
     assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0] and "Traceback" not in terminal.text(), lines
     _no_child_left(terminal)
 
