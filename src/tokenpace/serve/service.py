@@ -203,69 +203,72 @@ async def run_service(
     loop = asyncio.get_running_loop()
     said: list[str] = []  # logged after ``ready``: the address is the first line a user reads
     heard: list[tuple[int, float]] = []  # the signal that stopped it, and when
-    try:
-        async with contextlib.AsyncExitStack() as stack:
-            if cfg.regions:  # the agents measure, with their own keys and simulators: this process only queues
-                dispatcher = await regional(store, store_url, stack, said)
-                endpoints = list(cfg.endpoints)
-            else:
-                dispatcher = None
-                endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
-                for e in endpoints:
-                    e.api_key()  # a missing key variable is one line now, not a column of failed samples later
-            jobs = cadence.jobs(cfg, endpoints)
-            corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
-            if dispatcher is None:
-                await loop.run_in_executor(None, preload_for_runs, [job.workload for job in jobs], corpus)
-            bound = None if dispatcher is not None else MEASURED_AT_ONCE  # agents bound theirs (--concurrency)
-            sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher, max_in_flight=bound)
-            if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
-                sender = Sender([w.target() for w in cfg.alerts.webhooks])
-                watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))
-                alerts = loop.create_task(alerting(watcher, sender), name="tokenpace alerts")
-                stack.push_async_callback(_cancel, alerts)
-            app = await board(store, store_url, cfg, sampler.status, stack)
-            server = _Server(server_config(app))
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(_unhook, loop, heard)  # the last thing closed: simulators, renderer and queues go first
+        if cfg.regions:  # the agents measure, with their own keys and simulators: this process only queues
+            dispatcher = await regional(store, store_url, stack, said)
+            endpoints = list(cfg.endpoints)
+        else:
+            dispatcher = None
+            endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
+            for e in endpoints:
+                e.api_key()  # a missing key variable is one line now, not a column of failed samples later
+        jobs = cadence.jobs(cfg, endpoints)
+        corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
+        if dispatcher is None:
+            await loop.run_in_executor(None, preload_for_runs, [job.workload for job in jobs], corpus)
+        bound = None if dispatcher is not None else MEASURED_AT_ONCE  # agents bound theirs (--concurrency)
+        sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher, max_in_flight=bound)
+        if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
+            sender = Sender([w.target() for w in cfg.alerts.webhooks])
+            watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))
+            alerts = loop.create_task(alerting(watcher, sender), name="tokenpace alerts")
+            stack.push_async_callback(_cancel, alerts)
+        app = await board(store, store_url, cfg, sampler.status, stack)
+        server = _Server(server_config(app))
 
-            def stop(signum: int) -> None:
-                if heard:
-                    # `uv run` passes SIGTERM on, so the child may see one signal twice, at once.
-                    if time.monotonic() - heard[0][1] > REPEAT_S:
-                        log.warning("cancelling the runs in flight: their samples are stored as cancelled")
-                        server.force_exit = True
-                        sampler.stop(grace_s=0)
-                    return
-                heard.append((signum, time.monotonic()))
-                log.warning("%s", stopping_line(signum, grace_s, any(j.running for j in sampler.status().jobs)))
-                server.should_exit = True
-                sampler.stop()
+        def stop(signum: int) -> None:
+            if heard:
+                # `uv run` passes SIGTERM on, so the child may see one signal twice, at once.
+                if time.monotonic() - heard[0][1] > REPEAT_S:
+                    log.warning("cancelling the runs in flight: their samples are stored as cancelled")
+                    server.force_exit = True
+                    sampler.stop(grace_s=0)
+                return
+            heard.append((signum, time.monotonic()))
+            log.warning("%s", stopping_line(signum, grace_s, any(j.running for j in sampler.status().jobs)))
+            server.should_exit = True
+            sampler.stop()
 
-            for sig in STOPS:
-                loop.add_signal_handler(sig, stop, sig)
-            if ready is not None:
-                ready(jobs)
-            for line in said:
-                log.info("%s", line)
-            if public(sock):
-                host, port = sock.getsockname()[:2]
-                log.warning(
-                    "warning: the leaderboard on %s:%d is public and unauthenticated: anyone who can reach this "
-                    "address can read it (bind 127.0.0.1 and put a proxy with authentication in front to restrict "
-                    "it)", host, port,
-                )  # fmt: skip
-            try:
-                async with asyncio.TaskGroup() as tg:
-                    tg.create_task(server.serve(sockets=[sock]))
-                    tg.create_task(sampler.run())
-            except* TokenpaceError as group:  # one line for the user, as everywhere else, not an exception group
-                raise group.exceptions[0] from None
-    finally:  # the handlers stay while simulators, renderer and queues close: a repeat there is the same stop
         for sig in STOPS:
-            loop.remove_signal_handler(sig)
-        if heard:  # the stop heard is carried out to the exit: a later signal has nothing left to cut short
-            for sig in STOPS:
-                signal.signal(sig, signal.SIG_IGN)
+            loop.add_signal_handler(sig, stop, sig)
+        if ready is not None:
+            ready(jobs)
+        for line in said:
+            log.info("%s", line)
+        if public(sock):
+            host, port = sock.getsockname()[:2]
+            log.warning(
+                "warning: the leaderboard on %s:%d is public and unauthenticated: anyone who can reach this "
+                "address can read it (bind 127.0.0.1 and put a proxy with authentication in front to restrict it)",
+                host, port,
+            )  # fmt: skip
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(server.serve(sockets=[sock]))
+                tg.create_task(sampler.run())
+        except* TokenpaceError as group:  # one line for the user, as everywhere else, not an exception group
+            raise group.exceptions[0] from None
     return heard[0][0] if heard else None
+
+
+def _unhook(loop: asyncio.AbstractEventLoop, heard: list[tuple[int, float]]) -> None:
+    """The signal handlers removed; after a stop, later signals ignored to the exit: nothing is left to cut short."""
+    for sig in STOPS:
+        loop.remove_signal_handler(sig)
+    if heard:
+        for sig in STOPS:
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def stopping_line(signum: int, grace_s: float, in_flight: bool) -> str:
