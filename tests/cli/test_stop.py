@@ -3,8 +3,10 @@ with one line and exit 130 or 143, and no child process speaks (issue 29, item 4
 
 The terminal is a pty whose controlling process is the command's session leader: the test types the
 interrupt character (``\\x03``) and the kernel sends SIGINT to the foreground process group, children
-included, exactly as a terminal does. The command is `uv run tokenpace ...` where uv is at hand (the README's
-command: uv sits in between and has its own signal rules), else the interpreter's `-m tokenpace`.
+included, exactly as a terminal does. serve runs both as `python -m tokenpace` and as the README's `uv run
+tokenpace serve`: uv sits in between with rules of its own (0.13: with a terminal on stdin it leaves SIGINT to
+the process group; SIGTERM it passes on, so the group's SIGTERM reaches tokenpace twice). `--no-sync
+--offline`: the test runs in the environment it was given and never changes it.
 """
 
 from __future__ import annotations
@@ -50,9 +52,9 @@ def _controlling_terminal() -> None:
 class Terminal:
     """A command in a terminal of its own: the session leader, the pty its controlling terminal."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], cwd: Path) -> None:
         self._fd, follower = os.openpty()
-        env = {**(env or NO_KEYS), "COLUMNS": "200", "TERM": "xterm", "NO_COLOR": "1"}
+        env = {**NO_KEYS, "COLUMNS": "200", "TERM": "xterm", "NO_COLOR": "1"}
         self.proc = subprocess.Popen(
             args, stdin=follower, stdout=follower, stderr=follower, cwd=cwd, env=env, start_new_session=True,
             preexec_fn=_controlling_terminal,
@@ -81,9 +83,9 @@ class Terminal:
         os.write(self._fd, keys)
 
     def finish(self, timeout_s: float) -> int:
-        """Read until the command ends; its exit code."""
+        """Read until the terminal closes (the command and every child holding it have ended); the exit code."""
         deadline = time.monotonic() + timeout_s
-        while self._read(0.2) and (self.proc.poll() is None or self._read(0.2)):
+        while self._read(0.2):
             if time.monotonic() > deadline:
                 self.proc.kill()
                 pytest.fail(f"still running {timeout_s:g} s after the signal:\n{self.text()}")
