@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "errors version",
+        "errors version children",
         "config",
         "prompts",
         "measure",

@@ -25,6 +25,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
+from tokenpace.schedule import sampler as sampling
 from tokenpace.schedule.cadence import STAGGER_S, JobKey
 from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, job_last_started, jobs, next_due, usage
 from tokenpace.store.database import Store, open_store
@@ -89,6 +90,7 @@ class Runs:
         self.started: dict[JobKey, list[float]] = defaultdict(list)
         self.in_flight: Counter[str] = Counter()
         self.most: Counter[str] = Counter()
+        self.most_at_once = 0  # requests, every provider together
         self.cancelled: list[JobKey] = []
         self.fail: set[JobKey] = set()
 
@@ -97,6 +99,7 @@ class Runs:
         self.started[job.key].append(started)
         self.in_flight[provider] += job.width
         self.most[provider] = max(self.most[provider], self.in_flight[provider])
+        self.most_at_once = max(self.most_at_once, self.in_flight.total())
         try:
             if job.key in self.fail:
                 self.fail.discard(job.key)
@@ -253,6 +256,42 @@ async def test_concurrency_is_counted_in_requests_in_flight(store: Store) -> Non
     await run_for(Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True), clock, DAY)
     assert runs.most["p"] == 3 and runs.most["q"] == 1
     assert all(len(runs.started[j.key]) >= 10 for j in plan)  # the wide job is not starved by narrow ones
+
+
+async def test_requests_in_flight_are_bounded_however_many_providers(store: Store) -> None:
+    """11,905 providers, each with room of its own, started every run at once: the loop timed its own backlog."""
+    clock = FakeClock()
+    runs = Runs(store, clock, duration=30)
+    plan = [job("m", 600, provider=f"p{i}") for i in range(300)]  # all due within the first 10 s
+    plan.append(job("wide", 600, workload=BURST, provider="w", concurrency=3))
+    await run_for(Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True), clock, 3 * 3600)
+    assert runs.most_at_once == sampling.MEASURED_AT_ONCE
+    assert all(len(runs.started[j.key]) >= 15 for j in plan)  # room enough for every cadence: none starved
+
+    clock = FakeClock()
+    runs = Runs(store, clock, duration=30)
+    plan = [job("wider", 600, workload=BURST, provider="w", concurrency=3), job("narrow", 600)]  # not yet run
+    await run_for(Sampler(plan, store, clock=clock, run_job=runs, inline_reads=True, max_in_flight=2), clock, 3600)
+    assert runs.most_at_once == 3 and all(len(runs.started[j.key]) >= 5 for j in plan)  # wider than the bound: alone
+
+
+async def test_stop_while_reading_when_thousands_of_jobs_last_ran_starts_nothing(store: Store) -> None:
+    """Reading when each of 11,905 jobs last ran took seconds, and a SIGTERM meanwhile waited for all of them."""
+    clock = FakeClock()
+    runs = Runs(store, clock)
+    sampler = Sampler([job("m", 600, provider=f"p{i}") for i in range(5000)], store, clock=clock, run_job=runs)
+    reads: Counter[object] = Counter()
+
+    async def read(fn: Callable[[], Any]) -> Any:
+        if isinstance(fn, partial):
+            reads[fn.func] += 1
+            if reads[job_last_started] == 10:
+                sampler.stop()  # a signal handled while the read waited on the store's thread
+        return fn()
+
+    sampler._read = read  # type: ignore[method-assign]
+    await asyncio.wait_for(sampler.run(), 60)
+    assert reads[job_last_started] == 10 and runs.started == {}
 
 
 async def test_a_failing_run_is_logged_in_one_line_and_the_loop_goes_on(

@@ -11,13 +11,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ctrl_c_reaches_child, free_port, port_taken
+from tests.conftest import SimThread, ctrl_c_reaches_child, free_port, port_taken
+from tokenpace import sim
+from tokenpace.schedule.sampler import MEASURED_AT_ONCE
 from tokenpace.serve import discover
 from tokenpace.store.database import open_store
 
@@ -89,9 +91,9 @@ def test_serve_without_config_ranks_simulated_endpoints_and_stops_cleanly(served
     assert ranked[0]["name"] in page and "simulated" in page
     assert _get(served.url + "/health")["ok"] is True
 
-    assert served.stop() == 0
+    assert served.stop() == 143
     log = served.log.read_text()
-    assert "measuring simulated endpoints" in log and "stopped: every sample taken is in the store" in log
+    assert "measuring simulated endpoints" in log and "stopped (SIGTERM): " in log
     assert "Traceback" not in log
     # Nothing measured is lost: every run's samples are all in the store, cancelled ones included.
     with open_store(str(served.db)) as store:
@@ -148,7 +150,7 @@ def test_a_llama_server_on_its_usual_port_appears_on_the_leaderboard(llama_serve
         (entry,) = board["entries"]
         assert (entry["name"], entry["simulated"], entry["protocol"]) == ("llama.cpp/tiny", False, "openai-chat")
         assert entry["output_speed"]["headline"] > 0 and entry["success_rate"] == 1.0
-        assert served.stop() == 0
+        assert served.stop() == 143
         assert "llama.cpp: http://127.0.0.1:8080/v1 answered, measuring tiny" in served.log.read_text()
     finally:
         if served.proc.poll() is None:
@@ -169,9 +171,9 @@ def test_ctrl_c_twice_at_once_is_one_stop_and_later_cancels(tmp_path: Path) -> N
         time.sleep(2)
         assert served.proc.poll() is None, "the repeated signal cut the grace period"
         served.proc.send_signal(signal.SIGINT)  # a second Ctrl-C, later: cancel now
-        assert served.proc.wait(30) == 0
+        assert served.proc.wait(30) == 130
         log = served.log.read_text()
-        assert "stopping: runs in flight get up to 60 s" in log and "cancelling the runs in flight" in log
+        assert "interrupted (Ctrl-C): runs in flight get up to 60 s" in log and "cancelling the runs in flight" in log
         with open_store(str(served.db)) as store:
             kinds = [s.error_kind for s in store.samples()]
         assert kinds and kinds[-1] == "cancelled"
@@ -192,7 +194,7 @@ def test_serve_on_a_public_address_warns_that_the_board_is_unauthenticated(tmp_p
     try:
         s.wait_for("/leaderboard.json", lambda doc: True, 60)
         assert "public and unauthenticated" in s.log.read_text()
-        assert s.stop() == 0
+        assert s.stop() == 143
     finally:
         if s.proc.poll() is None:
             s.proc.kill()
@@ -223,3 +225,37 @@ async def test_connections_send_small_responses_at_once_on_a_plain_asyncio_loop(
         conn = accepted[0].get_extra_info("socket")
         assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         writer.close()
+
+
+def _most_at_once(truths: list[sim.Truth]) -> int:
+    """The most requests a simulator was serving at the same time: from arrival to its last event."""
+    edges = sorted(
+        e for t in truths for e in ((t.t_received_ns, 1), (max([t.t_received_ns, *(x[0] for x in t.events)]), -1))
+    )
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_a_config_of_thousands_of_providers_measures_a_bounded_number_at_once_and_stops_on_sigterm(
+    tmp_path: Path, sim_thread: Callable[..., SimThread]
+) -> None:
+    """The hostile tester's 11,905 providers: every run started at once, and SIGTERM waited over 10 s."""
+    s = sim_thread(sim.Scenario(ttft_ms=50, tokens_per_s=200, output_tokens=200))
+    config = tmp_path / "many.toml"
+    providers = (f'[providers.p{i}]\nbase_url = "{s.url}"\nmodels = ["m"]\n' for i in range(11_905))
+    config.write_text('[schedule]\nworkloads = ["1k"]\n' + "".join(providers))
+    served = Served(tmp_path, "--config", str(config), "--grace", "1")
+    try:
+        served.wait_for("/health", lambda doc: doc["scheduler"]["jobs_running"] > 0, timeout_s=180)
+        time.sleep(3)
+        assert served.stop() == 143  # within Served.stop's 60 s, grace and all
+    finally:
+        if served.proc.poll() is None:
+            served.proc.kill()
+    log = served.log.read_text()
+    assert "stopped (SIGTERM)" in log and "Traceback" not in log, log[-3000:]
+    most = _most_at_once(list(s.simulator.truth.values()))
+    assert 0 < most <= MEASURED_AT_ONCE, f"{most} requests at once"

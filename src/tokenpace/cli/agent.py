@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 
 import click
 
 from tokenpace.cli import options as opt
 from tokenpace.cli.options import Finite
-from tokenpace.cli.signals import cancelled_by, run_async
+from tokenpace.cli.signals import cancelled_by, run_async, stop_of
 from tokenpace.cli.stderr import err
 from tokenpace.cli.store import close_store
 
@@ -42,7 +43,7 @@ def agent_command(
     from tokenpace.errors import ConfigError
     from tokenpace.prompts import tokens
     from tokenpace.prompts.corpus import load_corpus
-    from tokenpace.serve.service import default_config
+    from tokenpace.serve.service import REPEAT_S, default_config
     from tokenpace.store.database import open_store
     from tokenpace.store.queue import Queue
 
@@ -57,6 +58,7 @@ def agent_command(
     queue = Queue(db)  # refuses anything but PostgreSQL, in one line
     log_lines()
     store = open_store(db)
+    heard: list[int] = []
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
@@ -73,7 +75,7 @@ def agent_command(
                 corpus=corpus,
             )  # fmt: skip
             # From here Ctrl-C, as SIGTERM, gives running jobs their grace (again: cancels them), not asyncio's.
-            stack.enter_context(cancelled_by(signal.SIGINT, signal.SIGTERM))
+            stack.enter_context(cancelled_by(signal.SIGINT, signal.SIGTERM, heard=heard, repeat_s=REPEAT_S))
             line = f"tokenpace agent {agent.name}: region {region}, store {store.url}"
             err.print(shown(line), soft_wrap=True)
             with contextlib.suppress(asyncio.CancelledError):
@@ -83,4 +85,7 @@ def agent_command(
         run_async(go)
     finally:
         close_store(store)
-    err.print("stopped: every sample taken is in the store")
+    stop = stop_of(heard[0]) if heard else None
+    err.print(f"{stop.said if stop else 'stopped'}: every sample taken is in the store")
+    if stop is not None:
+        sys.exit(stop.code)

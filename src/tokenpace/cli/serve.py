@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 import click
 
 from tokenpace.cli import options as opt
-from tokenpace.cli.signals import run_async
+from tokenpace.cli.signals import CODES, run_async
 from tokenpace.cli.stderr import err
 from tokenpace.cli.store import close_store
 from tokenpace.errors import ConfigError, TokenpaceError
@@ -37,6 +39,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     from tokenpace.config import endpoints
     from tokenpace.serve import service  # the web stack loads only for the command that serves it
     from tokenpace.store.database import default_db_path, open_store
+    from tokenpace.store.serving import ServingLock
 
     log_lines()  # one line per run and per skipped run, so a terminal shows the service at work
 
@@ -45,30 +48,39 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
     sock = service.listen(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
+    where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
     try:
         store = open_store(db)
     except TokenpaceError:
         sock.close()
         raise
+    try:  # before anything starts: a second serve on this store would run the whole schedule again
+        holder = f"pid {os.getpid()} on {socket.gethostname()}, http://{where}:{bound_port}"
+        lock = ServingLock(store, db or str(default_db_path()), holder)
+    except TokenpaceError:
+        sock.close()
+        close_store(store)
+        raise
 
     notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
 
     def ready(jobs: Sequence[Any]) -> None:
-        where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
         err.print(f"tokenpace serving on http://{where}:{bound_port}", soft_wrap=True)
         for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
             err.print(shown(line), soft_wrap=True)  # a note may hold a model name a server chose
 
-    async def go() -> None:
+    async def go() -> int | None:
         chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
         notes.extend(found)
-        await service.run_service(
+        return await service.run_service(
             chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready
         )
 
     try:
-        run_async(go)
+        heard = run_async(go)
     finally:
         sock.close()
+        lock.close()
         close_store(store)
-    err.print("stopped: every sample taken is in the store")
+    if heard is not None:  # its one line was said when the signal came
+        sys.exit(CODES[heard])

@@ -20,6 +20,7 @@ Returned = TypeVar("Returned")
 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 TERMINATED = 143  # 128 + SIGTERM
+CODES: dict[int, int] = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
 
 
 class Terminated(BaseException):
@@ -39,17 +40,28 @@ class Stop:
     said: str
 
 
+def stop_of(signum: int) -> Stop:
+    """How ``signum`` (SIGINT or SIGTERM) stops a command."""
+    return Stop(CODES[signum], "stopped (SIGTERM)" if signum == signal.SIGTERM else "interrupted (Ctrl-C)")
+
+
 @contextlib.contextmanager
-def cancelled_by(*signums: int, heard: list[int] | None = None) -> Iterator[None]:
+def cancelled_by(*signums: int, heard: list[int] | None = None, repeat_s: float = 0.0) -> Iterator[None]:
     """While inside, each of these signals cancels the running task (noted in ``heard``); the handlers are removed
     on the way out: left behind (uvloop does) they point at a closed loop, and SIGTERM would no longer stop a
-    process that ran a command in-process (a test run)."""
+    process that ran a command in-process (a test run). A signal within ``repeat_s`` of the first is that one
+    again, not a second: `uv run` passes SIGTERM on to a process that had it from its group already."""
     import asyncio
+    import time
 
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
     assert task is not None
+    first: list[float] = []
 
     def cancel(signum: int) -> None:
+        if first and time.monotonic() - first[0] <= repeat_s:
+            return
+        first.append(time.monotonic())
         if heard is not None:
             heard.append(signum)
         task.cancel()
@@ -86,7 +98,8 @@ def run_async(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned:
             raise Terminated from None
         raise
     finally:  # a loop that handled SIGTERM sets it back to the default (a silent kill) when it closes
-        signal.signal(signal.SIGTERM, handler)
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:  # ignored: a stop heard is being carried out
+            signal.signal(signal.SIGTERM, handler)
 
 
 def run_stoppable(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned | Stop:

@@ -38,6 +38,9 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 DAY_S = 86_400.0
 MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend delays a run by little
+# Requests this process measures at once, every provider together. Beyond it the loop would time its own backlog,
+# not the endpoints: a config of 11,905 providers started every run at once, and SIGTERM waited 10 s for the loop.
+MEASURED_AT_ONCE = 32
 
 
 def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
@@ -112,9 +115,12 @@ class Sampler:
         grace_s: float = 30.0,
         corpus: Corpus | None = None,
         inline_reads: bool = False,
+        max_in_flight: int | None = MEASURED_AT_ONCE,
     ) -> None:
         """``run_job`` defaults to measuring the job into ``store``. Reads run on a thread so the loop keeps
-        timing streams meanwhile; ``inline_reads`` runs them on the loop, for a virtual clock in tests."""
+        timing streams meanwhile; ``inline_reads`` runs them on the loop, for a virtual clock in tests.
+        ``max_in_flight`` bounds the requests of every run at once (None: no bound, for runs measured elsewhere,
+        by the regions' agents); a run wider than it runs alone."""
         first: dict[Slot, Job] = {}
         for job in jobs:
             first.setdefault(job.slot, job)  # one job per key and region
@@ -135,6 +141,9 @@ class Sampler:
         self._due: dict[Slot, float] = {}  # absent while a job runs
         self._running: dict[Slot, asyncio.Task[None]] = {}
         self._in_flight: Counter[str] = Counter()  # requests, per provider
+        self._all_in_flight = 0  # requests, every provider together
+        self._max_in_flight = math.inf if max_in_flight is None else max_in_flight
+        self._providers = {job.endpoint.provider for job in self.jobs}
         self._limit: dict[str, int] = {}
         for job in self.jobs:
             p = job.endpoint.provider
@@ -180,6 +189,8 @@ class Sampler:
         """Sample until :meth:`stop`; cancelled runs record their requests as ``cancelled`` samples."""
         self._started = self.clock.now()
         for job in self.jobs:
+            if self._deadline is not None:  # stopped while reading: thousands of jobs take seconds to read
+                return
             last = None
             try:
                 last = await self._read(partial(job_last_started, self.store, job))
@@ -221,6 +232,9 @@ class Sampler:
             provider, plan = job.key[:2]
             if t > now or provider in blocked or (provider, plan) in waiting:
                 continue
+            if self._all_in_flight and self._all_in_flight + job.width > self._max_in_flight:
+                blocked.update(self._providers)  # every job waits for a run to end, the earliest due first
+                break
             if self._in_flight[provider] + job.width > self._limit[provider]:
                 blocked.add(provider)  # later jobs of this provider wait too, so a wide job is not starved
                 continue
@@ -236,6 +250,7 @@ class Sampler:
             del self._due[job.slot]
             self.lateness.append(self.clock.now() - t)
             self._in_flight[provider] += job.width
+            self._all_in_flight += job.width
             self._running[job.slot] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
         return blocked, waiting
 
@@ -302,6 +317,7 @@ class Sampler:
             if job.slot not in self._due:  # whatever went wrong above, the job stays on the schedule
                 self._due[job.slot] = next_due(job, started, self.clock.now())
             self._in_flight[job.endpoint.provider] -= job.width
+            self._all_in_flight -= job.width
             del self._running[job.slot]
             self._wake.set()
 

@@ -14,9 +14,10 @@ order in its region's queue (schedule/dispatch.py), taken by ``tokenpace agent``
 With webhooks in the config's ``[alerts]``, a third task looks for changes in what was sampled and sends them
 (serve/alerts.py); it never holds up the other two, and stops with them.
 
-SIGINT or SIGTERM stops both halves: the web server closes and the sampler starts nothing new, lets runs in
-flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples. A second
-signal cuts the grace period short; the samples are recorded all the same.
+SIGINT or SIGTERM stops both halves, with one line: the web server closes and the sampler starts nothing new,
+lets runs in flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples.
+A second signal cuts the grace period short; the samples are recorded all the same. Its child processes (the
+page renderer) ignore both (children.py): a terminal's Ctrl-C reaches them too, and only this process answers.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from tokenpace import sim
+from tokenpace.children import STOPS
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Config
 from tokenpace.config.settings import ScheduleSettings
@@ -48,7 +50,7 @@ from tokenpace.prompts.corpus import Corpus, default_corpus, load_corpus, tokeni
 from tokenpace.prompts.prompt import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
-from tokenpace.schedule.sampler import Sampler, Status
+from tokenpace.schedule.sampler import MEASURED_AT_ONCE, Sampler, Status
 from tokenpace.serve import discover
 from tokenpace.serve.alerts import Sender, Watcher, alerting, body
 from tokenpace.store.database import Store
@@ -61,6 +63,10 @@ from tokenpace.web.site import Site
 log = logging.getLogger(__name__)
 FIRST_PAGES = ("/", "/leaderboard.json", "/leaderboard.csv", "/metrics")  # rendered before the board answers
 REPEAT_S = 1.0  # a second signal sooner than this is the first one again (see stop() in run_service)
+STOP_SAID: dict[int, tuple[str, str]] = {
+    signal.SIGINT: ("interrupted (Ctrl-C)", "Ctrl-C again"),
+    signal.SIGTERM: ("stopped (SIGTERM)", "another"),
+}
 
 
 def default_config() -> Config:
@@ -191,12 +197,14 @@ async def run_service(
     store_url: str,
     grace_s: float = 5.0,
     ready: Callable[[list[cadence.Job]], None] | None = None,
-) -> None:
-    """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM; ``store_url`` opens
-    ``store`` again for the process rendering pages."""
+) -> int | None:
+    """Sample on schedule and serve the leaderboard on ``sock`` until SIGINT or SIGTERM, and return the one that
+    stopped it; ``store_url`` opens ``store`` again for the process rendering pages."""
     loop = asyncio.get_running_loop()
     said: list[str] = []  # logged after ``ready``: the address is the first line a user reads
+    heard: list[tuple[int, float]] = []  # the signal that stopped it, and when
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(_unhook, loop, heard)  # the last thing closed: simulators, renderer and queues go first
         if cfg.regions:  # the agents measure, with their own keys and simulators: this process only queues
             dispatcher = await regional(store, store_url, stack, said)
             endpoints = list(cfg.endpoints)
@@ -209,7 +217,8 @@ async def run_service(
         corpus = load_corpus(Path(cfg.corpus)) if cfg.corpus is not None else None
         if dispatcher is None:
             await loop.run_in_executor(None, preload_for_runs, [job.workload for job in jobs], corpus)
-        sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher)
+        bound = None if dispatcher is not None else MEASURED_AT_ONCE  # agents bound theirs (--concurrency)
+        sampler = Sampler(jobs, store, grace_s=grace_s, corpus=corpus, run_job=dispatcher, max_in_flight=bound)
         if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
             sender = Sender([w.target() for w in cfg.alerts.webhooks])
             watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))
@@ -218,24 +227,21 @@ async def run_service(
         app = await board(store, store_url, cfg, sampler.status, stack)
         server = _Server(server_config(app))
 
-        first_signal: list[float] = []
-
-        def stop() -> None:
-            if first_signal:
-                # `uv run` passes the terminal's Ctrl-C on, so the child sees one keypress twice, at once.
-                if time.monotonic() - first_signal[0] > REPEAT_S:
+        def stop(signum: int) -> None:
+            if heard:
+                # `uv run` passes SIGTERM on, so the child may see one signal twice, at once.
+                if time.monotonic() - heard[0][1] > REPEAT_S:
                     log.warning("cancelling the runs in flight: their samples are stored as cancelled")
                     server.force_exit = True
                     sampler.stop(grace_s=0)
                 return
-            first_signal.append(time.monotonic())
-            log.warning("stopping: runs in flight get up to %g s to finish (Ctrl-C again to cancel them)", grace_s)
+            heard.append((signum, time.monotonic()))
+            log.warning("%s", stopping_line(signum, grace_s, any(j.running for j in sampler.status().jobs)))
             server.should_exit = True
             sampler.stop()
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop)
-        stack.callback(lambda: [loop.remove_signal_handler(s) for s in (signal.SIGINT, signal.SIGTERM)])
+        for sig in STOPS:
+            loop.add_signal_handler(sig, stop, sig)
         if ready is not None:
             ready(jobs)
         for line in said:
@@ -253,3 +259,21 @@ async def run_service(
                 tg.create_task(sampler.run())
         except* TokenpaceError as group:  # one line for the user, as everywhere else, not an exception group
             raise group.exceptions[0] from None
+    return heard[0][0] if heard else None
+
+
+def _unhook(loop: asyncio.AbstractEventLoop, heard: list[tuple[int, float]]) -> None:
+    """The signal handlers removed; after a stop, later signals ignored to the exit: nothing is left to cut short."""
+    for sig in STOPS:
+        loop.remove_signal_handler(sig)
+    if heard:
+        for sig in STOPS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def stopping_line(signum: int, grace_s: float, in_flight: bool) -> str:
+    """The one line serve says when a signal stops it."""
+    said, again = STOP_SAID[signum]
+    if not in_flight:
+        return f"{said}: every sample taken is kept"
+    return f"{said}: runs in flight get up to {grace_s:g} s to finish, then are stored as cancelled ({again}: at once)"

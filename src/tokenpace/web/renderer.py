@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import multiprocessing.connection
 import os
 import threading
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message
 
+from tokenpace.children import child_started, deaf_children
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import WorkerError
 from tokenpace.schedule.sampler import Status
@@ -106,7 +106,10 @@ class Renderer:
     def _start(self) -> ProcessPoolExecutor:
         # spawn, not fork: a fork would copy this process's threads' locks in whatever state they are in.
         context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(1, mp_context=context, initializer=_start, initargs=self._args)
+        pool = ProcessPoolExecutor(1, mp_context=context, initializer=_start, initargs=self._args)
+        with deaf_children():  # a first call spawns the process now, from this thread: deaf from its start
+            pool.submit(int)
+        return pool
 
     def render(self, call: RenderCall) -> Rendered:
         """The response to ``call``, blocking (on a view thread); WorkerError if the process died doing it."""
@@ -128,10 +131,8 @@ _here: dict[str, Any] = {}
 
 
 def _start(factory: AppFactory, store_url: str, config: Config, status: Status | None) -> None:
+    child_started()  # a Ctrl-C to the terminal's process group is the serving process's to answer
     os.nice(NICENESS)
-    parent = multiprocessing.parent_process()
-    if parent is not None:  # a serving process killed outright (kill -9) must not leave its worker behind
-        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
     store = open_store(store_url)
     _here.update(store=store, status=status, loop=asyncio.new_event_loop())
     now_status = (lambda: _here["status"]) if status is not None else None
@@ -139,11 +140,6 @@ def _start(factory: AppFactory, store_url: str, config: Config, status: Status |
     env: jinja2.Environment = app.state.site.env
     for name in env.list_templates(filter_func=lambda name: name.endswith(".html")):
         env.get_template(name)  # compiled now, not while the first visitor of each page waits (~30 ms each)
-
-
-def _exit_with(sentinel: int) -> None:
-    multiprocessing.connection.wait([sentinel])
-    os._exit(0)
 
 
 def _render(call: RenderCall) -> Rendered:
