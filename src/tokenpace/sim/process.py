@@ -7,8 +7,9 @@ timestamps waited behind, and a sample was client-bound for the demo's own sake 
 
 The child is spawned (a fork would copy this process's threads' locks in whatever state they are in), says
 where each simulator listens within :data:`START_S`, and stops when told, when the pipe to its parent closes,
-or when its parent dies outright (kill -9): it never outlives the process that started it. It ignores SIGINT,
-which a terminal sends to the whole process group: its parent stops it, once, and says so itself.
+or when its parent dies outright (kill -9): it never outlives the process that started it. It ignores SIGINT and
+SIGTERM, which a terminal or a supervisor sends to the whole process group (children.py): its parent stops it,
+once, and says so itself.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ import contextlib
 import dataclasses
 import multiprocessing
 import multiprocessing.connection
-import os
-import signal
-import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from tokenpace.children import child_started, deaf_children
 from tokenpace.clients import protocol_for
 from tokenpace.errors import SimulatorError
 from tokenpace.load.interpreter import event_loop_factory
@@ -45,7 +44,8 @@ class SimulatorProcess:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         self._process = context.Process(target=_main, args=(dict(scenarios), child), name="tokenpace-sim", daemon=True)
-        self._process.start()
+        with deaf_children():
+            self._process.start()
         child.close()  # the child's end lives in the child: our copy closed, its EOF means the child is gone
         self.roots: dict[str, str] = {}
 
@@ -102,10 +102,7 @@ async def started_for(
 
 
 def _main(scenarios: dict[str, Scenario], conn: multiprocessing.connection.Connection) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group: the parent stops us
-    parent = multiprocessing.parent_process()
-    if parent is not None:  # a parent killed outright (kill -9) must not leave its simulators behind
-        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), daemon=True).start()
+    child_started()  # a terminal's Ctrl-C reaches the group: the parent stops us, and we never outlive it
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(_serve_all(scenarios, conn))
 
@@ -122,8 +119,3 @@ async def _serve_all(scenarios: dict[str, Scenario], conn: multiprocessing.conne
         conn.send(roots)
         with contextlib.suppress(EOFError, OSError):
             await asyncio.to_thread(conn.recv)  # "stop", or EOF: the parent closed its end
-
-
-def _exit_with_parent(sentinel: int) -> None:
-    multiprocessing.connection.wait([sentinel])
-    os._exit(0)
