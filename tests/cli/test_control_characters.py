@@ -7,6 +7,8 @@ board's pages, `/metrics` and the bench report. The CLI is the real one, over a 
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 
@@ -125,3 +127,59 @@ def test_log_lines_under_serve_and_agent_are_cleaned() -> None:
 
     record = logging.LogRecord("tokenpace", logging.WARNING, __file__, 1, "run failed: %s", (CLIPBOARD,), None)
     assert Formatter("%(message)s").format(record) == "run failed: ␛]52;c;aGFja2Vk␇"
+
+
+FORMULA_PROVIDER, FORMULA_MODEL = "=cmd|' /C calc'!A0", "+SUM(1+1)"
+FORMULA_CONFIG = f"""
+[providers.{toml(FORMULA_PROVIDER)}]
+simulate = {{ ttft_ms = 5, tokens_per_s = 2000, output_tokens = 8 }}
+models = [{toml(FORMULA_MODEL)}, {toml("@m" + CLIPBOARD)}, {toml("-1")}]
+"""
+
+
+def test_every_csv_export_quotes_formulas_and_shows_controls_as_pictures(tmp_path: Path) -> None:
+    """`run --output`, `/samples.csv` and `/leaderboard.csv`: no text cell a spreadsheet would run as a formula
+    (OWASP: one starting = + - @ tab or CR gets a leading quote), no raw control character; numbers stay numbers."""
+    config, db, out = tmp_path / "f.toml", str(tmp_path / "f.db"), tmp_path / "out.csv"
+    config.write_text(FORMULA_CONFIG)
+    run = CliRunner().invoke(
+        main, ["run", "--config", str(config), "-n", "1", "--publish", "--db", db, "--output", str(out)]
+    )
+    assert run.exit_code == 0, run.output
+    with open_store(db) as store, TestClient(create_app(store, endpoints.read_config(config))) as c:
+        files = {
+            "run --output": out.read_text(encoding="utf-8"),
+            "/samples.csv": c.get("/samples.csv").text,
+            "/leaderboard.csv": c.get("/leaderboard.csv?min_samples=1").text,
+        }
+    for name, text in files.items():
+        rows = list(csv.reader(io.StringIO(text)))
+        header, cells = rows[0], [cell for row in rows[1:] for cell in row]
+        assert len(rows) == 4 and not raw_controls(text), (name, raw_controls(text))
+        assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))], name
+        assert not [c for c in cells if c.startswith("-") and not re.fullmatch(r"-[\d.e-]+", c)], name
+        names = {r[header.index("provider")] + " " + r[header.index("model")] for r in rows[1:]}
+        assert names == {f"'{FORMULA_PROVIDER} '{m}" for m in (FORMULA_MODEL, "@m␛]52;c;aGFja2Vk␇", "-1")}, name
+
+
+NEWLINE_MODEL, BIDI_MODEL = "a\nFORGED 1/1 ok", "b\u202ecod.exe"  # the latter reads "bexe.doc"
+LINE_CONFIG = f"""
+[providers.x]
+simulate = {{ ttft_ms = 5, tokens_per_s = 2000, output_tokens = 8 }}
+models = [{toml(NEWLINE_MODEL)}, {toml(BIDI_MODEL)}]
+"""
+
+
+@pytest.mark.parametrize("columns", ["80", "300"])
+def test_a_newline_or_a_bidi_override_in_a_name_forges_no_line(tmp_path: Path, columns: str) -> None:
+    """`run` and `leaderboard` show a name on its line, its newline as "␤", and a bidi control as its code point."""
+    config, db = tmp_path / "l.toml", str(tmp_path / "l.db")
+    config.write_text(LINE_CONFIG)
+    runner = CliRunner(env={"COLUMNS": columns})
+    run = runner.invoke(main, ["run", "--config", str(config), "-n", "1", "--publish", "--db", db])
+    board = runner.invoke(main, ["leaderboard", "--db", db, "--min-samples", "1"])
+    for said in (run, board):
+        assert said.exit_code == 0, said.output
+        lines = said.output.splitlines()
+        assert not [line for line in lines if "FORGED" in line and "a␤" not in line], said.output
+        assert "\u202e" not in said.output and "b<U+202E>cod.exe" in said.output.replace("\n", "")
