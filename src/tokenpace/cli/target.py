@@ -71,7 +71,8 @@ def with_sim(
     from tokenpace import sim
 
     configured = sim.scenarios(cfg)
-    scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated}
+    # A `tokenpace sim` reached at --base-url is simulated but runs no scenario of ours.
+    scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated and e.provider in configured}
     if use_sim:
         scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120, prefix_cache=True)
         chosen = [simulated(protocol), *chosen]
