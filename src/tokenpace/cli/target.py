@@ -25,9 +25,13 @@ def from_url(
 ) -> Endpoint:
     """The endpoint --base-url, --model, --header... describe, each mistake one line that says what to fix."""
     from tokenpace.config.endpoints import Endpoint, check_header
+    from tokenpace.config.plain import is_one_line
 
     if not model:
         raise ConfigError("--base-url needs --model (the model name the endpoint expects)")
+    for option, name in (("--model", model), ("--provider", provider or ""), ("--plan", plan)):
+        if not is_one_line(name):
+            raise ConfigError(f"{option}: give a name on one line, without control characters or bidi controls")
     try:
         parts = urlsplit(base_url)
         host, _ = parts.hostname, parts.port  # each raises ValueError on a broken address
