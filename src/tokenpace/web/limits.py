@@ -47,7 +47,7 @@ MAX_CONNECTIONS = 512  # open HTTP connections; a new one past this evicts the l
 HEADER_TIMEOUT_S = 10.0  # from a connection's opening (or its last response) to a complete request head
 KEEP_ALIVE_S = 5  # uvicorn's timeout_keep_alive: an idle keep-alive connection closes after this
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers, up to the blank line that ends them; more is a 431
-LINGER_S = 2.0  # after a 431, how long the rest of the client's head is read and dropped before closing
+LINGER_S = 2.0  # after a refusal (431, 400), how long what the client still sends is read and dropped before closing
 _ANSWER = b"HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
 _HEAD_END = re.compile(rb"\n\r?\n")  # where h11 ends a head: a blank line, CRLF or bare LF
 BACKLOG = 128  # connections the kernel queues before accept
