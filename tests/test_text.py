@@ -6,8 +6,8 @@ from tokenpace.text import BIDI_CONTROLS, printable, printable_line
 
 
 def test_printable_shows_bidi_controls_as_code_points() -> None:
-    assert printable("abc\u202edef\u2066\u200f") == "abc<U+202E>def<U+2066><U+200F>"
-    assert all(f"<U+{c:04X}>" == printable(chr(c)) for c in BIDI_CONTROLS)
+    assert printable("abc\u202edef\u2066\u200f") == "abc{U+202E}def{U+2066}{U+200F}"
+    assert all(f"{{U+{c:04X}}}" == printable(chr(c)) for c in BIDI_CONTROLS)
     assert printable("عربي עברית") == "عربي עברית"  # right-to-left text itself is left as it is
 
 

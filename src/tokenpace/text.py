@@ -13,12 +13,13 @@ from __future__ import annotations
 BIDI_CONTROLS = (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 
 # C0 controls but tab and newline, and DEL, as their Unicode control pictures (ESC reads "␛"); C1 controls
-# (U+0080-U+009F, of which U+009B is a one-character CSI) as U+FFFD; bidi controls as their code point
-# ("<U+202E>"). Tab and newline stay: they move the cursor no further than the text's own layout, and error
-# messages and SVG hold them.
+# (U+0080-U+009F, of which U+009B is a one-character CSI) as U+FFFD; bidi controls as their code point in
+# braces ("{U+202E}": not markup to HTML, whose Markup is cleaned too, nor to rich, whose tags are brackets).
+# Tab and newline stay: they move the cursor no further than the text's own layout, and error messages and
+# SVG hold them.
 _PICTURES: dict[int, int | str] = {c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"}
 _PICTURES |= {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
-_PICTURES |= {c: f"<U+{c:04X}>" for c in BIDI_CONTROLS}
+_PICTURES |= {c: f"{{U+{c:04X}}}" for c in BIDI_CONTROLS}
 _LINE_PICTURES = _PICTURES | {ord("\t"): 0x2409, ord("\n"): 0x2424}  # tab "␉", newline "␤"
 
 

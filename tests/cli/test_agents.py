@@ -44,5 +44,5 @@ def test_an_agent_that_names_itself_with_a_newline_forges_no_row(tmp_path: Path)
         agents.beat(store, AgentRow("x\nfake-1", "eu\u202ewest", "h", "0.2.0", now, now, 10, None, 5, 1, 0, None))
     done = CliRunner().invoke(main, ["agents", "--db", db])
     assert done.exit_code == 0
-    assert "x␤fake-1" in done.output and "eu<U+202E>west" in done.output
+    assert "x␤fake-1" in done.output and "eu{U+202E}west" in done.output
     assert not [line for line in done.output.splitlines() if "fake-1" in line and "x␤" not in line], done.output

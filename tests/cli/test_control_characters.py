@@ -33,7 +33,7 @@ from tokenpace.web.report import render_report
 CLIPBOARD = "\x1b]52;c;aGFja2Vk\x07"  # OSC 52: "hacked" onto the reader's clipboard
 TITLE = "\x1b]0;pwned\x1b\\"  # OSC 0 ended by ST: the window's title
 CSI = "\x9b2J"  # C1 CSI: clear the screen, in one character
-PROVIDER, MODEL = f"evil{CLIPBOARD}co", f"m{TITLE}odel{CSI}"
+PROVIDER, MODEL = f"evil{CLIPBOARD}co", f"m{TITLE}odel{CSI}\u202egnp.exe"  # U+202E: reads "exe.png"
 
 
 def toml(text: str) -> str:
@@ -52,7 +52,7 @@ models = ["evilmodel"]
 input_tokens = 300
 max_tokens = 8
 """
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # but tab and newline
 
 
 def raw_controls(text: str) -> list[str]:
@@ -145,6 +145,7 @@ def test_pages_metrics_and_json_carry_no_raw_control(measured: tuple[Path, str, 
             assert r.status_code == 200, path
             assert not raw_controls(r.text), (path, raw_controls(r.text)[:3])
         assert "evil␛]52;c;aGFja2Vk␇co" in c.get("/?min_samples=1").text
+        assert "{U+202E}gnp.exe" in c.get(page).text  # as text: not a tag, in the page or in its charts' SVG
 
 
 def test_the_bench_report_carries_no_raw_control(tmp_path: Path, measured: tuple[Path, str, str]) -> None:
@@ -233,4 +234,4 @@ def test_a_newline_or_a_bidi_override_in_a_name_forges_no_line(tmp_path: Path, c
         assert said.exit_code == 0, said.output
         lines = said.output.splitlines()
         assert not [line for line in lines if "FORGED" in line and "a␤" not in line], said.output
-        assert "\u202e" not in said.output and "b<U+202E>cod.exe" in said.output.replace("\n", "")
+        assert "\u202e" not in said.output and "b{U+202E}cod.exe" in said.output.replace("\n", "")

@@ -55,5 +55,5 @@ def test_csv_row_quotes_text_that_opens_a_formula_and_keeps_numbers() -> None:
 
     row = ["=1+1", "+SUM(1)", "-2", "@A1", "\tx", "\rx", "a=b", -5, -2.5, None, "ok\x1b[2J\x07", "bidi\u202e"]
     assert csv_row(row) == [
-        "'=1+1", "'+SUM(1)", "'-2", "'@A1", "'\tx", "␍x", "a=b", -5, -2.5, None, "ok␛[2J␇", "bidi<U+202E>"
+        "'=1+1", "'+SUM(1)", "'-2", "'@A1", "'\tx", "␍x", "a=b", -5, -2.5, None, "ok␛[2J␇", "bidi{U+202E}"
     ]  # fmt: skip
