@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "errors version children",
+        "errors text version children",
         "config",
         "prompts",
         "measure",
@@ -87,7 +87,7 @@ def test_imports_only_go_down_a_layer() -> None:
 def test_a_probe_agent_imports_only_what_measuring_and_storing_need() -> None:
     """An agent runs far from the board (issue 11): no scheduler, board, web, serve or simulator comes with it."""
     used = {package_of(n) for m, targets in graph().items() if package_of(m) == "agent" for n in targets}
-    assert used - {"agent"} <= {"errors", "version", "config", "prompts", "measure", "clients", "load", "store"}
+    assert used - {"agent"} <= {"errors", "text", "version", "config", "prompts", "measure", "clients", "load", "store"}
 
 
 def cycle(g: dict[str, set[str]]) -> list[str]:

@@ -35,3 +35,14 @@ def test_agents_are_listed_as_a_table_and_as_json(tmp_path: Path) -> None:
     assert [(a["name"], a["state"], a["jobs_dropped"]) for a in data["agents"]] == [
         ("fra-1", "up", 0), ("iad-1", "stopped", 3)
     ]  # fmt: skip
+
+
+def test_an_agent_that_names_itself_with_a_newline_forges_no_row(tmp_path: Path) -> None:
+    db = str(tmp_path / "a.db")
+    now = datetime.now(UTC)
+    with open_store(db) as store:
+        agents.beat(store, AgentRow("x\nfake-1", "eu\u202ewest", "h", "0.2.0", now, now, 10, None, 5, 1, 0, None))
+    done = CliRunner().invoke(main, ["agents", "--db", db])
+    assert done.exit_code == 0
+    assert "x␤fake-1" in done.output and "eu{U+202E}west" in done.output
+    assert not [line for line in done.output.splitlines() if "fake-1" in line and "x␤" not in line], done.output

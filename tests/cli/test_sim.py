@@ -1,9 +1,10 @@
-"""`tokenpace sim`: the simulator as a server of its own, answering the official OpenAI client."""
+"""`tokenpace sim`: the simulator as a server of its own, answering the official OpenAI client and `run`."""
 
 from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import urllib.request
@@ -39,6 +40,9 @@ def test_sim_command_serves_the_official_openai_client(tmp_path: Path) -> None:
         result = invoke("run", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "sim", "-n", "2",
                         "--db", str(tmp_path / "t.db"), "--json")  # fmt: skip
         assert json.loads(result.stdout)["endpoints"][0]["ok"] == 2
+        # Its model list says it is a simulator: the samples are labelled so, as serve's discovery labels them.
+        with sqlite3.connect(tmp_path / "t.db") as db:
+            assert db.execute("SELECT simulated, count(*) FROM samples GROUP BY simulated").fetchall() == [(1, 2)]
     finally:
         proc.terminate()
         proc.wait(10)

@@ -201,6 +201,18 @@ async def test_connection_refused_is_a_connect_error() -> None:
     endpoint = Endpoint("down", "m", f"http://127.0.0.1:{port}/v1")
     result = await run_workload([endpoint], DEFAULT, RunOptions(2, 2, FAST))
     assert [s.error_kind for s in result.samples] == [ErrorKind.CONNECT_ERROR] * 2
+    # What was tried, in words: not aiohttp's connection key, whose "ssl:default" reads as if TLS had been tried.
+    assert {s.error_message for s in result.samples} == {f"cannot connect to 127.0.0.1:{port} (connection refused)"}
+
+
+async def test_an_unresolved_host_name_is_a_connect_error_that_says_so() -> None:
+    endpoint = Endpoint("nowhere", "m", "http://tokenpace-test.invalid/v1")  # .invalid never resolves (RFC 2606)
+    result = await run_workload([endpoint], DEFAULT, RunOptions(1, 1, FAST))
+    (s,) = result.samples
+    assert s.error_kind is ErrorKind.CONNECT_ERROR
+    assert s.error_message is not None and s.error_message.startswith(
+        "cannot connect to tokenpace-test.invalid:80 (host name not resolved: "
+    ), s.error_message
 
 
 async def test_connect_timeout() -> None:

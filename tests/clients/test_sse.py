@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 import pytest
 
-from tokenpace.clients import ndjson, sse
+from tokenpace.clients import ndjson, protocol_for, sse
+from tokenpace.config.presets import ProtocolName
+from tokenpace.measure.metrics import compute
+from tokenpace.measure.timing import Recording
 
 
 def stamped(*pieces: bytes) -> list[tuple[int, bytes]]:
@@ -94,3 +99,57 @@ def test_parsing_is_linear_in_the_size_of_the_response(
     start = time.perf_counter()
     assert sum(1 for _ in parse(chunks)) == 1
     assert time.perf_counter() - start < 10
+
+
+# A token event of each protocol, and what ends its stream (bench/decode.py times the same streams at 400k).
+TOKEN_AND_END: dict[ProtocolName, tuple[bytes, bytes]] = {
+    "openai-chat": (b'data: {"choices":[{"delta":{"content":" hi"}}]}\n\n', b"data: [DONE]\n\n"),
+    "openai-completions": (b'data: {"choices":[{"text":" hi"}]}\n\n', b"data: [DONE]\n\n"),
+    "openai-responses": (
+        b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":" hi"}\n\n',
+        b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r"}}\n\n',
+    ),
+    "anthropic": (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta",'
+        b'"delta":{"type":"text_delta","text":" hi"}}\n\n',
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ),
+    "gemini": (
+        b'data: {"candidates":[{"content":{"parts":[{"text":" hi"}]}}]}\n\n',
+        b'data: {"candidates":[{"content":{"parts":[{"text":"."}]},"finishReason":"STOP"}]}\n\n',
+    ),
+    "ollama": (b'{"message":{"content":" hi"},"done":false}\n', b'{"message":{"content":""},"done":true}\n'),
+}
+
+
+def _calls_to_decode(protocol: ProtocolName, events: int) -> int:
+    """Function calls, Python and C, made to decode a stream of ``events`` token events (100 to a chunk, and
+    one in 100 cut into single bytes) and to compute its metrics and stored JSON: work counted without a clock."""
+    token, end = TOKEN_AND_END[protocol]
+    chunks = [(i, token * 99) for i in range(events // 100)]
+    chunks += [(events, bytes([b])) for b in token * (events // 100)] + [(events + 1, end)]
+    rec = Recording(t_start_ns=0, t_sent_ns=0, t_end_ns=events + 2, http_status=200, chunks=chunks)
+    calls = 0
+
+    def count(_frame: FrameType, event: str, _arg: object) -> None:
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    sys.setprofile(count)
+    try:
+        timeline = protocol_for(protocol).decode(rec)
+        compute(timeline)
+        timeline.to_json()
+    finally:
+        sys.setprofile(None)
+    assert timeline.failure is None and len(timeline.token_events) >= events, timeline.failure  # gemini: one more
+    return calls
+
+
+@pytest.mark.parametrize("protocol", sorted(TOKEN_AND_END))
+def test_decoding_a_stream_is_linear_in_its_events(protocol: ProtocolName) -> None:
+    """Four times the events, four times the calls, give or take the fixed part: a step that went back over the
+    events or chunks before it (a quadratic one: 400k events took 13-25 s) would make it sixteen times."""
+    _calls_to_decode(protocol, 100)  # what is loaded once (the vocabulary, imports) is not counted below
+    small, large = _calls_to_decode(protocol, 1_000), _calls_to_decode(protocol, 4_000)
+    assert 3 * small < large < 4.5 * small, (small, large)

@@ -8,6 +8,7 @@ measures that).
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import threading
 import time
@@ -202,3 +203,42 @@ def test_a_request_head_over_16_kib_is_a_431(app: Any, pieces: int) -> None:
         for size in (MAX_HEAD_BYTES + 1, 20 * 1024, 200 * 1024, 1024 * 1024):
             assert _status_of_head(running.port, size, pieces=pieces) == 431, size
         assert _health(running.url) == 200  # and it serves on
+
+
+def _answers(port: int, sent: bytes) -> tuple[list[int], bool]:
+    """The statuses answered to ``sent`` (written at once) on one connection, and whether the server closed it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(sent)
+        got, closed = b"", False
+        s.settimeout(5)  # the server closes within LINGER_S of a refusal; a connection kept open times out here
+        try:
+            while more := s.recv(65536):
+                got += more
+            closed = True
+        except ConnectionResetError:
+            closed = True
+        except TimeoutError:
+            pass
+    return [int(status) for status in re.findall(rb"HTTP/1\.1 (\d{3}) ", got)], closed  # no body here says that
+
+
+def test_a_pipelined_request_head_over_16_kib_is_a_431_too(app: Any) -> None:
+    """The limit holds for every head on a connection, not only the first: a second request sent behind the
+    first (HTTP/1.1 pipelining) waits in h11's buffer, where no read of ours would have seen it."""
+    small = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    large = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (20 * 1024) + b"\r\n\r\n"
+    with Running(app) as running:
+        assert _answers(running.port, small + large) == ([200, 431], True)
+        assert _answers(running.port, small + small + large + small) == ([200, 200, 431], True)
+        assert _health(running.url) == 200
+
+
+def test_a_request_framed_by_length_and_by_chunks_is_refused_and_closed(app: Any) -> None:
+    """Content-Length and Transfer-Encoding both: a 400 and the connection closed (RFC 9112 section 6.3), so
+    the bytes after the chunked body are never served as a request of their own (request smuggling)."""
+    smuggled = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = b"0\r\n\r\n" + smuggled
+    head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n" % len(body)
+    with Running(app) as running:
+        assert _answers(running.port, head + body) == ([400], True)
+        assert _health(running.url) == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,7 @@ def test_page_and_twin_show_warm_vs_cold_per_endpoint(filled: tuple[Store, list[
     assert plain["warm_cached_share"] == 0 and plain["speedup"] == pytest.approx(1, abs=0.3)
     assert page.status_code == 200 and 'id="prompt-cache"' in page.text and "cacheco" in page.text
     assert 'href="/prompt-cache.json"' in page.text
+    assert not re.search(r"\bNone\b", page.text), "Python's None in the page's prose"
 
 
 def test_turns_reader_leaves_out_unpublished_and_failed(filled: tuple[Store, list[Sample], Config]) -> None:

@@ -2,9 +2,10 @@
 
 Names and messages come from config files, stores and servers; a raw ESC among them would be obeyed by the
 reader's terminal (OSC 52 writes the clipboard, OSC 0 retitles the window, CSI rewrites what is shown). This
-Console cleans every string it renders (numbers.printable) before rich parses its markup, and :func:`shown`
-also escapes markup, for text that must not style itself: ``[link=...]`` would make rich write an OSC 8
-hyperlink of the text's own choosing.
+Console cleans every string it renders (text.printable) before rich parses its markup. :func:`shown` also
+keeps the text on its line (a newline in a model name would forge a line of the output) and escapes markup,
+for text that must not style itself: ``[link=...]`` would make rich write an OSC 8 hyperlink of the text's own
+choosing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import rich.console
 from rich.markup import escape
 from rich.text import Text
 
-from tokenpace.board.numbers import printable
+from tokenpace.text import printable, printable_line
 
 
 class Console(rich.console.Console):
@@ -27,8 +28,8 @@ class Console(rich.console.Console):
 
 
 def shown(text: str) -> str:
-    """Untrusted text to interpolate into markup: cleaned, and its square brackets escaped."""
-    return escape(printable(text))
+    """Untrusted text to interpolate into markup: cleaned, on one line, and its square brackets escaped."""
+    return escape(printable_line(text))
 
 
 class Formatter(logging.Formatter):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from tokenpace.board import console as clean
 from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
 from tokenpace.load.results import BenchPoint, BenchResult
@@ -55,7 +55,8 @@ def label(p: BenchPoint) -> str:
 
 def _table(result: BenchResult, columns: list[str], shown: list[int]) -> Table:
     slo = f"  ·  SLO {result.slo.describe()}" if result.slo is not None else ""
-    title = f"{escape(result.endpoint)}  ·  {escape(result.protocol)}  ·  dataset {escape(result.dataset)}{slo}"
+    said = "  ·  ".join(clean.shown(t) for t in (result.endpoint, result.protocol, f"dataset {result.dataset}"))
+    title = said + slo
     title += "  ·  latencies in ms"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     for i in shown:
@@ -89,17 +90,17 @@ def print_result(console: Console, result: BenchResult) -> None:
     for p in result.points:
         f = p.figures
         if p.invalid:
-            console.print(f"  [bold red]{escape(label(p))} invalid:[/] {escape(p.invalid)}", soft_wrap=True)
-            console.print(f"    {escape(schedule_line(p))}", soft_wrap=True, highlight=False)
+            console.print(f"  [bold red]{clean.shown(label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True)
+            console.print(f"    {clean.shown(schedule_line(p))}", soft_wrap=True, highlight=False)
         if f.errors:
             kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
-            console.print(f"  {p.load.describe()}: errors {escape(kinds)}", soft_wrap=True, highlight=False)
+            console.print(f"  {p.load.describe()}: errors {clean.shown(kinds)}", soft_wrap=True, highlight=False)
         for t in f.by_tag:
             ms = "  ".join(
                 f"{name} P50 {numbers.figure_text(v, 'ms')} ms"
                 for name, v in (("TTFT", t.ttft.p50), ("TPOT", t.tpot.p50), ("E2E", t.e2e.p50))
             )
-            line = f"  {p.load.describe()}  ·  {escape(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
+            line = f"  {p.load.describe()}  ·  {clean.shown(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
             console.print(line, soft_wrap=True, highlight=False)
     if any(p.client_bound for p in result.points):
         console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
@@ -156,10 +157,10 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
     """Per compared load level a table of figure, A, B, change and verdict; then what was not compared and
     one verdict line."""
     for note in comparison.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]note:[/] {clean.shown(note)}", soft_wrap=True, highlight=False)
     for pc in comparison.points:
         runs = "" if pc.repeats == (1, 1) else f"  ·  repeats A {pc.repeats[0]}, B {pc.repeats[1]} (medians)"
-        table = Table(title=escape(pc.load) + runs, title_justify="left")
+        table = Table(title=clean.shown(pc.load) + runs, title_justify="left")
         for col in ("figure", "A", "B", "change", "verdict"):
             table.add_column(col, justify="left" if col in ("figure", "verdict") else "right")
         for c in pc.changes:
@@ -169,10 +170,10 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
             table.add_row(name, a, b, describe_change(c), verdict)
         console.print(table)
         for note in pc.notes:
-            console.print(f"  [yellow]{escape(note)}[/]", highlight=False)
+            console.print(f"  [yellow]{clean.shown(note)}[/]", highlight=False)
     for run, loads in (("A", comparison.only_a), ("B", comparison.only_b)):
         if loads:
-            console.print(f"only in run {run} (not compared): {escape(', '.join(loads))}", soft_wrap=True)
+            console.print(f"only in run {run} (not compared): {clean.shown(', '.join(loads))}", soft_wrap=True)
     console.print(verdict_line(comparison), soft_wrap=True, highlight=False)
 
 
@@ -187,7 +188,7 @@ def verdict_line(c: Comparison) -> str:
             for pc in c.points
             if (bad := [ch for ch in pc.changes if ch.headline and ch.verdict == "worse"])
         )
-        return f"[bold red]regressed[/] beyond {limit}: " + escape("; ".join(worse))
+        return f"[bold red]regressed[/] beyond {limit}: " + clean.shown("; ".join(worse))
     if c.verdict == "improved":
         return f"[green]improved[/]: no headline figure worse beyond {limit}, some better"
     return f"same: no headline figure moved beyond {limit} and outside its run-to-run noise"

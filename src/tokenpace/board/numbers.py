@@ -7,8 +7,7 @@ cent).
 A missing value is a dash. JSON and CSV carry the numbers as they are: formatting is for reading only.
 
 Text from a config, a store or a server (endpoint and model names, error messages) is shown through
-:func:`printable`: a control character written raw lets whoever named an endpoint write to a reader's
-clipboard (OSC 52), retitle the terminal or rewrite the screen, and a raw ESC in a page is an invalid character.
+:func:`printable` (text.py says why).
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from typing import Literal
+
+from tokenpace.text import printable as printable  # re-exported: pages and the terminal format here
 
 DASH = "—"
 Kind = Literal["num", "ms", "int", "s"]
@@ -39,18 +40,6 @@ def rate(value: float | None) -> str:
     if value is None:
         return DASH
     return f"{value:,.2f}" if abs(value) < 10 else figure_text(value)
-
-
-# C0 controls but tab and newline, and DEL, as their Unicode control pictures (ESC reads "␛"); C1 controls
-# (U+0080-U+009F, of which U+009B is a one-character CSI) as U+FFFD. Tab and newline stay: they move the cursor
-# no further than the text's own layout, and error messages and SVG hold them.
-_PICTURES = {c: 0x2400 + c for c in range(0x20) if chr(c) not in "\t\n"} | {0x7F: 0x2421}
-_PICTURES |= dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character that could drive a terminal (or break a page) made visible."""
-    return text.translate(_PICTURES)
 
 
 def cut(text: str, limit: int = 300) -> str:

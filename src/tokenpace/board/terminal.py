@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -43,7 +42,7 @@ def print_summary(console: Console, s: Summary) -> None:
     """The endpoint's figures (beside the simulator's true values under --sim), then its commonest errors."""
     rate = numbers.percent(s.success_rate)
     errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "none"
-    title = f"{escape(s.endpoint)}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}"
+    title = f"{clean.shown(s.endpoint)}  ·  {s.ok}/{s.samples} ok ({rate})  ·  errors: {errors}"
     if s.canary_checked:  # answers that began with the line asked for: a wrong or swapped model shows here
         title += f"  ·  canary {s.canary_passed}/{s.canary_checked} ({numbers.percent(s.canary_pass_rate)})"
     if s.ok == 0:
@@ -75,7 +74,7 @@ def print_summary(console: Console, s: Summary) -> None:
         console.print(f"{c.count} of {s.samples} cold (idle >= {after}): {ttft}", soft_wrap=True, highlight=False)
     for kind, found in s.error_messages.items():
         for m in found:
-            console.print(f"  {kind} ({m.count}): {escape(m.message)}", soft_wrap=True, highlight=False)
+            console.print(f"  {kind} ({m.count}): {clean.shown(m.message)}", soft_wrap=True, highlight=False)
             if m.hint:
                 console.print(f"    hint: {m.hint}", soft_wrap=True, style="yellow", highlight=False)
 
@@ -115,7 +114,7 @@ def print_warm_cold(out: Console, rows: Sequence[WarmCold]) -> None:
     for col in ("endpoint", "pairs", "cold", "warm", "speed-up", "cached"):
         table.add_column(col, justify="left" if col == "endpoint" else "right")
     for r in rows:
-        name = escape(f"{r.provider}/{r.model}") + (" [magenta](simulated)[/]" if r.simulated else "")
+        name = clean.shown(f"{r.provider}/{r.model}") + (" [magenta](simulated)[/]" if r.simulated else "")
         speedup = numbers.DASH if r.speedup is None else f"{r.speedup:.2f}x"
         tokens = r.warm_cached_tokens_p50
         held = f" ({numbers.figure_text(tokens, 'int')} tok)" if tokens else ""
@@ -134,10 +133,10 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "name":
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""
         changed = " [yellow](changed)[/]" if e.change else ""  # what changed is in --json, too long for a cell
-        where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
+        where = f" [blue]@{clean.shown(regions.token(r.region))}[/]" if board.query.region == EACH else ""
         wrong = " [red](fast but wrong)[/]" if rows.fast_but_wrong(r) else ""  # its canary failed too often
         simulated = " [magenta](simulated)[/]" if r.simulated else ""
-        return escape(r.name) + where + wrong + simulated + one_shot + changed
+        return clean.shown(r.name) + where + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure_text(figure.headline(statistic))} [dim](n={figure.n})[/]"
@@ -160,8 +159,8 @@ def _cell(board: Board, e: Entry, key: str) -> str:
 def print_board(console: Console, board: Board) -> None:
     """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
     q = board.query
-    where = escape(", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v))
-    title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    where = clean.shown(", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v))
+    title = f"{clean.shown(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     title += "  ·  client-bound samples included" if q.include_client_bound else ""
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in TERMINAL_COLUMNS:
@@ -175,8 +174,8 @@ def print_board(console: Console, board: Board) -> None:
 
 def _say_empty(console: Console, board: Board) -> None:
     if not board.entries:
-        console.print(f"no samples of the {escape(board.query.workload)} workload in this window (workloads: "
-                      f"{escape(', '.join(board.workloads)) or 'none yet'})", soft_wrap=True)  # fmt: skip
+        console.print(f"no samples of the {clean.shown(board.query.workload)} workload in this window (workloads: "
+                      f"{clean.shown(', '.join(board.workloads)) or 'none yet'})", soft_wrap=True)  # fmt: skip
 
 
 def print_presets(console: Console, presets: Sequence[Preset]) -> None:
@@ -227,7 +226,7 @@ def print_leaderboard(console: Console, board: Board) -> None:
         print_board(console, board)
         return
     q = board.query
-    title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
+    title = f"{clean.shown(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
     console.print(title, soft_wrap=True)
     statistic = board.window.statistic
     for e in board.entries:

@@ -38,7 +38,7 @@ class WarmCold:
 
 
 def speedup(cold_ms: float | None, warm_ms: float | None) -> float | None:
-    """Speed-up = cold TTFT p50 / warm TTFT p50 (None without both, or with a warm p50 of 0)."""
+    """Speed-up = cold TTFT p50 / warm TTFT p50, shown only with both (and a warm p50 above 0)."""
     return cold_ms / warm_ms if cold_ms is not None and warm_ms else None
 
 

@@ -20,10 +20,9 @@ def agents_command(db: str | None, as_json: bool) -> None:
     """List the probe agents: region, state (up, down, stopped), version, host, last heartbeat, jobs, clock offset."""
     from datetime import UTC, datetime
 
-    from rich.markup import escape
     from rich.table import Table
 
-    from tokenpace.board.console import Console
+    from tokenpace.board.console import Console, shown
     from tokenpace.board.fleet import NONE_YET, fleet_dict
     from tokenpace.store import agents
     from tokenpace.store.database import open_store
@@ -46,7 +45,7 @@ def agents_command(db: str | None, as_json: bool) -> None:
         table.add_column(col, justify="right" if col in ("done", "failed", "dropped", "clock offset") else "left")
     for a in data["agents"]:
         offset = "-" if a["clock_offset_ms"] is None else f"{a['clock_offset_ms']:.1f} ms"
-        said = (escape(a[k]) for k in ("name", "region", "state", "version", "host"))  # an agent names itself
+        said = (shown(a[k]) for k in ("name", "region", "state", "version", "host"))  # an agent names itself
         table.add_row(
             *said, f"{a['heartbeat_age_s']:.0f} s ago",
             str(a["jobs_done"]), str(a["jobs_failed"]), str(a["jobs_dropped"]), offset,

@@ -82,12 +82,17 @@ class Target:
         return {"sim": sim.Scenario(ttft_ms=150, tokens_per_s=120)} if self.use_sim else sim.scenarios(cfg)
 
     def _from_url(self) -> list[Endpoint]:
+        """--base-url's endpoint, labelled simulated where its server says it is a `tokenpace sim`."""
+        import asyncio
+
         from tokenpace.cli.target import from_url
+        from tokenpace.serve.discover import labelled
 
         if not self.base_url:
             return []
-        return [from_url(self.base_url, self.model, self.protocol, self.api_key_env, self.plan, self.provider,
-                         self.headers)]  # fmt: skip
+        given = from_url(self.base_url, self.model, self.protocol, self.api_key_env, self.plan, self.provider,
+                         self.headers)  # fmt: skip
+        return asyncio.run(labelled([given]))
 
 
 def one_endpoint(_ctx: click.Context, _param: click.Parameter, name: str | None) -> tuple[str, ...]:

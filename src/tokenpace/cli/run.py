@@ -104,7 +104,7 @@ def _asked(cfg: Config, target: Target, size: RunSize, prompts: Prompts, sending
                          limits=sending.limits())  # fmt: skip
     chosen, scenarios = with_sim(cfg, chosen, target.use_sim, target.protocol)
     size.check(workload, len(chosen))
-    truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated}
+    truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated and e.provider in scenarios}
     return _Asked(cfg, chosen, scenarios, truth, workload, texts, options)
 
 

@@ -25,9 +25,13 @@ def from_url(
 ) -> Endpoint:
     """The endpoint --base-url, --model, --header... describe, each mistake one line that says what to fix."""
     from tokenpace.config.endpoints import Endpoint, check_header
+    from tokenpace.config.plain import is_one_line
 
     if not model:
         raise ConfigError("--base-url needs --model (the model name the endpoint expects)")
+    for option, name in (("--model", model), ("--provider", provider or ""), ("--plan", plan)):
+        if not is_one_line(name):
+            raise ConfigError(f"{option}: give a name on one line, without control characters or bidi controls")
     try:
         parts = urlsplit(base_url)
         host, _ = parts.hostname, parts.port  # each raises ValueError on a broken address
@@ -71,7 +75,8 @@ def with_sim(
     from tokenpace import sim
 
     configured = sim.scenarios(cfg)
-    scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated}
+    # A `tokenpace sim` reached at --base-url is simulated but runs no scenario of ours.
+    scenarios = {e.provider: configured[e.provider] for e in chosen if e.simulated and e.provider in configured}
     if use_sim:
         scenarios["sim"] = sim.Scenario(ttft_ms=150, tokens_per_s=120, prefix_cache=True)
         chosen = [simulated(protocol), *chosen]

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
-_BOM = "\ufeff"
+_BOM_BYTES = "\ufeff".encode()  # the BOM in UTF-8: dropped before decoding, as it would be after
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,9 @@ class _Event:
 
     def line(self, line: str) -> None:
         """Apply one non-blank line (a field, or a comment)."""
+        if line.startswith("data:"):  # nearly every line: said first
+            self.data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            return
         if line.startswith(":"):
             return
         field, colon, value = line.partition(":")
@@ -52,7 +55,8 @@ class _Event:
 
     def dispatch(self, t_ns: int) -> SseEvent | None:
         """The finished event (None when it had no data, as the grammar says), the state reset."""
-        event = SseEvent(t_ns, self.name or "message", "\n".join(self.data)) if self.data else None
+        data = self.data
+        event = SseEvent(t_ns, self.name or "message", data[0] if len(data) == 1 else "\n".join(data)) if data else None
         self.name, self.data = "", []
         return event
 
@@ -60,8 +64,9 @@ class _Event:
 def events(chunks: Iterable[tuple[int, bytes]]) -> Iterator[SseEvent]:
     """Yield each event with the arrival time of the chunk holding the end of the blank line that ended it.
 
-    Lines are split on bytes (CR and LF never occur inside a UTF-8 character) and decoded one by one, so the
-    events before a line that is not UTF-8 are yielded before the error is raised.
+    Each chunk is split into lines on bytes at once (CR and LF never occur inside a UTF-8 character; a chunk
+    without CR is split on LF alone, in C) and the lines are decoded one by one, so the events before a line
+    that is not UTF-8 are yielded before the error is raised.
     """
     event = _Event()
     pending: list[bytes] = []  # the pieces of a line not yet ended
@@ -69,25 +74,30 @@ def events(chunks: Iterable[tuple[int, bytes]]) -> Iterator[SseEvent]:
     first = True  # the first line may open with a BOM
     t_ns = 0
     for t_ns, data in chunks:
-        start = 1 if after_cr and data.startswith(b"\n") else 0
-        if data:
-            after_cr = False
-        for match in _LINE_END.finditer(data, start):
-            pending.append(data[start : match.start()])
-            line = b"".join(pending).decode("utf-8")
-            pending.clear()
-            start = match.end()
+        if not data:
+            continue
+        if after_cr and data.startswith(b"\n"):
+            data = data[1:]
+        after_cr = data.endswith(b"\r")
+        lines = _LINE_END.split(data) if b"\r" in data else data.split(b"\n")
+        rest = lines.pop()  # after the last line ending: the start of a line not yet ended
+        if lines:
+            if pending:
+                pending.append(lines[0])
+                lines[0] = b"".join(pending)
+                pending.clear()
             if first:
-                line, first = line.removeprefix(_BOM), False
-            if line:
-                event.line(line)
-            elif (done := event.dispatch(t_ns)) is not None:
-                yield done
-            after_cr = start == len(data) and match.group() == b"\r"
-        if start < len(data):
-            pending.append(data[start:])
+                lines[0] = lines[0].removeprefix(_BOM_BYTES)
+                first = False
+            for raw in lines:
+                if raw:
+                    event.line(raw.decode("utf-8"))
+                elif (done := event.dispatch(t_ns)) is not None:
+                    yield done
+        if rest:
+            pending.append(rest)
     if pending:
-        line = b"".join(pending).decode("utf-8")
-        event.line(line.removeprefix(_BOM) if first else line)
+        line = b"".join(pending)
+        event.line((line.removeprefix(_BOM_BYTES) if first else line).decode("utf-8"))
     if (done := event.dispatch(t_ns)) is not None:
         yield done

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import json
 import re
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -65,6 +66,19 @@ def _bad_response(exc: aiohttp.ClientResponseError) -> str:
     return f"bad response: not valid HTTP ({exc.message.split(':')[0][:80]})"
 
 
+def _not_connected(exc: aiohttp.ClientConnectorError) -> str:
+    """What was tried and why it failed: ``cannot connect to 127.0.0.1:9 (connection refused)``. aiohttp's
+    own text holds its connection key (``ssl:default`` on plain HTTP, as if TLS had been tried)."""
+    error = exc.os_error
+    if isinstance(error, socket.gaierror):
+        why = f"host name not resolved: {error.strerror or error}"
+    elif isinstance(error, ConnectionRefusedError):
+        why = "connection refused"
+    else:
+        why = error.strerror or str(error) or type(error).__name__
+    return f"cannot connect to {exc.host}:{exc.port} ({why})"
+
+
 def _client_failure(exc: aiohttp.ClientError, rec: Recording, secrets: tuple[str, ...]) -> Failure:
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
@@ -75,6 +89,8 @@ def _client_failure(exc: aiohttp.ClientError, rec: Recording, secrets: tuple[str
         kind, message = ErrorKind.BAD_RESPONSE, str(exc)
     elif isinstance(exc, aiohttp.ClientResponseError):  # the server answered, but not in HTTP
         kind, message = ErrorKind.BAD_RESPONSE, _bad_response(exc)
+    elif isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(exc, aiohttp.ClientSSLError):
+        kind, message = ErrorKind.CONNECT_ERROR, _not_connected(exc)  # a TLS failure's own text says what failed
     elif isinstance(exc, aiohttp.ClientConnectorError) or rec.t_headers_ns is None:
         kind = ErrorKind.CONNECT_ERROR
     else:

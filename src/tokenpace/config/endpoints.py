@@ -74,7 +74,7 @@ from typing import Annotated, Any
 import pydantic
 
 from tokenpace.config.alerts import Alerts, AlertsTable, alerts
-from tokenpace.config.models import BUILTIN_MODELS, Models, ModelTable
+from tokenpace.config.models import BUILTIN_MODELS, Models, ModelTable, Name
 from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
 from tokenpace.config.presets import PRESETS, ProtocolName, preset
@@ -156,7 +156,7 @@ class _Plan(_Strict, PlanKeys):
     base_url: pydantic.HttpUrl | None = None
     protocol: ProtocolName | None = None
     headers: dict[str, str] = {}
-    models: list[str] = pydantic.Field(min_length=1)
+    models: list[Name] = pydantic.Field(min_length=1)
     price: PriceTable | None = None
     prices: dict[str, PriceTable] = {}
 
@@ -166,10 +166,10 @@ class _Provider(_Strict, PlanKeys):
     base_url: pydantic.HttpUrl | None = None
     protocol: ProtocolName | None = None
     api_key_env: str | None = None
-    plan: str = "default"
+    plan: Name = "default"
     headers: dict[str, str] = {}
-    models: list[str] = []
-    plans: dict[str, _Plan] = {}
+    models: list[Name] = []
+    plans: dict[Name, _Plan] = {}
     concurrency: int = pydantic.Field(default=DEFAULT_CONCURRENCY, ge=1)
     simulate: dict[str, Any] | None = None  # checked by sim.scenarios when a simulator is started
     price: PriceTable | None = None
@@ -178,7 +178,7 @@ class _Provider(_Strict, PlanKeys):
 
 
 class _File(_Strict):
-    providers: dict[str, _Provider] = {}
+    providers: dict[Name, _Provider] = {}  # names and model ids shown as written: no control characters
     workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
     corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
     schedule: ScheduleTable = ScheduleTable()

@@ -71,7 +71,7 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = (
 
 def _one_line_name(text: str) -> str:
     if not text.strip() or not is_one_line(text):
-        raise ValueError("give a name on one line, without control characters")
+        raise ValueError("give a name on one line, without control characters or bidi controls")
     return text
 
 

@@ -14,16 +14,21 @@ from typing import Any
 
 import pydantic
 
+from tokenpace.text import printable_line
+
 
 def is_one_line(text: str) -> bool:
-    """Whether text holds no control character (C0 or DEL): a name or a note that stays on its line."""
-    return not any(ord(c) < 32 or ord(c) == 127 for c in text)
+    """Whether text holds nothing a reader would see as a picture (text.printable_line): no control character
+    (C0, DEL, C1) and no bidi control, so a name or a note shows as written and stays on its line."""
+    return printable_line(text) == text
 
 
 def where(loc: tuple[int | str, ...]) -> str:
     """``providers.a.models[0]``: a TOML key path as a person would write it."""
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's mark of a table's key, which the path already names
+            continue
         name = str(part) if len(str(part)) <= 60 else str(part)[:59] + "…"  # a key is the file's: bounded too
         out += f"[{part}]" if isinstance(part, int) else f".{name}" if out else name
     return out or "(top level)"

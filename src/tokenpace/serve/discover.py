@@ -9,7 +9,8 @@ Three sources, in order:
 
 A local server that is tokenpace's own simulator (``tokenpace sim``: its model list carries the header
 ``X-Tokenpace-Simulator: 1``) is measured labelled simulated, whatever port it answers on: a simulator's figures
-must never rank as a real server's.
+must never rank as a real server's. ``run`` and ``bench --base-url`` ask the same of the URL they are given
+(:func:`labelled`).
 
 Only the *name* of a key variable is ever kept; the key stays in the environment.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from tokenpace.clients import protocol_for
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.presets import PRESETS, Preset
 from tokenpace.sim import SIMULATOR_HEADER
@@ -93,6 +96,21 @@ async def _listed(session: aiohttp.ClientSession, p: Preset, base_url: str) -> _
                 simulated = response.headers.get(SIMULATOR_HEADER, "").strip() == "1"
                 return _Listing(_model_names(p.protocol, json.loads(body)), simulated)
     return _Listing([], simulated=False)
+
+
+async def labelled(endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+    """The endpoints, each whose server says it is tokenpace's simulator labelled simulated: its model list is
+    asked for once (no key sent), within PROBE_TIMEOUT_S, and only its status and headers are read."""
+
+    async def says(session: aiohttp.ClientSession, e: Endpoint) -> bool:
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+            async with session.get(protocol_for(e.protocol).warm_url(e), allow_redirects=False) as response:
+                return response.status == 200 and response.headers.get(SIMULATOR_HEADER, "").strip() == "1"
+        return False
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT_S)) as session:
+        said = await asyncio.gather(*(says(session, e) for e in endpoints))
+    return [dataclasses.replace(e, simulated=True) if s else e for e, s in zip(endpoints, said, strict=True)]
 
 
 async def local(

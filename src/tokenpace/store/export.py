@@ -1,11 +1,18 @@
 """Samples out, with the same columns everywhere (``columns.EXPORTED``): files for ``run --output`` (CSV for
-spreadsheets, JSON Lines with the raw timeline for re-analysis) and rows for the web's ``/samples.csv``."""
+spreadsheets, JSON Lines with the raw timeline for re-analysis) and rows for the web's ``/samples.csv``.
+
+Every CSV tokenpace writes (these, ``/samples.csv`` and ``/leaderboard.csv``) goes through :func:`csv_row`: a
+name or an error message is a server's or a config's text, and a spreadsheet runs a cell that begins with
+``=``, ``+``, ``-`` or ``@`` as a formula (``=cmd|' /C calc'!A0`` starts a program). Such a text cell gets a
+leading single quote, OWASP's rule for CSV injection; numbers stay numbers. Control characters are shown as
+the pages show them (text.printable): a raw ESC reaches whoever cats the file.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,10 +21,22 @@ from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import Sample
 from tokenpace.store.columns import EXPORTED, sample_values
 from tokenpace.store.database import Store
+from tokenpace.text import printable
 
 SAMPLE_FORMATS = (".csv", ".jsonl")
 BATCH = 5000  # rows per query: memory stays flat however many samples there are
 _STARTED, _ID = EXPORTED.index("started_at"), EXPORTED.index("id")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP: what a spreadsheet reads as the start of a formula
+
+
+def csv_row(values: Iterable[Any]) -> list[Any]:
+    """A row as a spreadsheet may open it: text cells cleaned of control characters, and a formula's start quoted."""
+    return [_spreadsheet_text(v) if isinstance(v, str) else v for v in values]
+
+
+def _spreadsheet_text(text: str) -> str:
+    text = printable(text)  # CR becomes "␍" here; a leading tab stays, and is quoted below
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def export_row(sample: Sample) -> dict[str, Any]:
@@ -39,12 +58,11 @@ def write_samples(path: Path, samples: Sequence[Sample]) -> None:
     # A lone surrogate (JSON lets a server send one) cannot be UTF-8: it is written as "?", not raised.
     with path.open("w", newline="", encoding="utf-8", errors="replace") as f:
         if suffix == ".csv":
-            writer = csv.DictWriter(f, fieldnames=EXPORTED)  # the header even when there is no sample
-            writer.writeheader()
+            writer = csv.writer(f)
+            writer.writerow(EXPORTED)  # the header even when there is no sample
             # Booleans as the database holds them (1/0), as /samples.csv writes them.
-            writer.writerows(
-                {k: int(v) if isinstance(v, bool) else v for k, v in export_row(s).items()} for s in samples
-            )
+            rows = (export_row(s).values() for s in samples)
+            writer.writerows(csv_row(int(v) if isinstance(v, bool) else v for v in row) for row in rows)
         else:
             for s in samples:
                 f.write(json.dumps(jsonl_row(s), ensure_ascii=False) + "\n")

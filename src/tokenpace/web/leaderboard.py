@@ -12,6 +12,7 @@ from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
 from tokenpace.board.rows import WRONG_BELOW, failing, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
+from tokenpace.store.export import csv_row
 from tokenpace.store.windows import EACH, WINDOWS
 from tokenpace.web import charts
 from tokenpace.web.render import Page
@@ -193,5 +194,5 @@ def csv_text(site: Site, params: Mapping[str, str]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerows(map(csv_row, rows))
     return buf.getvalue()

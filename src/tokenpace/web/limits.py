@@ -16,13 +16,18 @@ needs. Now:
   only for a head still incomplete in its buffer (one that arrives whole in one read passed at any size), and
   uvicorn's 400 for it was lost: closing with the rest of a 1 MiB head unread resets the connection, and the
   client read no status. So the 431 is written, our side shut, and what the client still sends is read and
-  dropped until it closes (for at most ``LINGER_S``).
+  dropped until it closes (for at most ``LINGER_S``). Every head is measured where h11 is about to read it,
+  so a pipelined request's (sent behind the first, buffered while the first is answered) is measured too;
+* a request with both ``Content-Length`` and ``Transfer-Encoding`` is answered 400 and the connection closed
+  the same way (RFC 9112 section 6.3): the two framings disagree on where the body ends, and bytes one
+  counts as body the other would serve as the next request (request smuggling).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -42,11 +47,9 @@ MAX_CONNECTIONS = 512  # open HTTP connections; a new one past this evicts the l
 HEADER_TIMEOUT_S = 10.0  # from a connection's opening (or its last response) to a complete request head
 KEEP_ALIVE_S = 5  # uvicorn's timeout_keep_alive: an idle keep-alive connection closes after this
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers, up to the blank line that ends them; more is a 431
-LINGER_S = 2.0  # after a 431, how long the rest of the client's head is read and dropped before closing
-_TOO_LARGE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
-)
+LINGER_S = 2.0  # after a refusal (431, 400), how long what the client still sends is read and dropped before closing
+_ANSWER = b"HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+_HEAD_END = re.compile(rb"\n\r?\n")  # where h11 ends a head: a blank line, CRLF or bare LF
 BACKLOG = 128  # connections the kernel queues before accept
 
 
@@ -97,6 +100,31 @@ async def _busy(send: Send, count: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class _Refused(Exception):
+    """A request answered before uvicorn sees it: its status and why, then the connection closes."""
+
+    def __init__(self, status: str, why: str) -> None:
+        super().__init__(why)
+        self.status, self.why = status, why
+
+
+class _CheckedConnection(h11.Connection):
+    """h11's server side, refusing a head over MAX_HEAD_BYTES wherever it stands in the stream (the first
+    request's or a pipelined one's) and a request framed both by length and by chunks."""
+
+    def next_event(self) -> Any:
+        if self.their_state is h11.IDLE:  # a head is next: all of it that has arrived is in the buffer
+            pending, _ = self.trailing_data
+            if len(pending) >= MAX_HEAD_BYTES and _HEAD_END.search(pending, 0, MAX_HEAD_BYTES) is None:
+                raise _Refused("431 Request Header Fields Too Large", f"request head over {MAX_HEAD_BYTES} bytes")
+        event = super().next_event()
+        if isinstance(event, h11.Request):
+            names = {name for name, _ in event.headers}  # h11 gives them lowercase
+            if b"content-length" in names and b"transfer-encoding" in names:
+                raise _Refused("400 Bad Request", "Content-Length with Transfer-Encoding (RFC 9112 section 6.3)")
+        return event
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a request-head deadline and a cap on open connections."""
 
@@ -105,9 +133,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.conn = _CheckedConnection(h11.SERVER, MAX_HEAD_BYTES)  # nothing was read yet with uvicorn's own
         self._deadline: asyncio.TimerHandle | None = None
-        self._head = bytearray()  # the head arriving, until its end is seen within MAX_HEAD_BYTES
-        self._reading_head = True
         self._refused = False
         self._arm()
         if len(self.connections) > self.max_connections:
@@ -118,8 +145,6 @@ class GuardedH11Protocol(H11Protocol):
         self._disarm()
         self._idle_since = time.monotonic()
         self._waiting_for = self.cycle  # a new request replaces the cycle: then the head has arrived
-        self._head.clear()
-        self._reading_head = True
         self._deadline = self.loop.call_later(self.header_timeout_s, self._expire)
 
     def _disarm(self) -> None:
@@ -149,37 +174,29 @@ class GuardedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
-            return  # the 431 is sent: the rest of the head is dropped unread
-        if self._reading_head and self._head_too_large(data):
-            self._refuse()
-            return
+            return  # the refusal is sent: the rest of the request is dropped unread
         super().data_received(data)
         if self.cycle is not self._waiting_for:
             self._disarm()
 
-    def _head_too_large(self, data: bytes) -> bool:
-        """Whether the head arriving, ``data`` added, runs past MAX_HEAD_BYTES (or ends beyond them)."""
-        seen = len(self._head)
-        self._head += data[: MAX_HEAD_BYTES + 4 - seen]  # the blank line may straddle the limit: 4 more
-        end = self._head.find(b"\r\n\r\n", max(0, seen - 3))
-        if end == -1:
-            return len(self._head) > MAX_HEAD_BYTES
-        self._reading_head = False  # whole: the body and what follows are h11's
-        self._head.clear()
-        return end + 4 > MAX_HEAD_BYTES
+    def handle_events(self) -> None:
+        try:
+            super().handle_events()
+        except _Refused as refused:
+            self._refuse(refused)
 
-    def _refuse(self) -> None:
+    def _refuse(self, refused: _Refused) -> None:
         self._refused = True
         self._disarm()
-        body = f"request head over {MAX_HEAD_BYTES} bytes\n".encode()
-        self.transport.write(_TOO_LARGE % (len(body), body))
+        body = f"{refused.why}\n".encode()
+        self.transport.write(_ANSWER % (refused.status.encode(), len(body), body))
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self.loop.call_later(LINGER_S, self.transport.close)
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
+        super().on_response_complete()  # may refuse a pipelined request already buffered
+        if not self.transport.is_closing() and not self._refused:
             self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -2,7 +2,7 @@
 
 The CSV has the columns every export has (``store.columns.EXPORTED``, as ``run --output`` writes them), which
 leave out what could leak or bloat. Cells are also scrubbed of every secret this process knows (key variables'
-values, header values), in case a provider echoed one in an error.
+values, header values), in case a provider echoed one in an error, and made safe for a spreadsheet (export.csv_row).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tokenpace.errors import BadRequest, StoreError
 from tokenpace.store import recent
 from tokenpace.store.columns import EXPORTED
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.export import Filter, sample_batches
+from tokenpace.store.export import Filter, csv_row, sample_batches
 
 RAW_COLUMNS = EXPORTED  # raw means every sample: source, published and client_bound say which the board counts
 _STARTED = RAW_COLUMNS.index("started_at")
@@ -74,7 +74,7 @@ def samples_csv(store: Store, config: Config, params: Mapping[str, str]) -> Iter
         writer.writerow(RAW_COLUMNS)
         for rows in sample_batches(store, where):
             for row in rows:
-                writer.writerow([_clean(v, hidden, i) for i, v in enumerate(row)])
+                writer.writerow(csv_row(_clean(v, hidden, i) for i, v in enumerate(row)))
             yield buf.getvalue()
             buf.seek(0)
             buf.truncate()

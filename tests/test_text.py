@@ -1,0 +1,16 @@
+"""Text from outside made visible: control characters as pictures, bidi controls as their code points."""
+
+from __future__ import annotations
+
+from tokenpace.text import BIDI_CONTROLS, printable, printable_line
+
+
+def test_printable_shows_bidi_controls_as_code_points() -> None:
+    assert printable("abc\u202edef\u2066\u200f") == "abc{U+202E}def{U+2066}{U+200F}"
+    assert all(f"{{U+{c:04X}}}" == printable(chr(c)) for c in BIDI_CONTROLS)
+    assert printable("عربي עברית") == "عربي עברית"  # right-to-left text itself is left as it is
+
+
+def test_printable_line_keeps_the_text_on_one_line() -> None:
+    assert printable_line("a\nb\tc\r\x1b") == "a␤b␉c␍␛"
+    assert printable("a\nb\tc") == "a\nb\tc"  # messages and SVG keep their layout
