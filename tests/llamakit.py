@@ -1,0 +1,99 @@
+"""llama.cpp's llama-server for the tests: built in the background while the other tests run, at idle priority.
+
+The first build takes about 10 minutes of both cores (then it is cached and takes seconds). The session starts
+it as soon as it knows a selected test needs it, runs those tests last, and the first of them waits for it, so
+the build fills the CPU time the other tests leave idle instead of adding its 10 minutes to theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "llama-server"
+SETUP = SCRIPTS / "setup_llama_server.sh"
+
+
+def idle_priority() -> None:
+    """``preexec_fn`` for the build: it runs only on CPU time nothing else wants, so timed tests never wait on it.
+
+    Under SCHED_IDLE (Linux) any ordinary task that wakes takes the core at once; nice 19 elsewhere. Children
+    inherit it: cmake, ninja and every compiler. Only system calls run between fork and exec.
+    """
+    if hasattr(os, "SCHED_IDLE"):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        os.nice(19)
+
+
+@dataclass(frozen=True)
+class Built:
+    """How the setup script ended: its exit status, its output (the folder on the last line) and its errors."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def folder(self) -> str:
+        return self.stdout.strip().splitlines()[-1]
+
+    def failure(self) -> str:
+        """What a test that needs the server shows when the build failed: the tail of what the script wrote."""
+        return f"building llama-server failed (exit {self.returncode}):\n{self.stdout[-2000:]}{self.stderr[-3000:]}"
+
+
+class Build:
+    """``setup_llama_server.sh`` running in its own session (so it can be stopped with all its compilers)."""
+
+    def __init__(self, script: Path = SETUP) -> None:
+        self.started = time.monotonic()
+        self.waited_s = 0.0
+        # Files, not pipes: nobody reads while it runs. Closed by wait() or stop(), as they outlive __init__.
+        self._out = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        self._err = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            ["bash", str(script)],
+            stdout=self._out,
+            stderr=self._err,
+            text=True,
+            start_new_session=True,
+            preexec_fn=idle_priority,
+        )
+        self._done: Built | None = None
+
+    def running(self) -> bool:
+        return self._done is None and self._proc.poll() is None
+
+    def wait(self) -> Built:
+        """Wait for the script to end (once; later calls answer at once) and read what it wrote."""
+        if self._done is None:
+            waiting = time.monotonic()
+            returncode = self._proc.wait()
+            self.waited_s = time.monotonic() - waiting
+            self._out.seek(0)
+            self._err.seek(0)
+            seconds = time.monotonic() - self.started
+            self._done = Built(returncode, self._out.read(), self._err.read(), seconds)
+            self._out.close()
+            self._err.close()
+        return self._done
+
+    def stop(self) -> None:
+        """Stop an unfinished build with all its children (its script then removes its work folder)."""
+        if self.running():
+            os.killpg(self._proc.pid, signal.SIGTERM)
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait()
+        if self._done is None:
+            self._out.close()
+            self._err.close()

@@ -1,0 +1,68 @@
+"""The test command on a new machine: llama-server builds in the background and the tests that need it run last."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests import llamakit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "setup.sh"
+    script.write_text("set -euo pipefail\n" + body, encoding="utf-8")
+    return script
+
+
+def test_the_tests_that_need_llama_server_run_after_all_the_others() -> None:
+    files = ["tests/serve/test_discover.py", "tests/clients/test_llama_server.py", "tests/cli/test_sim.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    needs = [t.startswith(files[1]) or "llama_server_on" in t for t in ids]
+    assert sum(needs) > 8 and needs == sorted(needs), ids
+    others = [t for t, need in zip(ids, needs, strict=True) if not need]
+    assert others[-1].startswith(files[2]) and others[0].startswith(files[0]), "the others keep their order"
+
+
+def test_the_build_runs_at_idle_priority_and_its_folder_is_its_last_line(tmp_path: Path) -> None:
+    policy = f"{sys.executable} -c 'import os; print(os.sched_getscheduler(0))' >&2"
+    script = _script(tmp_path, f'{policy}; echo building; echo "$PWD/out"\n')
+    done = llamakit.Build(script).wait()
+    assert done.returncode == 0 and done.folder == f"{os.getcwd()}/out", done
+    assert done.stderr.strip() == str(os.SCHED_IDLE), "a compiler it starts would take CPU from timed tests"
+
+
+def test_a_failed_build_shows_the_tail_of_its_log_and_its_errors(tmp_path: Path) -> None:
+    log = "".join(f"[{n}/300] Building CXX object\n" for n in range(300))
+    script = _script(tmp_path, f"cat <<'EOF'\n{log}error: no space left\nEOF\necho 'cmake failed' >&2\nexit 2\n")
+    failure = llamakit.Build(script).wait().failure()
+    assert "exit 2" in failure and "error: no space left" in failure and "cmake failed" in failure
+    assert len(failure) < 6000
+
+
+def test_stopping_an_unfinished_build_stops_every_process_it_started(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = _script(tmp_path, f"sleep 60 & echo $! > {pids}; sleep 60\n")
+    build = llamakit.Build(script)
+    deadline = time.monotonic() + 10
+    while not pids.exists() or not pids.read_text().strip():
+        assert time.monotonic() < deadline, "the script did not start"
+        time.sleep(0.05)
+    build.stop()
+    assert not build.running()
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and "zombie" not in Path(f"/proc/{child}/status").read_text():
+        assert time.monotonic() < deadline, "a child of the build outlived stop()"
+        time.sleep(0.05)
