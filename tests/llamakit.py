@@ -1,12 +1,14 @@
-"""llama.cpp's llama-server for the tests: built in the background while the other tests run, at idle priority.
+"""llama.cpp's llama-server for the tests: built in the background while the other tests run, at low priority.
 
 The first build takes about 10 minutes of both cores (then it is cached and takes seconds). The session starts
-it as soon as it knows a selected test needs it, runs those tests last, and the first of them waits for it, so
-the build fills the CPU time the other tests leave idle instead of adding its 10 minutes to theirs.
+it as soon as it knows a selected test needs it, at nice 19, and runs those tests last, so the build fills the
+CPU time the other tests leave idle instead of adding its 10 minutes to theirs. The first of those tests waits
+for it, back at normal priority where that is allowed (root may raise a priority; others may only lower it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,16 +21,12 @@ SCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "llama-server"
 SETUP = SCRIPTS / "setup_llama_server.sh"
 
 
-def idle_priority() -> None:
-    """``preexec_fn`` for the build: it runs only on CPU time nothing else wants, so timed tests never wait on it.
+def low_priority() -> None:
+    """``preexec_fn`` for the build: nice 19, so a test that wakes takes the core from any compiler at once.
 
-    Under SCHED_IDLE (Linux) any ordinary task that wakes takes the core at once; nice 19 elsewhere. Children
-    inherit it: cmake, ninja and every compiler. Only system calls run between fork and exec.
+    Children inherit it: cmake, ninja and every compiler. Only a system call runs between fork and exec.
     """
-    if hasattr(os, "SCHED_IDLE"):
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    else:
-        os.nice(19)
+    os.nice(19)
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,11 @@ class Built:
 
 
 class Build:
-    """``setup_llama_server.sh`` running in its own session (so it can be stopped with all its compilers)."""
+    """``setup_llama_server.sh`` in its own process group, so that one call reaches all its compilers.
+
+    Not in its own session: where the kernel groups the CPU by session (autogroup), a new session would get an
+    equal share of the CPU whatever its nice value.
+    """
 
     def __init__(self, script: Path = SETUP) -> None:
         self.started = time.monotonic()
@@ -63,8 +65,8 @@ class Build:
             stdout=self._out,
             stderr=self._err,
             text=True,
-            start_new_session=True,
-            preexec_fn=idle_priority,
+            process_group=0,
+            preexec_fn=low_priority,
         )
         self._done: Built | None = None
 
@@ -74,6 +76,8 @@ class Build:
     def wait(self) -> Built:
         """Wait for the script to end (once; later calls answer at once) and read what it wrote."""
         if self._done is None:
+            if self.running():
+                self._hurry()
             waiting = time.monotonic()
             returncode = self._proc.wait()
             self.waited_s = time.monotonic() - waiting
@@ -84,6 +88,11 @@ class Build:
             self._out.close()
             self._err.close()
         return self._done
+
+    def _hurry(self) -> None:
+        """Back to normal priority: whoever waits has nothing else to run. Only root may raise it; others wait."""
+        with contextlib.suppress(PermissionError, ProcessLookupError):
+            os.setpriority(os.PRIO_PGRP, self._proc.pid, 0)
 
     def stop(self) -> None:
         """Stop an unfinished build with all its children (its script then removes its work folder)."""
