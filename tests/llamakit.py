@@ -3,7 +3,7 @@
 The first build takes about 10 minutes of both cores (then it is cached and takes seconds). The session starts
 it as soon as it knows a selected test needs it, at nice 19, and runs those tests last, so the build fills the
 CPU time the other tests leave idle instead of adding its 10 minutes to theirs. The first of those tests waits
-for it, back at normal priority where that is allowed (root may raise a priority; others may only lower it).
+for it, back at the suite's own priority where that is allowed (root may raise a priority; others only lower it).
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ class Build:
         return self._done
 
     def _hurry(self) -> None:
-        """Back to normal priority: whoever waits has nothing else to run. Only root may raise it; others wait."""
+        """Back to the suite's own priority: whoever waits has nothing else to run. Only root may raise it."""
         with contextlib.suppress(PermissionError, ProcessLookupError):
-            os.setpriority(os.PRIO_PGRP, self._proc.pid, 0)
+            os.setpriority(os.PRIO_PGRP, self._proc.pid, os.getpriority(os.PRIO_PROCESS, 0))
 
     def stop(self) -> None:
         """Stop an unfinished build with all its children (its script then removes its work folder)."""
