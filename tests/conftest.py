@@ -95,9 +95,10 @@ def llama_dir(request: pytest.FixtureRequest) -> str:
     if BUILD not in request.config.stash:  # a test that asked for it after collection
         request.config.stash[BUILD] = llamakit.Build()
     build = request.config.stash[BUILD]
-    if build.running():
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if build.running() and reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # said on the terminal, not kept with the test's output
             since = time.monotonic() - build.started
             reporter.write_line(f"waiting for llama-server's first build (started {since:.0f} s ago)...")
     done = build.wait()

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,13 @@ class Build:
             preexec_fn=low_priority,
         )
         self._done: Built | None = None
+        self._ended = 0.0
+        # Notes when it ends, which may be long before anyone asks (a warm cache ends in seconds).
+        threading.Thread(target=self._note_end, daemon=True).start()
+
+    def _note_end(self) -> None:
+        self._proc.wait()
+        self._ended = time.monotonic()
 
     def running(self) -> bool:
         return self._done is None and self._proc.poll() is None
@@ -83,7 +91,7 @@ class Build:
             self.waited_s = time.monotonic() - waiting
             self._out.seek(0)
             self._err.seek(0)
-            seconds = time.monotonic() - self.started
+            seconds = (self._ended or time.monotonic()) - self.started
             self._done = Built(returncode, self._out.read(), self._err.read(), seconds)
             self._out.close()
             self._err.close()

@@ -71,7 +71,16 @@ def test_the_build_runs_at_low_priority_until_a_test_waits_for_it(tmp_path: Path
 def test_a_failed_build_shows_the_tail_of_its_log_and_its_errors(tmp_path: Path) -> None:
     log = "".join(f"[{n}/300] Building CXX object\n" for n in range(300))
     script = _script(tmp_path, f"cat <<'EOF'\n{log}error: no space left\nEOF\necho 'cmake failed' >&2\nexit 2\n")
-    failure = llamakit.Build(script).wait().failure()
+    build = llamakit.Build(script)
+    deadline = time.monotonic() + 10
+    while build.running():
+        assert time.monotonic() < deadline, "the script did not end"
+        time.sleep(0.05)
+    ended_by = time.monotonic() - build.started
+    time.sleep(1)  # asked a while after it ended: its time is still its own
+    done = build.wait()
+    assert done.seconds <= ended_by, done
+    failure = done.failure()
     assert "exit 2" in failure and "error: no space left" in failure and "cmake failed" in failure
     assert len(failure) < 6000
 
