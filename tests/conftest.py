@@ -100,7 +100,7 @@ def llama_dir(request: pytest.FixtureRequest) -> str:
     if build.running() and reporter is not None and capture is not None:
         with capture.global_and_fixture_disabled():  # said on the terminal, not kept with the test's output
             since = time.monotonic() - build.started
-            reporter.write_line(f"waiting for llama-server's first build (started {since:.0f} s ago)...")
+            reporter.write_line(f"waiting for llama-server's build (started {since:.0f} s ago)...")
     done = build.wait()
     if done.returncode != 0:
         pytest.fail(done.failure())
