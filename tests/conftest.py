@@ -19,10 +19,11 @@ from urllib.parse import quote
 
 import pytest
 
+from tests import llamakit
 from tokenpace import sim
 from tokenpace.store.database import Store, open_store
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = llamakit.SCRIPTS.parent
 
 
 def ctrl_c_reaches_child() -> None:
@@ -41,23 +42,69 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+BUILD = pytest.StashKey[llamakit.Build]()
+
+
+def _needs_llama(item: pytest.Item) -> bool:
+    return "llama_dir" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that need llama-server run last, so its first build overlaps all the others."""
+    items.sort(key=_needs_llama)  # stable: every other test keeps its place
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start building llama-server now if a selected test needs it."""
+    if session.config.option.collectonly or not llamakit.SETUP.is_file():
+        return
+    if any(_needs_llama(item) for item in session.items):
+        session.config.stash[BUILD] = llamakit.Build()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """One line on the build, so a slow first run says where its time went."""
+    build = config.stash.get(BUILD, None)
+    if build is not None and not build.running():
+        done = build.wait()
+        terminalreporter.write_line(
+            f"llama-server: setup took {done.seconds:.0f} s in the background (exit {done.returncode});"
+            f" the tests that need it waited {build.waited_s:.0f} s for it"
+        )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A session that ends before its build (-x, Ctrl-C, no llama test reached) stops it: no orphan compilers."""
+    build = config.stash.get(BUILD, None)
+    if build is not None:
+        build.stop()
+
+
 @pytest.fixture(scope="session")
-def llama_dir() -> str:
+def llama_dir(request: pytest.FixtureRequest) -> str:
     """The folder holding llama.cpp's real llama-server and a tiny random-weights model with a real tokenizer.
 
-    Built once by ../shared/llama-server (about 10 minutes on a new machine, then cached).
+    Built once by ../shared/llama-server (about 10 minutes on a new machine, then cached), in the background
+    from the session's start (``llamakit``); the first test that needs it waits for the build to end.
     """
-    scripts = SHARED / "llama-server"
-    if not scripts.is_dir():
+    if not llamakit.SETUP.is_file():
         if os.environ.get("CI"):
-            pytest.fail(f"{scripts} is missing: CI must run with ../shared beside the checkout")
-        pytest.skip(f"{scripts} not found: the llama.cpp tests need ../shared beside the checkout")
-    build = subprocess.run(
-        ["bash", str(scripts / "setup_llama_server.sh")], capture_output=True, text=True, check=False
-    )
-    if build.returncode != 0:
-        pytest.fail(f"building llama-server failed:\n{build.stderr[-3000:]}")
-    return build.stdout.strip().splitlines()[-1]
+            pytest.fail(f"{llamakit.SCRIPTS} is missing: CI must run with ../shared beside the checkout")
+        pytest.skip(f"{llamakit.SCRIPTS} not found: the llama.cpp tests need ../shared beside the checkout")
+    if BUILD not in request.config.stash:  # a test that asked for it after collection
+        request.config.stash[BUILD] = llamakit.Build()
+    build = request.config.stash[BUILD]
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if build.running() and reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # said on the terminal, not kept with the test's output
+            since = time.monotonic() - build.started
+            reporter.write_line(f"waiting for llama-server's build (started {since:.0f} s ago)...")
+    done = build.wait()
+    if done.returncode != 0:
+        pytest.fail(done.failure())
+    return done.folder
 
 
 def _serve_llama(command: list[str], port: int) -> Iterator[str]:
@@ -87,7 +134,7 @@ def port_taken(port: int) -> bool:
 def _start_llama(llama_dir: str, port: int) -> Iterator[str]:
     """llama-server as ../shared starts it: 4 slots of 4,096 tokens; yields its /v1 base URL, then stops it."""
     start = subprocess.run(
-        ["bash", str(SHARED / "llama-server" / "start_server.sh"), llama_dir, str(port)],
+        ["bash", str(llamakit.SCRIPTS / "start_server.sh"), llama_dir, str(port)],
         capture_output=True,
         text=True,
         check=False,

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
@@ -127,12 +128,19 @@ def _pty_run(args: list[str]) -> tuple[str, str]:
 
 
 def test_quiet_keeps_the_summary_and_drops_the_progress_bar(tmp_path: Path) -> None:
-    db = str(tmp_path / "t.db")
-    out, terminal = _pty_run(["run", "--sim", "-n", "3", "--db", db])
+    flags = ("", "--quiet", "--no-progress", "-q")
+    # The four runs at once: each spends its seconds waiting on its simulator.
+    with ThreadPoolExecutor(len(flags)) as pool:
+        runs = dict(zip(flags, pool.map(lambda f: _pty_run(_run_args(tmp_path, f)), flags), strict=True))
+    out, terminal = runs[""]
     assert "measuring" in terminal and "TTFT" in out
-    for flag in ("--quiet", "--no-progress", "-q"):
-        out, terminal = _pty_run(["run", "--sim", "-n", "3", "--db", db, flag])
-        assert "measuring" not in terminal and "TTFT" in out and "3/3 ok" in out
+    for flag in flags[1:]:
+        out, terminal = runs[flag]
+        assert "measuring" not in terminal and "TTFT" in out and "3/3 ok" in out, flag
+
+
+def _run_args(tmp_path: Path, flag: str) -> list[str]:
+    return ["run", "--sim", "-n", "3", "--db", str(tmp_path / f"t{flag}.db"), *([flag] if flag else [])]
 
 
 def test_every_option_has_help() -> None:
