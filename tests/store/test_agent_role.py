@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.sample import Origin, RunRecord, make_sample
 from tokenpace.store import agents, migrations
+from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import open_store
 from tokenpace.store.queue import Queue, RunOrder
 
@@ -137,6 +139,32 @@ def test_the_trigger_keys_its_samples_by_cache_and_cold_start_and_counts_its_can
     select = "SELECT cached, cold, samples, canary_checked, canary_passed FROM sample_{} WHERE region = 'eu-west'"
     for level in ("hours", "quarters", "days"):
         assert sorted(owner_sees(world, select.format(level))) == [(0, 0, 1, 1, 1), (1, 1, 1, 1, 0)], level
+
+
+def insert_as_agent(world: World, seq: int = 0, **figures: float) -> bool:
+    """Insert its own job's sample with SQL of its own, as the agent's role (no store's checks); whether it went in."""
+    origin = Origin("eu-west", "eu-1", str(world.eu_job))
+    values = sample_values(make_sample("eu-run", FAR, "1k", NOW, stream(50, 5), origin=origin, seq=seq))
+    values |= {"started_at": NOW.timestamp()} | figures
+    insert = f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) VALUES ({', '.join(['%s'] * len(SAMPLE_COLUMNS))})"  # noqa: S608
+    try:
+        with psycopg.connect(world.agent, autocommit=True) as conn:
+            conn.execute(insert.encode(), [int(v) if isinstance(v, bool) else v for v in values.values()])
+    except psycopg.Error:
+        return False
+    return True
+
+
+def test_it_cannot_store_a_figure_no_measurement_can_produce(world: World) -> None:
+    """Issue 29: within every policy (its region, its job, its request), one output speed of 1e300 or Infinity took
+    every page down and stayed in the rollups; the database refuses it, NaN and negatives too (migration 14)."""
+    for value in (1e300, math.inf, math.nan, -1.0):
+        assert not insert_as_agent(world, output_speed=value), value
+        assert not insert_as_agent(world, ttft_ms=value), value
+    assert not insert_as_agent(world, e2e_ms=86_400_001.0)  # longer than any request may last
+    assert counted(world, "eu-west") == 0
+    assert insert_as_agent(world)  # the same sample with what a measurement gives goes in, counted once
+    assert counted(world, "eu-west") == 1
 
 
 def test_it_cannot_insert_samples_for_another_region(world: World) -> None:

@@ -207,7 +207,8 @@ class Store:
         self._conn.commit()
         self.writes += 1
         if changed:
-            why = "NUL, a lone surrogate, or a number the column cannot hold: the timeline keeps what was sent"
+            why = "NUL, a lone surrogate, a number the column cannot hold or a figure no measurement can produce"
+            why += ": the timeline keeps what was sent"
             log.warning("%s %s: %s stored sanitised (%s)", table.kind, record.id, ", ".join(changed), why)
 
     def _refusal(self, table: _Table, record: Any, exc: Exception) -> bool:
@@ -328,18 +329,23 @@ class Store:
         """One write of the store's own modules, on the writer thread after the writes queued before it, committed;
         returns the rows it changed. For small tables beside the samples (``agents``), not for samples or runs."""
         sql = sql.replace("?", self._ph)
+        return self.transaction(lambda conn, _: int(conn.execute(sql, params).rowcount))
 
-        def write() -> int:
+    def transaction(self, step: Callable[[Connection, str], T]) -> T:
+        """``step(connection, placeholder)`` in one committed transaction on the writer thread, after the writes
+        queued before it: :meth:`execute`'s, and maintenance's (``tokenpace db rebuild-rollups``)."""
+
+        def write() -> T:
             if self._begin:
                 self._conn.execute(self._begin)
             try:
-                changed = self._conn.execute(sql, params).rowcount
+                done = step(self._conn, self._ph)
             except BaseException:
                 with contextlib.suppress(Exception):
                     self._conn.rollback()
                 raise
             self._conn.commit()
-            return int(changed)
+            return done
 
         return self._call(lambda: self._on_connection(write))
 

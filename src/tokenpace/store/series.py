@@ -9,11 +9,13 @@ a chart can draw only what the board counts while a list of recent samples shows
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.measure.bounds import within
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import endpoint_name
 
@@ -47,6 +49,8 @@ class SamplePoint:
 _FIELDS = tuple(f.name for f in dataclasses.fields(SamplePoint))
 _POINT = ", ".join(_FIELDS)
 _NAMED = ("provider", "plan", *_FIELDS)  # a model's points, each with its endpoint
+_FIGURES = ("output_speed", "ttft_ms", "e2e_ms")
+log = logging.getLogger(__name__)
 
 
 def _point(v: dict[str, Any]) -> SamplePoint:
@@ -55,6 +59,10 @@ def _point(v: dict[str, Any]) -> SamplePoint:
     v |= {"started_at": datetime.fromtimestamp(v["started_at"], UTC), "ok": bool(v["ok"])}
     v |= {"published": bool(v["published"]), "client_bound": bool(v["client_bound"])}
     v["canary_ok"] = None if verdict is None else bool(verdict)
+    for name in _FIGURES:  # a figure no measurement can produce (a row from before migration 14): no point
+        if v[name] is not None and not within(name, v[name]):
+            log.warning("sample at %s: %s %r is no measurement: not drawn", v["started_at"], name, v[name])
+            v[name] = None
     return SamplePoint(**v)
 
 

@@ -10,18 +10,21 @@ canary's pass rate every sample whose verdict is known.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from tokenpace.measure.bounds import clean_sorted
 from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 
 TallyGroup = tuple[int, int, int]  # (cached, cold, client_bound), 0/1 each: which of a tally's values a figure takes
 FRESH: TallyGroup = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
+log = logging.getLogger(__name__)
 _NONE = figure_sorted([])
 
 
@@ -174,6 +177,9 @@ class Tally:
             if g in self.values:
                 values += self.values[g][i]
         values.sort()
+        values, skipped = clean_sorted(METRICS[i], values)
+        if skipped:  # rows from before migration 14, or written past it: skipped, never a failed page
+            log.warning("%d %s values outside what a measurement can be skipped", skipped, METRICS[i])
         return figure_sorted(values)
 
     def figures(self, include_bound: bool) -> list[Figure]:
