@@ -67,12 +67,12 @@ def open_store(url: str | None = None) -> Store:
         except OSError as exc:
             raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from None
         return Store(f"sqlite://{path.absolute()}", sqlite_dialect(path))
+    shown, secrets = hide_password(url)  # first: it refuses a string whose password would be misread as a path
     scheme, sep, rest = url.partition("://")
     if url.strip() and not sep:
         return Store(f"sqlite://{Path(url).absolute()}", sqlite_dialect(Path(url)))
     if scheme == "sqlite" and rest.startswith("/"):
         return Store(url, sqlite_dialect(Path(rest)))
-    shown, secrets = hide_password(url)
     if scheme in ("postgresql", "postgres"):
         return Store(shown, postgres_dialect(url), secrets)
     raise StoreError(f"unsupported store {shown!r}: give {ACCEPTED}")
