@@ -51,36 +51,40 @@ def _bounded(row: str = "") -> str:
     )
 
 
-def _whole(row: str = "") -> str:
-    """True when a rollup row's counts are within their totals and its texts whole values, no more than its ok."""
+def _whole(row: str, size: str) -> str:
+    """True when a rollup row's counts are within their totals and its texts whole values, no more than its ok;
+    ``size`` gives a text's length in bytes (``{}`` the text), read without scanning it: a day's row holds
+    megabytes, and the check runs at every upsert."""
     counts = (
         f"{row}samples >= 1 AND {row}ok >= 0 AND {row}ok <= {row}samples AND {row}one_shot >= 0"
         f" AND {row}one_shot <= {row}samples AND {row}first_at <= {row}last_at AND {row}canary_passed >= 0"
         f" AND {row}canary_passed <= {row}canary_checked AND {row}canary_checked <= {row}samples"
     )
-    texts = (f"length({row}{m}) % 16 = 0 AND length({row}{m}) <= 16 * {row}ok" for m in METRICS_14)
+    texts = (f"{size.format(row + m)} % 16 = 0 AND {size.format(row + m)} <= 16 * {row}ok" for m in METRICS_14)
     return " AND ".join((counts, *texts))
 
 
-def _refuse(conn: Any, ph: str, table: str, condition: str, name: str) -> None:
-    """A table refuses a row for which ``condition`` (over ``NEW.`` on SQLite) is false: a CHECK or two triggers."""
+def _refuse(conn: Any, ph: str, table: str, name: str, new_ok: str, ok: str) -> None:
+    """A table refuses a row that fails a condition: ``new_ok`` over ``NEW.`` in two SQLite triggers, ``ok`` in a
+    PostgreSQL CHECK constraint."""
     if ph == "?":  # SQLite
         for event in ("INSERT", "UPDATE"):
             trigger = f"{name}_{event.lower()}"
             conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
             conn.execute(
-                f"CREATE TRIGGER {trigger} BEFORE {event} ON {table} WHEN NOT ({condition.format(row='NEW.')})"
+                f"CREATE TRIGGER {trigger} BEFORE {event} ON {table} WHEN NOT ({new_ok})"
                 f" BEGIN SELECT RAISE(ABORT, '{table}: {REFUSED}'); END"
             )
         return
     conn.execute(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {name}")
-    conn.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({condition.format(row='')})")
+    conn.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({ok})")
 
 
 def guard_rollups(conn: Any, ph: str) -> None:
     """Each rollup refuses a row no samples can make (migration 14; again after a migration recreates them)."""
     for level in rollup.LEVELS:
-        _refuse(conn, ph, level.table, _whole("{row}"), f"{level.table}_whole")
+        sqlite, postgres = _whole("NEW.", "length(CAST({} AS BLOB))"), _whole("", "octet_length({})")
+        _refuse(conn, ph, level.table, f"{level.table}_whole", sqlite, postgres)
 
 
 def mend_samples(conn: Any, ph: str) -> None:
@@ -93,7 +97,7 @@ def mend_samples(conn: Any, ph: str) -> None:
         mended += max(0, cursor.rowcount)
     if mended:
         log.warning("migration 14: %d figures no measurement can produce set to NULL (%s)", mended, REFUSED)
-    _refuse(conn, ph, "samples", _bounded("{row}"), "samples_bounded")
+    _refuse(conn, ph, "samples", "samples_bounded", _bounded("NEW."), _bounded())
 
 
 def rebuild_rollups(conn: Any, ph: str) -> int:
