@@ -78,7 +78,10 @@ def world(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
             conn.execute("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour')")
         result = CliRunner().invoke(main, ["db", "grant-agent", role, "--region", "eu-west", "--db", pg_url])
         assert result.exit_code == 0, result.output
-        yield World(pg_url, pg_url.replace("postgres@", f"{quote(role)}@", 1), role, eu_job, us_job)
+        agent_url = pg_url.replace("postgres@", f"{quote(role)}@", 1)
+        with open_store(agent_url) as store:  # its agent's first beat, as before any job: the samples' "eu-1"
+            agents.beat(store, agents.AgentRow("eu-1", "eu-west", "eu-host", "1", NOW, NOW, 10.0))
+        yield World(pg_url, agent_url, role, eu_job, us_job)
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP OWNED BY "{role}"'.encode())
@@ -97,10 +100,10 @@ def attempt(world: World, sql: str, params: tuple[Any, ...] = ()) -> None:
 
 
 def store_as_agent(world: World, region: str, job: int | str | None, seq: int = 0, workload: str = "1k",
-                   endpoint: Endpoint = FAR, **truth: Any) -> bool:  # fmt: skip
+                   endpoint: Endpoint = FAR, agent: str = "eu-1", **truth: Any) -> bool:  # fmt: skip
     """Write a sample through the store as the agent's role (``truth``: issue 22's fields of it); whether the
     database took it."""
-    origin = Origin(region, "eu-1", None if job is None else str(job))
+    origin = Origin(region, agent, None if job is None else str(job))
     sample = make_sample("eu-run", endpoint, workload, NOW, stream(50, 5), origin=origin, seq=seq)
     cached = truth.pop("provider_cached_tokens", None)
     sample = dataclasses.replace(sample, metrics=dataclasses.replace(sample.metrics, provider_cached_tokens=cached))
@@ -128,6 +131,10 @@ def test_its_own_job_goes_in_and_the_board_counts_it(world: World) -> None:
     assert counted(world, "eu-west") == 1  # counted by the database, not by a right of the role's
     assert store_as_agent(world, "eu-west", world.eu_job, seq=1)  # the same request again: stored once
     assert counted(world, "eu-west") == 1
+    with psycopg.connect(world.agent, autocommit=True) as conn:  # which of its job's requests are stored (a retry)
+        sql = "SELECT job_seq FROM samples WHERE job_id = %s"
+        assert conn.execute(sql, (str(world.eu_job),)).fetchall() == [(1,)]
+        assert conn.execute(sql, ("0",)).fetchall() == []  # another region's job: none of its rows
 
 
 def test_the_trigger_keys_its_samples_by_cache_and_cold_start_and_counts_its_canary(world: World) -> None:
@@ -185,6 +192,16 @@ def test_it_cannot_insert_samples_for_invented_endpoints_or_requests(world: Worl
     assert counted(world, "eu-west") == 0 and owner_sees(world, "SELECT COUNT(*) FROM samples") == [(1,)]
 
 
+def test_it_cannot_name_another_agent_in_its_samples(world: World) -> None:
+    """Issue 29: a sample's ``agent`` is one of its own agents' rows, never another's (or none)."""
+    with open_store(world.owner) as store:  # an agent row of its region the central role wrote, not this role
+        agents.beat(store, agents.AgentRow("eu-2", "eu-west", "other-host", "1", NOW, NOW, 10.0))
+    for other in ("us-1", "eu-2", "never-beat"):
+        assert not store_as_agent(world, "eu-west", world.eu_job, agent=other), other
+    assert owner_sees(world, "SELECT COUNT(*) FROM samples WHERE region = 'eu-west'") == [(0,)]
+    assert store_as_agent(world, "eu-west", world.eu_job)  # its own, "eu-1"
+
+
 def test_it_cannot_write_the_rollups(world: World) -> None:
     before = owner_sees(world, "SELECT * FROM sample_hours ORDER BY hour")
     for table in ("sample_hours", "sample_quarters", "sample_days"):
@@ -197,7 +214,8 @@ def test_it_cannot_write_the_rollups(world: World) -> None:
 
 
 def test_it_cannot_rewrite_another_agents_heartbeat(world: World) -> None:
-    before = owner_sees(world, "SELECT * FROM agents")
+    others = "SELECT * FROM agents WHERE name <> 'eu-1'"  # eu-1 is its own: it beats it
+    before = owner_sees(world, others)
     attempt(world, "UPDATE agents SET heartbeat_at = 0, stopped_at = 1, jobs_failed = 99")
     attempt(world, "DELETE FROM agents")
     attempt(
@@ -208,7 +226,7 @@ def test_it_cannot_rewrite_another_agents_heartbeat(world: World) -> None:
     )
     attempt(world, "INSERT INTO agents (name, region, host, version, started_at, heartbeat_at, heartbeat_s)"
                    " VALUES ('us-2', 'us-east', 'x', '1', 0, 0, 1)")  # fmt: skip
-    assert owner_sees(world, "SELECT * FROM agents") == before
+    assert owner_sees(world, others) == before
 
 
 def test_it_cannot_delete_other_regions_queue_workers(world: World) -> None:

@@ -238,18 +238,32 @@ class Store:
                     table.unsaved.append(item)
                     self._errors.append(f"{self._say(exc)}; the records are kept in Store.unsaved")
                 return
-            # The database takes writes again: what it refused before goes in now, oldest first.
-            for pending in self._tables:
-                while pending.unsaved:
-                    try:
-                        self._write(pending, pending.unsaved[0])
-                    except Exception as exc:  # still refused: kept for the next successful write, or rescued
-                        if not self._refusal(pending, pending.unsaved[0], exc):
-                            break
-                    pending.unsaved.pop(0)
+            self._write_unsaved()  # the database takes writes again
 
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
+        self._pool.submit(self._order.queue(write))
+
+    def _write_unsaved(self) -> None:
+        """What the database refused before goes in now, oldest first (on the writer thread)."""
+        for pending in self._tables:
+            while pending.unsaved:
+                try:
+                    self._write(pending, pending.unsaved[0])
+                except Exception as exc:  # still refused: kept for the next successful write, or rescued
+                    if not self._refusal(pending, pending.unsaved[0], exc):
+                        break
+                pending.unsaved.pop(0)
+
+    def retry_unsaved(self) -> None:
+        """Queue a try of what the database did not take (``Store.unsaved``), as the next write would make."""
+
+        def write() -> None:
+            with contextlib.suppress(Exception):  # a link still lost is opened again here, if it can be
+                self._on_connection(lambda: self._conn.execute("SELECT 1").fetchall())
+                self._conn.rollback()  # (PostgreSQL opened a transaction)
+            self._write_unsaved()
+
         self._pool.submit(self._order.queue(write))
 
     def written_elsewhere(self) -> None:
