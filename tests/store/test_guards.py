@@ -73,6 +73,8 @@ def test_the_database_refuses_a_figure_no_measurement_can_produce(url: str) -> N
                 assert math.isnan(value) and not url.startswith("postgresql://"), (column, value)
                 assert raw(url, f"SELECT {column} FROM samples WHERE id = ?", (s.id,)) == [(None,)]  # noqa: S608
                 raw(url, "DELETE FROM samples WHERE id = ?", (s.id,))
+    for start in (1e300, math.inf, -1.0):  # a start no clock shows (the endpoint page's list of samples failed)
+        assert refused(url, good(1), started_at=start, published=0), start
     assert refused(url, good(1), ttft_ms=bounds.MAX_MS * 1.01)
     assert refused(url, good(1), output_speed=bounds.MAX_OUTPUT_SPEED * 1.01)
     for table in ("sample_hours", "sample_quarters", "sample_days"):  # a row no samples make: more values than ok
@@ -104,8 +106,8 @@ def _connected(url: str) -> Any:
 
 def poisoned(url: str) -> int:
     """A database as an older tokenpace left it (version 13), after an agent's role inserted a sample of output
-    speed 1e300 and one of Infinity, and a sample was deleted whose value 1e300 the rollups kept; returns how many
-    published samples it holds."""
+    speed 1e300, one of Infinity and an unpublished one started at 1e300, and a sample was deleted whose value
+    1e300 the rollups kept; returns how many published samples it holds."""
     migrate_to(url, 13)
     postgres = url.startswith("postgresql://")
     if postgres:  # counted below as the older trigger counted them, every value as given
@@ -114,6 +116,7 @@ def poisoned(url: str) -> int:
         insert_raw(url, good(i))
     insert_raw(url, good(5), output_speed=1e300)
     insert_raw(url, good(6), output_speed=math.inf, ttft_ms=math.inf)
+    insert_raw(url, good(7), started_at=1e300, published=0)  # unpublished: no rollup counts it, a page lists it
     if postgres:
         raw(url, "ALTER TABLE samples ENABLE TRIGGER tokenpace_count_sample")
     conn = _connected(url)
@@ -144,10 +147,12 @@ def test_a_poisoned_database_still_answers_and_its_upgrade_mends_it(
         assert board.exit_code == 0, board.output
     assert row.output_speed.n == 4 and row.output_speed.mean is not None and row.output_speed.mean < 1e6
     assert "values outside what a measurement can be skipped" in caplog.text
+    assert "started at 1e+300, no real time: not drawn" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING), open_store(url) as store:
         samples = store.samples()
     assert "migration 14: 3 figures no measurement can produce set to NULL" in caplog.text
+    assert "migration 14: 1 samples started at no real time deleted" in caplog.text
     assert len(samples) == published and sum(s.metrics.output_speed is None for s in samples) == 2
     assert_rollup_right(url, published)  # rebuilt: equal to a recompute, no value of a deleted sample
     values = [v for (text,) in raw(url, "SELECT output_speed FROM sample_days") for v in rollup.decode(text)]

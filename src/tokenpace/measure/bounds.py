@@ -6,9 +6,10 @@ figure outside these bounds (migration 14: CHECK constraints on PostgreSQL, trig
 trigger), the writer stores such a figure as NULL (store/refusals.py: the timeline keeps what was measured), and
 every reader that still finds one (a row from before the migration) skips it and logs it, never a 500.
 
-Every time within one request is bounded by the longest request allowed (``--total-timeout``'s largest); a speed
-by a thousand times the fastest single streams served today (~1-3k tok/s). A figure nearer the bound is still
-stored; one beyond it is not a measurement. Changing a bound needs a migration that replaces the constraints.
+A sample's start is a real clock's time (after 1970, before the year 3000); every time within one request is
+bounded by the longest request allowed (``--total-timeout``'s largest); a speed by a thousand times the fastest
+single streams served today (~1-3k tok/s). A figure nearer the bound is still stored; one beyond it is not a
+measurement. Changing a bound needs a migration that replaces the constraints.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 MAX_REQUEST_S = 86_400.0  # the longest a request may be given (--total-timeout): a day
 MAX_MS = MAX_REQUEST_S * 1000.0  # so no time within one request is longer
 MAX_OUTPUT_SPEED = 1_000_000.0  # tok/s: a thousand times the fastest streams served (~1-3k tok/s)
+MAX_EPOCH_S = 32_503_680_000.0  # 3000-01-01 UTC: a start time is a real clock's, after 1970 and before then
 MAX_IDLE_S = 10 * 365 * 86400.0  # an endpoint's idle time before a request: ten years is more than any idles
 # Time to 100 tokens = TTFT + 100 / speed: at most the longest request plus 100 tokens at the slowest speed one can
 # measure (one token over the longest request).
@@ -28,6 +30,7 @@ LARGEST = 1e12
 
 # Each bounded column of ``samples``: (least, greatest), both allowed; NULL (no figure) is always allowed.
 BOUNDS: dict[str, tuple[float, float]] = {
+    "started_at": (0.0, MAX_EPOCH_S),
     **{
         c: (0.0, MAX_MS)
         for c in ("ttft_ms", "ttfb_ms", "connect_ms", "ttfat_ms", "e2e_ms", "gap_p50_ms", "gap_p95_ms", "gap_max_ms")

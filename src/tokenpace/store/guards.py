@@ -12,7 +12,8 @@ decoding the whole text on every upsert; what it checks is the row's shape: coun
 trigger or the writer; a reader that finds one out of bounds all the same skips it (tally.py, stats.py).
 
 Existing rows are mended before the constraints apply: a figure out of bounds becomes NULL (the sample, its
-outcome and its timeline stay, as ``refusals.storable`` stores such a figure from now on), and the rollups are
+outcome and its timeline stay, as ``refusals.storable`` stores such a figure from now on), a sample that started
+at no real time (NaN, 1e300) is deleted, for nothing can place it, and the rollups are
 rebuilt from the samples, so a value whose sample was deleted goes too. A migration that recreates the rollups
 must call :func:`guard_rollups` again.
 """
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 # changes of measure/bounds.py (the tests check that the two agree today; a new bound needs a new migration).
 MS_14 = 86_400_000.0  # the longest request allowed, a day, in ms
 FOURTEENTH: dict[str, tuple[float, float]] = {
+    "started_at": (0.0, 32_503_680_000.0),  # 1970 to 3000-01-01 UTC
     **{
         c: (0.0, MS_14)
         for c in ("ttft_ms", "ttfb_ms", "connect_ms", "ttfat_ms", "e2e_ms", "gap_p50_ms", "gap_p95_ms", "gap_max_ms")
@@ -93,8 +95,13 @@ def mend_samples(conn: Any, ph: str) -> None:
     mended = 0
     for column, (lo, hi) in FOURTEENTH.items():
         # NOT (x BETWEEN ...) holds for NaN, Infinity and, in SQLite, text; NULL stays NULL.
-        cursor = conn.execute(f"UPDATE samples SET {column} = NULL WHERE NOT ({column} BETWEEN {lo!r} AND {hi!r})")  # noqa: S608
-        mended += max(0, cursor.rowcount)
+        outside = f"WHERE NOT ({column} BETWEEN {lo!r} AND {hi!r})"
+        if column == "started_at":  # no time to place it at: no measurement, and no NULL to give it
+            dropped = max(0, conn.execute(f"DELETE FROM samples {outside}").rowcount)  # noqa: S608
+            if dropped:
+                log.warning("migration 14: %d samples started at no real time deleted (%s)", dropped, REFUSED)
+            continue
+        mended += max(0, conn.execute(f"UPDATE samples SET {column} = NULL {outside}").rowcount)  # noqa: S608
     if mended:
         log.warning("migration 14: %d figures no measurement can produce set to NULL (%s)", mended, REFUSED)
     _refuse(conn, ph, "samples", "samples_bounded", _bounded("NEW."), _bounded())

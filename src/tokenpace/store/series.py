@@ -53,8 +53,12 @@ _FIGURES = ("output_speed", "ttft_ms", "e2e_ms")
 log = logging.getLogger(__name__)
 
 
-def _point(v: dict[str, Any]) -> SamplePoint:
-    """A point from its columns by name (its fields')."""
+def _point(v: dict[str, Any]) -> SamplePoint | None:
+    """A point from its columns by name (its fields'); None for a start no clock can show (a row from before
+    migration 14: skipped, logged)."""
+    if not within("started_at", v["started_at"]):
+        log.warning("a sample started at %r, no real time: not drawn", v["started_at"])
+        return None
     verdict = v["canary_ok"]
     v |= {"started_at": datetime.fromtimestamp(v["started_at"], UTC), "ok": bool(v["ok"])}
     v |= {"published": bool(v["published"]), "client_bound": bool(v["client_bound"])}
@@ -67,7 +71,7 @@ def _point(v: dict[str, Any]) -> SamplePoint:
 
 
 def _points(rows: Iterable[Sequence[Any]]) -> list[SamplePoint]:
-    return [_point(dict(zip(_FIELDS, r, strict=True))) for r in rows]
+    return [p for r in rows if (p := _point(dict(zip(_FIELDS, r, strict=True)))) is not None]
 
 
 def _narrowed(sql: str, params: list[Any], workload: str | None, region: str | None) -> tuple[str, list[Any]]:
@@ -96,7 +100,8 @@ def model_series(
     sql = f"SELECT provider, plan, {_POINT} FROM samples WHERE model = ? AND started_at >= ? AND published = 1"  # noqa: S608
     rows = store.query(*_narrowed(sql, [model, epoch(since)], workload, region))
     named = [dict(zip(_NAMED, r, strict=True)) for r in rows]
-    return [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
+    points = [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
+    return [(name, p) for name, p in points if p is not None]
 
 
 def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[SamplePoint]:
