@@ -77,7 +77,8 @@ def test_the_database_refuses_a_figure_no_measurement_can_produce(url: str) -> N
         assert refused(url, good(1), started_at=start, published=0), start
     assert refused(url, good(1), ttft_ms=bounds.MAX_MS * 1.01)
     assert refused(url, good(1), output_speed=bounds.MAX_OUTPUT_SPEED * 1.01)
-    for table in ("sample_hours", "sample_quarters", "sample_days"):  # a row no samples make: more values than ok
+    tables = ("sample_hours", "sample_quarters", "sample_days") if url.startswith("postgresql://") else ()
+    for table in tables:  # a row no samples make (more values than ok): refused where agents' roles write
         more = f"UPDATE {table} SET output_speed = output_speed || '{rollup.encode(5.0)}'"  # noqa: S608
         with pytest.raises(Exception, match=r"(?i)check|no measurement"):
             raw(url, more)
