@@ -8,8 +8,8 @@ per job (``FOR UPDATE SKIP LOCKED``), worker heartbeats, graceful shutdown. toke
   jobs never pile up for an agent that is away;
 - a deadline in every order: one taken after it is dropped and counted, not run late;
 - a stalled job (its worker's heartbeat older than ``stalled_after_s``: the agent was killed or cut off) ends as
-  its samples say (:meth:`Queue.recover`): succeeded when every request is stored, left running while the agent
-  that stored its requests still beats (its own heartbeat in ``agents``), else retried once, then recorded as
+  its samples say (:meth:`Queue.recover`): left running while the agent that stored its requests still beats (its
+  own heartbeat in ``agents``), else succeeded when every request is stored, else retried once, then recorded as
   failed; the database's unique (job_id, job_seq) keeps a retried job's requests from being stored twice, and an
   agent does not run again a retried job whose requests are all stored (agent/worker.py).
 
@@ -184,8 +184,9 @@ class Queue:
         return int(found["stored"]), bool(found["alive"])
 
     async def recover(self, stalled_after_s: float, among: Sequence[int] | None = None) -> list[tuple[int, str]]:
-        """Jobs whose queue worker stopped beating mid-run, (id, what): "stored" (every request stored: succeeded),
-        else left while the agent that stored its requests still beats, else "retried" once, then "failed"."""
+        """Jobs whose queue worker stopped beating mid-run, (id, what): left while the agent that stored its requests
+        still beats (it ends the job itself), else "stored" (every request stored: succeeded), else "retried" once,
+        then "failed"."""
         import procrastinate
 
         done = []
@@ -201,11 +202,11 @@ class Queue:
                     requests = RunOrder.from_kwargs(job.task_kwargs).requests
                 except ValueError:  # no order of ours: nothing of it can be stored
                     requests = None
+                if alive:
+                    continue  # still measuring, or finishing it itself: looked at again next time
                 if requests is not None and stored >= requests:
                     await self.app.job_manager.finish_job(job, procrastinate.jobs.Status.SUCCEEDED, delete_job=False)
                     done.append((job.id, "stored"))
-                elif alive:
-                    continue  # still measuring: looked at again next time
                 elif job.attempts < RETRIES:
                     await self.app.job_manager.retry_job(job)
                     done.append((job.id, "retried"))
