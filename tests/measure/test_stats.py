@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tests.measure.test_metrics import MS
 from tokenpace.measure.sample import Sample
+from tokenpace.measure.stats import Figure, figure
 from tokenpace.measure.timing import Event, EventKind, Timeline
 
 
@@ -82,3 +85,12 @@ def test_a_share_interval_is_wilsons() -> None:
     lo, hi = share_interval(20, 100) or (0.0, 0.0)
     assert lo == pytest.approx(0.1334, abs=5e-4) and hi == pytest.approx(0.2888, abs=5e-4)
     assert share_interval(0, 0) is None
+
+
+def test_values_no_measurement_can_produce_are_left_out_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 29: two output speeds of 1e300 made the mean raise OverflowError and the board answer 500."""
+    found = figure([1e300, 1e300, math.inf, math.nan, -math.inf, 5.0, 7.0])
+    assert (found.n, found.mean, found.p50) == (2, 6.0, 6.0)
+    assert "5 values no measurement can produce left out" in caplog.text
+    assert figure([math.inf]) == Figure(0)
+    assert figure([-3.5, 2.0]).mean == -0.75  # a figure below zero (TTFT less the round trip) is one

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.errors import StoreError
 from tokenpace.measure.sample import Origin, RunRecord, make_sample
 from tokenpace.store import agents, migrations
+from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import open_store
 from tokenpace.store.queue import Queue, RunOrder
 
@@ -76,7 +78,10 @@ def world(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
             conn.execute("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour')")
         result = CliRunner().invoke(main, ["db", "grant-agent", role, "--region", "eu-west", "--db", pg_url])
         assert result.exit_code == 0, result.output
-        yield World(pg_url, pg_url.replace("postgres@", f"{quote(role)}@", 1), role, eu_job, us_job)
+        agent_url = pg_url.replace("postgres@", f"{quote(role)}@", 1)
+        with open_store(agent_url) as store:  # its agent's first beat, as before any job: the samples' "eu-1"
+            agents.beat(store, agents.AgentRow("eu-1", "eu-west", "eu-host", "1", NOW, NOW, 10.0))
+        yield World(pg_url, agent_url, role, eu_job, us_job)
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP OWNED BY "{role}"'.encode())
@@ -95,10 +100,10 @@ def attempt(world: World, sql: str, params: tuple[Any, ...] = ()) -> None:
 
 
 def store_as_agent(world: World, region: str, job: int | str | None, seq: int = 0, workload: str = "1k",
-                   endpoint: Endpoint = FAR, **truth: Any) -> bool:  # fmt: skip
+                   endpoint: Endpoint = FAR, agent: str = "eu-1", **truth: Any) -> bool:  # fmt: skip
     """Write a sample through the store as the agent's role (``truth``: issue 22's fields of it); whether the
     database took it."""
-    origin = Origin(region, "eu-1", None if job is None else str(job))
+    origin = Origin(region, agent, None if job is None else str(job))
     sample = make_sample("eu-run", endpoint, workload, NOW, stream(50, 5), origin=origin, seq=seq)
     cached = truth.pop("provider_cached_tokens", None)
     sample = dataclasses.replace(sample, metrics=dataclasses.replace(sample.metrics, provider_cached_tokens=cached))
@@ -126,6 +131,10 @@ def test_its_own_job_goes_in_and_the_board_counts_it(world: World) -> None:
     assert counted(world, "eu-west") == 1  # counted by the database, not by a right of the role's
     assert store_as_agent(world, "eu-west", world.eu_job, seq=1)  # the same request again: stored once
     assert counted(world, "eu-west") == 1
+    with psycopg.connect(world.agent, autocommit=True) as conn:  # which of its job's requests are stored (a retry)
+        sql = "SELECT job_seq FROM samples WHERE job_id = %s"
+        assert conn.execute(sql, (str(world.eu_job),)).fetchall() == [(1,)]
+        assert conn.execute(sql, ("0",)).fetchall() == []  # another region's job: none of its rows
 
 
 def test_the_trigger_keys_its_samples_by_cache_and_cold_start_and_counts_its_canary(world: World) -> None:
@@ -137,6 +146,32 @@ def test_the_trigger_keys_its_samples_by_cache_and_cold_start_and_counts_its_can
     select = "SELECT cached, cold, samples, canary_checked, canary_passed FROM sample_{} WHERE region = 'eu-west'"
     for level in ("hours", "quarters", "days"):
         assert sorted(owner_sees(world, select.format(level))) == [(0, 0, 1, 1, 1), (1, 1, 1, 1, 0)], level
+
+
+def insert_as_agent(world: World, seq: int = 0, **figures: float) -> bool:
+    """Insert its own job's sample with SQL of its own, as the agent's role (no store's checks); whether it went in."""
+    origin = Origin("eu-west", "eu-1", str(world.eu_job))
+    values = sample_values(make_sample("eu-run", FAR, "1k", NOW, stream(50, 5), origin=origin, seq=seq))
+    values |= {"started_at": NOW.timestamp()} | figures
+    insert = f"INSERT INTO samples ({', '.join(SAMPLE_COLUMNS)}) VALUES ({', '.join(['%s'] * len(SAMPLE_COLUMNS))})"  # noqa: S608
+    try:
+        with psycopg.connect(world.agent, autocommit=True) as conn:
+            conn.execute(insert.encode(), [int(v) if isinstance(v, bool) else v for v in values.values()])
+    except psycopg.Error:
+        return False
+    return True
+
+
+def test_it_cannot_store_a_figure_no_measurement_can_produce(world: World) -> None:
+    """Issue 29: within every policy (its region, its job, its request), one output speed of 1e300 or Infinity took
+    every page down and stayed in the rollups; the database refuses it, NaN and negatives too (migration 14)."""
+    for value in (1e300, math.inf, math.nan, -1.0):
+        assert not insert_as_agent(world, output_speed=value), value
+        assert not insert_as_agent(world, ttft_ms=value), value
+    assert not insert_as_agent(world, e2e_ms=86_400_001.0)  # longer than any request may last
+    assert counted(world, "eu-west") == 0
+    assert insert_as_agent(world)  # the same sample with what a measurement gives goes in, counted once
+    assert counted(world, "eu-west") == 1
 
 
 def test_it_cannot_insert_samples_for_another_region(world: World) -> None:
@@ -157,6 +192,16 @@ def test_it_cannot_insert_samples_for_invented_endpoints_or_requests(world: Worl
     assert counted(world, "eu-west") == 0 and owner_sees(world, "SELECT COUNT(*) FROM samples") == [(1,)]
 
 
+def test_it_cannot_name_another_agent_in_its_samples(world: World) -> None:
+    """Issue 29: a sample's ``agent`` is one of its own agents' rows, never another's (or none)."""
+    with open_store(world.owner) as store:  # an agent row of its region the central role wrote, not this role
+        agents.beat(store, agents.AgentRow("eu-2", "eu-west", "other-host", "1", NOW, NOW, 10.0))
+    for other in ("us-1", "eu-2", "never-beat"):
+        assert not store_as_agent(world, "eu-west", world.eu_job, agent=other), other
+    assert owner_sees(world, "SELECT COUNT(*) FROM samples WHERE region = 'eu-west'") == [(0,)]
+    assert store_as_agent(world, "eu-west", world.eu_job)  # its own, "eu-1"
+
+
 def test_it_cannot_write_the_rollups(world: World) -> None:
     before = owner_sees(world, "SELECT * FROM sample_hours ORDER BY hour")
     for table in ("sample_hours", "sample_quarters", "sample_days"):
@@ -169,7 +214,8 @@ def test_it_cannot_write_the_rollups(world: World) -> None:
 
 
 def test_it_cannot_rewrite_another_agents_heartbeat(world: World) -> None:
-    before = owner_sees(world, "SELECT * FROM agents")
+    others = "SELECT * FROM agents WHERE name <> 'eu-1'"  # eu-1 is its own: it beats it
+    before = owner_sees(world, others)
     attempt(world, "UPDATE agents SET heartbeat_at = 0, stopped_at = 1, jobs_failed = 99")
     attempt(world, "DELETE FROM agents")
     attempt(
@@ -180,7 +226,7 @@ def test_it_cannot_rewrite_another_agents_heartbeat(world: World) -> None:
     )
     attempt(world, "INSERT INTO agents (name, region, host, version, started_at, heartbeat_at, heartbeat_s)"
                    " VALUES ('us-2', 'us-east', 'x', '1', 0, 0, 1)")  # fmt: skip
-    assert owner_sees(world, "SELECT * FROM agents") == before
+    assert owner_sees(world, others) == before
 
 
 def test_it_cannot_delete_other_regions_queue_workers(world: World) -> None:

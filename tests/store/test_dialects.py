@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tests.store.test_database import raw
+from tokenpace.cli import main
 from tokenpace.errors import StoreError
 from tokenpace.store.database import open_store
 
@@ -48,3 +50,33 @@ def test_password_is_masked_in_errors() -> None:
     message = str(err.value)
     assert "s3cret" not in message and "\n" not in message
     assert message.startswith("postgresql://postgres:***@127.0.0.1:1/test")
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["postgresql://u:PW@SECRET@127.0.0.1:1/x", "postgresql://u:PW/SECRET@127.0.0.1:1/x", "postgres://u:PW#SECRET@h/x"],
+)
+def test_a_password_with_a_reserved_character_is_refused_and_never_shown(given: str) -> None:
+    """Issue 29: libpq split the first URL at its first '@', and the error naming the host printed SECRET."""
+    with pytest.raises(StoreError) as err:
+        open_store(given)
+    message = str(err.value)
+    assert "SECRET" not in message and "PW" not in message and "\n" not in message
+    assert "percent-encode" in message and "%40" in message
+
+
+def test_a_keyword_connection_string_is_refused_never_made_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: taken as a file path, it silently made a SQLite file named after the password."""
+    monkeypatch.chdir(tmp_path)
+    given = "host=127.0.0.1 dbname=test user=postgres password=hunter2"
+    for command in (["leaderboard", "--db", given], ["db", "grant-agent", "r", "--region", "eu", "--db", given]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code != 0 and "hunter2" not in result.output, result.output
+        assert "keyword connection string" in result.output and "postgresql://" in result.output
+    with pytest.raises(StoreError, match="keyword connection string"):
+        open_store("dbname=test password=hunter2")
+    assert list(tmp_path.iterdir()) == []
+    with open_store(str(tmp_path / "host=x.db")):  # a file whose name only looks like one, given as a path
+        pass

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from tests.store.test_windows import GROQ, stream
 from tokenpace.errors import ConfigError, StoreError
+from tokenpace.measure.sample import Origin, make_sample
+from tokenpace.store import agents
+from tokenpace.store.database import open_store
 from tokenpace.store.queue import Queue, RunOrder, queue_name
 
 ORDER = {"endpoint": "groq/llama", "workload": "1k", "region": "eu-west", "requests": 2, "deadline": 1e9}
@@ -62,3 +68,33 @@ async def test_errors_are_one_line_without_the_password() -> None:
         await queue.installed()
     assert "s3cret-pw" not in str(caught.value) and "\n" not in str(caught.value)
     await queue.close()
+
+
+async def test_a_stalled_job_ends_as_its_stored_samples_say(pg_url: str) -> None:
+    """Issue 29: a job whose queue worker stopped beating was recorded failed though both its samples were stored,
+    and one still being measured by a live agent was retried (and run twice). Each on its last attempt here."""
+    now = datetime.now(UTC)
+    open_store(pg_url).close()  # the schema: samples and agents
+    queue = Queue(pg_url)
+    await queue.open()
+    try:
+        await queue.install()
+        jobs = {w: await queue.defer(RunOrder.from_kwargs(ORDER | {"workload": w})) for w in ("1k", "10k", "100k")}
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # taken by a worker that stopped beating
+            sql = "INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour') RETURNING id"
+            (worker,) = conn.execute(sql).fetchone() or ()
+            conn.execute("UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s, attempts = 1", (worker,))
+        with open_store(pg_url) as store:
+            old = now - timedelta(hours=1)
+            agents.beat(store, agents.AgentRow("gone", "eu-west", "h", "1", old, old, 10.0))  # down for an hour
+            agents.beat(store, agents.AgentRow("busy", "eu-west", "h", "1", now, now, 10.0))  # beating now
+            stored = {("1k", 0, "gone"), ("1k", 1, "gone"), ("10k", 0, "gone"), ("100k", 0, "busy")}
+            for workload, seq, agent in stored:
+                origin = Origin("eu-west", agent, str(jobs[workload]))
+                store.add_sample(make_sample("r", GROQ, workload, now, stream(50, 5), origin=origin, seq=seq))
+        recovered = dict(await queue.recover(30.0))
+        states = await queue.states(jobs.values())
+    finally:
+        await queue.close()
+    assert recovered == {jobs["1k"]: "stored", jobs["10k"]: "failed"}  # 100k: its agent still measures it
+    assert {w: states[j].status for w, j in jobs.items()} == {"1k": "succeeded", "10k": "failed", "100k": "doing"}

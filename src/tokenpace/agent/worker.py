@@ -5,6 +5,10 @@ environment, never from the queue), measures the network path to it (clients/net
 and stores the samples tagged with its region, its name and the job (one sample per job and request: a
 retried job cannot store twice). An order taken after its deadline is dropped and counted, not run late.
 
+A retried job whose requests are all stored already (its first attempt went on while its queue connection was
+cut) is not run again, and a job's samples the database did not take at once are tried again for a few seconds
+before the job ends; a queue worker that stops because its database connection failed is started again.
+
 Beside the worker it beats: every ``heartbeat_s`` it writes its row in ``agents`` (counts, clock offset
 against the database), which is how the board and ``tokenpace agents`` tell up from down. Samples whose write
 failed (the database away) stay in ``Store.unsaved`` and go in with the next write that succeeds; on the way
@@ -40,9 +44,11 @@ if TYPE_CHECKING:  # the queue engine is the optional extra: Queue() says so in 
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0
-# procrastinate clears its new-job event after a fetch that found nothing, so a job queued during that fetch
-# waits for the next notification or poll: polling this often bounds that wait (one cheap query per poll).
+# The worker polls for jobs this often (one cheap query per poll) and LISTENs to nothing: any role may NOTIFY any
+# channel (PostgreSQL has no right for it), and a worker that listened took a forged "abort_job_requested" for its
+# running job from another region's agent role (issue 29). Abort requests are read from the jobs table instead.
 FETCH_POLL_S = 0.2
+FLUSH_TRIES, FLUSH_PAUSE_S = 10, 0.5  # a job's samples the database refused (its link cut): tried for ~5 s more
 NETWORK_TRIES = 5  # the fastest of five cheap requests: one late timer on the path skews fewer of them
 
 
@@ -111,6 +117,10 @@ class Agent:
             self.counts.dropped += 1
             log.info("job %s (%s %s) taken after its deadline: dropped", job.id, order.endpoint, order.workload)
             return
+        if job.attempts and await asyncio.to_thread(self._all_stored, str(job.id), order.requests):
+            self.counts.done += 1  # its first attempt measured it all (its queue worker was cut off): not twice
+            log.info("job %s: retried, every request already stored: not run again", job.id)
+            return
         if order.idle_s is not None:  # a wake order: the sampler saw the endpoint idle this long
             self.cold.learn(endpoint, time.time() - order.idle_s)
         network = await measure_network(endpoint, self.timeouts, tries=NETWORK_TRIES)
@@ -122,13 +132,36 @@ class Agent:
         done = await run_workload(
             [endpoint], workload, options, self.store, corpus=self.corpus, refusals=self.refusals, cold=self.cold
         )
-        try:
-            await asyncio.to_thread(self.store.flush)  # kept in Store.unsaved if it fails: written later
-        except Exception as exc:
-            log.warning("job %s: samples kept until the database takes them: %s", job.id, exc)
+        await self._stored_or_kept(str(job.id))
         self.counts.done += 1
         ok = sum(s.ok for s in done.samples)
         log.info("job %s: %s %s, %d samples, %d ok", job.id, endpoint.name, workload.name, len(done.samples), ok)
+
+    async def _stored_or_kept(self, job_id: str) -> None:
+        """Wait for the job's samples to be written; those the database does not take (its link cut) are tried
+        again a few times, so the job ends with them stored, else kept (Store.unsaved: the next write tries)."""
+        for attempt in range(FLUSH_TRIES):
+            try:
+                await asyncio.to_thread(self.store.flush)
+                if not any(s.job_id == job_id for s in self.store.unsaved):
+                    return
+            except Exception as exc:
+                if attempt == FLUSH_TRIES - 1:
+                    log.warning("job %s: samples kept until the database takes them: %s", job_id, exc)
+                    return
+            await asyncio.sleep(FLUSH_PAUSE_S)
+            self.store.retry_unsaved()
+
+    def _all_stored(self, job_id: str, requests: int) -> bool:
+        """Whether every request of a job is in the database or in this store's unsaved samples (False when the
+        database cannot say: then the job runs, and what it stored before is not stored twice)."""
+        try:
+            rows = self.store.query("SELECT job_seq FROM samples WHERE job_id = ?", (job_id,), fresh=True)
+        except Exception as exc:
+            log.warning("job %s: which requests are stored is unknown: %s", job_id, exc)
+            return False
+        held = {seq for (seq,) in rows} | {s.job_seq for s in self.store.unsaved if s.job_id == job_id}
+        return held >= set(range(requests))
 
     async def beat(self, stopped: bool = False) -> None:
         """Write the agent's row: its counts, its clock's offset from the database's, ``stopped_at`` on the way out."""
@@ -145,11 +178,12 @@ class Agent:
 
     async def _beating(self) -> None:
         while True:
-            await self.beat()
             await asyncio.sleep(self.heartbeat_s)
+            await self.beat()
 
     async def run(self, grace_s: float = 30.0) -> None:
         """Work until cancelled; on cancellation running jobs get ``grace_s`` to finish, then are aborted."""
+        await self.beat()  # before any job: its role's samples must name a row it wrote (store/grants.py)
         beating = asyncio.create_task(self._beating(), name="tokenpace heartbeat")
         try:
             said = False
@@ -158,12 +192,19 @@ class Agent:
                     log.warning("waiting for `tokenpace serve` (with [regions]) to create the region queues")
                     said = True
                 await asyncio.sleep(self.heartbeat_s)
-            await self.queue.app.run_worker_async(
-                queues=[queue_name(self.region)], name=self.name, concurrency=self.concurrency,
-                install_signal_handlers=False, update_heartbeat_interval=self.heartbeat_s,
-                stalled_worker_timeout=agents.MISSED * self.heartbeat_s, shutdown_graceful_timeout=grace_s,
-                fetch_job_polling_interval=FETCH_POLL_S, delete_jobs="never",
-            )  # fmt: skip
+            while True:  # until cancelled: a worker whose database link failed stops by itself, so start another
+                try:
+                    await self.queue.app.run_worker_async(
+                        queues=[queue_name(self.region)], name=self.name, concurrency=self.concurrency,
+                        install_signal_handlers=False, update_heartbeat_interval=self.heartbeat_s,
+                        stalled_worker_timeout=agents.MISSED * self.heartbeat_s, shutdown_graceful_timeout=grace_s,
+                        fetch_job_polling_interval=FETCH_POLL_S, delete_jobs="never", listen_notify=False,
+                    )  # fmt: skip
+                    why = "a database connection failed"
+                except Exception as exc:  # the database away (cancellation is no Exception: it ends the agent)
+                    why = " ".join(str(exc).split()) or type(exc).__name__
+                log.warning("the queue worker of %s stopped (%s): started again", self.name, why)
+                await asyncio.sleep(self.heartbeat_s)
         finally:
             beating.cancel()
             with contextlib.suppress(asyncio.CancelledError):

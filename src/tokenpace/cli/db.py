@@ -1,4 +1,5 @@
-"""``tokenpace db grant-agent``: the PostgreSQL rights of a region agent's own role, printed or applied."""
+"""``tokenpace db``: a region agent's PostgreSQL rights (``grant-agent``), and the rollups rebuilt from the samples
+(``rebuild-rollups``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tokenpace.cli.stderr import err
 
 @click.group("db")
 def db_group() -> None:
-    """The PostgreSQL store's set-up for region agents."""
+    """The store's upkeep: region agents' PostgreSQL rights, the rollups rebuilt."""
 
 
 @db_group.command("grant-agent")
@@ -34,3 +35,19 @@ def grant_agent_command(role: str, region: str, db: str | None) -> None:
         return
     grants.grant_agent(db, role, region)
     err.print(f"granted {role} an agent's rights for region {region}")
+
+
+@db_group.command("rebuild-rollups")
+@opt.store(from_env=True)
+def rebuild_rollups_command(db: str | None) -> None:
+    """Recompute the board's rollups from the samples: after deleting samples (the rollups keep what was counted)."""
+    from tokenpace.cli.store import close_store
+    from tokenpace.store import guards
+    from tokenpace.store.database import open_store
+
+    store = open_store(db)
+    try:
+        counted = store.transaction(guards.rebuild_rollups)
+    finally:
+        close_store(store)
+    err.print(f"rollups of {store.url} rebuilt: {counted} published samples counted")

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from tokenpace.config.presets import PROTOCOLS
+from tokenpace.measure.bounds import MAX_REQUEST_S
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -145,5 +146,7 @@ def first_token_timeout(help: str) -> Decorator:
                         help=help)  # fmt: skip
 
 
-total_timeout = click.option("--total-timeout", default=300.0, show_default=True, type=Finite(min=0, min_open=True),
-                             help="Seconds a whole request may take.")  # fmt: skip
+# At most a day: measure/bounds.py bounds every stored time by it.
+total_timeout = click.option("--total-timeout", default=300.0, show_default=True,
+                             type=Finite(min=0, min_open=True, max=MAX_REQUEST_S),
+                             help="Seconds a whole request may take (at most a day).")  # fmt: skip

@@ -3,18 +3,23 @@
 The one vocabulary of every place that aggregates samples: a run's summary (``board.summary``, in Python over
 the samples at hand), the leaderboard's rolling windows (``store.windows``, in SQL over the database) and a
 load test's latencies (``load.figures``), so all report the same fields and judge success by the same formula.
-Pure; the lowest layer they all import.
+Pure (but for a warning when it leaves out values no measurement can produce); the lowest layer they all
+import.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import operator
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tokenpace.measure.bounds import LARGEST
 from tokenpace.measure.metrics import percentile_sorted
+
+log = logging.getLogger(__name__)
 
 QUANTILES = (5, 25, 50, 75, 95)  # Figure's percentiles, in its field order
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile: two-sided 95 %
@@ -64,11 +69,25 @@ def figure_sorted(ordered: Sequence[float]) -> Figure:
     """:func:`figure` of values already in ascending order (metrics.percentile_sorted: no copy sorted again)."""
     if not ordered:
         return Figure(0)
+    if not (ordered[0] >= -LARGEST and ordered[-1] <= LARGEST and math.isfinite(sum(ordered))):
+        ordered = _measurable(ordered)
+        if not ordered:
+            return Figure(0)
     mean = statistics.fmean(ordered)
     p5, p25, p50, p75, p95 = (percentile_sorted(ordered, q) for q in QUANTILES)
     mean_lo, mean_hi = mean_interval(ordered, mean)
     p50_lo, p50_hi = median_interval(ordered)
     return Figure(len(ordered), mean, p5, p25, p50, p75, p95, mean_lo, mean_hi, p50_lo, p50_hi)
+
+
+def _measurable(ordered: Sequence[float]) -> list[float]:
+    """The values within +-LARGEST (no figure comes near), NaN and Infinity out, sorted; what was left out logged.
+
+    A row no measurement could produce (a hostile agent's, or one from before migration 14) must not take a page
+    down: its mean overflowed, and a chart's scale with it."""
+    kept = sorted(v for v in ordered if -LARGEST <= v <= LARGEST)
+    log.warning("%d values no measurement can produce left out of a figure", len(ordered) - len(kept))
+    return kept
 
 
 def mean_interval(values: Sequence[float], mean: float) -> tuple[float | None, float | None]:

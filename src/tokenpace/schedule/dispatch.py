@@ -8,8 +8,9 @@ the agent stored. While it waits it watches for three things that would otherwis
 
 - no agent took the order by its deadline: it is cancelled and counted as dropped (``dropped``); a retried
   one (it did start in time) is left to run;
-- the agent that took it stopped beating mid-run (killed, cut off): ``Queue.recover`` retries it once, then
-  records it failed;
+- the queue worker that took it stopped beating mid-run (its agent killed, or its queue connection cut):
+  ``Queue.recover`` leaves it while its agent still beats, else ends it as its stored samples say (succeeded when
+  every request is stored), else retries it once, then records it failed;
 - it runs past any reasonable end (``run_limit_s`` after its deadline): the sampler stops waiting for it.
 
 One poller asks for the states of every waiting order in one query each ``poll_s``.

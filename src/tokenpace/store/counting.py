@@ -7,7 +7,9 @@ central one, the tables' owner), with its ``search_path`` fixed to the schema so
 tables of its own, and an agent's role needs no right on the rollups at all. It computes exactly what
 :func:`rollup.add` does in Python (hours, quarters and days by :func:`rollup.hour_of`'s rule, values as
 ``float8send``'s IEEE 754 bits big-endian, which is :func:`rollup.encode`), so a rebuild still equals what was
-kept. A row skipped by ``ON CONFLICT DO NOTHING`` fires no trigger: a retried job is counted once.
+kept. A row skipped by ``ON CONFLICT DO NOTHING`` fires no trigger: a retried job is counted once. It refuses a
+sample whose figures no measurement can produce (measure/bounds.py), as the samples' own CHECK does since
+migration 14, so no such value ever reaches the rollups.
 
 SQLite has one writer, the central process, and keeps counting in Python (``Store._write``).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tokenpace.measure.bounds import bounds_of
 from tokenpace.store import rollup
 
 FUNCTION = "tokenpace_count_sample"
@@ -23,9 +26,14 @@ TRIGGER = "tokenpace_count_sample"
 COUNTED = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
 
 
+def _new(name: str) -> str:
+    """A metric of the new row, as SQL (rollup.DERIVED's over its columns)."""
+    return "NEW." + rollup.DERIVED.get(name, name).replace(" - ", " - NEW.")
+
+
 def _metric(name: str) -> str:
     """A metric's text for an ok sample: its value's bits as 16 hex digits, or '' for NULL (as rollup.add skips)."""
-    value = "NEW." + rollup.DERIVED.get(name, name).replace(" - ", " - NEW.")
+    value = _new(name)
     return f"CASE WHEN NEW.ok = 0 THEN '' ELSE coalesce(encode(float8send({value}), 'hex'), '') END"
 
 
@@ -36,6 +44,15 @@ _CHECKS = {"canary_checked": "(NEW.canary_ok IS NOT NULL)::integer", "canary_pas
 def _new_row_tag(name: str) -> str:
     """A key tag of one sample: rollup.TAGS' SQL over the new row's columns."""
     return rollup.TAGS[name].format(row="NEW.")
+
+
+def _valid(shape: rollup.Shape) -> str:
+    """True when every figure the rollups keep is NULL or within its bounds (measure/bounds.py; NaN never is)."""
+    figures = []
+    for name in shape.metrics:
+        least, greatest = bounds_of(name)
+        figures.append(f"coalesce(({_new(name)}) BETWEEN {least!r} AND {greatest!r}, true)")
+    return " AND ".join(figures)
 
 
 def _upsert(level: rollup.RollupLevel, shape: rollup.Shape) -> str:
@@ -64,6 +81,9 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = {schema}, pg_temp AS $$
 DECLARE
     h bigint;
 BEGIN
+    IF NOT ({_valid(shape)}) THEN  -- the samples' CHECK refuses these too (migration 14): never counted
+        RAISE EXCEPTION 'a figure no measurement can produce' USING ERRCODE = 'check_violation';
+    END IF;
     h := floor(NEW.started_at / {rollup.HOUR});
     WHILE h * {rollup.HOUR} > NEW.started_at LOOP h := h - 1; END LOOP;
     WHILE (h + 1) * {rollup.HOUR} <= NEW.started_at LOOP h := h + 1; END LOOP;

@@ -67,12 +67,12 @@ def open_store(url: str | None = None) -> Store:
         except OSError as exc:
             raise StoreError(f"cannot create the folder for {path}: {exc.strerror or exc}") from None
         return Store(f"sqlite://{path.absolute()}", sqlite_dialect(path))
+    shown, secrets = hide_password(url)  # first: it refuses a string whose password would be misread as a path
     scheme, sep, rest = url.partition("://")
     if url.strip() and not sep:
         return Store(f"sqlite://{Path(url).absolute()}", sqlite_dialect(Path(url)))
     if scheme == "sqlite" and rest.startswith("/"):
         return Store(url, sqlite_dialect(Path(rest)))
-    shown, secrets = hide_password(url)
     if scheme in ("postgresql", "postgres"):
         return Store(shown, postgres_dialect(url), secrets)
     raise StoreError(f"unsupported store {shown!r}: give {ACCEPTED}")
@@ -207,7 +207,8 @@ class Store:
         self._conn.commit()
         self.writes += 1
         if changed:
-            why = "NUL, a lone surrogate, or a number the column cannot hold: the timeline keeps what was sent"
+            why = "NUL, a lone surrogate, a number the column cannot hold or a figure no measurement can produce"
+            why += ": the timeline keeps what was sent"
             log.warning("%s %s: %s stored sanitised (%s)", table.kind, record.id, ", ".join(changed), why)
 
     def _refusal(self, table: _Table, record: Any, exc: Exception) -> bool:
@@ -237,18 +238,32 @@ class Store:
                     table.unsaved.append(item)
                     self._errors.append(f"{self._say(exc)}; the records are kept in Store.unsaved")
                 return
-            # The database takes writes again: what it refused before goes in now, oldest first.
-            for pending in self._tables:
-                while pending.unsaved:
-                    try:
-                        self._write(pending, pending.unsaved[0])
-                    except Exception as exc:  # still refused: kept for the next successful write, or rescued
-                        if not self._refusal(pending, pending.unsaved[0], exc):
-                            break
-                    pending.unsaved.pop(0)
+            self._write_unsaved()  # the database takes writes again
 
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
+        self._pool.submit(self._order.queue(write))
+
+    def _write_unsaved(self) -> None:
+        """What the database refused before goes in now, oldest first (on the writer thread)."""
+        for pending in self._tables:
+            while pending.unsaved:
+                try:
+                    self._write(pending, pending.unsaved[0])
+                except Exception as exc:  # still refused: kept for the next successful write, or rescued
+                    if not self._refusal(pending, pending.unsaved[0], exc):
+                        break
+                pending.unsaved.pop(0)
+
+    def retry_unsaved(self) -> None:
+        """Queue a try of what the database did not take (``Store.unsaved``), as the next write would make."""
+
+        def write() -> None:
+            with contextlib.suppress(Exception):  # a link still lost is opened again here, if it can be
+                self._on_connection(lambda: self._conn.execute("SELECT 1").fetchall())
+                self._conn.rollback()  # (PostgreSQL opened a transaction)
+            self._write_unsaved()
+
         self._pool.submit(self._order.queue(write))
 
     def written_elsewhere(self) -> None:
@@ -328,18 +343,23 @@ class Store:
         """One write of the store's own modules, on the writer thread after the writes queued before it, committed;
         returns the rows it changed. For small tables beside the samples (``agents``), not for samples or runs."""
         sql = sql.replace("?", self._ph)
+        return self.transaction(lambda conn, _: int(conn.execute(sql, params).rowcount))
 
-        def write() -> int:
+    def transaction(self, step: Callable[[Connection, str], T]) -> T:
+        """``step(connection, placeholder)`` in one committed transaction on the writer thread, after the writes
+        queued before it: :meth:`execute`'s, and maintenance's (``tokenpace db rebuild-rollups``)."""
+
+        def write() -> T:
             if self._begin:
                 self._conn.execute(self._begin)
             try:
-                changed = self._conn.execute(sql, params).rowcount
+                done = step(self._conn, self._ph)
             except BaseException:
                 with contextlib.suppress(Exception):
                     self._conn.rollback()
                 raise
             self._conn.commit()
-            return int(changed)
+            return done
 
         return self._call(lambda: self._on_connection(write))
 

@@ -116,8 +116,33 @@ def say(shown: str, exc: BaseException, secrets: Sequence[str]) -> str:
     return f"{shown}: {text}"
 
 
+# A libpq keyword/value string (``host=... dbname=... password=...``): its first keyword, at its start or after a space.
+_KEYWORDS = r"host|hostaddr|port|dbname|user|password|passfile|service|sslmode|options|connect_timeout"
+_KEYWORD_FORM = re.compile(rf"(?i)(?:^|\s)(?:{_KEYWORDS})\s*=")
+PLAIN_URL = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
+
+
+def refuse_misread(url: str) -> None:
+    """StoreError, in one line showing nothing of ``url``, for a store string whose password would be misread.
+
+    A keyword/value string is no file path (taken as one, it made a SQLite file named after the password). In a
+    URL whose user or password holds '@', '/', '?' or '#' unescaped, libpq splits the user from the host at
+    the first '@' and Python at the last, so an error naming the host printed the password's tail."""
+    if "://" not in url and _KEYWORD_FORM.search(url):
+        raise StoreError(f"a keyword connection string (host=... password=...) is not taken: give {PLAIN_URL}")
+    scheme, _, rest = url.partition("://")
+    at = rest.rfind("@")
+    if scheme in ("postgresql", "postgres") and at >= 0 and any(c in rest[:at] for c in "@/?#"):
+        raise StoreError(
+            "the store URL (not shown: it holds a password) has '@', '/', '?' or '#' in its user or password:"
+            " percent-encode them (%40, %2F, %3F, %23)"
+        )
+
+
 def hide_password(url: str) -> tuple[str, list[str]]:
-    """The URL with its password masked, and every spelling of that password (userinfo or ``?password=``)."""
+    """The URL with its password masked, and every spelling of that password (userinfo or ``?password=``);
+    StoreError for a string whose password would be misread (:func:`refuse_misread`)."""
+    refuse_misread(url)
     try:
         parts = urlsplit(url)
     except ValueError:  # unparseable: show nothing after the scheme

@@ -8,7 +8,8 @@ is not subject to them):
 
 - ``samples``: insert only (never read, update or delete), and only a sample of its region tied to a job
   ordered in its region's queue, of that job's endpoint and workload, its request index within the job's
-  count: no invented endpoint, region or request. The database counts it in the rollups itself (a trigger
+  count: no invented endpoint, region or request; and measured by one of its own agents (the ``agent`` named is
+  a row of ``agents`` this role wrote), never another's name. The database counts it in the rollups itself (a trigger
   running as the owner, ``counting.py``): the role has no right on the rollups;
 - ``agents``: its own rows (written by this role, of its region; an older row of its region without a role
   becomes its own on its next beat); ``runs``: the runs it wrote;
@@ -46,8 +47,13 @@ def _policies(region: str) -> dict[str, tuple[str, str | None, str | None]]:
         " AND samples.job_seq >= 0 AND samples.job_seq < (j.args->>'requests')::integer)"
     )
     own = "role = current_user"
+    # Measured by an agent of its own: one whose row this role wrote (it beats before it takes a job).
+    own_agent = (
+        "EXISTS (SELECT 1 FROM agents a WHERE a.name = samples.agent AND a.role = current_user"  # noqa: S608
+        f" AND a.region = '{region}')"
+    )
     return {
-        "samples": ("INSERT", None, f"region = '{region}' AND {own_job}"),
+        "samples": ("INSERT", None, f"region = '{region}' AND {own_job} AND {own_agent}"),
         # ON CONFLICT's check reads (job_id, job_seq), which applies the SELECT policies to the new row too.
         "samples_read": ("SELECT", f"region = '{region}'", None),
         "agents": ("ALL", f"{own} OR (role IS NULL AND region = '{region}')", f"{own} AND region = '{region}'"),

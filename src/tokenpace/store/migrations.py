@@ -12,7 +12,8 @@ A step is SQL text or a function of the connection and its placeholder, for what
 databases (rebuilding the hourly and daily rollups, ``rollup.py``, whose values must round-trip exactly). A
 migration that changes published samples' counted columns (``rollup.RAW``) must end with ``rollup.rebuild``, so
 that both rollups still equal a recompute from ``samples``; one that changes the rollups' shape must end with
-``counting.install`` too, so that PostgreSQL's counting trigger writes the new shape.
+``counting.install`` too, so that PostgreSQL's counting trigger writes the new shape, and ``guards.guard_rollups``
+after it, so that recreated rollups still refuse rows no samples can make.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tokenpace.errors import StoreError
-from tokenpace.store import counting, rollup
+from tokenpace.store import counting, guards, rollup
 from tokenpace.store.dialects import Connection, Dialect
 
 Step = str | Callable[[Any, str], None]  # SQL, or f(connection, placeholder)
@@ -237,6 +238,19 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # and counting the canary's verdicts (rollup.CHECKS): dropped, recreated, rebuilt, and the counting
             # trigger installed again for the new shape.
             rollup.recreate,
+            counting.install,
+        ),
+    ),
+    (
+        14,
+        (
+            # Figures no measurement can produce (issue 29: one agent's output speed of Infinity took every page
+            # down): those stored set to NULL and refused from now on (guards.py, measure/bounds.py), the rollups
+            # rebuilt without them (a deleted sample's value too) and refusing rows no samples can make, and the
+            # counting trigger installed again, refusing them as well.
+            guards.mend_samples,
+            rollup.rebuild,
+            guards.guard_rollups,
             counting.install,
         ),
     ),

@@ -7,9 +7,11 @@ per job (``FOR UPDATE SKIP LOCKED``), worker heartbeats, graceful shutdown. toke
 - a queueing lock per (endpoint, workload, region): while one order waits, no second is queued behind it, so
   jobs never pile up for an agent that is away;
 - a deadline in every order: one taken after it is dropped and counted, not run late;
-- a stalled job (its worker's heartbeat older than ``stalled_after_s``: the agent was killed or cut off) is
-  retried once, then recorded as failed (:meth:`Queue.recover`); the database's unique (job_id, job_seq)
-  keeps a retried job's requests from being stored twice.
+- a stalled job (its worker's heartbeat older than ``stalled_after_s``: the agent was killed or cut off) ends as
+  its samples say (:meth:`Queue.recover`): left running while the agent that stored its requests still beats (its
+  own heartbeat in ``agents``), else succeeded when every request is stored, else retried once, then recorded as
+  failed; the database's unique (job_id, job_seq) keeps a retried job's requests from being stored twice, and an
+  agent does not run again a retried job whose requests are all stored (agent/worker.py).
 
 An order names its endpoint and workload, never a key: each agent reads keys from its own environment.
 procrastinate's errors become :class:`StoreError` here, as the store's own do.
@@ -24,12 +26,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tokenpace.errors import ConfigError, StoreError
+from tokenpace.measure.bounds import MAX_IDLE_S  # an order's idle time is bounded as a sample's
+from tokenpace.store.agents import MISSED
 from tokenpace.store.dialects import hide_password, say
 
 log = logging.getLogger(__name__)
 TASK = "tokenpace.measure"  # procrastinate's name of the one task: measure an order
 DONE = frozenset({"succeeded", "failed", "cancelled", "aborted"})
-MAX_IDLE_S = 10 * 365 * 86400.0  # an order's idle time: ten years is more than any endpoint idles
 RETRIES = 1  # a stalled job is retried this many times, then recorded as failed
 
 
@@ -168,8 +171,22 @@ class Queue:
         async with self._mapped():
             return bool(await self.app.job_manager.cancel_job_by_id_async(job_id))
 
+    async def _stored(self, job_id: int) -> tuple[int, bool]:
+        """How many of a job's requests are stored, and whether an agent that stored one still beats (its row in
+        ``agents``, not stopped, its heartbeat within MISSED of its own intervals on the database's clock)."""
+        found = await self.app.connector.execute_query_one_async(
+            "SELECT COUNT(s.job_seq) AS stored, COALESCE(bool_or(a.stopped_at IS NULL AND a.heartbeat_at >"
+            " extract(epoch FROM now()) - %(missed)s * a.heartbeat_s), false) AS alive"
+            " FROM samples s LEFT JOIN agents a ON a.name = s.agent WHERE s.job_id = %(job)s",
+            job=str(job_id),
+            missed=MISSED,
+        )
+        return int(found["stored"]), bool(found["alive"])
+
     async def recover(self, stalled_after_s: float, among: Sequence[int] | None = None) -> list[tuple[int, str]]:
-        """Jobs whose agent stopped beating mid-run: retried once, then recorded failed; (id, "retried"|"failed")."""
+        """Jobs whose queue worker stopped beating mid-run, (id, what): left while the agent that stored its requests
+        still beats (it ends the job itself), else "stored" (every request stored: succeeded), else "retried" once,
+        then "failed"."""
         import procrastinate
 
         done = []
@@ -177,12 +194,28 @@ class Queue:
             for job in await self.app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after_s):
                 if job.id is None or (among is not None and job.id not in among):
                     continue
-                if job.attempts < RETRIES:
+                # The outcome follows what was stored: a queue connection cut (pg_terminate_backend) stops the
+                # worker's heartbeat while its job runs on; retrying it ran it twice, and failing it said failed
+                # of a job whose every request was stored.
+                stored, alive = await self._stored(job.id)
+                try:
+                    requests = RunOrder.from_kwargs(job.task_kwargs).requests
+                except ValueError:  # no order of ours: nothing of it can be stored
+                    requests = None
+                if alive:
+                    continue  # still measuring, or finishing it itself: looked at again next time
+                if requests is not None and stored >= requests:
+                    await self.app.job_manager.finish_job(job, procrastinate.jobs.Status.SUCCEEDED, delete_job=False)
+                    done.append((job.id, "stored"))
+                elif job.attempts < RETRIES:
                     await self.app.job_manager.retry_job(job)
                     done.append((job.id, "retried"))
                 else:
                     await self.app.job_manager.finish_job(job, procrastinate.jobs.Status.FAILED, delete_job=False)
                     done.append((job.id, "failed"))
         for job_id, what in done:
-            log.warning("job %d: its agent stopped answering mid-run: %s", job_id, what)
+            if what == "stored":
+                log.info("job %d: its queue worker stopped answering, every request stored: succeeded", job_id)
+            else:
+                log.warning("job %d: its agent stopped answering mid-run: %s", job_id, what)
         return done

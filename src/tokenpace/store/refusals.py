@@ -4,7 +4,8 @@ A server's bytes reach the store (model names, error messages, usage counts), an
 refuses keeps the whole record out. PostgreSQL takes no NUL in text and no integer beyond 32 bits in an INTEGER
 column; neither database takes a lone surrogate; SQLite takes an infinite float in an INTEGER column, which
 poisons every SUM over it later. So before a write, NUL becomes U+FFFD and a lone surrogate "?" in every text
-(the timeline's JSON escapes included), a non-finite float becomes NULL, and an integer outside PostgreSQL's
+(the timeline's JSON escapes included), a non-finite float becomes NULL, so does a figure no measurement can
+produce (measure/bounds.py: the database refuses it since migration 14), and an integer outside PostgreSQL's
 INTEGER range becomes NULL (or the nearest bound, in a NOT NULL column). Both databases then hold the same
 values, and the timeline's JSON keeps the usage counts the provider sent, as sent.
 
@@ -25,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tokenpace.measure.bounds import BOUNDS, within
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.store.columns import sample_values
 
@@ -100,6 +102,8 @@ def storable(columns: Sequence[str], row: Sequence[Any]) -> tuple[tuple[Any, ...
             new = _integer(value, column in _NULLABLE_INTEGERS)
         elif column in _REALS:
             new = _real(value)
+            if new is not None and column in BOUNDS and not within(column, new):  # the database refuses it
+                new = None
         elif isinstance(value, str):
             new = text(value)
             if column == "timeline" and "\\u0000" in new:  # json.dumps escapes NUL; decoded, it is NUL again

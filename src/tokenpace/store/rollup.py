@@ -28,6 +28,7 @@ counting a sample twice or missing one.
 
 from __future__ import annotations
 
+import logging
 import math
 import struct
 import sys
@@ -36,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.measure.bounds import within
 from tokenpace.measure.metrics import corrected_ttft
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
@@ -50,6 +52,7 @@ STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that
 DERIVED = {"ttft_net_ms": "ttft_ms - net_rtt_ms"}
 METRICS = (*STORED, *DERIVED)
 COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
+log = logging.getLogger(__name__)
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it
 
 
@@ -250,6 +253,7 @@ class _Row:
     checked: int = 0
     passed: int = 0
     failures: list[str] = field(default_factory=list)
+    skipped: int = 0  # values no measurement can produce (measure/bounds.py), left out
 
     def add(self, raw: Raw) -> None:
         """Count one sample, given as its shape's raw columns by name (its identity and tags are in the key)."""
@@ -268,8 +272,10 @@ class _Row:
         else:
             for texts, metric in zip(self.values, self.shape.metrics, strict=True):
                 value = raw[metric]
-                if value is not None:
+                if value is not None and within(metric, value):
                     texts.append(encode(float(value)))
+                elif value is not None:
+                    self.skipped += 1
 
     def row(self, key: Sequence[Any]) -> tuple[Any, ...]:
         counts = (self.samples, self.ok, self.one_shot, self.first_at, self.last_at, self.protocol, self.simulated)
@@ -343,7 +349,10 @@ def rebuild(
         end = start + DAY
         raws = [dict(zip(shape.names, r, strict=True)) for r in conn.execute(day, (start, end)).fetchall()]
         for level in levels:
-            rows = [r.row(k) for k, r in fold(raws, level, shape).items()]
+            folded = fold(raws, level, shape)
+            if level is levels[0] and (skipped := sum(r.skipped for r in folded.values())):
+                log.warning("%d values no measurement can produce left out of the rollups", skipped)
+            rows = [r.row(k) for k, r in folded.items()]
             for i in range(0, len(rows), batch):
                 chunk = rows[i : i + batch]
                 conn.execute(_insert(level, ph, len(chunk), shape), [v for r in chunk for v in r])

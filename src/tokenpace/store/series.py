@@ -10,11 +10,13 @@ while a list of recent samples shows everything, labelled.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.measure.bounds import within
 from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.windows import endpoint_name
@@ -69,19 +71,29 @@ class SamplePoint:
 _FIELDS = tuple(f.name for f in dataclasses.fields(SamplePoint))
 _POINT = ", ".join(_FIELDS)
 _NAMED = ("provider", "plan", *_FIELDS)  # a model's points, each with its endpoint
+_FIGURES = ("output_speed", "ttft_ms", "e2e_ms")
+log = logging.getLogger(__name__)
 
 
-def _point(v: dict[str, Any]) -> SamplePoint:
-    """A point from its columns by name (its fields')."""
+def _point(v: dict[str, Any]) -> SamplePoint | None:
+    """A point from its columns by name (its fields'); None for a start no clock can show (a row from before
+    migration 14: skipped, logged)."""
+    if not within("started_at", v["started_at"]):
+        log.warning("a sample started at %r, no real time: not drawn", v["started_at"])
+        return None
     verdict = v["canary_ok"]
     v |= {"started_at": datetime.fromtimestamp(v["started_at"], UTC), "ok": bool(v["ok"])}
     v |= {"published": bool(v["published"]), "client_bound": Bound(v["client_bound"])}
     v["canary_ok"] = None if verdict is None else bool(verdict)
+    for name in _FIGURES:  # a figure no measurement can produce (a row from before migration 14): no point
+        if v[name] is not None and not within(name, v[name]):
+            log.warning("sample at %s: %s %r is no measurement: not drawn", v["started_at"], name, v[name])
+            v[name] = None
     return SamplePoint(**v)
 
 
 def _points(rows: Iterable[Sequence[Any]]) -> list[SamplePoint]:
-    return [_point(dict(zip(_FIELDS, r, strict=True))) for r in rows]
+    return [p for r in rows if (p := _point(dict(zip(_FIELDS, r, strict=True)))) is not None]
 
 
 def _narrowed(sql: str, params: list[Any], workload: str | None, region: str | None) -> tuple[str, list[Any]]:
@@ -110,7 +122,8 @@ def model_series(
     sql = f"SELECT provider, plan, {_POINT} FROM samples WHERE model = ? AND started_at >= ? AND published = 1"  # noqa: S608
     rows = store.query(*_narrowed(sql, [model, epoch(since)], workload, region))
     named = [dict(zip(_NAMED, r, strict=True)) for r in rows]
-    return [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
+    points = [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
+    return [(name, p) for name, p in points if p is not None]
 
 
 def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[SamplePoint]:

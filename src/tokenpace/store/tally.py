@@ -11,12 +11,14 @@ whose verdict is known.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from tokenpace.measure.bounds import clean_sorted
 from tokenpace.measure.stats import Figure, figure_sorted
 from tokenpace.measure.verdict import ALL, FIGURE_BOUND
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
@@ -26,6 +28,7 @@ TallyGroup = tuple[int, int, int]
 FRESH: TallyGroup = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
 _FLAG = tuple(FIGURE_BOUND[m] for m in METRICS)  # the verdict's bit that leaves each metric's values out
+log = logging.getLogger(__name__)
 _NONE = figure_sorted([])
 
 
@@ -182,6 +185,9 @@ class Tally:
             if g in self.values:
                 values += self.values[g][i]
         values.sort()
+        values, skipped = clean_sorted(METRICS[i], values)
+        if skipped:  # rows from before migration 14, or written past it: skipped, never a failed page
+            log.warning("%d %s values outside what a measurement can be skipped", skipped, METRICS[i])
         return figure_sorted(values)
 
     def figures(self, include_bound: bool) -> list[Figure]:
