@@ -15,7 +15,8 @@ from rich.text import Text
 
 from tokenpace.board import console as clean
 from tokenpace.board import numbers, regions, rows
-from tokenpace.board.ranking import METRIC_OF, Board, Entry
+from tokenpace.board.query import METRIC_OF
+from tokenpace.board.ranking import Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.board.warmcold import WarmCold
 from tokenpace.config.presets import Preset

@@ -9,6 +9,7 @@ from typing import Any
 
 from tokenpace.board import changes, ranking, regions
 from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
+from tokenpace.board.query import SORTS, Query
 from tokenpace.board.rows import WRONG_BELOW, failing, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
@@ -17,7 +18,7 @@ from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
-# Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link. "wide": left out on a
+# Column key, label, CSS class; a key in query.SORTS makes the header a sort link. "wide": left out on a
 # phone's width, where the endpoint's name already says its provider, plan and model.
 BOARD_COLUMNS = (
     ("name", "Endpoint", "name"),  # provider:plan/model, so the provider and plan need no columns of their own
@@ -48,7 +49,7 @@ _SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time",
               "samples": "sample count", "name": "endpoint name"}  # fmt: skip
 
 
-def _href(query: ranking.Query, **changes: Any) -> str:
+def _href(query: Query, **changes: Any) -> str:
     qs = query.params(**changes)
     return f"/?{qs}" if qs else "/"
 
@@ -71,9 +72,7 @@ def _visible_columns(
     return out
 
 
-def _headers(
-    query: ranking.Query, net: bool = False, priced: bool = True, canary: bool = False
-) -> list[dict[str, str]]:
+def _headers(query: Query, net: bool = False, priced: bool = True, canary: bool = False) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
@@ -81,7 +80,7 @@ def _headers(
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
         if key in ("ttft_net", "canary"):
             head["title"] = TTFT_NET_TITLE if key == "ttft_net" else CANARY_TITLE
-        if key in ranking.SORTS:
+        if key in SORTS:
             active = key == query.sort
             flipped = "asc" if current == "desc" else "desc"
             head["href"] = _href(query, sort=key, order=flipped if active else None)
