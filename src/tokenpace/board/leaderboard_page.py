@@ -42,6 +42,19 @@ class LeaderboardPage:
         return any(e.cost is not None and e.cost.price is not None for e in self.board.entries)
 
     @property
+    def uncharted(self) -> int:
+        """Successful samples when every one was client-bound and left out, so no row has a figure (0
+        otherwise): the page says so and links to the board that includes them, rather than an empty chart."""
+        rows = [e.row for e in self.board.entries]
+        if (
+            self.board.query.include_client_bound
+            or any(r.counted for r in rows)
+            or not any(r.client_bound for r in rows)
+        ):
+            return 0
+        return sum(r.ok for r in rows)
+
+    @property
     def canary(self) -> bool:
         """Whether some row's canary was judged."""
         return any(e.row.canary_checked for e in self.board.entries)
@@ -53,6 +66,7 @@ class LeaderboardPage:
             "region_caption": self.caption or None,
             "budgets_hit": self.budgets,
             "spend_today": [cost.plan_day_dict(d) for d in self.spend],
+            "client_bound_only": self.uncharted,
         }
         for entry in out["entries"]:  # a burst workload's rows say how each burst was served
             if entry["name"] in self.bursts:

@@ -79,10 +79,15 @@ class Board:
     span_s: int = 0  # the window's span for the workload shown (0: no row)
 
     @property
+    def waiting(self) -> list[str]:
+        """The listed endpoints that lack their minimum and may yet reach it (a failing or stale one may never,
+        and holding every rank provisional for it would make the word mean nothing)."""
+        return [e.row.name for e in self.entries if e.too_few and not e.failing and not e.stale]
+
+    @property
     def provisional(self) -> bool:
-        """Whether ranks may still move: a listed endpoint lacks its minimum and may yet reach it (a failing or
-        stale one may never, and holding every rank provisional for it would make the word mean nothing)."""
-        return any(e.too_few and not e.failing and not e.stale for e in self.entries)
+        """Whether ranks may still move: some endpoint is :attr:`waiting` for its minimum."""
+        return bool(self.waiting)
 
     @property
     def coverage(self) -> str:
@@ -260,6 +265,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "label": b.label,
         "coverage": {"covered_s": b.covered_s, "span_s": b.span_s, "text": b.coverage},
         "provisional": b.provisional,
+        "waiting": b.waiting,
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
         "entries": [
             {

@@ -114,13 +114,15 @@ def _label(board: ranking.Board, e: ranking.Entry) -> str:
 def board_charts(board: ranking.Board) -> list[charts.Chart]:
     """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
     speed against its blended price where it has one."""
-    statistic, label = board.window.statistic, board.window.label
+    statistic, label = board.window.statistic, board.label
     shown = [e for e in board.entries if e.row.output_speed.n]
+    if not shown:  # no chart of nothing: the page says why there is no figure
+        return []
     boxed = shown[: charts.MAX_BOXES]
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
     # coloured by provider, as the dots below: one provider, one colour, on every chart and page
     speeds = charts.boxes(
-        "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
+        "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, {charts.TAILS_TITLE}", "tok/s",
         {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): e.row.provider for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
@@ -179,7 +181,9 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         # The other view of client-bound samples: what the board would say with them counted, or without.
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
-        "charts": board_charts(board) if board.entries else [],
+        "charts": board_charts(board),
+        "waiting": board.waiting,
+        "uncharted": m.uncharted,
         "bursts": m.bursts,
         "describe_change": changes.describe,  # the "changed" badge's title
     }
