@@ -13,7 +13,7 @@ from typing import Any
 
 from tokenpace.board import cost, ranking, regions
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
-from tokenpace.board.pageparts import PageSource
+from tokenpace.board.pageparts import PageSource, client_bound_only
 from tokenpace.board.query import Query
 from tokenpace.board.summary import bursts_dict
 from tokenpace.errors import ConfigError
@@ -43,16 +43,8 @@ class LeaderboardPage:
 
     @property
     def uncharted(self) -> int:
-        """Successful samples when every one was client-bound and left out, so no row has a figure (0
-        otherwise): the page says so and links to the board that includes them, rather than an empty chart."""
-        rows = [e.row for e in self.board.entries]
-        if (
-            self.board.query.include_client_bound
-            or any(r.counted for r in rows)
-            or not any(r.client_bound for r in rows)
-        ):
-            return 0
-        return sum(r.ok for r in rows)
+        """Successful samples, where every one was client-bound and left out (pageparts.client_bound_only)."""
+        return client_bound_only([e.row for e in self.board.entries], self.board.query.include_client_bound)
 
     @property
     def canary(self) -> bool:

@@ -138,7 +138,7 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
         wrong = " [red](fast but wrong)[/]" if rows.fast_but_wrong(r) else ""  # its canary failed too often
         simulated = " [magenta](simulated)[/]" if r.simulated else ""
-        return escape(r.name) + where + wrong + simulated + one_shot + changed
+        return escape(r.name) + where + _health(e) + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure_text(figure.headline(statistic))} [dim](n={figure.n})[/]"
@@ -155,15 +155,33 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "cost":
         return numbers.dollars(e.cost.cost if e.cost else None)
     last = numbers.DASH if r.last_at is None else f"{numbers.when(r.last_at, seconds=False)} UTC"
-    return last + (" [yellow](stale)[/]" if e.stale else "")
+    return last  # a stale row says so beside its name (_health)
+
+
+def _health(e: Entry) -> str:
+    """The web row's badges beside the name: failing, stale, not measured any more."""
+    failing = f" [red](failing · {numbers.percent(e.row.success_rate)} ok)[/]" if e.failing else ""
+    stale = " [yellow](stale)[/]" if e.stale and e.measured else ""
+    return failing + stale + ("" if e.measured else " [yellow](not measured any more)[/]")
+
+
+def _title(board: Board) -> str:
+    """The board's title: workload, the window as its samples cover it, the sort; provisional ranks said so."""
+    q = board.query
+    title = f"{escape(q.workload)} workload  ·  {escape(board.label)}  ·  sorted by {q.sort} {q.direction}"
+    if board.provisional:
+        waiting = len(board.waiting)
+        title += (
+            f"  ·  [yellow]provisional ranks: {waiting} endpoint{'s' * (waiting != 1)} below {q.min_samples} samples[/]"
+        )
+    return title
 
 
 def print_board(console: Console, board: Board) -> None:
     """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
     q = board.query
     where = escape(", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v))
-    title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
-    title += "  ·  client-bound samples included" if q.include_client_bound else ""
+    title = _title(board) + ("  ·  client-bound samples included" if q.include_client_bound else "")
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in TERMINAL_COLUMNS:
         # Names fold rather than truncate: a cut name could be another endpoint's.
@@ -227,9 +245,7 @@ def print_leaderboard(console: Console, board: Board) -> None:
     if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
         print_board(console, board)
         return
-    q = board.query
-    title = f"{escape(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
-    console.print(title, soft_wrap=True)
+    console.print(_title(board), soft_wrap=True)
     statistic = board.window.statistic
     for e in board.entries:
         style = "dim" if e.too_few else None

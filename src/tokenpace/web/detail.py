@@ -33,7 +33,7 @@ def _page_menus(window: Window, place: PageRegion, workload: dict[str, object]) 
     return [window_menu(window), *([place.menu] if place.menu else []), workload]
 
 
-def endpoint_context(m: EndpointPage, data: Mapping[str, Any]) -> dict[str, object]:
+def endpoint_context(m: EndpointPage, data: Mapping[str, Any], params: Mapping[str, str] = {}) -> dict[str, object]:
     """The endpoint page's template context: the model's values (``data``: its JSON twin), with its charts and
     menus drawn."""
     markers: dict[str, list[charts.Marker]] = {}
@@ -47,13 +47,16 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any]) -> dict[str, obje
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads, m.workload or "", "all")),
         "region_caption": m.place.caption,
         "stats_rows": [(r.workload, None, False, r) for r in m.shown],
-        "charts": charts.sample_charts(m.groups, markers),
+        "charts": charts.sample_charts(m.groups, markers) if m.groups else [],  # no chart of nothing
+        "uncharted": data["client_bound_only"],
+        "include_url": "?" + urlencode({**params, "client_bound": "include"}),
         "recent": [(p.workload, p) for p in m.recent],
         "recent_label": "Workload",
         "open_recent": not m.shown,  # nothing published to chart: the recent samples are all there is
         "include_client_bound": m.include_client_bound,
         "uptime": m.uptime,
         "canary": data["canary"],
+        "standings": m.standings,
         "bursts": m.bursts,
         "heat": m.heat,
         "heat_workload": m.heat_workload,
@@ -72,7 +75,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     query = urlencode({k: v for k, v in picked if v})
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     data = m.data()
-    return Page("endpoint.html", endpoint_context(m, data), data, json_url=json_url)
+    return Page("endpoint.html", endpoint_context(m, data, params), data, json_url=json_url)
 
 
 def model_context(m: ModelPage) -> dict[str, object]:
@@ -83,6 +86,7 @@ def model_context(m: ModelPage) -> dict[str, object]:
         "workload": m.workload,
         "window": m.window,
         "summary": m.summary,
+        "headline": m.headline,
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads or [m.workload], m.workload, None)),
         "region_caption": m.place.caption,
         "stats_rows": [
