@@ -97,9 +97,10 @@ class Board:
     @property
     def label(self) -> str:
         """The window as the board names it: "72 h median" once its samples span (almost) all of it, else what
-        they span ("median over 8 min of 72 h"): a 72 h label on 8 minutes of data says what is not there."""
+        they span ("median over 8 min of 72 h"): a 72 h label on 8 minutes of data says what is not there. An
+        empty board keeps the window's name: it says it has no samples."""
         span = self.span_s or self.window.seconds
-        full = self.covered_s >= FULL_COVER * span
+        full = not self.entries or self.covered_s >= FULL_COVER * span
         return self.window.label if full else f"{self.window.statistic} over {self.coverage}"
 
 

@@ -165,23 +165,23 @@ def _health(e: Entry) -> str:
     return failing + stale + ("" if e.measured else " [yellow](not measured any more)[/]")
 
 
-def _title(board: Board) -> str:
-    """The board's title: workload, the window as its samples cover it, the sort; provisional ranks said so."""
+def _title(board: Board) -> list[str]:
+    """The board's title in parts: workload, the window as its samples cover it, the sort; provisional ranks
+    said so."""
     q = board.query
-    title = f"{escape(q.workload)} workload  ·  {escape(board.label)}  ·  sorted by {q.sort} {q.direction}"
+    parts = [f"{escape(q.workload)} workload", escape(board.label), f"sorted by {q.sort} {q.direction}"]
     if board.provisional:
-        waiting = len(board.waiting)
-        title += (
-            f"  ·  [yellow]provisional ranks: {waiting} endpoint{'s' * (waiting != 1)} below {q.min_samples} samples[/]"
-        )
-    return title
+        waiting, need = len(board.waiting), q.min_samples
+        endpoints, samples = "endpoint" + "s" * (waiting != 1), "sample" + "s" * (need != 1)
+        parts.append(f"[yellow]provisional ranks: {waiting} {endpoints} below {need} {samples}[/]")
+    return parts
 
 
 def print_board(console: Console, board: Board) -> None:
     """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
     q = board.query
     where = escape(", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v))
-    title = _title(board) + ("  ·  client-bound samples included" if q.include_client_bound else "")
+    title = "  ·  ".join(_title(board)) + ("  ·  client-bound samples included" if q.include_client_bound else "")
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in TERMINAL_COLUMNS:
         # Names fold rather than truncate: a cut name could be another endpoint's.
@@ -245,7 +245,8 @@ def print_leaderboard(console: Console, board: Board) -> None:
     if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
         print_board(console, board)
         return
-    console.print(_title(board), soft_wrap=True)
+    for line in _packed(_title(board), console.width):
+        console.print(line, soft_wrap=True)
     statistic = board.window.statistic
     for e in board.entries:
         style = "dim" if e.too_few else None
