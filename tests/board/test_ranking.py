@@ -20,7 +20,7 @@ from tests.webkit import Steady
 from tokenpace import sim
 from tokenpace.board.query import SORTS, Query
 from tokenpace.board.ranking import Board, as_dict, csv_table, read_board
-from tokenpace.board.rules import NOT_MEASURED, rules
+from tokenpace.board.rules import UNMEASURED_LIMIT, rules
 from tokenpace.board.terminal import TERMINAL_COLUMNS, print_board
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config import endpoints
@@ -182,7 +182,7 @@ def test_rules_come_from_the_config_and_its_jobs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert found.stale_after(row) == pytest.approx(2 * 3600 * 1.1)
     # An endpoint the running config does not measure: stale from its last sample on; no jobs, no cadence known
-    assert found.stale_after(dataclasses.replace(row, model="other")) == NOT_MEASURED
+    assert found.stale_after(dataclasses.replace(row, model="other")) == UNMEASURED_LIMIT
     assert rules(cfg, []).stale_after(row) is None
     assert rules(endpoints.Config(), []).workload == "1k"
 

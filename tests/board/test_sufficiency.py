@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokenpace.board.sufficiency import CONFIDENCE, samples_needed, shown, tails_withheld, withheld
+from tokenpace.board.sufficiency import CONFIDENCE, as_shown, samples_needed, tails_withheld, withheld
 from tokenpace.measure.stats import figure
 
 
@@ -26,7 +26,7 @@ def test_tails_are_withheld_below_the_bound_with_the_reason_and_kept_from_it() -
         "p5": "n=4 < 90: a P5 needs 90 samples at 99% confidence",
         "p95": "n=4 < 90: a P95 needs 90 samples at 99% confidence",
     }
-    cut = shown(few)
+    cut = as_shown(few)
     assert (cut.p5, cut.p95) == (None, None) and (cut.p25, cut.p50, cut.p75, cut.n) == (few.p25, few.p50, few.p75, 4)
-    assert tails_withheld(enough) == {} and shown(enough) == enough
+    assert tails_withheld(enough) == {} and as_shown(enough) == enough
     assert withheld(0, "p95", 0.95) is None  # no values: nothing to withhold, the figure is absent anyway

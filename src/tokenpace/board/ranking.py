@@ -25,7 +25,7 @@ from tokenpace.board import cost, numbers, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
 from tokenpace.board.query import METRIC_OF, Query
 from tokenpace.board.rows import TRUTH_FIELDS, failing, figure_dict, iso, model_dict, row_dict, truth_dict
-from tokenpace.board.rules import NOT_MEASURED, never_stale
+from tokenpace.board.rules import UNMEASURED_LIMIT, never_stale
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.store.database import Store, epoch
@@ -194,7 +194,7 @@ def arrange(
 ) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
-    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale; rules.NOT_MEASURED:
+    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale; rules.UNMEASURED_LIMIT:
     no job measures it any more); prices from config.
     """
     config = config or Config()
@@ -216,7 +216,7 @@ def arrange(
         too_few = r.counted < query.min_samples
         rank = rank_of.get(id(r))
         limit = stale_after(r)
-        measured = limit != NOT_MEASURED
+        measured = limit != UNMEASURED_LIMIT
         stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
         tied = rank is not None and shared[rank] > 1
         change = (changes or {}).get(r.key)

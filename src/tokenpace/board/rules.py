@@ -19,7 +19,7 @@ from tokenpace.store.windows import EndpointRow
 LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
 # The limit of a row no running job measures: stale from its last sample on. rows.py's and the pages' "not
 # measured any more" is a limit of exactly this.
-NOT_MEASURED = 0.0
+UNMEASURED_LIMIT = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +34,9 @@ class Rules:
     def stale_after(self, row: EndpointRow) -> float | None:
         """A row's limit: its endpoint's job's (every region's job of it has the same interval). A region's row
         goes stale on its own (its last sample is its region's); a pooled row only when every region falls silent.
-        NOT_MEASURED for a row no job measures where the config has jobs; None (never stale) where it has none,
+        UNMEASURED_LIMIT for a row no job measures where the config has jobs; None (never stale) where it has none,
         as ``tokenpace leaderboard`` without ``--config`` knows no cadence."""
-        return self.stale_s.get(row.key, NOT_MEASURED if self.stale_s else None)
+        return self.stale_s.get(row.key, UNMEASURED_LIMIT if self.stale_s else None)
 
 
 # What the board opens on where scheduled; why not 10k (AA's default view) is on /methodology (OPENING_WHY there).

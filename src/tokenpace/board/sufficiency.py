@@ -38,7 +38,7 @@ def tails_withheld(f: Figure) -> dict[str, str]:
     return {field: why for field, q in TAILS if (why := withheld(f.n, field, q)) is not None}
 
 
-def shown(f: Figure) -> Figure:
+def as_shown(f: Figure) -> Figure:
     """The figure as the board shows it: each withheld tail None."""
     gone = tails_withheld(f)
     return dataclasses.replace(f, p5=None if "p5" in gone else f.p5, p95=None if "p95" in gone else f.p95)

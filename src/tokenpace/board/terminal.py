@@ -138,7 +138,7 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         where = f" [blue]@{escape(regions.token(r.region))}[/]" if board.query.region == EACH else ""
         wrong = " [red](fast but wrong)[/]" if rows.fast_but_wrong(r) else ""  # its canary failed too often
         simulated = " [magenta](simulated)[/]" if r.simulated else ""
-        return escape(r.name) + where + _health(e) + wrong + simulated + one_shot + changed
+        return escape(r.name) + where + _badges(e) + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure_text(figure.headline(statistic))} [dim](n={figure.n})[/]"
@@ -155,10 +155,10 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "cost":
         return numbers.dollars(e.cost.cost if e.cost else None)
     last = numbers.DASH if r.last_at is None else f"{numbers.when(r.last_at, seconds=False)} UTC"
-    return last  # a stale row says so beside its name (_health)
+    return last  # a stale row says so beside its name (_badges)
 
 
-def _health(e: Entry) -> str:
+def _badges(e: Entry) -> str:
     """The web row's badges beside the name: failing, stale, not measured any more."""
     failing = f" [red](failing · {numbers.percent(e.row.success_rate)} ok)[/]" if e.failing else ""
     stale = " [yellow](stale)[/]" if e.stale and e.measured else ""

@@ -182,7 +182,7 @@ def boxes(chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], k
     for name, f in figures.items():
         if f.p25 is None or f.p50 is None or f.p75 is None:  # no values: no box
             continue
-        shown = sufficiency.shown(f)
+        shown = sufficiency.as_shown(f)
         if shown.p5 is None or shown.p95 is None:
             withheld.add(name)
         low, high = f.p25 if shown.p5 is None else shown.p5, f.p75 if shown.p95 is None else shown.p95
