@@ -91,6 +91,15 @@ def test_a_failing_endpoint_never_ranks_above_a_healthy_one(store: Store, config
         ("steady/sim", 1, False), ("flaky/sim", 2, True)
     ]  # fmt: skip
     assert "(failing · 55.6% ok)" in terminal(board(store, config))  # the word the web row shows
+    # At 3 minutes: sim-fast, healthy and the fastest of the healthy, still short of its minimum. The failing
+    # endpoint is listed after it and ranked behind it, not #1 above an endpoint that will outrank it.
+    for i in range(2):
+        put(store, e["fast"], NOW - minutes(i), ttft_ms=90, gap_ms=4)
+    b = board(store, config)
+    assert [(x.row.provider, x.rank, x.too_few) for x in b.entries] == [
+        ("steady", 1, False), ("fast", None, True), ("flaky", 3, False)
+    ]  # fmt: skip
+    assert b.provisional and b.waiting == ["fast/sim"]
 
 
 def test_ranks_are_provisional_until_every_listed_endpoint_that_can_has_its_minimum(
@@ -244,10 +253,10 @@ def test_the_endpoint_page_header_says_success_rank_and_badges(client: TestClien
     success = text_of(header.split('id="endpoint-success"')[1].split("</dd>")[0])
     assert "55.6% (5 of 9 ok)" in success
     rank = text_of(header.split('id="endpoint-rank"')[1].split("</dd>")[0])
-    assert "3 of 3" in rank and "provisional" in rank  # gone and steady, both healthy, rank first
+    assert "4 of 4" in rank and "provisional" in rank  # after gone, steady and fast (healthy, still waiting)
     served = client.get(endpoint_path(flaky.provider, flaky.plan, flaky.model, "json")).json()
     (standing,) = served["standing"]
-    assert (standing["rank"], standing["of"], standing["failing"], standing["provisional"]) == (3, 3, True, True)
+    assert (standing["rank"], standing["of"], standing["failing"], standing["provisional"]) == (4, 4, True, True)
     assert standing["success_rate"] == pytest.approx(5 / 9)
     gone = client.get(endpoint_path(GONE.provider, GONE.plan, GONE.model)).text
     assert "not measured any more" in gone.split("</h1>")[0]

@@ -41,18 +41,18 @@ from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint
 @dataclass(frozen=True, slots=True)
 class Standing:
     """Where the endpoint stands on one workload's board (the same window, region and client-bound choice):
-    its entry there, with the board's ranked count and whether its ranks are still provisional."""
+    its entry there, with how many endpoints that board lists and whether its ranks are still provisional."""
 
     workload: str
     entry: Entry
-    ranked: int  # entries with a rank on that board
+    listed: int  # entries on that board
     provisional: bool
     min_samples: int
 
     def data(self) -> dict[str, Any]:
         e, r = self.entry, self.entry.row
         return {
-            "workload": self.workload, "rank": e.rank, "tied": e.tied, "of": self.ranked,
+            "workload": self.workload, "rank": e.rank, "tied": e.tied, "of": self.listed,
             "provisional": self.provisional and e.rank is not None, "too_few": e.too_few, "counted": r.counted,
             "min_samples": self.min_samples, "failing": e.failing, "stale": e.stale, "measured": e.measured,
             "success_rate": r.success_rate, "ok": r.ok, "judged": r.samples - r.cancelled,
@@ -64,8 +64,7 @@ def standing(board: Board, row: EndpointRow) -> Standing | None:
     entry = next((e for e in board.entries if e.row.key == row.key), None)
     if entry is None:
         return None
-    count = sum(e.rank is not None for e in board.entries)
-    return Standing(row.workload, entry, count, board.provisional, board.query.min_samples)
+    return Standing(row.workload, entry, len(board.entries), board.provisional, board.query.min_samples)
 
 
 @dataclass(frozen=True, slots=True)

@@ -161,15 +161,17 @@ def snapshot(
         return Snapshot(window, tuple(rows), tuple(menus.result()), tokens)
 
 
-def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[int]:
+def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str, waiting: int = 0) -> list[int]:
     """Ranks of rows in board order. By a figure: healthy rows first, rank = 1 + the rows whose 95 % interval lies
     wholly on the better side of this row's, never ahead of the row above (a row without an interval overlaps
-    every other); failing rows after them, ranked among themselves from 1 + the healthy rows' count. By anything
-    else: the place in the order."""
+    every other); failing rows after them, ranked among themselves from 1 + the healthy rows' count and the
+    ``waiting`` healthy ones still short of their minimum (ranked ahead of a failing one once they reach it). By
+    anything else: the place in the order."""
     if query.sort not in METRIC_OF:
         return list(range(1, len(rows) + 1))
     healthy = [r for r in rows if not failing(r)]
-    below = [len(healthy) + rank for rank in _interval_ranks([r for r in rows if failing(r)], query, statistic)]
+    ahead = len(healthy) + waiting
+    below = [ahead + rank for rank in _interval_ranks([r for r in rows if failing(r)], query, statistic)]
     return _interval_ranks(healthy, query, statistic) + below
 
 
@@ -206,21 +208,25 @@ def arrange(
     window = m.window
     shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
     ordered = _ordered(shown, query, window.statistic)
+    limits = {id(r): stale_after(r) for r in ordered}
+    stale = {id(r): _stale(r, limits[id(r)], now) for r in ordered}
     enough = [r for r in ordered if r.counted >= query.min_samples]
-    ranked = enough + [r for r in ordered if r.counted < query.min_samples]
+    few = [r for r in ordered if r.counted < query.min_samples]
+    listed = enough + few
+    if query.sort in METRIC_OF:  # every healthy row, waiting ones too, above every failing one
+        listed = [r for r in listed if not failing(r)] + [r for r in listed if failing(r)]
+    waiting = sum(not failing(r) and not stale[id(r)] for r in few)
     rankable = [r for r in enough if sort_value(r, query.sort, window.statistic) is not None]
-    rank_of = dict(zip(map(id, rankable), _ranks(rankable, query, window.statistic), strict=True))
+    rank_of = dict(zip(map(id, rankable), _ranks(rankable, query, window.statistic, waiting), strict=True))
     shared = Counter(rank_of.values())
     entries = []
-    for r in ranked:
+    for r in listed:
         too_few = r.counted < query.min_samples
         rank = rank_of.get(id(r))
-        limit = stale_after(r)
-        measured = limit != UNMEASURED_LIMIT
-        stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
+        measured = limits[id(r)] != UNMEASURED_LIMIT
         tied = rank is not None and shared[rank] > 1
         change = (changes or {}).get(r.key)
-        entries.append(Entry(r, rank, too_few, stale or not measured, tied, costs[r.key], change, failing(r), measured))
+        entries.append(Entry(r, rank, too_few, stale[id(r)], tied, costs[r.key], change, failing(r), measured))
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
     models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
     return Board(
@@ -231,6 +237,13 @@ def arrange(
         regions=tuple(sorted(here)),
         covered_s=_covered(shown, now), span_s=max((r.window_s for r in shown), default=0),
     )  # fmt: skip
+
+
+def _stale(row: EndpointRow, limit: float | None, now: datetime) -> bool:
+    """now - last sample > limit (None: never; rules.UNMEASURED_LIMIT: stale from the last sample on)."""
+    if limit == UNMEASURED_LIMIT:
+        return True
+    return limit is not None and row.last_at is not None and epoch(now) - epoch(row.last_at) > limit
 
 
 def _covered(rows: Sequence[EndpointRow], now: datetime) -> float:
