@@ -237,6 +237,9 @@ def test_a_board_whose_samples_were_all_client_bound_says_so_and_draws_no_empty_
     assert "3 successful samples, all client-bound" in notice and "include them" in notice
     assert 'href="/?workload=10k&amp;client_bound=include"' in page.split('id="client-bound-only"')[1]
     assert client.get("/leaderboard.json?workload=10k").json()["client_bound_only"] == 3
+    site = client.app.state.site  # type: ignore[attr-defined]
+    said = terminal(read_leaderboard_page(site, {"workload": "10k"}).board)
+    assert "3 successful samples, all client-bound" in said and "--client-bound include counts them" in said
     included = client.get("/?workload=10k&client_bound=include").text
     assert 'id="client-bound-only"' not in included and "chart-board-speed" in included
     steady = named(config)["steady"]

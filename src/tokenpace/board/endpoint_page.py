@@ -25,13 +25,13 @@ from tokenpace.board.pageparts import (
     PageRegion,
     PageSource,
     choose_region,
-    client_bound_only,
     costs,
     latest_first,
     rows_data,
     scrubbed,
 )
 from tokenpace.board.ranking import Board, Entry
+from tokenpace.board.rows import client_bound_only
 from tokenpace.board.summary import bursts_dict
 from tokenpace.prompts import canary
 from tokenpace.store.series import SamplePoint, series
@@ -92,7 +92,7 @@ class EndpointPage:
 
     @property
     def uncharted(self) -> int:
-        """Successful samples, where every one was client-bound and left out (pageparts.client_bound_only)."""
+        """Successful samples, where every one was client-bound and left out (rows.client_bound_only)."""
         return client_bound_only(self.shown, self.include_client_bound)
 
     @property

@@ -13,7 +13,7 @@ from typing import Any
 
 from tokenpace.board import cost, ranking, regions
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
-from tokenpace.board.pageparts import PageSource, client_bound_only
+from tokenpace.board.pageparts import PageSource
 from tokenpace.board.query import Query
 from tokenpace.board.summary import bursts_dict
 from tokenpace.errors import ConfigError
@@ -42,11 +42,6 @@ class LeaderboardPage:
         return any(e.cost is not None and e.cost.price is not None for e in self.board.entries)
 
     @property
-    def uncharted(self) -> int:
-        """Successful samples, where every one was client-bound and left out (pageparts.client_bound_only)."""
-        return client_bound_only([e.row for e in self.board.entries], self.board.query.include_client_bound)
-
-    @property
     def canary(self) -> bool:
         """Whether some row's canary was judged."""
         return any(e.row.canary_checked for e in self.board.entries)
@@ -58,7 +53,6 @@ class LeaderboardPage:
             "region_caption": self.caption or None,
             "budgets_hit": self.budgets,
             "spend_today": [cost.plan_day_dict(d) for d in self.spend],
-            "client_bound_only": self.uncharted,
         }
         for entry in out["entries"]:  # a burst workload's rows say how each burst was served
             if entry["name"] in self.bursts:

@@ -90,15 +90,6 @@ def rows_data(
     ]
 
 
-def client_bound_only(rows: Sequence[EndpointRow], included: bool) -> int:
-    """The rows' successful samples where no row has a figure because every one was client-bound and left out;
-    0 otherwise. A page says "N successful samples, all client-bound: include them" rather than draw empty charts
-    (whose "no successful samples" contradicted the rows' 100 % ok)."""
-    if included or any(r.counted for r in rows) or not any(r.client_bound for r in rows):
-        return 0
-    return sum(r.ok for r in rows)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class PageRegion:
     """The region a page shows (board/regions.one: ``all`` unless asked) and its menu, None where no agent ever

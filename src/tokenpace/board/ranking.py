@@ -24,7 +24,16 @@ from typing import Any
 from tokenpace.board import cost, numbers, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
 from tokenpace.board.query import METRIC_OF, Query
-from tokenpace.board.rows import TRUTH_FIELDS, failing, figure_dict, iso, model_dict, row_dict, truth_dict
+from tokenpace.board.rows import (
+    TRUTH_FIELDS,
+    client_bound_only,
+    failing,
+    figure_dict,
+    iso,
+    model_dict,
+    row_dict,
+    truth_dict,
+)
 from tokenpace.board.rules import UNMEASURED_LIMIT, never_stale
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
@@ -88,6 +97,11 @@ class Board:
     def provisional(self) -> bool:
         """Whether ranks may still move: some endpoint is :attr:`waiting` for its minimum."""
         return bool(self.waiting)
+
+    @property
+    def uncharted(self) -> int:
+        """Successful samples, where every one was client-bound and left out (rows.client_bound_only)."""
+        return client_bound_only([e.row for e in self.entries], self.query.include_client_bound)
 
     @property
     def coverage(self) -> str:
@@ -280,6 +294,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "coverage": {"covered_s": b.covered_s, "span_s": b.span_s, "text": b.coverage},
         "provisional": b.provisional,
         "waiting": b.waiting,
+        "client_bound_only": b.uncharted,
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
         "entries": [
             {

@@ -9,6 +9,7 @@ wrote the dataclass as it is (no name, headline, ok or counted; errors as pairs)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +32,15 @@ def failing(r: EndpointRow) -> bool:
 def fast_but_wrong(r: EndpointRow) -> bool:
     """Whether the row's canary pass rate is below WRONG_BELOW ("fast but wrong"; no verdict yet: no)."""
     return r.canary_rate is not None and r.canary_rate < WRONG_BELOW
+
+
+def client_bound_only(rows: Sequence[EndpointRow], included: bool) -> int:
+    """The rows' successful samples where no row has a figure because every one was client-bound and left out;
+    0 otherwise. A page says "N successful samples, all client-bound: include them" rather than draw empty charts
+    (whose "no successful samples" contradicted the rows' 100 % ok)."""
+    if included or any(r.counted for r in rows) or not any(r.client_bound for r in rows):
+        return 0
+    return sum(r.ok for r in rows)
 
 
 def iso(t: datetime | None) -> str | None:

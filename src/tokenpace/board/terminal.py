@@ -193,6 +193,9 @@ def print_board(console: Console, board: Board) -> None:
 
 
 def _say_empty(console: Console, board: Board) -> None:
+    if n := board.uncharted:
+        console.print(f"{n} successful sample{'s' * (n != 1)}, all client-bound (timed while this client was the "
+                      "bottleneck), so no figure yet: --client-bound include counts them")  # fmt: skip
     if not board.entries:
         console.print(f"no samples of the {escape(board.query.workload)} workload in this window (workloads: "
                       f"{escape(', '.join(board.workloads)) or 'none yet'})", soft_wrap=True)  # fmt: skip

@@ -183,7 +183,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
         "charts": board_charts(board),
         "waiting": board.waiting,
-        "uncharted": m.uncharted,
+        "uncharted": board.uncharted,
         "bursts": m.bursts,
         "describe_change": changes.describe,  # the "changed" badge's title
     }
