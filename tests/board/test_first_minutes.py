@@ -263,6 +263,7 @@ def test_the_endpoint_page_header_says_success_rank_and_badges(client: TestClien
     assert standing["success_rate"] == pytest.approx(5 / 9)
     gone = client.get(endpoint_path(GONE.provider, GONE.plan, GONE.model)).text
     assert "not measured any more" in gone.split("</h1>")[0]
+    assert "median over 3 min of 72 h" in header and served["coverage"]["label"] == "median over 3 min of 72 h"
 
 
 def test_the_model_page_headline_comes_from_ranked_endpoints_only(client: TestClient) -> None:
@@ -272,6 +273,7 @@ def test_the_model_page_headline_comes_from_ranked_endpoints_only(client: TestCl
     assert "Ranked endpoints 2 of 4 (1 with too few samples, 1 failing: left out of these figures)" in head
     assert "Fastest gone/sim" in head and "flaky" not in head  # flaky is the fastest of all, but failing
     assert "Median output speed" not in page  # no median across endpoints
+    assert "median over 9 min of 72 h" in text_of(page.split("</h1>")[1].split("</p>")[0])
     served = client.get("/model/sim.json?window=72h&workload=1k&region=all").json()
     assert (
         served["headline"]["ranked"] == ["gone/sim", "steady/sim"] and "flaky/sim" not in served["headline"]["ranked"]

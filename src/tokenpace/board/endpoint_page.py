@@ -20,6 +20,7 @@ from typing import Any
 from tokenpace.board import cost, heatmap, regions, uptime
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.changes import Change, change_dict, series_changes
+from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.leaderboard_page import ranked
 from tokenpace.board.pageparts import (
     PageRegion,
@@ -85,6 +86,7 @@ class EndpointPage:
     heat: heatmap.Heatmap | None
     heat_workload: str | None
     standings: list[Standing]  # per workload shown, its board's say
+    cover: Coverage  # how much of the window the shown rows' samples span
 
     @property
     def recent(self) -> list[SamplePoint]:
@@ -114,6 +116,7 @@ class EndpointPage:
             "changes": [change_dict(c) for c in self.changes], "hour_of_week": heat,
             "canary": dict(zip(("rate", "passed", "checked"), self.canary, strict=True)),
             "standing": [s.data() for s in self.standings], "client_bound_only": self.uncharted,
+            "coverage": self.cover.data(),
         }  # fmt: skip
 
 
@@ -188,7 +191,7 @@ def read_endpoint_page(
         rows_data(source, shown, costs(source, shown, window, now), window, now), points, groups,
         uptime.hour_by_hour(points, now, span), _workload_bursts(points, list(groups)),
         series_changes(points, provider, plan, model), heat, heat_workload,
-        _standings(source, shown, window, include, place),
+        _standings(source, shown, window, include, place), coverage(window, shown, now),
     )  # fmt: skip
 
 

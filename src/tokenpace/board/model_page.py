@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import cost, regions
+from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.grid import Grid, grid_dict, region_grid
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.board.rows import failing
@@ -75,6 +76,7 @@ class ModelPage:
     groups: dict[str, list[SamplePoint]]  # the charted ones per endpoint
     grid: Grid | None  # region x provider, when more than one region measured the workload
     headline: Headline
+    cover: Coverage  # how much of the window the shown rows' samples span
 
     @property
     def recent(self) -> list[tuple[str, SamplePoint]]:
@@ -86,6 +88,7 @@ class ModelPage:
         return {
             **self.facts, "workload": self.workload, "window": self.window, "region": self.place.region,
             "summary": summary and _pooled(summary), "headline": self.headline.data(), "endpoints": self.endpoints,
+            "coverage": self.cover.data(),
             "series": self.groups,
             "canary_rate": summary.canary_rate if summary else None,  # pooled over every provider
             "recent": self.recent, "region_grid": grid_dict(self.grid),
@@ -132,6 +135,7 @@ def read_model_page(
         facts, window, include, place, workload, workloads, rows, shown, prices,
         rows_data(source, shown, prices, window, now), summary[0] if summary else None, named, groups,
         region_grid(apart, source.config), headline(shown, window.statistic, source.min_samples),
+        coverage(window, shown, now),
     )  # fmt: skip
 
 

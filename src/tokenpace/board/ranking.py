@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tokenpace.board import cost, numbers, regions
+from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
+from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.query import METRIC_OF, Query
 from tokenpace.board.rows import (
     TRUTH_FIELDS,
@@ -51,8 +52,6 @@ from tokenpace.store.windows import (
     model_rows,
     present,
 )
-
-FULL_COVER = 0.95  # a window whose samples span this share of it is labelled as the window itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +83,11 @@ class Board:
     providers: tuple[str, ...]
     plans: tuple[str, ...]
     regions: tuple[str, ...] = ()  # every region with a sample in the window, '' for this process's own
-    covered_s: float = 0.0  # from the oldest sample shown to now: how much of the window holds samples
-    span_s: int = 0  # the window's span for the workload shown (0: no row)
+
+    @property
+    def cover(self) -> Coverage:
+        """How much of the window its rows' samples span."""
+        return coverage(self.window, [e.row for e in self.entries], self.generated_at)
 
     @property
     def waiting(self) -> list[str]:
@@ -105,17 +107,13 @@ class Board:
 
     @property
     def coverage(self) -> str:
-        """How much of the window holds samples: "8 min of 72 h"."""
-        return f"{numbers.duration(self.covered_s)} of {numbers.duration(self.span_s or self.window.seconds)}"
+        """How much of the window holds samples: "8 min of 72 h" (coverage.py)."""
+        return self.cover.text
 
     @property
     def label(self) -> str:
-        """The window as the board names it: "72 h median" once its samples span (almost) all of it, else what
-        they span ("median over 8 min of 72 h"): a 72 h label on 8 minutes of data says what is not there. An
-        empty board keeps the window's name: it says it has no samples."""
-        span = self.span_s or self.window.seconds
-        full = not self.entries or self.covered_s >= FULL_COVER * span
-        return self.window.label if full else f"{self.window.statistic} over {self.coverage}"
+        """The window as the board names it: "72 h median", or "median over 8 min of 72 h" (coverage.py)."""
+        return self.cover.label
 
 
 def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
@@ -249,7 +247,6 @@ def arrange(
         providers=tuple(sorted({x[0] for x in menus})),
         plans=tuple(sorted({x[1] for x in menus})),
         regions=tuple(sorted(here)),
-        covered_s=_covered(shown, now), span_s=max((r.window_s for r in shown), default=0),
     )  # fmt: skip
 
 
@@ -258,12 +255,6 @@ def _stale(row: EndpointRow, limit: float | None, now: datetime) -> bool:
     if limit == UNMEASURED_LIMIT:
         return True
     return limit is not None and row.last_at is not None and epoch(now) - epoch(row.last_at) > limit
-
-
-def _covered(rows: Sequence[EndpointRow], now: datetime) -> float:
-    """Seconds from the oldest first sample of the rows to now, at most the longest span (0 without a sample)."""
-    ages = [min(r.window_s, epoch(now) - epoch(r.first_at)) for r in rows if r.first_at is not None]
-    return max(0.0, max(ages, default=0.0))
 
 
 def read_board(
@@ -291,7 +282,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "generated_at": b.generated_at.isoformat(),
         "window": dataclasses.asdict(b.window),
         "label": b.label,
-        "coverage": {"covered_s": b.covered_s, "span_s": b.span_s, "text": b.coverage},
+        "coverage": b.cover.data(),
         "provisional": b.provisional,
         "waiting": b.waiting,
         "client_bound_only": b.uncharted,

@@ -57,6 +57,7 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any], params: Mapping[s
         "uptime": m.uptime,
         "canary": data["canary"],
         "standings": m.standings,
+        "cover": m.cover,
         "bursts": m.bursts,
         "heat": m.heat,
         "heat_workload": m.heat_workload,
@@ -87,6 +88,7 @@ def model_context(m: ModelPage) -> dict[str, object]:
         "window": m.window,
         "summary": m.summary,
         "headline": m.headline,
+        "cover": m.cover,
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads or [m.workload], m.workload, None)),
         "region_caption": m.place.caption,
         "stats_rows": [
