@@ -221,7 +221,7 @@ def arrange(
     shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
     ordered = _ordered(shown, query, window.statistic)
     limits = {id(r): stale_after(r) for r in ordered}
-    stale = {id(r): _stale(r, limits[id(r)], now) for r in ordered}
+    stale = {id(r): _is_stale(r, limits[id(r)], now) for r in ordered}
     enough = [r for r in ordered if r.counted >= query.min_samples]
     few = [r for r in ordered if r.counted < query.min_samples]
     listed = enough + few
@@ -250,7 +250,7 @@ def arrange(
     )  # fmt: skip
 
 
-def _stale(row: EndpointRow, limit: float | None, now: datetime) -> bool:
+def _is_stale(row: EndpointRow, limit: float | None, now: datetime) -> bool:
     """now - last sample > limit (None: never; rules.UNMEASURED_LIMIT: stale from the last sample on)."""
     if limit == UNMEASURED_LIMIT:
         return True
