@@ -281,3 +281,10 @@ def test_the_model_page_headline_comes_from_ranked_endpoints_only(client: TestCl
     assert "output_speed" not in served["summary"]
     m = read_model_page(site, "sim", WINDOWS["72h"], False, {})
     assert m is not None and m.headline.failing == 1 and m.headline.too_few == 1
+
+
+def test_the_methodology_page_states_the_tails_rule_and_its_json_the_same(client: TestClient) -> None:
+    page = text_of(client.get("/methodology").text)
+    assert "P5 and P95 are withheld below 90 samples" in page and "MLPerf's early-stopping rule" in page
+    tails = client.get("/methodology.json").json()["tails"]
+    assert (tails["confidence"], tails["needs"]) == (0.99, 90) and tails["rule"].startswith("n = ⌈ln(1 - c)")

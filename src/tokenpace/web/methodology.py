@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tokenpace.board import cost, numbers
+from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.config.prices import STALE_DAYS
@@ -158,6 +158,12 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "windows": windows,
         "long_workloads": site.ordered(site.long_workloads),
         "min_samples": site.min_samples,
+        # the bound under which a tail is withheld, as the page states it (board/sufficiency.py)
+        "tails": {
+            "confidence": sufficiency.CONFIDENCE,
+            "needs": sufficiency.samples_needed(0.95),
+            "rule": _doc(sufficiency.samples_needed),
+        },
         "jitter": cfg.schedule.jitter,
         "jobs": jobs,
         "jobs_problem": problem,
