@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 from starlette.testclient import TestClient
 
+from tests.board.conftest import as_json
 from tests.store.test_windows import NOW, fail, put, stream
 from tokenpace.board.leaderboard_page import read_leaderboard_page
 from tokenpace.board.model_page import read_model_page
@@ -133,13 +134,15 @@ def test_the_window_label_says_how_much_of_it_holds_samples(store: Store, config
     for i in range(3):
         put(store, e["steady"], NOW - minutes(8 * i / 2), ttft_ms=300, gap_ms=12)  # 0, 4 and 8 min old
     b = board(store, config)
-    assert (b.coverage, b.label) == ("8 min of 72 h", "median over 8 min of 72 h")
+    assert (b.cover.text, b.cover.label) == ("8 min of 72 h", "median over 8 min of 72 h")
     doc = as_dict(b)
-    assert doc["label"] == "median over 8 min of 72 h" and doc["coverage"]["covered_s"] == pytest.approx(480)
+    assert doc["coverage"]["label"] == "median over 8 min of 72 h" and doc["coverage"]["covered_s"] == pytest.approx(
+        480
+    )
     assert "median over 8 min of 72 h" in terminal(b) and "72 h median" not in terminal(b)
     put(store, e["steady"], NOW - timedelta(hours=71), ttft_ms=300, gap_ms=12)
-    assert board(store, config).label == "72 h median"  # samples span the window: its own name
-    assert board(store, config, window="24h").label == "mean over 8 min of 24 h"
+    assert board(store, config).cover.label == "72 h median"  # samples span the window: its own name
+    assert board(store, config, window="24h").cover.label == "mean over 8 min of 24 h"
 
 
 def test_stale_is_judged_per_row_against_its_own_cadence(store: Store, config: Config) -> None:
@@ -224,7 +227,7 @@ def test_the_board_page_says_what_its_ranks_are_worth(client: TestClient) -> Non
     served = client.get("/leaderboard.json").json()
     assert served["provisional"] and served["waiting"] == ["fast/sim"]
     model = read_leaderboard_page(site, {})
-    assert served == client.get("/leaderboard.json").json() and model.board.label == served["label"]
+    assert as_json(model.data()) == served  # the page's model is its JSON twin
 
 
 def test_a_board_whose_samples_were_all_client_bound_says_so_and_draws_no_empty_chart(

@@ -105,16 +105,6 @@ class Board:
         """Successful samples, where every one was client-bound and left out (rows.client_bound_only)."""
         return client_bound_only([e.row for e in self.entries], self.query.include_client_bound)
 
-    @property
-    def coverage(self) -> str:
-        """How much of the window holds samples: "8 min of 72 h" (coverage.py)."""
-        return self.cover.text
-
-    @property
-    def label(self) -> str:
-        """The window as the board names it: "72 h median", or "median over 8 min of 72 h" (coverage.py)."""
-        return self.cover.label
-
 
 def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
     """What a sort key reads from a row: a headline figure, success rate, sample count or name."""
@@ -281,7 +271,6 @@ def as_dict(b: Board) -> dict[str, Any]:
     return {
         "generated_at": b.generated_at.isoformat(),
         "window": dataclasses.asdict(b.window),
-        "label": b.label,
         "coverage": b.cover.data(),
         "provisional": b.provisional,
         "waiting": b.waiting,

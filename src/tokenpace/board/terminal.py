@@ -169,7 +169,7 @@ def _title(board: Board) -> list[str]:
     """The board's title in parts: workload, the window as its samples cover it, the sort; provisional ranks
     said so."""
     q = board.query
-    parts = [f"{escape(q.workload)} workload", escape(board.label), f"sorted by {q.sort} {q.direction}"]
+    parts = [f"{escape(q.workload)} workload", escape(board.cover.label), f"sorted by {q.sort} {q.direction}"]
     if board.provisional:
         waiting, need = len(board.waiting), q.min_samples
         endpoints, samples = "endpoint" + "s" * (waiting != 1), "sample" + "s" * (need != 1)

@@ -114,7 +114,7 @@ def _label(board: ranking.Board, e: ranking.Entry) -> str:
 def board_charts(board: ranking.Board) -> list[charts.Chart]:
     """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
     speed against its blended price where it has one."""
-    statistic, label = board.window.statistic, board.label
+    statistic, label = board.window.statistic, board.cover.label
     shown = [e for e in board.entries if e.row.output_speed.n]
     if not shown:  # no chart of nothing: the page says why there is no figure
         return []
