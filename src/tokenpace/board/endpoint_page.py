@@ -22,15 +22,7 @@ from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.changes import Change, change_dict, series_changes
 from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.leaderboard_page import ranked
-from tokenpace.board.pageparts import (
-    PageRegion,
-    PageSource,
-    choose_region,
-    costs,
-    latest_first,
-    rows_data,
-    scrubbed,
-)
+from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.board.ranking import Board, Entry
 from tokenpace.board.rows import client_bound_only
 from tokenpace.board.summary import bursts_dict
