@@ -87,6 +87,9 @@ def test_a_failing_endpoint_never_ranks_above_a_healthy_one(store: Store, config
         b = board(store, config, sort=sort)
         assert [(x.row.provider, x.rank) for x in b.entries] == [("steady", 1), ("flaky", 2)], sort
         assert [x.failing for x in b.entries] == [False, True]
+    (model,) = board(store, config).models  # the board's model row: steady's figure, flaky's failures
+    assert model.providers == 1 and model.output_speed == board(store, config).entries[0].row.output_speed.p50
+    assert model.success_rate == pytest.approx(8 / 12)
     doc = as_dict(board(store, config))
     assert [(x["name"], x["rank"], x["failing"]) for x in doc["entries"]] == [
         ("steady/sim", 1, False), ("flaky/sim", 2, True)

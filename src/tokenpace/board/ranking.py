@@ -229,8 +229,12 @@ def arrange(
         tied = rank is not None and shared[rank] > 1
         change = (changes or {}).get(r.key)
         entries.append(Entry(r, rank, too_few, stale[id(r)], tied, costs[r.key], change, failing(r), measured))
-    # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
-    models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
+    # Deliberately from every provider's rows: a model's figure is the median across all that serve it and are
+    # not failing (their failures still count in its success rate).
+    models = model_rows(
+        m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical,
+        speaks=lambda r: not failing(r),
+    )  # fmt: skip
     return Board(
         query, window, now, tuple(entries), tuple(models),
         workloads=tuple(ordered_workloads((x[2] for x in menus), config.schedule.workloads)),
