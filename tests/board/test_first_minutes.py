@@ -252,6 +252,9 @@ def test_a_board_whose_samples_were_all_client_bound_says_so_and_draws_no_empty_
     endpoint = client.get(endpoint_path(steady.provider, steady.plan, steady.model) + "?workload=10k").text
     assert "no successful samples" not in endpoint and 'id="client-bound-only"' in endpoint
     assert "client_bound=include" in endpoint.split('id="client-bound-only"')[1].split("</p>")[0]
+    model = client.get("/model/sim?workload=10k").text
+    assert "no successful samples" not in model and "3 successful samples, all client-bound" in text_of(model)
+    assert client.get("/model/sim.json?workload=10k").json()["client_bound_only"] == 3
 
 
 def test_the_endpoint_page_header_says_success_rank_and_badges(client: TestClient, config: Config) -> None:

@@ -19,7 +19,7 @@ from tokenpace.board import cost, regions
 from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.grid import Grid, grid_dict, region_grid
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
-from tokenpace.board.rows import failing
+from tokenpace.board.rows import client_bound_only, failing
 from tokenpace.store.series import SamplePoint, model_series
 from tokenpace.store.windows import EACH, EndpointRow, ModelRow, Window, endpoint_rows, model_rows, present_models
 
@@ -79,6 +79,11 @@ class ModelPage:
     cover: Coverage  # how much of the window the shown rows' samples span
 
     @property
+    def uncharted(self) -> int:
+        """Successful samples, where every one was client-bound and left out (rows.client_bound_only)."""
+        return client_bound_only(self.shown, self.include_client_bound)
+
+    @property
     def recent(self) -> list[tuple[str, SamplePoint]]:
         return latest_first(self.named)
 
@@ -88,7 +93,7 @@ class ModelPage:
         return {
             **self.facts, "workload": self.workload, "window": self.window, "region": self.place.region,
             "summary": summary and _pooled(summary), "headline": self.headline.data(), "endpoints": self.endpoints,
-            "coverage": self.cover.data(),
+            "coverage": self.cover.data(), "client_bound_only": self.uncharted,
             "series": self.groups,
             "canary_rate": summary.canary_rate if summary else None,  # pooled over every provider
             "recent": self.recent, "region_grid": grid_dict(self.grid),

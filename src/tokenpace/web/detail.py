@@ -79,7 +79,7 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     return Page("endpoint.html", endpoint_context(m, data, params), data, json_url=json_url)
 
 
-def model_context(m: ModelPage) -> dict[str, object]:
+def model_context(m: ModelPage, params: Mapping[str, str] = {}) -> dict[str, object]:
     """The model page's template context: the model's values, with its charts and menus drawn."""
     return {
         **m.facts,
@@ -95,7 +95,10 @@ def model_context(m: ModelPage) -> dict[str, object]:
             (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(r.region), r.simulated, r)
             for r in m.shown
         ],
-        "charts": charts.sample_charts(m.groups, keys={r.name: r.provider for r in m.rows}),  # a provider's colour
+        # a provider's colour; no chart of nothing
+        "charts": charts.sample_charts(m.groups, keys={r.name: r.provider for r in m.rows}) if m.groups else [],
+        "uncharted": m.uncharted,
+        "include_url": "?" + urlencode({**params, "client_bound": "include"}),
         "recent": m.recent,
         "recent_label": "Endpoint",
         "open_recent": False,
@@ -111,4 +114,6 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     if m is None:
         raise HTTPException(404, f"no endpoint serving model {asked} has samples or is configured")
     query = urlencode({"window": window.name, "workload": m.workload, "region": m.place.region})
-    return Page("model.html", model_context(m), m.data(), json_url=model_path(m.facts["model"], "json") + "?" + query)
+    return Page(
+        "model.html", model_context(m, params), m.data(), json_url=model_path(m.facts["model"], "json") + "?" + query
+    )
