@@ -32,7 +32,8 @@ from urllib.parse import quote
 import psycopg
 
 from tokenpace.board.changes import Kept
-from tokenpace.board.ranking import Query, read_board, snapshot
+from tokenpace.board.query import Query
+from tokenpace.board.ranking import read_board, snapshot
 from tokenpace.store import counting, rollup
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import series

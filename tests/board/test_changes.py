@@ -27,6 +27,7 @@ from tokenpace.board.changes import (
     read_recent,
     series_changes,
 )
+from tokenpace.board.query import Query
 from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
@@ -143,7 +144,7 @@ def test_the_board_page_json_and_csv_carry_the_change(tmp_path: Path) -> None:
         fail(store, CALM, at(50), ErrorKind.HTTP_ERROR)
         store.flush()
         now = at(51)
-        board = ranking.read_board(store, ranking.Query(window="24h"), now)
+        board = ranking.read_board(store, Query(window="24h"), now)
         by_name = {e.row.name: e for e in board.entries}
         change = by_name["groq:free/llama"].change
         assert isinstance(change, Change) and by_name["calm/llama"].change is None

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tokenpace.board.numbers import DASH, ago, dollars, figure_text, interval, percent, when
+from tokenpace.board.numbers import DASH, ago, dollars, duration, figure_text, interval, percent, when
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,9 @@ def test_printable_shows_every_control_character_but_tab_and_newline() -> None:
     assert printable("a\x1b]52;c;aGk=\x07b") == "a␛]52;c;aGk=␇b"
     assert printable("\x00\r\x7f\x85\x9b\x9f") == "␀␍␡\ufffd\ufffd\ufffd"  # C1 (CSI is U+009B) as U+FFFD
     assert printable("tab\tnew\nline é ␛ 中") == "tab\tnew\nline é ␛ 中"  # the rest unchanged
+
+
+def test_a_duration_is_whole_in_the_unit_a_reader_expects() -> None:
+    assert [duration(s) for s in (45, 480, 5 * 3600, 72 * 3600, 7 * 86400, 14 * 86400)] == [
+        "45 s", "8 min", "5 h", "72 h", "7 d", "14 d"
+    ]  # fmt: skip

@@ -10,7 +10,8 @@ import pytest
 
 from tests.store.test_windows import GROQ, NOW, stream
 from tokenpace.board import regions
-from tokenpace.board.ranking import Query, read_board
+from tokenpace.board.query import Query
+from tokenpace.board.ranking import read_board
 from tokenpace.config.endpoints import Config
 from tokenpace.config.regions import Region
 from tokenpace.errors import BadRequest

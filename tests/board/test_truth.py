@@ -19,7 +19,8 @@ from starlette.testclient import TestClient
 
 from tests.store.test_windows import CEREBRAS, GROQ, NOW, stream
 from tokenpace.board import numbers
-from tokenpace.board.ranking import Query, as_dict, csv_table, read_board
+from tokenpace.board.query import Query
+from tokenpace.board.ranking import as_dict, csv_table, read_board
 from tokenpace.board.rows import WRONG_BELOW
 from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint

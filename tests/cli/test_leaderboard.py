@@ -50,7 +50,7 @@ def test_leaderboard_of_an_empty_store_prints_its_title_once(tmp_path: Path, col
 
 
 def test_leaderboard_choices() -> None:
-    from tokenpace.board.ranking import SORTS
+    from tokenpace.board.query import SORTS
     from tokenpace.store.windows import WINDOWS
 
     board = main.commands["leaderboard"]

@@ -70,7 +70,8 @@ def test_leaderboard_ranks_by_speed_and_shows_every_count(client: TestClient, fi
     names = rows(r.text)
     ranked = [e.name for e in fleet.ranked]
     assert [n for n in names if n in ranked] == ranked  # fastest first
-    assert names[-1] == fleet.few.name  # not ranked: sorts last
+    # not ranked: last; flaky (50 % ok) fails more than 1 in 10, so it follows the healthy one whatever its speed
+    assert names[-2:] == [fleet.few.name, fleet.flaky.name]
     assert "too few samples (n=2 &lt; 3)" in r.text
     assert r.text.count('class="badge sim"') >= len(names)  # every row is a simulator and says so
     assert "n=4" in r.text and "tok/s" in r.text

@@ -26,7 +26,11 @@ from tokenpace.web.renderer import Renderer, fetch
 from tokenpace.web.site import Site
 
 # What the clock writes: the two apps render a second apart.
-GENERATED = re.compile(rb'Generated [-0-9]+ [:0-9]+ UTC|\d+ (?:s|min|h) ago|"generated_at":"[^"]*"')
+# What moves with the clock between two renders: when, how long ago, and how much of the window samples cover.
+GENERATED = re.compile(
+    rb'Generated [-0-9]+ [:0-9]+ UTC|\d+ (?:s|min|h) ago|"generated_at":"[^"]*"'
+    rb'|\d+ (?:s|min|h) of \d+ [hd]|"covered_s":[0-9.]+'
+)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,9 @@
 Charts and percentiles read what the board reads: published samples, client-bound ones only when asked. The
 recent samples show more, each labelled: unpublished one-shot samples, client-bound ones, and every failure's
 kind, HTTP status and the provider's message (scrubbed of known secrets). Beside them the hour-by-hour uptime,
-each workload's bursts, its changes and its speed by hour of the week. :meth:`EndpointPage.data` is the JSON
+each workload's bursts, its changes and its speed by hour of the week. Its header says where it stands on each
+workload's board (:class:`Standing`: rank, success rate, failing and stale as the board marks them), so a
+failing endpoint does not look healthy until the table. :meth:`EndpointPage.data` is the JSON
 twin; the HTML page renders the same model.
 """
 
@@ -18,11 +20,44 @@ from typing import Any
 from tokenpace.board import cost, heatmap, regions, uptime
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.changes import Change, change_dict, series_changes
+from tokenpace.board.coverage import Coverage, coverage
+from tokenpace.board.leaderboard_page import ranked
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
+from tokenpace.board.ranking import Board, Entry
+from tokenpace.board.rows import client_bound_only
 from tokenpace.board.summary import bursts_dict
 from tokenpace.prompts import canary
 from tokenpace.store.series import SamplePoint, series
 from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where the endpoint stands on one workload's board (the same window, region and client-bound choice):
+    its entry there, with how many endpoints that board lists and whether its ranks are still provisional."""
+
+    workload: str
+    entry: Entry
+    listed: int  # entries on that board
+    provisional: bool
+    min_samples: int
+
+    def data(self) -> dict[str, Any]:
+        e, r = self.entry, self.entry.row
+        return {
+            "workload": self.workload, "rank": e.rank, "tied": e.tied, "of": self.listed,
+            "provisional": self.provisional and e.rank is not None, "too_few": e.too_few, "counted": r.counted,
+            "min_samples": self.min_samples, "failing": e.failing, "stale": e.stale, "measured": e.measured,
+            "success_rate": r.success_rate, "ok": r.ok, "judged": r.samples - r.cancelled,
+        }  # fmt: skip
+
+
+def standing(board: Board, row: EndpointRow) -> Standing | None:
+    """The row's standing on a board of its workload; None where the board does not list it."""
+    entry = next((e for e in board.entries if e.row.key == row.key), None)
+    if entry is None:
+        return None
+    return Standing(row.workload, entry, len(board.entries), board.provisional, board.query.min_samples)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +77,17 @@ class EndpointPage:
     changes: list[Change]  # every change in the window's series, oldest first
     heat: heatmap.Heatmap | None
     heat_workload: str | None
+    standings: list[Standing]  # per workload shown, its board's say
+    cover: Coverage  # how much of the window the shown rows' samples span
 
     @property
     def recent(self) -> list[SamplePoint]:
         return [p for _, p in latest_first([(p.workload, p) for p in self.points])]
+
+    @property
+    def uncharted(self) -> int:
+        """Successful samples, where every one was client-bound and left out (rows.client_bound_only)."""
+        return client_bound_only(self.shown, self.include_client_bound)
 
     @property
     def canary(self) -> tuple[float | None, int, int]:
@@ -65,6 +107,8 @@ class EndpointPage:
             "bursts": {w: bursts_dict(b) for w, b in self.bursts.items()},
             "changes": [change_dict(c) for c in self.changes], "hour_of_week": heat,
             "canary": dict(zip(("rate", "passed", "checked"), self.canary, strict=True)),
+            "standing": [s.data() for s in self.standings], "client_bound_only": self.uncharted,
+            "coverage": self.cover.data(),
         }  # fmt: skip
 
 
@@ -139,7 +183,21 @@ def read_endpoint_page(
         rows_data(source, shown, costs(source, shown, window, now), window, now), points, groups,
         uptime.hour_by_hour(points, now, span), _workload_bursts(points, list(groups)),
         series_changes(points, provider, plan, model), heat, heat_workload,
+        _standings(source, shown, window, include, place), coverage(window, shown, now),
     )  # fmt: skip
+
+
+def _standings(
+    source: PageSource, shown: Sequence[EndpointRow], window: Window, include: bool, place: PageRegion
+) -> list[Standing]:
+    """Each shown row's standing on its workload's board, read as the board reads it (its rows are memoised)."""
+    out = []
+    for r in shown:
+        asked = {"window": window.name, "workload": r.workload, "region": place.region}
+        found = standing(ranked(source, asked | ({"client_bound": "include"} if include else {})), r)
+        if found is not None:
+            out.append(found)
+    return out
 
 
 def _within(p: SamplePoint, now: datetime, window: Window, source: PageSource) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 from tokenpace.board import cost, ranking, regions
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.pageparts import PageSource
+from tokenpace.board.query import Query
 from tokenpace.board.summary import bursts_dict
 from tokenpace.errors import ConfigError
 from tokenpace.schedule.sampler import BudgetStatus
@@ -59,10 +60,10 @@ class LeaderboardPage:
         return out
 
 
-def _query(source: PageSource, params: Mapping[str, str]) -> ranking.Query:
+def _query(source: PageSource, params: Mapping[str, str]) -> Query:
     # An empty select ("all providers") arrives as provider=; it means no filter.
     given = {k: v for k, v in params.items() if v}
-    return ranking.Query.from_params(
+    return Query.from_params(
         given, min_samples=source.min_samples, workload=source.default_workload, region=regions.default(source.config)
     )
 

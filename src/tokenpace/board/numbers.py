@@ -87,3 +87,13 @@ def interval(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds:.0f} s"
+
+
+def duration(seconds: float) -> str:
+    """A length of time, whole, in the unit a reader expects of it: "45 s", "8 min", "5 h", "72 h", "14 d"
+    (hours up to a 72 h window's span, days past it)."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h" if seconds <= 72 * 3600 else f"{seconds / 86400:.0f} d"

@@ -2,9 +2,12 @@
 
 A board is every endpoint's row for one workload over one window, filtered, sorted and ranked. Rows with fewer
 successful fresh samples (cached and cold ones apart, windows.py) than ``min_samples`` are shown, not ranked: a
-median of two is an anecdote. Client-bound samples (timed while this client's own loop lagged) count neither in
-figures nor towards ``min_samples`` unless the query says ``client_bound=include``; each row shows how many there
-were, and how many of its samples came from one-shot runs published with ``run --publish``. Prices: ``cost.py``.
+median of two is an anecdote; until every listed endpoint that can still reach it has, the ranks are provisional
+and say so. By a figure, an endpoint under its success bound (rows.failing) ranks after every healthy one.
+Client-bound samples (timed while this client's own loop lagged) count neither in figures nor towards
+``min_samples`` unless the query says ``client_bound=include``; each row shows how many there were, and how many
+of its samples came from one-shot runs published with ``run --publish``. Prices: ``cost.py``. What a board
+takes from the running configuration, staleness included: ``rules.py``.
 """
 
 from __future__ import annotations
@@ -16,20 +19,28 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
-from urllib.parse import urlencode
+from typing import Any
 
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
-from tokenpace.board.rows import TRUTH_FIELDS, figure_dict, iso, model_dict, row_dict, truth_dict
+from tokenpace.board.coverage import Coverage, coverage
+from tokenpace.board.query import METRIC_OF, Query
+from tokenpace.board.rows import (
+    TRUTH_FIELDS,
+    client_bound_only,
+    failing,
+    figure_dict,
+    iso,
+    model_dict,
+    row_dict,
+    truth_dict,
+)
+from tokenpace.board.rules import UNMEASURED_LIMIT, never_stale
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered as ordered_workloads
-from tokenpace.errors import BadRequest
-from tokenpace.schedule.cadence import Job, stale_after
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.usage import typical
 from tokenpace.store.windows import (
-    DEFAULT_WINDOW,
     EACH,
     METRICS,
     WINDOWS,
@@ -42,153 +53,13 @@ from tokenpace.store.windows import (
     present,
 )
 
-LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span (Artificial Analysis: 14 d)
-
-SortOrder = Literal["asc", "desc"]
-ClientBound = Literal["exclude", "include"]
-MAX_MIN_SAMPLES_DIGITS = 9  # int() of thousands of digits is slow, then refused: say so before trying
-# Sort key -> its natural order: fastest, quickest, most reliable, most measured first; names A to Z.
-SORTS: dict[str, SortOrder] = {
-    "speed": "desc",
-    "ttft": "asc",
-    "e2e": "asc",
-    "success": "desc",
-    "samples": "desc",
-    "name": "asc",
-}
-METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
-
-
-def _one_of(what: str, value: str, known: Collection[str]) -> str:
-    if value not in known:
-        raise BadRequest(f"{what} {value!r}: use one of {', '.join(known)}")
-    return value
-
-
-def window(name: str) -> Window:
-    """The window called ``name``; one BadRequest line naming the ones there are otherwise."""
-    return WINDOWS[_one_of("window", name, WINDOWS)]
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """What a reader asked for: window, workload, filters, sort and the minimum sample count to rank."""
-
-    window: str = DEFAULT_WINDOW
-    workload: str = "1k"
-    provider: str | None = None
-    plan: str | None = None
-    sort: str = "speed"
-    order: SortOrder | None = None  # None: the column's natural order (SORTS)
-    min_samples: int = 3
-    client_bound: ClientBound = "exclude"  # "include": figures also from samples timed while the client lagged
-    region: str = regions.ALL  # a region's name, or a view of them all (board/regions.py)
-    # What params() leaves out of links: the running config's own defaults.
-    default_min_samples: int = dataclasses.field(default=3, repr=False, compare=False)
-    default_workload: str = dataclasses.field(default="1k", repr=False, compare=False)
-    default_region: str = dataclasses.field(default=regions.ALL, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        window(self.window)
-        _one_of("sort", self.sort, SORTS)
-        if self.order is not None:
-            _one_of("order", self.order, ("asc", "desc"))
-        _one_of("client_bound", self.client_bound, ("exclude", "include"))
-        regions.check(self.region)
-        if self.min_samples < 0:
-            raise BadRequest(f"min_samples {self.min_samples}: use a whole number of samples, 0 or more")
-
-    @classmethod
-    def from_params(
-        cls, params: Mapping[str, str], min_samples: int = 3, workload: str = "1k", region: str = regions.ALL
-    ) -> Query:
-        """A query from URL/CLI parameters; unknown keys are ignored, bad values raise one BadRequest line.
-
-        ``min_samples``, ``workload`` and ``region`` are the defaults: the config's minimum, its first scheduled
-        workload and its first region (regions.default).
-        """
-        get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
-        raw_min = get.get("min_samples") or str(min_samples)
-        if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > MAX_MIN_SAMPLES_DIGITS:
-            # isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line
-            shown = raw_min if len(raw_min) <= 20 else raw_min[:20] + "..."
-            raise BadRequest(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
-        return cls(
-            window=get.get("window") or DEFAULT_WINDOW,
-            workload=get.get("workload") or workload,
-            provider=get.get("provider") or None,
-            plan=get.get("plan") or None,
-            sort=get.get("sort") or "speed",
-            order=cast(SortOrder | None, get.get("order") or None),  # checked by __post_init__
-            min_samples=int(raw_min),
-            client_bound=cast(ClientBound, get.get("client_bound") or "exclude"),  # checked by __post_init__
-            region=get.get("region") or region,
-            default_min_samples=min_samples,
-            default_workload=workload,
-            default_region=region,
-        )
-
-    @property
-    def include_client_bound(self) -> bool:
-        return self.client_bound == "include"
-
-    @property
-    def direction(self) -> SortOrder:
-        """The order in effect: the one asked for, else the sort column's natural one."""
-        return self.order or SORTS[self.sort]
-
-    def params(self, **changes: Any) -> str:
-        """URL query string (no leading "?") of this query with ``changes``, non-default values only."""
-        q = dataclasses.replace(self, **changes)
-        base = Query(min_samples=self.default_min_samples, workload=self.default_workload, region=self.default_region)
-        pairs = [
-            (f.name, getattr(q, f.name))
-            for f in dataclasses.fields(Query)
-            if f.compare and getattr(q, f.name) != getattr(base, f.name)
-        ]
-        return urlencode([(k, str(v)) for k, v in pairs if v is not None])
-
-
-@dataclass(frozen=True, slots=True)
-class Rules:
-    """What a board takes from the running configuration; the page, the JSON and the terminal share it."""
-
-    min_samples: int
-    workload: str  # shown when none is asked for: 1k where it is scheduled, else the first scheduled
-    long_workloads: frozenset[str]
-    stale_s: Mapping[tuple[str, ...], float]  # per job key: silence longer than this is stale
-
-    def stale_after(self, row: EndpointRow) -> float | None:
-        """A row's limit: its endpoint's job's (every region's job of it has the same interval). A region's row
-        goes stale on its own (its last sample is its region's); a pooled row only when every region falls silent."""
-        return self.stale_s.get(row.key)
-
-
-# What the board opens on where scheduled; why not 10k (AA's default view) is on /methodology (OPENING_WHY there).
-OPENING_WORKLOAD = "1k"
-
-
-def opening_workload(scheduled: Sequence[str]) -> str:
-    """The workload the board shows when none is asked for: OPENING_WORKLOAD where scheduled, else the first."""
-    return OPENING_WORKLOAD if OPENING_WORKLOAD in scheduled or not scheduled else scheduled[0]
-
-
-def rules(config: Config, jobs: Collection[Job]) -> Rules:
-    """The board's rules for a config and the jobs sampling it (staleness: cadence.stale_after of each)."""
-    scheduled = config.schedule.workloads
-    long = {w for w in scheduled if config.workload(w).input_tokens >= LONG_CONTEXT_TOKENS}
-    return Rules(
-        min_samples=config.schedule.min_samples,
-        workload=opening_workload(scheduled),
-        long_workloads=frozenset(long),
-        stale_s={j.key: stale_after(j) for j in jobs},
-    )
-
 
 @dataclass(frozen=True, slots=True)
 class Entry:
     """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale;
-    ``tied`` when another row shares its rank (shown "=N"); ``change``: its current change (changes.py)."""
+    ``tied`` when another row shares its rank (shown "=N"); ``change``: its current change (changes.py);
+    ``failing``: under its success bound (rows.failing); ``measured``: False where no running job measures it
+    any more (stale from its last sample on)."""
 
     row: EndpointRow
     rank: int | None
@@ -197,6 +68,8 @@ class Entry:
     tied: bool = False
     cost: cost.RowCost | None = None  # price, canonical model and cost per request
     change: Change | None = None
+    failing: bool = False
+    measured: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +84,27 @@ class Board:
     plans: tuple[str, ...]
     regions: tuple[str, ...] = ()  # every region with a sample in the window, '' for this process's own
 
+    @property
+    def cover(self) -> Coverage:
+        """How much of the window its rows' samples span."""
+        return coverage(self.window, [e.row for e in self.entries], self.generated_at)
+
+    @property
+    def waiting(self) -> list[str]:
+        """The listed endpoints that lack their minimum and may yet reach it (a failing or stale one may never,
+        and holding every rank provisional for it would make the word mean nothing)."""
+        return [e.row.name for e in self.entries if e.too_few and not e.failing and not e.stale]
+
+    @property
+    def provisional(self) -> bool:
+        """Whether ranks may still move: some endpoint is :attr:`waiting` for its minimum."""
+        return bool(self.waiting)
+
+    @property
+    def uncharted(self) -> int:
+        """Successful samples, where every one was client-bound and left out (rows.client_bound_only)."""
+        return client_bound_only([e.row for e in self.entries], self.query.include_client_bound)
+
 
 def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | None:
     """What a sort key reads from a row: a headline figure, success rate, sample count or name."""
@@ -219,19 +113,17 @@ def sort_value(row: EndpointRow, sort: str, statistic: str) -> float | str | Non
     return {"success": row.success_rate, "samples": row.samples, "name": row.name}[sort]
 
 
-def never_stale(row: EndpointRow) -> float | None:
-    """The default staleness rule: none (serve passes the scheduler's, which knows each cadence)."""
-    return None
-
-
 def _ordered(rows: list[EndpointRow], query: Query, statistic: str) -> list[EndpointRow]:
-    """Sorted by the query's key and direction, ties by name; missing values last whatever the direction."""
+    """Sorted by the query's key and direction, ties by name; missing values last whatever the direction; by a
+    figure, failing rows after every healthy one."""
 
     def key(r: EndpointRow) -> Any:  # floats, ints or names: one kind per sort key, so they compare
         return sort_value(r, query.sort, statistic)
 
     rows = sorted(rows, key=lambda r: r.name)  # a stable sort keeps this order among ties
     known = sorted((r for r in rows if key(r) is not None), key=key, reverse=query.direction == "desc")
+    if query.sort in METRIC_OF:
+        known = [r for r in known if not failing(r)] + [r for r in known if failing(r)]
     return known + [r for r in rows if key(r) is None]
 
 
@@ -271,12 +163,22 @@ def snapshot(
         return Snapshot(window, tuple(rows), tuple(menus.result()), tokens)
 
 
-def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[int]:
-    """Ranks of rows in board order. By a figure: rank = 1 + the rows whose 95 % interval lies wholly on the
-    better side of this row's, never ahead of the row above (a row without an interval overlaps every other).
-    By anything else: the place in the order."""
+def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str, waiting: int = 0) -> list[int]:
+    """Ranks of rows in board order. By a figure: healthy rows first, rank = 1 + the rows whose 95 % interval lies
+    wholly on the better side of this row's, never ahead of the row above (a row without an interval overlaps
+    every other); failing rows after them, ranked among themselves from 1 + the healthy rows' count and the
+    ``waiting`` healthy ones still short of their minimum (ranked ahead of a failing one once they reach it). By
+    anything else: the place in the order."""
     if query.sort not in METRIC_OF:
         return list(range(1, len(rows) + 1))
+    healthy = [r for r in rows if not failing(r)]
+    ahead = len(healthy) + waiting
+    below = [ahead + rank for rank in _interval_ranks([r for r in rows if failing(r)], query, statistic)]
+    return _interval_ranks(healthy, query, statistic) + below
+
+
+def _interval_ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[int]:
+    """By a figure: 1 + the rows whose interval lies wholly better, never ahead of the row above."""
     unknown = (-math.inf, math.inf)
     spans = [r.figure(METRIC_OF[query.sort]).interval(statistic) or unknown for r in rows]
     if query.direction == "desc":  # higher first: better means lying wholly above
@@ -296,7 +198,8 @@ def arrange(
 ) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
-    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale); prices from config.
+    An entry is stale when now - last sample > stale_after(row) seconds (None: never stale; rules.UNMEASURED_LIMIT:
+    no job measures it any more); prices from config.
     """
     config = config or Config()
     here = {x[3] for x in m.menus}
@@ -307,24 +210,31 @@ def arrange(
     window = m.window
     shown = [r for r in m.rows if query.provider in (None, r.provider) and query.plan in (None, r.plan)]
     ordered = _ordered(shown, query, window.statistic)
+    limits = {id(r): stale_after(r) for r in ordered}
+    stale = {id(r): _is_stale(r, limits[id(r)], now) for r in ordered}
     enough = [r for r in ordered if r.counted >= query.min_samples]
-    ranked = enough + [r for r in ordered if r.counted < query.min_samples]
+    few = [r for r in ordered if r.counted < query.min_samples]
+    listed = enough + few
+    if query.sort in METRIC_OF:  # every healthy row, waiting ones too, above every failing one
+        listed = [r for r in listed if not failing(r)] + [r for r in listed if failing(r)]
+    waiting = sum(not failing(r) and not stale[id(r)] for r in few)
     rankable = [r for r in enough if sort_value(r, query.sort, window.statistic) is not None]
-    rank_of = dict(zip(map(id, rankable), _ranks(rankable, query, window.statistic), strict=True))
+    rank_of = dict(zip(map(id, rankable), _ranks(rankable, query, window.statistic, waiting), strict=True))
     shared = Counter(rank_of.values())
     entries = []
-    for r in ranked:
+    for r in listed:
         too_few = r.counted < query.min_samples
         rank = rank_of.get(id(r))
-        limit = stale_after(r)
-        stale = limit is not None and r.last_at is not None and epoch(now) - epoch(r.last_at) > limit
-        priced = costs[r.key]
+        measured = limits[id(r)] != UNMEASURED_LIMIT
+        tied = rank is not None and shared[rank] > 1
         change = (changes or {}).get(r.key)
-        entries.append(
-            Entry(r, rank, too_few, stale, tied=rank is not None and shared[rank] > 1, cost=priced, change=change)
-        )
-    # Deliberately from every provider's rows: a model's figure is the median across all that serve it.
-    models = model_rows(m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical)
+        entries.append(Entry(r, rank, too_few, stale[id(r)], tied, costs[r.key], change, failing(r), measured))
+    # Deliberately from every provider's rows: a model's figure is the median across all that serve it and are
+    # not failing (their failures still count in its success rate).
+    models = model_rows(
+        m.rows, window.statistic, min_samples=query.min_samples, canonical=config.models.canonical,
+        speaks=lambda r: not failing(r),
+    )  # fmt: skip
     return Board(
         query, window, now, tuple(entries), tuple(models),
         workloads=tuple(ordered_workloads((x[2] for x in menus), config.schedule.workloads)),
@@ -332,6 +242,13 @@ def arrange(
         plans=tuple(sorted({x[1] for x in menus})),
         regions=tuple(sorted(here)),
     )  # fmt: skip
+
+
+def _is_stale(row: EndpointRow, limit: float | None, now: datetime) -> bool:
+    """now - last sample > limit (None: never; rules.UNMEASURED_LIMIT: stale from the last sample on)."""
+    if limit == UNMEASURED_LIMIT:
+        return True
+    return limit is not None and row.last_at is not None and epoch(now) - epoch(row.last_at) > limit
 
 
 def read_board(
@@ -358,9 +275,22 @@ def as_dict(b: Board) -> dict[str, Any]:
     return {
         "generated_at": b.generated_at.isoformat(),
         "window": dataclasses.asdict(b.window),
+        "coverage": b.cover.data(),
+        "provisional": b.provisional,
+        "waiting": b.waiting,
+        "client_bound_only": b.uncharted,
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
         "entries": [
-            {"rank": e.rank, "tied": e.tied, "too_few": e.too_few, "stale": e.stale, **row_dict(e.row, s)}
+            {
+                "rank": e.rank,
+                "tied": e.tied,
+                "too_few": e.too_few,
+                "stale": e.stale,
+                "measured": e.measured,
+                "failing": e.failing,
+                "provisional": b.provisional and e.rank is not None,
+                **row_dict(e.row, s),
+            }
             | cost.cost_dict(e.cost, b.generated_at.date())
             | {"change": change_dict(e.change)}
             for e in b.entries
@@ -379,7 +309,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
     intervals of the mean and median, per metric."""
     stats = ("n", "headline", "mean", "p5", "p25", "p50", "p75", "p95", "mean_lo", "mean_hi", "p50_lo", "p50_hi")
     header = [
-        "rank", "tied", "too_few", "stale", "name", "provider", "plan", "model", "workload", "region", "protocol",
+        "rank", "tied", "too_few", "stale", "measured", "failing", "provisional",
+        "name", "provider", "plan", "model", "workload", "region", "protocol",
         "simulated",
         "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
         "counted", "client_bound", "one_shot", *TRUTH_FIELDS, *(f"{m}_{s}" for m in METRICS for s in stats),
@@ -391,7 +322,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         shown = (*map(r.figure, METRICS), r.cold_ttft_ms)
         figures = [figure_dict(f, b.window.statistic)[s] for f in shown for s in stats]
         table.append([
-            e.rank, e.tied, e.too_few, e.stale, r.name, r.provider, r.plan, r.model, r.workload,
+            e.rank, e.tied, e.too_few, e.stale, e.measured, e.failing, b.provisional and e.rank is not None,
+            r.name, r.provider, r.plan, r.model, r.workload,
             regions.token(r.region), r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
             iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *truth_dict(r).values(), *figures,

@@ -9,10 +9,12 @@ wrote the dataclass as it is (no name, headline, ok or counted; errors as pairs)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from tokenpace.board.regions import token
+from tokenpace.board.sufficiency import as_shown, tails_withheld
 from tokenpace.measure.stats import Figure
 from tokenpace.store.windows import METRICS, EndpointRow, ModelRow
 
@@ -32,13 +34,23 @@ def fast_but_wrong(r: EndpointRow) -> bool:
     return r.canary_rate is not None and r.canary_rate < WRONG_BELOW
 
 
+def client_bound_only(rows: Sequence[EndpointRow], included: bool) -> int:
+    """The rows' successful samples where no row has a figure because every one was client-bound and left out;
+    0 otherwise. A page says "N successful samples, all client-bound: include them" rather than draw empty charts
+    (whose "no successful samples" contradicted the rows' 100 % ok)."""
+    if included or any(r.counted for r in rows) or not any(r.client_bound for r in rows):
+        return 0
+    return sum(r.ok for r in rows)
+
+
 def iso(t: datetime | None) -> str | None:
     return None if t is None else t.isoformat()
 
 
 def figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
-    """A metric's figure with its headline (the window's statistic: mean or median) beside n and percentiles."""
-    return {"headline": f.headline(statistic), **dataclasses.asdict(f)}
+    """A metric's figure with its headline (the window's statistic: mean or median) beside n and percentiles;
+    a tail too few samples bound is null, and ``withheld`` says why (sufficiency.py)."""
+    return {"headline": f.headline(statistic), **dataclasses.asdict(as_shown(f)), "withheld": tails_withheld(f)}
 
 
 TRUTH_FIELDS = ("cached", "cold", "canary_checked", "canary_passed", "canary_rate", "fast_but_wrong")

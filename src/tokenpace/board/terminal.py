@@ -14,7 +14,8 @@ from rich.text import Text
 
 from tokenpace.board import console as clean
 from tokenpace.board import numbers, regions, rows
-from tokenpace.board.ranking import METRIC_OF, Board, Entry
+from tokenpace.board.query import METRIC_OF
+from tokenpace.board.ranking import Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.board.warmcold import WarmCold
 from tokenpace.config.presets import Preset
@@ -136,7 +137,7 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         where = f" [blue]@{clean.shown(regions.token(r.region))}[/]" if board.query.region == EACH else ""
         wrong = " [red](fast but wrong)[/]" if rows.fast_but_wrong(r) else ""  # its canary failed too often
         simulated = " [magenta](simulated)[/]" if r.simulated else ""
-        return clean.shown(r.name) + where + wrong + simulated + one_shot + changed
+        return clean.shown(r.name) + where + _badges(e) + wrong + simulated + one_shot + changed
     if key in ("speed", "ttft", "e2e"):
         figure = r.figure(METRIC_OF[key])
         return f"{numbers.figure_text(figure.headline(statistic))} [dim](n={figure.n})[/]"
@@ -153,15 +154,33 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     if key == "cost":
         return numbers.dollars(e.cost.cost if e.cost else None)
     last = numbers.DASH if r.last_at is None else f"{numbers.when(r.last_at, seconds=False)} UTC"
-    return last + (" [yellow](stale)[/]" if e.stale else "")
+    return last  # a stale row says so beside its name (_badges)
+
+
+def _badges(e: Entry) -> str:
+    """The web row's badges beside the name: failing, stale, not measured any more."""
+    failing = f" [red](failing · {numbers.percent(e.row.success_rate)} ok)[/]" if e.failing else ""
+    stale = " [yellow](stale)[/]" if e.stale and e.measured else ""
+    return failing + stale + ("" if e.measured else " [yellow](not measured any more)[/]")
+
+
+def _title(board: Board) -> list[str]:
+    """The board's title in parts: workload, the window as its samples cover it, the sort; provisional ranks
+    said so."""
+    q = board.query
+    parts = [f"{clean.shown(q.workload)} workload", clean.shown(board.cover.label), f"sorted by {q.sort} {q.direction}"]
+    if board.provisional:
+        waiting, need = len(board.waiting), q.min_samples
+        endpoints, samples = "endpoint" + "s" * (waiting != 1), "sample" + "s" * (need != 1)
+        parts.append(f"[yellow]provisional ranks: {waiting} {endpoints} below {need} {samples}[/]")
+    return parts
 
 
 def print_board(console: Console, board: Board) -> None:
     """The leaderboard as a rich table: the web page's columns, in its order; rows too few to rank are dim."""
     q = board.query
     where = clean.shown(", ".join(f"{k} {v}" for k, v in (("provider", q.provider), ("plan", q.plan)) if v))
-    title = f"{clean.shown(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
-    title += "  ·  client-bound samples included" if q.include_client_bound else ""
+    title = "  ·  ".join(_title(board)) + ("  ·  client-bound samples included" if q.include_client_bound else "")
     table = Table(title=title + (f"  ·  {where}" if where else ""), title_justify="left")
     for key, label in TERMINAL_COLUMNS:
         # Names fold rather than truncate: a cut name could be another endpoint's.
@@ -173,6 +192,9 @@ def print_board(console: Console, board: Board) -> None:
 
 
 def _say_empty(console: Console, board: Board) -> None:
+    if n := board.uncharted:
+        console.print(f"{n} successful sample{'s' * (n != 1)}, all client-bound (timed while this client was the "
+                      "bottleneck), so no figure yet: --client-bound include counts them")  # fmt: skip
     if not board.entries:
         console.print(f"no samples of the {clean.shown(board.query.workload)} workload in this window (workloads: "
                       f"{clean.shown(', '.join(board.workloads)) or 'none yet'})", soft_wrap=True)  # fmt: skip
@@ -225,9 +247,8 @@ def print_leaderboard(console: Console, board: Board) -> None:
     if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
         print_board(console, board)
         return
-    q = board.query
-    title = f"{clean.shown(q.workload)} workload  ·  {board.window.label}  ·  sorted by {q.sort} {q.direction}"
-    console.print(title, soft_wrap=True)
+    for line in _packed(_title(board), console.width):
+        console.print(line, soft_wrap=True)
     statistic = board.window.statistic
     for e in board.entries:
         style = "dim" if e.too_few else None

@@ -50,16 +50,18 @@ def leaderboard_command(
 
     from tokenpace.board import ranking, regions, terminal
     from tokenpace.board.console import Console
+    from tokenpace.board.query import Query
+    from tokenpace.board.rules import rules as board_rules
     from tokenpace.config import endpoints
     from tokenpace.schedule import sampler
     from tokenpace.store.database import open_store
 
     cfg = endpoints.read_config(config_path) if config_path is not None else endpoints.Config()
-    rules = ranking.rules(cfg, sampler.jobs(cfg, cfg.endpoints))
+    rules = board_rules(cfg, sampler.jobs(cfg, cfg.endpoints))
     given = {"window": window, "workload": workload_name, "sort": sort, "provider": provider, "plan": plan}
     given |= {"order": order, "client_bound": client_bound, "region": region}
     given |= {"min_samples": str(min_samples)} if min_samples is not None else {}
-    query = ranking.Query.from_params(
+    query = Query.from_params(
         {k: v for k, v in given.items() if v}, min_samples=rules.min_samples, workload=rules.workload,
         region=regions.default(cfg),
     )  # fmt: skip

@@ -309,7 +309,12 @@ def _median(values: Iterable[float | None]) -> float | None:
 
 
 def model_rows(
-    rows: Sequence[EndpointRow], statistic: str, *, min_samples: int = 1, canonical: Callable[[str], str] = str
+    rows: Sequence[EndpointRow],
+    statistic: str,
+    *,
+    min_samples: int = 1,
+    canonical: Callable[[str], str] = str,
+    speaks: Callable[[EndpointRow], bool] = lambda r: True,
 ) -> list[ModelRow]:
     """Per (model, workload, region): median across endpoints of their headline figures, sorted by model, workload.
 
@@ -317,15 +322,17 @@ def model_rows(
     ``llama-3.1-8b-instant`` and ``llama3.1-8b`` are one model row; by default every id is its own model.
 
     Endpoints with fewer than ``min_samples`` counted samples are left out of the figures: too few to speak
-    for a model. The success rate and the canary's pass rate pool every endpoint's samples: a provider that fails
-    every request has no counted sample, and the median of the others' rates would hide it.
+    for a model; so are those ``speaks`` refuses (the board's failing ones: a failing provider's figure alone
+    was a model's headline while three endpoints served it). The success rate and the canary's pass rate pool
+    every endpoint's samples: a provider that fails every request has no counted sample, and the median of the
+    others' rates would hide it.
     """
     every: dict[tuple[str, str, str], list[EndpointRow]] = {}
     for r in rows:  # per region too when rows are (an endpoint's region is not another endpoint)
         every.setdefault((canonical(r.model), r.workload, r.region or ""), []).append(r)
     found = []
     for (model, workload, _), group in sorted(every.items()):
-        speaking = [r for r in group if r.counted >= min_samples]
+        speaking = [r for r in group if r.counted >= min_samples and speaks(r)]
         if speaking:
             found.append(_model_row(model, workload, speaking, group, statistic))
     return found

@@ -33,8 +33,8 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tokenpace.board import ranking
 from tokenpace.board.changes import Kept
+from tokenpace.board.rules import rules as board_rules
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
 from tokenpace.schedule import sampler
@@ -280,7 +280,7 @@ def create_app(
     if render_store is not None and (now is not _utcnow or stale_after is not None):
         raise ValueError("a worker renders with the clock and the jobs' rules: pass neither now nor stale_after")
     jobs, jobs_problem = _scheduled_jobs(config, status)
-    rules = ranking.rules(config, jobs)
+    rules = board_rules(config, jobs)
     home = _page(lambda site, request: leaderboard.leaderboard_page(site, _params(request)))
     routes = [
         Route("/", home),  # the site's home; its twin is /leaderboard.json

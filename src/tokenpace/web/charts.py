@@ -21,11 +21,14 @@ import pygal
 from markupsafe import Markup
 from pygal.style import Style
 
+from tokenpace.board import sufficiency
 from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import SamplePoint
 
 MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grows as their square (200: 0.25 s)
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
+# What a box's whiskers are, as its chart's title says: P5-P95 where enough samples bound them (sufficiency.py).
+TAILS_TITLE = f"P5-P95 (from n={sufficiency.samples_needed(0.95)})"
 MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
 # Colours a series may take: Okabe and Ito's "Color Universal Design" palette (2008), chosen so that people with
@@ -166,6 +169,8 @@ def _svg(chart: Any, chart_id: str) -> Markup:  # a pygal chart
 class _Percentiles(pygal.Box):  # type: ignore[misc]
     """A box plot from percentiles already computed: box P25-P75, a line at the median, whiskers P5-P95."""
 
+    withheld: frozenset[str] = frozenset()  # the boxes whose tails are withheld (boxes() sets it)
+
     @staticmethod
     def _box_points(values: Sequence[float], mode: str | None = None) -> tuple[tuple[float, ...], list[float]]:
         # pygal pads each series with None to the number of x labels, one per box here
@@ -174,19 +179,27 @@ class _Percentiles(pygal.Box):  # type: ignore[misc]
 
     def _value_format(self, value: Any, serie: Any) -> str:
         p5, p25, p50, p75, p95 = (self._y_format(v) for v in serie.points[1:6])
-        return f"median {p50}, P25-P75 {p25}-{p75}, P5-P95 {p5}-{p95}"
+        # boxes() draws a withheld tail's whisker at the box's edge
+        tails = "P5-P95 withheld: too few samples" if serie.title in self.withheld else f"P5-P95 {p5}-{p95}"
+        return f"median {p50}, P25-P75 {p25}-{p75}, {tails}"
 
 
 def boxes(
     chart_id: str, title: str, unit: str, figures: Mapping[str, Figure], series_colours: Mapping[str, str] = {}
 ) -> Chart:
     """A box per name from its Figure's percentiles (names without any are left out), in the mapping's order;
-    ``series_colours``: a box's colour, where given (its endpoint's, say)."""
+    ``series_colours``: a box's colour, where given (its endpoint's, say). A tail too few samples bound
+    (board/sufficiency.py) is withheld: its whisker ends at the box and its title says so."""
     drawn: dict[str, list[float]] = {}
+    withheld: set[str] = set()
     for name, f in figures.items():
-        spread = [v for v in (f.p5, f.p25, f.p50, f.p75, f.p95) if v is not None]
-        if len(spread) == 5:  # a Figure has all its percentiles or, without values, none
-            drawn[name] = spread
+        if f.p25 is None or f.p50 is None or f.p75 is None:  # no values: no box
+            continue
+        shown = sufficiency.as_shown(f)
+        if shown.p5 is None or shown.p95 is None:
+            withheld.add(name)
+        low, high = f.p25 if shown.p5 is None else shown.p5, f.p75 if shown.p95 is None else shown.p95
+        drawn[name] = [low, f.p25, f.p50, f.p75, high]
     rotation = -30 if len(drawn) > 4 else 0
     top = _from_zero([v[-1] for v in drawn.values()])
     chart = _Percentiles(
@@ -201,6 +214,7 @@ def boxes(
         )
     )
     chart.x_labels = list(drawn)
+    chart.withheld = frozenset(withheld)
     for name, values in drawn.items():
         chart.add(name, values)
     return Chart(chart_id, title, drawn, _svg(chart, chart_id))
@@ -347,5 +361,5 @@ def sample_charts(
             over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), series_colours, dashed)
         )
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
-        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, P5-P95", unit, spread, series_colours))
+        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, {TAILS_TITLE}", unit, spread, series_colours))
     return out

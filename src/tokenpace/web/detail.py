@@ -33,7 +33,9 @@ def _page_menus(window: Window, place: PageRegion, workload: dict[str, object]) 
     return [window_menu(window), *([place.menu] if place.menu else []), workload]
 
 
-def endpoint_context(m: EndpointPage, data: Mapping[str, Any], configured: Sequence[str]) -> dict[str, object]:
+def endpoint_context(
+    m: EndpointPage, data: Mapping[str, Any], configured: Sequence[str], params: Mapping[str, str] = {}
+) -> dict[str, object]:
     """The endpoint page's template context: the model's values (``data``: its JSON twin), with its charts and
     menus drawn; ``configured``: the endpoints the colours are shared out to, as on every page."""
     name = endpoint_name(m.facts["provider"], m.facts["plan"], m.facts["model"])
@@ -51,13 +53,19 @@ def endpoint_context(m: EndpointPage, data: Mapping[str, Any], configured: Seque
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads, m.workload or "", "all")),
         "region_caption": m.place.caption,
         "stats_rows": [(r.workload, None, False, r) for r in m.shown],
-        "charts": charts.sample_charts(m.groups, markers, dict(zip(m.groups, shades, strict=True)), dashed=True),
+        "charts": charts.sample_charts(m.groups, markers, dict(zip(m.groups, shades, strict=True)), dashed=True)
+        if m.groups
+        else [],  # no chart of nothing
+        "uncharted": data["client_bound_only"],
+        "include_url": "?" + urlencode({**params, "client_bound": "include"}),
         "recent": [(p.workload, p) for p in m.recent],
         "recent_label": "Workload",
         "open_recent": not m.shown,  # nothing published to chart: the recent samples are all there is
         "include_client_bound": m.include_client_bound,
         "uptime": m.uptime,
         "canary": data["canary"],
+        "standings": m.standings,
+        "cover": m.cover,
         "bursts": m.bursts,
         "heat": m.heat,
         "colour": colour,  # the heatmap's too
@@ -77,10 +85,10 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     query = urlencode({k: v for k, v in picked if v})
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
     data = m.data()
-    return Page("endpoint.html", endpoint_context(m, data, site.endpoint_names), data, json_url=json_url)
+    return Page("endpoint.html", endpoint_context(m, data, site.endpoint_names, params), data, json_url=json_url)
 
 
-def model_context(m: ModelPage, configured: Sequence[str]) -> dict[str, object]:
+def model_context(m: ModelPage, configured: Sequence[str], params: Mapping[str, str] = {}) -> dict[str, object]:
     """The model page's template context: the model's values, with its charts and menus drawn; ``configured``:
     the endpoints the colours are shared out to, as on every page."""
     return {
@@ -89,13 +97,19 @@ def model_context(m: ModelPage, configured: Sequence[str]) -> dict[str, object]:
         "workload": m.workload,
         "window": m.window,
         "summary": m.summary,
+        "headline": m.headline,
+        "cover": m.cover,
         "menus": _page_menus(m.window, m.place, _workload_menu(m.workloads or [m.workload], m.workload, None)),
         "region_caption": m.place.caption,
         "stats_rows": [
             (r.name, endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(r.region), r.simulated, r)
             for r in m.shown
         ],
-        "charts": charts.sample_charts(m.groups, series_colours=charts.endpoint_colours(configured, m.groups)),
+        "charts": charts.sample_charts(m.groups, series_colours=charts.endpoint_colours(configured, m.groups))
+        if m.groups
+        else [],  # no chart of nothing
+        "uncharted": m.uncharted,
+        "include_url": "?" + urlencode({**params, "client_bound": "include"}),
         "recent": m.recent,
         "recent_label": "Endpoint",
         "open_recent": False,
@@ -113,7 +127,7 @@ def model_page(site: Site, asked: str, params: Mapping[str, str]) -> Page:
     query = urlencode({"window": window.name, "workload": m.workload, "region": m.place.region})
     return Page(
         "model.html",
-        model_context(m, site.endpoint_names),
+        model_context(m, site.endpoint_names, params),
         m.data(),
         json_url=model_path(m.facts["model"], "json") + "?" + query,
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from tokenpace.board import changes, ranking, regions
 from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
+from tokenpace.board.query import SORTS, Query
 from tokenpace.board.rows import WRONG_BELOW, failing, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
@@ -18,7 +19,7 @@ from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
 
-# Column key, label, CSS class; a key in ranking.SORTS makes the header a sort link. "wide": left out on a
+# Column key, label, CSS class; a key in query.SORTS makes the header a sort link. "wide": left out on a
 # phone's width, where the endpoint's name already says its provider, plan and model.
 BOARD_COLUMNS = (
     ("name", "Endpoint", "name"),  # provider:plan/model, so the provider and plan need no columns of their own
@@ -49,7 +50,7 @@ _SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time",
               "samples": "sample count", "name": "endpoint name"}  # fmt: skip
 
 
-def _href(query: ranking.Query, **changes: Any) -> str:
+def _href(query: Query, **changes: Any) -> str:
     qs = query.params(**changes)
     return f"/?{qs}" if qs else "/"
 
@@ -72,9 +73,7 @@ def _visible_columns(
     return out
 
 
-def _headers(
-    query: ranking.Query, net: bool = False, priced: bool = True, canary: bool = False
-) -> list[dict[str, str]]:
+def _headers(query: Query, net: bool = False, priced: bool = True, canary: bool = False) -> list[dict[str, str]]:
     """Each header's link: the column's natural order first, the other way round when clicked again."""
     current = query.direction
     out = []
@@ -82,7 +81,7 @@ def _headers(
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
         if key in ("ttft_net", "canary"):
             head["title"] = TTFT_NET_TITLE if key == "ttft_net" else CANARY_TITLE
-        if key in ranking.SORTS:
+        if key in SORTS:
             active = key == query.sort
             flipped = "asc" if current == "desc" else "desc"
             head["href"] = _href(query, sort=key, order=flipped if active else None)
@@ -117,14 +116,16 @@ def board_charts(board: ranking.Board, configured: Sequence[str]) -> list[charts
     """Output speed per endpoint (its percentiles), each endpoint's TTFT against its output speed, and its output
     speed against its blended price where it has one; ``configured``: the endpoints the colours are shared out
     to, as on every page."""
-    statistic, label = board.window.statistic, board.window.label
+    statistic, label = board.window.statistic, board.cover.label
     shown = [e for e in board.entries if e.row.output_speed.n]
+    if not shown:  # no chart of nothing: the page says why there is no figure
+        return []
     boxed = shown[: charts.MAX_BOXES]
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
     # one colour per endpoint (its rows in each region alike), the same on its own page and its model's
     colour = charts.endpoint_colours(configured, [e.row.name for e in shown])
     speeds = charts.boxes(
-        "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, P5-P95", "tok/s",
+        "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, {charts.TAILS_TITLE}", "tok/s",
         {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): colour[e.row.name] for e in boxed},
     )  # fmt: skip
     headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
@@ -183,6 +184,8 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "client_bound_url": _href(q, client_bound="exclude" if q.include_client_bound else "include"),
         "client_bound_total": sum(e.row.client_bound for e in board.entries),
         "charts": board_charts(board, site.endpoint_names) if board.entries else [],
+        "waiting": board.waiting,
+        "uncharted": board.uncharted,
         "bursts": m.bursts,
         "describe_change": changes.describe,  # the "changed" badge's title
     }

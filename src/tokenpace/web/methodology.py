@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tokenpace.board import cost, numbers, ranking
+from tokenpace.board import cost, numbers, sufficiency
+from tokenpace.board import rules as board_rules
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
@@ -106,7 +107,7 @@ def _job_rows(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     return rows, site.jobs_problem
 
 
-# Why the board opens on ranking.OPENING_WORKLOAD and not on 10k, Artificial Analysis's default view.
+# Why the board opens on board_rules.OPENING_WORKLOAD and not on 10k, Artificial Analysis's default view.
 OPENING_WHY = (
     "it runs at each plan's own cadence (10k every 3 h unless configured), so its view holds the most and the "
     "freshest samples. Artificial Analysis opens on 10k; the built-ins ask for its output lengths ("
@@ -118,9 +119,9 @@ OPENING_WHY = (
 def opening(site: Site) -> dict[str, str]:
     """The workload the board opens on (the site's own, as its pages use it) and why."""
     name = site.default_workload
-    if name == ranking.OPENING_WORKLOAD:
+    if name == board_rules.OPENING_WORKLOAD:
         return {"workload": name, "why": OPENING_WHY}
-    return {"workload": name, "why": f"the schedule runs no {ranking.OPENING_WORKLOAD}: it is the first it runs."}
+    return {"workload": name, "why": f"the schedule runs no {board_rules.OPENING_WORKLOAD}: it is the first it runs."}
 
 
 SPEND_DAYS = 7
@@ -157,6 +158,12 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "windows": windows,
         "long_workloads": site.ordered(site.long_workloads),
         "min_samples": site.min_samples,
+        # the bound under which a tail is withheld, as the page states it (board/sufficiency.py)
+        "tails": {
+            "confidence": sufficiency.CONFIDENCE,
+            "needs": sufficiency.samples_needed(0.95),
+            "rule": _doc(sufficiency.samples_needed),
+        },
         "jitter": cfg.schedule.jitter,
         "jobs": jobs,
         "jobs_problem": problem,

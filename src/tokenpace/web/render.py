@@ -21,7 +21,7 @@ import jinja2
 import markupsafe
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from tokenpace.board import numbers, regions
+from tokenpace.board import numbers, regions, sufficiency
 from tokenpace.config.endpoints import plan_name
 from tokenpace.version import __version__
 from tokenpace.web.paths import endpoint_path, model_path
@@ -70,7 +70,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(fmt=numbers.figure_text, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
-    env.filters.update(rate=numbers.rate, cut=numbers.cut)
+    env.filters.update(rate=numbers.rate, cut=numbers.cut, withheld=sufficiency.tails_withheld)
     env.globals.update(
         version=__version__,
         # a row of one region links to its endpoint's page of that region
@@ -79,6 +79,7 @@ def environment() -> jinja2.Environment:
         ),
         model_url=model_path,
         plan_name=plan_name,
+        tails_need=sufficiency.samples_needed(0.95),  # P5's and P95's, by symmetry
     )
     return env
 

@@ -8,8 +8,8 @@ from datetime import datetime
 
 import jinja2
 
-from tokenpace.board import ranking
 from tokenpace.board.changes import Kept
+from tokenpace.board.query import Query, window
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
 from tokenpace.schedule.sampler import Job, Status
@@ -58,12 +58,12 @@ class Site:
 
 def window_param(params: Mapping[str, str]) -> Window:
     """The ``window`` query parameter as a Window; BadRequest (a 400) for an unknown one."""
-    return ranking.window(params.get("window") or DEFAULT_WINDOW)
+    return window(params.get("window") or DEFAULT_WINDOW)
 
 
 def client_bound_param(params: Mapping[str, str]) -> bool:
     """``client_bound=include``: figures also from client-bound samples; BadRequest (a 400) for another value."""
-    return ranking.Query(client_bound=params.get("client_bound") or "exclude").include_client_bound  # type: ignore[arg-type]
+    return Query(client_bound=params.get("client_bound") or "exclude").include_client_bound  # type: ignore[arg-type]
 
 
 def window_menu(selected: Window) -> dict[str, object]:
