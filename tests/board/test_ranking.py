@@ -319,6 +319,9 @@ def test_a_figure_flagged_client_bound_is_left_out_and_the_samples_other_figures
         assert row.ttft_ms.p50 == pytest.approx(100.0)
         (included,) = read_board(store, Query(min_samples=6, client_bound="include"), NOW).entries
         assert included.row.ttft_ms.n == 6
+        # ranked by TTFT it stands on its 3 TTFTs alone: too few for a minimum of 6, though 6 samples count
+        (by_ttft,) = read_board(store, Query(min_samples=6, sort="ttft"), NOW).entries
+        assert by_ttft.rank is None and by_ttft.too_few and by_ttft.n == 3
 
 
 def test_endpoints_whose_intervals_overlap_share_a_rank(tmp_path: Path) -> None:

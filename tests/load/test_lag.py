@@ -52,4 +52,22 @@ async def test_a_quiet_loop_bounds_a_timestamp_by_about_its_interval() -> None:
     bound = await asyncio.get_running_loop().run_in_executor(None, lag.lag_at, t)
     await lag.stop()
     assert 0.0 <= bound < 20.0  # the time since the last wake-up was due: ~1 ms, a busy test machine allowing
-    assert lag.lag_at(lag.woke_ns[-1] + 1) >= 0.0
+
+
+async def test_overlapping_runs_share_one_watch_and_keep_their_own_lags() -> None:
+    """Runs timed on one loop at once (serve) add one watch between them, not one each; each run's lags are the
+    wake-ups between its own start and stop, and the watch ends with the last run."""
+    first, second = LoopLag(), LoopLag()
+    first.start()
+    await asyncio.sleep(0.02)
+    second.start()
+    watches = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "_Watch._watch"]  # type: ignore[union-attr]
+    assert len(watches) == 1
+    await asyncio.sleep(0.02)
+    await first.stop()
+    kept = len(first.lags_ms)
+    await asyncio.sleep(0.02)
+    assert len(first.lags_ms) == kept  # stopped: its own wake-ups only
+    assert len(second.lags_ms) > 0
+    await second.stop()
+    assert watches[0].done()

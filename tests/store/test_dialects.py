@@ -80,3 +80,29 @@ def test_a_keyword_connection_string_is_refused_never_made_a_file(
     assert list(tmp_path.iterdir()) == []
     with open_store(str(tmp_path / "host=x.db")):  # a file whose name only looks like one, given as a path
         pass
+
+
+def test_tokenpace_db_is_read_as_db_would_be(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review of issue 29: $TOKENPACE_DB became a file path whatever it held, so a keyword string or a URL made
+    folders and a SQLite file named after the password; it is read as --db is, and refused the same way."""
+    monkeypatch.chdir(tmp_path)
+    for given in ("host=h dbname=x password=hunter2", "postgresql://u:hun/ter2@127.0.0.1:1/x"):
+        monkeypatch.setenv("TOKENPACE_DB", given)
+        result = CliRunner().invoke(main, ["leaderboard"])
+        assert result.exit_code != 0 and "hunter2" not in result.output and "hun/ter2" not in result.output
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("TOKENPACE_DB", str(tmp_path / "env.db"))
+    with open_store(None):
+        pass
+    assert (tmp_path / "env.db").exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://u:pw@127.0.0.1:1/db?application_name=me@laptop", "postgresql:///db?host=/tmp&user=admin@srv"],
+)
+def test_an_at_sign_in_the_query_is_no_misread_password(url: str) -> None:
+    """Review of issue 29: an '@' in a query parameter was taken for the userinfo's and the URL refused."""
+    with pytest.raises(StoreError) as err:  # nothing listens there: refused by the connection, not the check
+        open_store(url)
+    assert "percent-encode" not in str(err.value)

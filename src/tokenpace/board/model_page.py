@@ -119,7 +119,8 @@ def read_model_page(
     usual = source.default_workload
     workload = params.get("workload") or (usual if usual in workloads or not workloads else workloads[0])
     shown = [r for r in rows if r.workload == workload]
-    summary = model_rows(shown, window.statistic, min_samples=source.min_samples, canonical=models.canonical)
+    # every endpoint's samples pooled (min_samples 0); its medians go unread (_pooled): the headline gives figures
+    summary = model_rows(shown, window.statistic, min_samples=0, canonical=models.canonical)
     # Per (endpoint, region) of this workload: the region x provider grid, when more than one region measured it.
     apart = endpoint_rows(
         source.store, window, now, source.long_workloads, model=ids, workload=workload, include_client_bound=include,

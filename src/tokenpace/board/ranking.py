@@ -59,7 +59,7 @@ class Entry:
     """A row as the board shows it: ranked, or not (too few samples, or no figure to rank by), and stale;
     ``tied`` when another row shares its rank (shown "=N"); ``change``: its current change (changes.py);
     ``failing``: under its success bound (rows.failing); ``measured``: False where no running job measures it
-    any more (stale from its last sample on)."""
+    any more (stale from its last sample on); ``n``: the samples it is ranked on (:func:`ranked_on`)."""
 
     row: EndpointRow
     rank: int | None
@@ -70,6 +70,7 @@ class Entry:
     change: Change | None = None
     failing: bool = False
     measured: bool = True
+    n: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +193,12 @@ def _interval_ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -
     return ranks
 
 
+def ranked_on(r: EndpointRow, sort: str) -> int:
+    """The samples a row is ranked on: the sorted figure's values (a sample whose figure the client's lag could
+    have moved counts for its other figures only), else every counted sample."""
+    return r.figure(METRIC_OF[sort]).n if sort in METRIC_OF else r.counted
+
+
 def arrange(
     m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale,
     config: Config | None = None, changes: Mapping[RowKey, Change] | None = None,
@@ -212,8 +219,9 @@ def arrange(
     ordered = _ordered(shown, query, window.statistic)
     limits = {id(r): stale_after(r) for r in ordered}
     stale = {id(r): _is_stale(r, limits[id(r)], now) for r in ordered}
-    enough = [r for r in ordered if r.counted >= query.min_samples]
-    few = [r for r in ordered if r.counted < query.min_samples]
+    n = {id(r): ranked_on(r, query.sort) for r in ordered}
+    enough = [r for r in ordered if n[id(r)] >= query.min_samples]
+    few = [r for r in ordered if n[id(r)] < query.min_samples]
     listed = enough + few
     if query.sort in METRIC_OF:  # every healthy row, waiting ones too, above every failing one
         listed = [r for r in listed if not failing(r)] + [r for r in listed if failing(r)]
@@ -223,12 +231,14 @@ def arrange(
     shared = Counter(rank_of.values())
     entries = []
     for r in listed:
-        too_few = r.counted < query.min_samples
+        too_few = n[id(r)] < query.min_samples
         rank = rank_of.get(id(r))
         measured = limits[id(r)] != UNMEASURED_LIMIT
         tied = rank is not None and shared[rank] > 1
         change = (changes or {}).get(r.key)
-        entries.append(Entry(r, rank, too_few, stale[id(r)], tied, costs[r.key], change, failing(r), measured))
+        entries.append(
+            Entry(r, rank, too_few, stale[id(r)], tied, costs[r.key], change, failing(r), measured, n[id(r)])
+        )
     # Deliberately from every provider's rows: a model's figure is the median across all that serve it and are
     # not failing (their failures still count in its success rate).
     models = model_rows(
@@ -285,6 +295,7 @@ def as_dict(b: Board) -> dict[str, Any]:
                 "rank": e.rank,
                 "tied": e.tied,
                 "too_few": e.too_few,
+                "ranked_on": e.n,  # the samples it is ranked on: the sorted figure's values
                 "stale": e.stale,
                 "measured": e.measured,
                 "failing": e.failing,

@@ -40,7 +40,7 @@ def client_bound_only(rows: Sequence[EndpointRow], included: bool) -> int:
     (whose "no successful samples" contradicted the rows' 100 % ok)."""
     if included or any(r.counted for r in rows) or not any(r.client_bound for r in rows):
         return 0
-    return sum(r.ok for r in rows)
+    return sum(min(r.ok, r.client_bound) for r in rows)  # cached or cold samples are not the client's
 
 
 def iso(t: datetime | None) -> str | None:

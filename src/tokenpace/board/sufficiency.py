@@ -21,7 +21,7 @@ TAILS = (("p5", 0.05), ("p95", 0.95))  # the percentiles the rule withholds: Fig
 def samples_needed(q: float, confidence: float = CONFIDENCE) -> int:
     """n = ⌈ln(1 - c) / ln(max(q, 1 - q))⌉: the fewest samples whose extreme bounds the q-quantile with confidence c."""
     tail = max(q, 1 - q)
-    # The epsilon keeps an exact quotient (q = 0.9, c = 0.99: 2.0000000000000004) from rounding up a whole sample.
+    # The epsilon keeps an exact quotient (q = 0.9, c = 0.9: 1.0000000000000002) from rounding up a whole sample.
     return math.ceil(math.log(1 - confidence) / math.log(tail) - 1e-9)
 
 

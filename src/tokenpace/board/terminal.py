@@ -129,7 +129,7 @@ def _cell(board: Board, e: Entry, key: str) -> str:
     r, statistic = e.row, board.window.statistic
     if key == "rank":
         if e.too_few:
-            return f"too few ({r.counted}/{board.query.min_samples})"
+            return f"too few ({e.n}/{board.query.min_samples})"
         return numbers.DASH if e.rank is None else f"={e.rank}" if e.tied else str(e.rank)
     if key == "name":
         one_shot = f" [cyan](one-shot {r.one_shot})[/]" if r.one_shot else ""

@@ -56,7 +56,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         raise
     try:  # before anything starts: a second serve on this store would run the whole schedule again
         holder = f"pid {os.getpid()} on {socket.gethostname()}, http://{where}:{bound_port}"
-        lock = ServingLock(store, db or str(default_db_path()), holder)
+        lock = ServingLock(store, db or default_db_path(), holder)
     except TokenpaceError:
         sock.close()
         close_store(store)
@@ -73,7 +73,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         chosen, found = await service.resolve(cfg, os.environ, skip_ports=(bound_port,))
         notes.extend(found)
         return await service.run_service(
-            chosen, store, sock, store_url=db or str(default_db_path()), grace_s=grace, ready=ready
+            chosen, store, sock, store_url=db or default_db_path(), grace_s=grace, ready=ready
         )
 
     try:

@@ -24,15 +24,18 @@ CLIENT_BOUND_P99_MS = 5.0
 WATCH_INTERVAL_S = 0.001
 
 
-class LoopLag:
-    """Sleeps ``interval`` at a time in the background, keeping when each wake-up came and how late."""
+class _Watch:
+    """The one watch of an event loop (at one interval), shared by every run timed on it: overlapping runs under
+    serve would each add a thousand wake-ups a second to the loop they time, and make it the bottleneck."""
 
-    def __init__(self, interval: float = WATCH_INTERVAL_S) -> None:
+    def __init__(self, interval: float) -> None:
         self.interval = interval
-        self.lags_ms = array("d")  # how late each wake-up came, ms
-        self.woke_ns = array("q")  # perf_counter_ns() of each wake-up, ascending, beside its lag
-        self.started_ns: int | None = None
-        self._task: asyncio.Task[None] | None = None
+        # when each wake-up came (perf_counter_ns, ascending) and how late (ms), replaced whole when trimmed so
+        # that a reader on another thread holding the pair keeps a consistent one
+        self.series: tuple[array[int], array[float]] = (array("q"), array("d"))
+        self.started_ns = time.perf_counter_ns()
+        self.views: list[LoopLag] = []
+        self.task = asyncio.get_running_loop().create_task(self._watch())
 
     async def _watch(self) -> None:
         clock, interval_ns = time.perf_counter_ns, round(self.interval * 1e9)
@@ -40,18 +43,61 @@ class LoopLag:
             t0 = clock()
             await asyncio.sleep(self.interval)
             t1 = clock()
-            # Appended in this order, and read by other threads only up to len(woke_ns): the pairs stay aligned.
-            self.lags_ms.append(max(0, t1 - t0 - interval_ns) / 1e6)
-            self.woke_ns.append(t1)
+            woke, lags = self.series
+            # Appended in this order, and read by other threads only up to len(woke): the pairs stay aligned.
+            lags.append(max(0, t1 - t0 - interval_ns) / 1e6)
+            woke.append(t1)
+
+    def trim(self) -> None:
+        """Forget the wake-ups before the earliest run still watching: memory in proportion to the runs open."""
+        woke, lags = self.series
+        k = bisect.bisect_left(woke, min(v.since_ns for v in self.views))
+        if k > len(woke) // 2:  # copied at most as often as the series doubles
+            self.series = (woke[k:], lags[k:])
+
+
+_watches: dict[tuple[asyncio.AbstractEventLoop, float], _Watch] = {}
+
+
+class LoopLag:
+    """One run's view of its loop's watch, which sleeps ``interval`` at a time in the background, keeping when
+    each wake-up came and how late: the wake-ups between the run's start and stop are its own."""
+
+    def __init__(self, interval: float = WATCH_INTERVAL_S) -> None:
+        self.interval = interval
+        self.since_ns = 0
+        self._until_ns: int | None = None
+        self._watch: _Watch | None = None
+        self._kept = array("d")  # the run's own lags, kept when it stops
 
     def start(self) -> None:
-        self.started_ns = time.perf_counter_ns()
-        self._task = asyncio.get_running_loop().create_task(self._watch())
+        key = (asyncio.get_running_loop(), self.interval)
+        self._watch = _watches.get(key) or _watches.setdefault(key, _Watch(self.interval))
+        self.since_ns = time.perf_counter_ns()
+        self._watch.views.append(self)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        watch = self._watch
+        if watch is None or self._until_ns is not None:
+            return
+        self._kept = self.lags_ms
+        self._until_ns = time.perf_counter_ns()
+        watch.views.remove(self)
+        if watch.views:
+            watch.trim()
+            return
+        del _watches[(watch.task.get_loop(), self.interval)]
+        watch.task.cancel()
+        await asyncio.gather(watch.task, return_exceptions=True)
+
+    @property
+    def lags_ms(self) -> array[float]:
+        """How late each wake-up since the run's start came, ms (until its stop, once stopped)."""
+        if self._watch is None or self._until_ns is not None:
+            return self._kept
+        woke, lags = self._watch.series
+        lo = bisect.bisect_left(woke, self.since_ns, 0, len(woke))
+        return lags[lo : len(woke)]
 
     def p(self, q: float) -> float | None:
         return percentile(self.lags_ms, q)
@@ -70,10 +116,10 @@ class LoopLag:
         long. A stall shorter than the interval that ended before a wake-up was due goes unseen: the bound's
         resolution is the interval. Safe to call from another thread (the decoder) while the watch runs.
         """
-        n = len(self.woke_ns)  # a snapshot: the loop keeps appending meanwhile, lags first
-        k = bisect.bisect_right(self.woke_ns, t_ns, 0, n) - 1
-        if k >= 0:
-            due_ns = self.woke_ns[k] - self.lags_ms[k] * 1e6
-        else:
-            due_ns = t_ns if self.started_ns is None else min(t_ns, self.started_ns)
+        if self._watch is None:
+            return 0.0
+        woke, lags = self._watch.series  # one pair: the loop may replace it meanwhile (trim), or append to it
+        n = len(woke)  # a snapshot: the loop keeps appending meanwhile, lags first
+        k = bisect.bisect_right(woke, t_ns, 0, n) - 1
+        due_ns = woke[k] - lags[k] * 1e6 if k >= 0 else min(t_ns, self._watch.started_ns)
         return max(0.0, (t_ns - due_ns) / 1e6)

@@ -52,16 +52,17 @@ _SAMPLE_COLUMNS = columns.SAMPLE_COLUMNS
 _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRecord))
 
 
-def default_db_path() -> Path:
-    """``$TOKENPACE_DB`` if set, else tokenpace.db in the user's data folder: results outlive any checkout."""
-    override = os.environ.get("TOKENPACE_DB")
-    return Path(override) if override else Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db"
+def default_db_path() -> str:
+    """``$TOKENPACE_DB`` if set (a path or a URL), else tokenpace.db in the user's data folder (outliving checkouts)."""
+    return os.environ.get("TOKENPACE_DB") or str(Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db")
 
 
 def open_store(url: str | None = None) -> Store:
-    """Open (creating and migrating as needed) the store a URL names; None means the default SQLite file."""
+    """Open (creating and migrating as needed) the store a URL names; None means the default store."""
+    if url is None and os.environ.get("TOKENPACE_DB"):  # a URL or a path, refused as --db's would be if misread
+        return open_store(os.environ["TOKENPACE_DB"])
     if url is None:
-        path = default_db_path()
+        path = Path(default_db_path())
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -131,7 +131,9 @@ def refuse_misread(url: str) -> None:
     if "://" not in url and _KEYWORD_FORM.search(url):
         raise StoreError(f"a keyword connection string (host=... password=...) is not taken: give {PLAIN_URL}")
     scheme, _, rest = url.partition("://")
-    at = rest.rfind("@")
+    # the userinfo's '@' comes before the first '=': an '@' after it is a query parameter's (user=me@host)
+    eq = rest.find("=")
+    at = rest.rfind("@", 0, eq if eq >= 0 else len(rest))
     if scheme in ("postgresql", "postgres") and at >= 0 and any(c in rest[:at] for c in "@/?#"):
         raise StoreError(
             "the store URL (not shown: it holds a password) has '@', '/', '?' or '#' in its user or password:"

@@ -333,7 +333,7 @@ def model_rows(
     found = []
     for (model, workload, _), group in sorted(every.items()):
         speaking = [r for r in group if r.counted >= min_samples and speaks(r)]
-        if speaking:
+        if speaking or any(r.counted >= min_samples for r in group):  # only failing ones: a row, its failures shown
             found.append(_model_row(model, workload, speaking, group, statistic))
     return found
 
@@ -347,6 +347,6 @@ def _model_row(
     pooled = success_rate(sum(r.ok for r in every), sum(r.samples for r in every), sum(r.cancelled for r in every))
     return ModelRow(
         model, workload, len(group), sum(r.samples for r in group),
-        med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in group), group[0].region,
+        med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in every), every[0].region,
         sum(r.canary_checked for r in every), sum(r.canary_passed for r in every),
     )  # fmt: skip

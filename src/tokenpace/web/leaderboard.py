@@ -10,7 +10,7 @@ from typing import Any
 from tokenpace.board import changes, ranking, regions
 from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
 from tokenpace.board.query import SORTS, Query
-from tokenpace.board.rows import WRONG_BELOW, failing, fast_but_wrong
+from tokenpace.board.rows import WRONG_BELOW, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
 from tokenpace.store.export import csv_row
@@ -176,7 +176,6 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "net": m.net,
         "ttft_net_title": TTFT_NET_TITLE,
         "region_token": regions.token,
-        "failing": failing,
         "agents_url": "/agents" if m.any_agent else "",
         "hidden": hidden,
         "csv_url": "/leaderboard.csv" + (f"?{qs}" if qs else ""),
