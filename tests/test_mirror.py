@@ -9,6 +9,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tokenpace"
 
 TESTED_THROUGH = {
+    "board/coverage.py": "board/test_first_minutes.py",
+    "board/query.py": "board/test_ranking.py",
+    "board/rules.py": "board/test_first_minutes.py",
+    "children.py": "sim/test_process.py",
+    "measure/bounds.py": "store/test_guards.py",
     "config/price_tables.py": "config/test_prices.py",
     "board/console.py": "cli/test_control_characters.py",
     "board/summary.py": "cli/test_run.py",

@@ -156,11 +156,11 @@ class Agent:
         """Whether every request of a job is in the database or in this store's unsaved samples (False when the
         database cannot say: then the job runs, and what it stored before is not stored twice)."""
         try:
-            rows = self.store.query("SELECT job_seq FROM samples WHERE job_id = ?", (job_id,), fresh=True)
+            stored = agents.stored_requests(self.store, job_id)
         except Exception as exc:
             log.warning("job %s: which requests are stored is unknown: %s", job_id, exc)
             return False
-        held = {seq for (seq,) in rows} | {s.job_seq for s in self.store.unsaved if s.job_id == job_id}
+        held = stored | {s.job_seq for s in self.store.unsaved if s.job_id == job_id}
         return held >= set(range(requests))
 
     async def beat(self, stopped: bool = False) -> None:

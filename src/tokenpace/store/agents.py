@@ -101,3 +101,9 @@ def clock_offset_ms(store: Store) -> float:
     ((theirs,),) = store.query(now, fresh=True)
     after = time.time()
     return (float(theirs) - (before + after) / 2) * 1000
+
+
+def stored_requests(store: Store, job_id: str) -> set[int]:
+    """Which requests of a region job (their ``job_seq``) the database holds: a retried job whose requests are
+    all stored is not run again (issue 29: a cut connection had a job run twice)."""
+    return {seq for (seq,) in store.query("SELECT job_seq FROM samples WHERE job_id = ?", (job_id,), fresh=True)}
