@@ -91,7 +91,8 @@ def test_auto_sweep_brackets_a_servers_known_capacity(tmp_path: Path, sim_thread
     unloaded_ttft = result.points[0].figures.ttft.p50
     assert unloaded_ttft is not None
     resolution = 2 * (TTFT_GROWTH - 1) * unloaded_ttft / 1000 * capacity / n  # ~3 %
-    assert bracket.low <= capacity * (1 + resolution), (bracket, resolution, rates)
+    # (1 % more for the unloaded TTFT's own noise on a loaded machine: 25.7 req/s at 2.7 % once, in a full run)
+    assert bracket.low <= capacity * (1 + resolution) * 1.01, (bracket, resolution, rates)
     # Below, a client whose own loop lagged sends in bunches, and near capacity (a 1.7 ms slack per request at
     # 24/s) a bunch queues: a client-bound level may look saturated up to a step (5 %) under the truth.
     (above,) = [p for p in result.points if p.load.rate == bracket.high]

@@ -245,10 +245,10 @@ def test_every_field_has_a_column(url: str) -> None:
 
 def test_default_path_honours_env_and_creates_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOKENPACE_DB", raising=False)
-    assert default_db_path() == Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db"
+    assert default_db_path() == str(Path(platformdirs.user_data_dir("tokenpace")) / "tokenpace.db")
     target = tmp_path / "a" / "b" / "mine.db"
     monkeypatch.setenv("TOKENPACE_DB", str(target))
-    assert default_db_path() == target
+    assert default_db_path() == str(target)
     with open_store() as store:
         store.add_sample(ok_sample())
     assert raw(str(target), "SELECT count(*) FROM samples") == [(1,)]

@@ -59,10 +59,11 @@ def default_db_path() -> str:
 
 def open_store(url: str | None = None) -> Store:
     """Open (creating and migrating as needed) the store a URL names; None means the default store."""
-    if url is None and os.environ.get("TOKENPACE_DB"):  # a URL or a path, refused as --db's would be if misread
-        return open_store(os.environ["TOKENPACE_DB"])
     if url is None:
-        path = Path(default_db_path())
+        hide_password(given := default_db_path())  # refuses a misread password or a keyword string, as --db's
+        if "://" in given:
+            return open_store(given)
+        path = Path(given)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

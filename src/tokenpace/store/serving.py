@@ -35,6 +35,7 @@ class ServingLock:
         ConfigError naming the process that holds it."""
         self._file: int | None = None
         self._conn: Any = None
+        self._key = 0
         if store.dialect == "sqlite":
             self._take_file(Path(store.url.removeprefix("sqlite://")), store.url, holder)
         else:
@@ -78,7 +79,7 @@ class ServingLock:
                 raise _taken(shown, f"{row[0] or 'a process'} (backend pid {row[1]})" if row else "")
         except psycopg.Error as exc:
             raise StoreError(say(shown, exc, secrets)) from None
-        self._conn = conn
+        self._conn, self._key = conn, key
 
     def close(self) -> None:
         if self._file is not None:
@@ -87,6 +88,8 @@ class ServingLock:
             os.close(self._file)  # the lock goes with the descriptor
             self._file = None
         if self._conn is not None:
+            with contextlib.suppress(Exception):  # a closed connection's lock goes when its backend ends, later
+                self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
             with contextlib.suppress(Exception):
                 self._conn.close()
             self._conn = None
