@@ -60,8 +60,10 @@ def named(config: Config) -> dict[str, Endpoint]:
 
 def board(store: Store, config: Config, **query: object) -> Board:
     store.flush()
-    found = rules(config, jobs(config, config.endpoints))
-    return read_board(store, Query(**query), NOW, stale_after=found.stale_after, config=config)  # type: ignore[arg-type]
+    scheduled = jobs(config, config.endpoints)
+    found, expected = rules(config, scheduled), [j.key for j in scheduled]
+    q = Query(**query)  # type: ignore[arg-type]
+    return read_board(store, q, NOW, stale_after=found.stale_after, config=config, expected=expected)
 
 
 def terminal(b: Board, width: int = 250) -> str:
@@ -130,6 +132,23 @@ def test_ranks_are_provisional_until_every_listed_endpoint_that_can_has_its_mini
     assert not settled.provisional and not as_dict(settled)["provisional"]
     assert [x.rank for x in settled.entries] == [1, 2, None]  # fast first; flaky has no successful sample
     assert "provisional" not in terminal(settled)
+
+
+def test_ranks_are_provisional_while_a_measured_endpoint_has_no_sample_yet(store: Store, config: Config) -> None:
+    """The newcomer's parallel board at 15 s: one endpoint's burst in, ranked #1 alone and not called provisional,
+    while the other two the config measures had not answered yet."""
+    e = named(config)
+    for i in range(3):
+        put(store, e["flaky"], NOW - minutes(i), ttft_ms=20, gap_ms=1)
+    b = board(store, config)
+    assert [(x.row.provider, x.rank) for x in b.entries] == [("flaky", 1)]
+    assert b.provisional and b.waiting == ["fast/sim", "steady/sim"]
+    assert as_dict(b)["provisional"] and "provisional" in terminal(b)
+    assert not board(store, config, provider="flaky").provisional  # the others are not on this board
+    for name in ("fast", "steady"):
+        for i in range(3):
+            put(store, e[name], NOW - minutes(i), ttft_ms=90, gap_ms=4)
+    assert not board(store, config).provisional
 
 
 def test_the_window_label_says_how_much_of_it_holds_samples(store: Store, config: Config) -> None:

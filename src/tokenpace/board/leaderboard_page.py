@@ -83,7 +83,10 @@ def ranked(source: PageSource, params: Mapping[str, str]) -> ranking.Board:
     )  # fmt: skip
     # Each row's current change, from its own last samples whatever the window: re-read when it takes a sample.
     found = source.changes.current(m.rows)
-    return ranking.arrange(m, query, now, stale_after=source.stale_after, changes=found, config=source.config)
+    expected = [j.key for j in source.jobs]
+    return ranking.arrange(
+        m, query, now, stale_after=source.stale_after, changes=found, config=source.config, expected=expected
+    )
 
 
 def _board_bursts(source: PageSource, board: ranking.Board) -> dict[str, Bursts]:

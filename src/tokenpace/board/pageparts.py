@@ -15,6 +15,7 @@ from tokenpace.board import cost, regions
 from tokenpace.board.changes import Kept, change_dict
 from tokenpace.board.rows import row_dict
 from tokenpace.config.endpoints import Config
+from tokenpace.schedule.cadence import Job
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.series import SamplePoint
@@ -46,6 +47,8 @@ class PageSource(Protocol):
     def long_workloads(self) -> Collection[str]: ...
     @property
     def min_samples(self) -> int: ...
+    @property
+    def jobs(self) -> tuple[Job, ...]: ...
     @property
     def default_workload(self) -> str: ...
     @property

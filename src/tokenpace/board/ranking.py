@@ -48,6 +48,7 @@ from tokenpace.store.windows import (
     ModelRow,
     RowKey,
     Window,
+    endpoint_name,
     endpoint_rows,
     model_rows,
     present,
@@ -84,6 +85,7 @@ class Board:
     providers: tuple[str, ...]
     plans: tuple[str, ...]
     regions: tuple[str, ...] = ()  # every region with a sample in the window, '' for this process's own
+    unsampled: tuple[str, ...] = ()  # endpoints the running config measures on this workload, without a row yet
 
     @property
     def cover(self) -> Coverage:
@@ -92,9 +94,10 @@ class Board:
 
     @property
     def waiting(self) -> list[str]:
-        """The listed endpoints that lack their minimum and may yet reach it (a failing or stale one may never,
-        and holding every rank provisional for it would make the word mean nothing)."""
-        return [e.row.name for e in self.entries if e.too_few and not e.failing and not e.stale]
+        """The endpoints that lack their minimum and may yet reach it: listed ones (a failing or stale one may
+        never, and holding every rank provisional for it would make the word mean nothing), then those the running
+        config measures that have no sample here yet (the first minutes: one endpoint alone is no ranking)."""
+        return [e.row.name for e in self.entries if e.too_few and not e.failing and not e.stale] + [*self.unsampled]
 
     @property
     def provisional(self) -> bool:
@@ -201,12 +204,13 @@ def ranked_on(r: EndpointRow, sort: str) -> int:
 
 def arrange(
     m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale,
-    config: Config | None = None, changes: Mapping[RowKey, Change] | None = None,
+    config: Config | None = None, changes: Mapping[RowKey, Change] | None = None, expected: Collection[RowKey] = (),
 ) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
 
     An entry is stale when now - last sample > stale_after(row) seconds (None: never stale; rules.UNMEASURED_LIMIT:
-    no job measures it any more); prices from config.
+    no job measures it any more); prices from config; ``expected``: the rows the running config measures (its
+    jobs' keys), those of the query's workload without a sample yet keeping the ranks provisional.
     """
     config = config or Config()
     here = {x[3] for x in m.menus}
@@ -251,7 +255,17 @@ def arrange(
         providers=tuple(sorted({x[0] for x in menus})),
         plans=tuple(sorted({x[1] for x in menus})),
         regions=tuple(sorted(here)),
+        unsampled=_unsampled(expected, {r.key for r in m.rows}, query),
     )  # fmt: skip
+
+
+def _unsampled(expected: Collection[RowKey], seen: Collection[RowKey], query: Query) -> tuple[str, ...]:
+    """The names of the expected rows of the query's workload, provider and plan that have no sample yet."""
+    return tuple(sorted(
+        endpoint_name(p, plan, model) for p, plan, model, workload in expected
+        if (p, plan, model, workload) not in seen and workload == query.workload and query.provider in (None, p)
+        and query.plan in (None, plan)
+    ))  # fmt: skip
 
 
 def _is_stale(row: EndpointRow, limit: float | None, now: datetime) -> bool:
@@ -269,14 +283,15 @@ def read_board(
     stale_after: Callable[[EndpointRow], float | None] = never_stale,
     long_workloads: Collection[str] = (),
     config: Config | None = None,
+    expected: Collection[RowKey] = (),
 ) -> Board:
-    """The leaderboard for a query, read from the store now."""
+    """The leaderboard for a query, read from the store now (``expected``: as :func:`arrange` takes it)."""
     m = snapshot(
         store, WINDOWS[query.window], query.workload, now, long_workloads,
         include_client_bound=query.include_client_bound, region=regions.store_filter(query.region),
     )  # fmt: skip
     changes = read_current(store, [r.key for r in m.rows])
-    return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes)
+    return arrange(m, query, now, stale_after=stale_after, config=config, changes=changes, expected=expected)
 
 
 def as_dict(b: Board) -> dict[str, Any]:

@@ -57,7 +57,8 @@ def leaderboard_command(
     from tokenpace.store.database import open_store
 
     cfg = endpoints.read_config(config_path) if config_path is not None else endpoints.Config()
-    rules = board_rules(cfg, sampler.jobs(cfg, cfg.endpoints))
+    scheduled = sampler.jobs(cfg, cfg.endpoints)
+    rules = board_rules(cfg, scheduled)
     given = {"window": window, "workload": workload_name, "sort": sort, "provider": provider, "plan": plan}
     given |= {"order": order, "client_bound": client_bound, "region": region}
     given |= {"min_samples": str(min_samples)} if min_samples is not None else {}
@@ -69,7 +70,13 @@ def leaderboard_command(
     try:
         now = datetime.now(UTC)
         board = ranking.read_board(
-            store, query, now, stale_after=rules.stale_after, long_workloads=rules.long_workloads, config=cfg
+            store,
+            query,
+            now,
+            stale_after=rules.stale_after,
+            long_workloads=rules.long_workloads,
+            config=cfg,
+            expected=[j.key for j in scheduled],
         )
     finally:
         close_store(store)
