@@ -142,8 +142,9 @@ def test_ranks_are_provisional_while_a_measured_endpoint_has_no_sample_yet(store
         put(store, e["flaky"], NOW - minutes(i), ttft_ms=20, gap_ms=1)
     b = board(store, config)
     assert [(x.row.provider, x.rank) for x in b.entries] == [("flaky", 1)]
-    assert b.provisional and b.waiting == ["fast/sim", "steady/sim"]
-    assert as_dict(b)["provisional"] and "provisional" in terminal(b)
+    assert b.provisional and b.waiting == [] and b.unsampled == ("fast/sim", "steady/sim")
+    assert as_dict(b)["provisional"] and as_dict(b)["unsampled"] == 2  # counted, not named: no sample published
+    assert "provisional ranks: 2 endpoints below 3 samples" in terminal(b)
     assert not board(store, config, provider="flaky").provisional  # the others are not on this board
     for name in ("fast", "steady"):
         for i in range(3):

@@ -94,15 +94,16 @@ class Board:
 
     @property
     def waiting(self) -> list[str]:
-        """The endpoints that lack their minimum and may yet reach it: listed ones (a failing or stale one may
-        never, and holding every rank provisional for it would make the word mean nothing), then those the running
-        config measures that have no sample here yet (the first minutes: one endpoint alone is no ranking)."""
-        return [e.row.name for e in self.entries if e.too_few and not e.failing and not e.stale] + [*self.unsampled]
+        """The listed endpoints that lack their minimum and may yet reach it (a failing or stale one may never,
+        and holding every rank provisional for it would make the word mean nothing)."""
+        return [e.row.name for e in self.entries if e.too_few and not e.failing and not e.stale]
 
     @property
     def provisional(self) -> bool:
-        """Whether ranks may still move: some endpoint is :attr:`waiting` for its minimum."""
-        return bool(self.waiting)
+        """Whether ranks may still move: some endpoint is :attr:`waiting` for its minimum, or one the running
+        config measures has no sample here yet (:attr:`unsampled`: the first minutes, one endpoint alone is no
+        ranking; counted, never named, as the board names only endpoints with published samples)."""
+        return bool(self.waiting or self.unsampled)
 
     @property
     def uncharted(self) -> int:
@@ -303,6 +304,7 @@ def as_dict(b: Board) -> dict[str, Any]:
         "coverage": b.cover.data(),
         "provisional": b.provisional,
         "waiting": b.waiting,
+        "unsampled": len(b.unsampled),
         "client_bound_only": b.uncharted,
         "query": {f.name: getattr(b.query, f.name) for f in dataclasses.fields(Query) if f.compare},
         "entries": [

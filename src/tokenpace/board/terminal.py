@@ -170,7 +170,7 @@ def _title(board: Board) -> list[str]:
     q = board.query
     parts = [f"{clean.shown(q.workload)} workload", clean.shown(board.cover.label), f"sorted by {q.sort} {q.direction}"]
     if board.provisional:
-        waiting, need = len(board.waiting), q.min_samples
+        waiting, need = len(board.waiting) + len(board.unsampled), q.min_samples
         endpoints, samples = "endpoint" + "s" * (waiting != 1), "sample" + "s" * (need != 1)
         parts.append(f"[yellow]provisional ranks: {waiting} {endpoints} below {need} {samples}[/]")
     return parts
