@@ -4,7 +4,7 @@
 at most MAX_RETRY_AFTER_S, and anything else (a negative number, a fraction, garbage) is no value at all. The
 rate-limit headers are kept by name only: ``x-ratelimit-*`` (OpenAI, Groq, Together...), ``ratelimit`` and
 ``ratelimit-*`` (the IETF drafts) and ``anthropic-ratelimit-*``, which hold counts, durations and dates. At most
-MAX_HEADERS of them, each name at most MAX_NAME characters (a longer one is dropped), each value cut to
+MAX_HEADERS of them, each name at most MAX_HEADER_NAME characters (a longer one is dropped), each value cut to
 MAX_VALUE printable ASCII characters after the request's secrets are replaced: whatever a server puts there, a
 stored sample holds a few hundred bytes of it, and never the key.
 """
@@ -20,7 +20,7 @@ from tokenpace.clients.scrub import redact
 
 MAX_RETRY_AFTER_S = 86_400.0  # a day: a server asking for longer is asked again tomorrow
 MAX_HEADERS = 16  # OpenAI sends 6, Anthropic up to 13
-MAX_NAME = 64
+MAX_HEADER_NAME = 64
 MAX_VALUE = 128
 PREFIXES = ("x-ratelimit-", "ratelimit-", "anthropic-ratelimit-")
 _SECONDS = re.compile(r"[0-9]+")  # delay-seconds = 1*DIGIT: no sign, no fraction
@@ -47,21 +47,21 @@ def retry_after_s(value: str, now: float) -> float | None:
     return min(max(when.timestamp() - now, 0.0), MAX_RETRY_AFTER_S)
 
 
-def _clean(value: str, secrets: tuple[str, ...]) -> str:
+def _kept_value(value: str, secrets: tuple[str, ...]) -> str:
     """The value with secrets replaced, non-printable characters as "?", then cut to MAX_VALUE."""
     return _UNPRINTABLE.sub("?", redact(value, secrets))[:MAX_VALUE]
 
 
 def ratelimit_headers(headers: Iterable[tuple[str, str]], secrets: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
     """The first MAX_HEADERS rate-limit headers (named ``ratelimit`` or starting with one of PREFIXES, at most
-    MAX_NAME characters), names in lower case, first value of each name kept, values cleaned (see the module)."""
+    MAX_HEADER_NAME characters), names in lower case, first value of each name kept, values cleaned (see the module)."""
     kept: dict[str, str] = {}
     for name, value in headers:
         name = name.lower()
         if len(kept) == MAX_HEADERS:
             break
-        if name in kept or len(name) > MAX_NAME or _UNPRINTABLE.search(name):
+        if name in kept or len(name) > MAX_HEADER_NAME or _UNPRINTABLE.search(name):
             continue
         if name == "ratelimit" or name.startswith(PREFIXES):
-            kept[name] = _clean(value, secrets)
+            kept[name] = _kept_value(value, secrets)
     return tuple(kept.items())
