@@ -15,8 +15,8 @@ from aiohttp import web
 from tests.clients.test_hostile_wire import FAST, KEY, SHORT, app_server
 from tokenpace import sim
 from tokenpace.clients.ratelimits import (
-    MAX_HEADERS,
     MAX_HEADER_NAME,
+    MAX_HEADERS,
     MAX_RETRY_AFTER_S,
     MAX_VALUE,
     ratelimit_headers,
