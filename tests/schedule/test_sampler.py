@@ -29,6 +29,7 @@ from tokenpace.schedule import sampler as sampling
 from tokenpace.schedule.cadence import STAGGER_S, JobKey
 from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, job_last_started, jobs, next_due, usage
 from tokenpace.store.database import Store, open_store
+from tokenpace.store.usage import spent_since
 
 T0 = 1_750_000_000.0
 DAY = 86_400.0
@@ -470,7 +471,9 @@ async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatc
     async def read(fn: Callable[[], Any]) -> Any:
         if isinstance(fn, partial):
             reads[fn.func] += 1
-            if fn.func is usage and reads[usage] == 2:  # the first is at startup, the second the due job's check
+            if (
+                fn.func is spent_since and reads[fn.func] == 2
+            ):  # the first is at startup, the second the due job's check
                 sampler.stop()  # a signal handled while the read waited on the store's thread
         return fn()
 
@@ -478,7 +481,7 @@ async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatc
     task = asyncio.ensure_future(sampler.run())
     await clock.advance(done=task.done)
     await task
-    assert reads[usage] == 2 and runs.started == {} and runs.cancelled == []
+    assert reads[spent_since] == 2 and runs.started == {} and runs.cancelled == []
 
 
 async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store) -> None:

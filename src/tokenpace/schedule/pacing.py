@@ -4,9 +4,10 @@ Every job of a plan (each model, workload and region, at its own cadence) spends
 run every I seconds with jitter x starts its runs at least I (1 - x) apart (cadence.next_due), so at most
 floor(W / (I (1 - x))) + 1 of them start in any window of W seconds, each spending up to its worst case
 (Job.worst_case, priced). The plan's cadence E makes each job's interval max(E, its workload's own); the plan's
-pace is the least E, in whole minutes and no denser than the uncapped default of 10 minutes, whose worst case
-fits share x cap of every window. A plan whose ``every`` is given keeps it, and it must fit. The sampler checks
-each run against what the plan actually spent all the same (sampler.py), so no window is ever exceeded.
+pace is the least E, in whole minutes up to 2 hours and whole hours past them (cadences a config file writes),
+and no denser than the uncapped default of 10 minutes, whose worst case fits share x cap of every window. A plan
+whose ``every`` is given keeps it, and it must fit. The sampler checks each run against what the plan actually
+spent all the same (sampler.py), so no window is ever exceeded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from tokenpace.config.settings import BILLING_EVERY_S, Budget, PlanSettings, Spe
 from tokenpace.errors import ConfigError
 
 PACE_FLOOR_S = BILLING_EVERY_S["uncapped"]  # tokenpace's densest cadence of its own; `every` may go below it
-PACE_STEP_S = 60.0  # a derived cadence is whole minutes
+PACE_STEP_S = 60.0  # a derived cadence is whole minutes up to PACE_HOURLY_FROM_S, whole hours past it
+PACE_HOURLY_FROM_S = 7200.0
+_MINUTE_STEPS = round((PACE_HOURLY_FROM_S - PACE_FLOOR_S) / PACE_STEP_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,24 +50,31 @@ def fits(budgets: Sequence[Budget], loads: Sequence[Load], every_s: float) -> bo
     return all(window_worst(b.window_s, loads, every_s).fits(b) for b in budgets)
 
 
+def candidate(k: int) -> float:
+    """The k-th cadence a plan may be paced to: 10 min + k min up to 2 h, then 2 h + (k - 110) h."""
+    if k <= _MINUTE_STEPS:
+        return PACE_FLOOR_S + k * PACE_STEP_S
+    return PACE_HOURLY_FROM_S + (k - _MINUTE_STEPS) * 3600.0
+
+
 def densest(budgets: Sequence[Budget], loads: Sequence[Load]) -> float | None:
-    """The least E = 600 s + k x 60 s (k >= 0) with fits(budgets, loads, E); None where no E fits.
+    """The least candidate(k) (10 min, 11 min, ... 2 h, 3 h, ...) with fits(budgets, loads, E); None where none fits.
 
     window_worst only falls as E grows, and stops falling once E (1 - x) passes every window: a bisection.
     """
     if not loads or not budgets:
         return PACE_FLOOR_S
     widest = max(b.window_s for b in budgets) / (1 - max(ld.jitter for ld in loads))
-    lo, hi = 0, max(0, math.ceil((widest - PACE_FLOOR_S) / PACE_STEP_S)) + 1
-    if not fits(budgets, loads, PACE_FLOOR_S + hi * PACE_STEP_S):
+    lo, hi = 0, _MINUTE_STEPS + max(0, math.ceil((widest - PACE_HOURLY_FROM_S) / 3600)) + 1
+    if not fits(budgets, loads, candidate(hi)):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
-        if fits(budgets, loads, PACE_FLOOR_S + mid * PACE_STEP_S):
+        if fits(budgets, loads, candidate(mid)):
             hi = mid
         else:
             lo = mid + 1
-    return PACE_FLOOR_S + lo * PACE_STEP_S
+    return candidate(lo)
 
 
 def pace(where: str, plan: PlanSettings, loads: Sequence[Load]) -> float:
@@ -76,7 +86,7 @@ def pace(where: str, plan: PlanSettings, loads: Sequence[Load]) -> float:
         return plan.every_s
     found = densest(plan.budgets, loads)
     if found is None:
-        widest = max(b.window_s for b in plan.budgets) / (1 - max(ld.jitter for ld in loads)) + PACE_STEP_S
+        widest = max(b.window_s for b in plan.budgets) / (1 - max(ld.jitter for ld in loads)) + 3600
         raise ConfigError(
             f"{where}: one run of each scheduled workload {_excess(plan.budgets, loads, widest)}: raise the limit "
             "or budget_share, or leave workloads out of schedule.workloads"

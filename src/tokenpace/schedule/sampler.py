@@ -31,7 +31,7 @@ from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
 from tokenpace.schedule.wake import Waker
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
-from tokenpace.store.usage import spent
+from tokenpace.store.usage import spent, spent_since
 
 __all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Spend", "Status", "SystemClock"]
 __all__ += ["job_last_started", "jobs", "next_due", "stale_after", "usage"]
@@ -267,11 +267,9 @@ class Sampler:
         refusals = self._refusals[plan]
         while refusals and refusals[0][0] < now - widest:
             refusals.popleft()
-        read: dict[float, Spend] = {}
-        for window in dict.fromkeys(b.window_s for b in self._budgets[plan]):
-            found = await self._read(partial(usage, self.store, *plan, now - window, self._prices.get(plan)))
-            read[window] = sum((u for t, u in refusals if t >= now - window), found)
-        return tuple(read[b.window_s] for b in self._budgets[plan])
+        sinces = [now - b.window_s for b in self._budgets[plan]]
+        found = await self._read(partial(spent_since, self.store, *plan, sinces, self._prices.get(plan)))
+        return tuple(sum((u for t, u in refusals if t >= since), f) for f, since in zip(found, sinces, strict=True))
 
     async def _fits(self, job: Job, budgets: tuple[Budget, ...], now: float) -> Fit:
         """run: in each window, used + worst case of the plan's runs in flight + this run's worst case <= caps x

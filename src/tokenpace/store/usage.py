@@ -15,7 +15,7 @@ last successful published samples in a window: what a request costs, times its p
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tokenpace.config.prices import Price
@@ -35,9 +35,9 @@ def _sane(column: str) -> str:
 _SPENT_IN = f"COALESCE({_sane('provider_input_tokens')}, {_sane('input_tokens')}, 0)"
 _OWN_OUT = f"COALESCE({_sane('output_tokens')}, 0)"
 _SPENT_OUT = f"CASE WHEN {_sane('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
-_SQL = (
-    f"SELECT model, COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT})"  # noqa: S608 (no values: constants only)
-    " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ? GROUP BY model"
+_SPENT_SQL = (
+    "SELECT model, {bucket}, COUNT(*), SUM(" + _SPENT_IN + "), SUM(" + _SPENT_OUT + ")"  # noqa: S608 (no values)
+    " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ? GROUP BY model, 2"
 )
 
 
@@ -52,16 +52,29 @@ def _one(s: Sample) -> tuple[int, int, int]:
 def spent(store: Store, provider: str, plan: str, since: float, prices: Mapping[str, Price] | None = None) -> Spend:
     """A plan's samples since ``since`` (UTC epoch seconds), stored or not: count, input and output tokens, and
     dollars at each model's price in ``prices`` (a model without one adds no dollars)."""
+    return spent_since(store, provider, plan, (since,), prices)[0]
+
+
+def spent_since(
+    store: Store, provider: str, plan: str, sinces: Sequence[float], prices: Mapping[str, Price] | None = None
+) -> tuple[Spend, ...]:
+    """:func:`spent` since each of ``sinces`` (each window of a plan's budgets), read in one query."""
+    latest = sorted(set(sinces), reverse=True)  # bucket i: since latest[i], before latest[i - 1]
+    bucket = "CASE " + " ".join(f"WHEN started_at >= ? THEN {i}" for i in range(len(latest))) + " END"
+    buckets: dict[tuple[int, str], Spend] = defaultdict(Spend)
     # fresh: on the writer thread, so every sample queued so far is in the database or in the lists below
-    totals: dict[str, Spend] = defaultdict(Spend)
-    for model, count, input_tokens, output_tokens in store.query(_SQL, (provider, plan, since), fresh=True):
-        totals[model] += Spend(int(count), int(input_tokens or 0), int(output_tokens or 0))
+    sql, params = _SPENT_SQL.format(bucket=bucket), (*latest, provider, plan, latest[-1])
+    for model, i, count, input_tokens, output_tokens in store.query(sql, params, fresh=True):
+        buckets[int(i), model] += Spend(int(count), int(input_tokens or 0), int(output_tokens or 0))
     # Read after the query, which ran after every write queued before it, so every lost sample is known by now.
     for s in (*store.unsaved, *store.rescued):
-        if s.endpoint.provider == provider and s.endpoint.plan == plan and s.started_at.timestamp() >= since:
-            totals[s.endpoint.model] += Spend(*_one(s))
+        at = s.started_at.timestamp()
+        if s.endpoint.provider == provider and s.endpoint.plan == plan and at >= latest[-1]:
+            buckets[next(i for i, t in enumerate(latest) if at >= t), s.endpoint.model] += Spend(*_one(s))
     found = prices or {}
-    return sum((used.priced(found.get(model)) for model, used in totals.items()), Spend())
+    priced = [(i, used.priced(found.get(model))) for (i, model), used in buckets.items()]
+    totals = {t: sum((used for i, used in priced if i <= latest.index(t)), Spend()) for t in latest}
+    return tuple(totals[t] for t in sinces)
 
 
 _HOURS_PER_STATEMENT = 48  # a week's first read is 168 hours: a few statements, each a UNION of indexed ranges
