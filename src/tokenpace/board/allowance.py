@@ -16,11 +16,11 @@ from typing import Any, Literal
 from tokenpace.config.endpoints import Config, plan_name
 from tokenpace.config.settings import SPEND_NAMES
 from tokenpace.schedule.cadence import Job
-from tokenpace.schedule.pacing import Load, amount, budget_text, duration_text, window_text, window_worst
+from tokenpace.schedule.pacing import Demand, amount, budget_text, duration_text, window_text, window_worst
 from tokenpace.store.database import Store
 from tokenpace.store.usage import spent
 
-Source = Literal["every", "limits", "billing"]  # where a plan's cadence comes from
+PaceSource = Literal["every", "limits", "billing"]  # where a plan's cadence comes from
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class PlanAllowance:
     provider: str
     plan: str
     every_s: float  # the plan's cadence
-    source: Source
+    source: PaceSource
     caps: tuple[Cap, ...]
 
     @property
@@ -62,13 +62,13 @@ def _allowance(store: Store, config: Config, plan: tuple[str, str], jobs: list[J
     first = jobs[0]
     every = first.plan_every_s or min(j.every_s for j in jobs)
     settings = config.plan_of(first.endpoint)
-    source: Source = "every" if settings.every_given else "limits" if first.limits else "billing"
+    source: PaceSource = "every" if settings.every_given else "limits" if first.limits else "billing"
     prices = {j.endpoint.model: j.price for j in jobs if j.price is not None}
-    loads = [Load(j.every_s, j.jitter, j.worst_case()) for j in jobs]
+    demands = [Demand(j.every_s, j.jitter, j.worst_case()) for j in jobs]
     caps = []
     for budget in first.budgets:
         used = spent(store, *plan, now - budget.window_s, prices)
-        worst = window_worst(budget.window_s, loads, every)
+        worst = window_worst(budget.window_s, demands, every)
         for resource, allowed in zip(SPEND_NAMES, budget.allowed(), strict=True):
             if allowed is not None:
                 stated = budget_text(budget, resource)

@@ -19,7 +19,7 @@ from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, DEFAULT_CONCURRENCY,
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import LOCAL
-from tokenpace.schedule.pacing import Load, amount, budget_text, pace
+from tokenpace.schedule.pacing import Demand, amount, budget_text, pace
 
 STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
@@ -116,7 +116,7 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
     the plan's cadence paced to its limits where it has any (pacing.pace)."""
     out = []
     schedule = config.schedule
-    loads: defaultdict[tuple[str, str], list[Load]] = defaultdict(list)
+    demands: defaultdict[tuple[str, str], list[Demand]] = defaultdict(list)
     plans: dict[tuple[str, str], PlanSettings] = {}
     for e in endpoints:
         plan, limit = config.plan_of(e), config.concurrency_of(e.provider)
@@ -139,9 +139,9 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             job = replace(job, limits=plan.limits, price=price, plan_every_s=plan.every_s)
             _check_budget(config.source, job)
             regional = [replace(job, region=r.name) for r in config.regions] or [job]
-            loads[e.provider, e.plan] += [Load(cadence.every_s or 0.0, jitter, j.worst_case()) for j in regional]
+            demands[e.provider, e.plan] += [Demand(cadence.every_s or 0.0, jitter, j.worst_case()) for j in regional]
             out += regional
-    paces = {key: pace(f"{config.source}: {_where(*key)}", plans[key], found) for key, found in loads.items()}
+    paces = {key: pace(f"{config.source}: {_where(*key)}", plans[key], found) for key, found in demands.items()}
     return [_paced(job, paces[job.key[:2]], config) for job in out]
 
 

@@ -26,7 +26,7 @@ _MINUTE_STEPS = round((PACE_HOURLY_FROM_S - PACE_FLOOR_S) / PACE_STEP_S)
 
 
 @dataclass(frozen=True, slots=True)
-class Load:
+class Demand:
     """A job as its plan's windows see it: its workload's own cadence (0: the plan's), its jitter and the worst
     case of one run."""
 
@@ -40,14 +40,14 @@ def runs_in(window_s: float, every_s: float, jitter: float) -> int:
     return math.floor(window_s / (every_s * (1 - jitter))) + 1
 
 
-def window_worst(window_s: float, loads: Sequence[Load], every_s: float) -> Spend:
+def window_worst(window_s: float, demands: Sequence[Demand], every_s: float) -> Spend:
     """The most one window may hold at plan cadence every_s: sum of runs_in(W, max(every_s, own), x) x worst."""
-    return sum((ld.worst * runs_in(window_s, max(every_s, ld.own_every_s), ld.jitter) for ld in loads), Spend())
+    return sum((d.worst * runs_in(window_s, max(every_s, d.own_every_s), d.jitter) for d in demands), Spend())
 
 
-def fits(budgets: Sequence[Budget], loads: Sequence[Load], every_s: float) -> bool:
-    """Whether window_worst(W, loads, every_s) <= share x cap for each budget's window W and every cap."""
-    return all(window_worst(b.window_s, loads, every_s).fits(b) for b in budgets)
+def fits(budgets: Sequence[Budget], demands: Sequence[Demand], every_s: float) -> bool:
+    """Whether window_worst(W, demands, every_s) <= share x cap for each budget's window W and every cap."""
+    return all(window_worst(b.window_s, demands, every_s).fits(b) for b in budgets)
 
 
 def candidate(k: int) -> float:
@@ -57,53 +57,53 @@ def candidate(k: int) -> float:
     return PACE_HOURLY_FROM_S + (k - _MINUTE_STEPS) * 3600.0
 
 
-def densest(budgets: Sequence[Budget], loads: Sequence[Load]) -> float | None:
-    """The least candidate(k) (10 min, 11 min, ... 2 h, 3 h, ...) with fits(budgets, loads, E); None where none fits.
+def densest(budgets: Sequence[Budget], demands: Sequence[Demand]) -> float | None:
+    """The least candidate(k) (10 min, 11 min, ... 2 h, 3 h, ...) with fits(budgets, demands, E); None where none fits.
 
     window_worst only falls as E grows, and stops falling once E (1 - x) passes every window: a bisection.
     """
-    if not loads or not budgets:
+    if not demands or not budgets:
         return PACE_FLOOR_S
-    widest = max(b.window_s for b in budgets) / (1 - max(ld.jitter for ld in loads))
+    widest = max(b.window_s for b in budgets) / (1 - max(d.jitter for d in demands))
     lo, hi = 0, _MINUTE_STEPS + max(0, math.ceil((widest - PACE_HOURLY_FROM_S) / 3600)) + 1
-    if not fits(budgets, loads, candidate(hi)):
+    if not fits(budgets, demands, candidate(hi)):
         return None
     while lo < hi:
         mid = (lo + hi) // 2
-        if fits(budgets, loads, candidate(mid)):
+        if fits(budgets, demands, candidate(mid)):
             hi = mid
         else:
             lo = mid + 1
     return candidate(lo)
 
 
-def pace(where: str, plan: PlanSettings, loads: Sequence[Load]) -> float:
+def pace(where: str, plan: PlanSettings, demands: Sequence[Demand]) -> float:
     """The plan's cadence: ``every`` where given, else the densest that fits its limits, else its billing's.
 
     ConfigError ``where: ...`` when a given ``every``, or even the sparsest cadence, exceeds a window's share.
     """
     if not plan.limits:
         return plan.every_s
-    found = densest(plan.budgets, loads)
+    found = densest(plan.budgets, demands)
     if found is None:
-        widest = max(b.window_s for b in plan.budgets) / (1 - max(ld.jitter for ld in loads)) + 3600
+        widest = max(b.window_s for b in plan.budgets) / (1 - max(d.jitter for d in demands)) + 3600
         raise ConfigError(
-            f"{where}: one run of each scheduled workload {_excess(plan.budgets, loads, widest)}: raise the limit "
+            f"{where}: one run of each scheduled workload {_excess(plan.budgets, demands, widest)}: raise the limit "
             "or budget_share, or leave workloads out of schedule.workloads"
         )
     if not plan.every_given:
         return found
-    if not fits(plan.budgets, loads, plan.every_s):
+    if not fits(plan.budgets, demands, plan.every_s):
         given = f'every = "{duration_text(plan.every_s)}"'
         fix = f'every = "{duration_text(found)}" or longer fits'
-        raise ConfigError(f"{where}: {given} {_excess(plan.budgets, loads, plan.every_s)}: {fix}")
+        raise ConfigError(f"{where}: {given} {_excess(plan.budgets, demands, plan.every_s)}: {fix}")
     return plan.every_s
 
 
-def _excess(budgets: Sequence[Budget], loads: Sequence[Load], every_s: float) -> str:
+def _excess(budgets: Sequence[Budget], demands: Sequence[Demand], every_s: float) -> str:
     """``spends up to $3.41 per 5h, over 10 % of $12 per 5h``: the first window the cadence overfills."""
     for b in budgets:
-        worst = window_worst(b.window_s, loads, every_s)
+        worst = window_worst(b.window_s, demands, every_s)
         if over := worst.over(b):
             name, per = over[0], window_text(b.window_s)
             share = "" if b.share == 1 else f"{b.share:.0%} of "
