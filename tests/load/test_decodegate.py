@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -81,3 +82,30 @@ async def test_requests_that_fail_before_their_write_never_hold_decoding(monkeyp
     t0 = time.monotonic()
     gate.wait()
     assert time.monotonic() - t0 < 1.0  # every request that failed before its write let go of decoding
+
+
+@pytest.mark.parametrize(("requests", "concurrency"), [(1, 1), (2, 2)])
+async def test_a_stream_ending_with_none_of_its_run_in_flight_decodes_at_normal_priority(
+    monkeypatch: pytest.MonkeyPatch, requests: int, concurrency: int
+) -> None:
+    """Nice 19 protects the streams being timed; with none left it only made a long decode take 20 s when busy."""
+    niceness: list[int] = []
+    real = protocol_for("openai-chat")
+
+    class Watched:  # the real protocol, noting the priority of the thread each decode ran on
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def decode(self, rec: Recording) -> object:
+            niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return real.decode(rec)
+
+    monkeypatch.setattr(engine, "protocol_for", lambda _: Watched())
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    simulator = sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=500, output_tokens=20))
+    async with sim.serve(simulator) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        result = await run_workload([endpoint], BUILTIN["1k"], RunOptions(requests, concurrency, FAST))
+    assert all(s.ok for s in result.samples)
+    # Two streams end together: the first one's decode runs while the second is timed, at the lowest priority.
+    assert sorted(niceness) == ([own] if requests == 1 else [own, 19])

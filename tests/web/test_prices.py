@@ -27,8 +27,7 @@ from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.paths import model_path
 
-TODAY = datetime.now(UTC).date()
-FRESH = Price(0.05, 0.08, 0.01, TODAY - timedelta(days=3), "https://groq.com/pricing")
+FRESH = Price(0.05, 0.08, 0.01, datetime.now(UTC).date() - timedelta(days=3), "https://groq.com/pricing")
 OLD = Price(0.10, 0.10, None, date(2025, 10, 1), "https://www.cerebras.ai/pricing")
 
 
@@ -59,11 +58,24 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def client(db: Path) -> Iterator[TestClient]:
+def filled(db: Path) -> Iterator[tuple[Store, Config, datetime]]:
+    """The store and config, and the app's clock stopped when the samples were stored: a module that ran past
+    midnight UTC read "today's spend" on the day after."""
     with open_store(str(db)) as store:
         config = asyncio.run(_fill(store))
-        with TestClient(create_app(store, config)) as c:
-            yield c
+        yield store, config, datetime.now(UTC)
+
+
+@pytest.fixture(scope="module")
+def filled_at(filled: tuple[Store, Config, datetime]) -> datetime:
+    return filled[2]
+
+
+@pytest.fixture(scope="module")
+def client(filled: tuple[Store, Config, datetime]) -> Iterator[TestClient]:
+    store, config, at = filled
+    with TestClient(create_app(store, config, now=lambda: at)) as c:
+        yield c
 
 
 def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -154,15 +166,16 @@ def test_csv_carries_price_columns(client: TestClient) -> None:
     assert cerebras["price_stale"] == "True" and cerebras["price_as_of"] == "2025-10-01"
 
 
-def test_spend_per_plan_today_on_the_board_and_the_methodology(client: TestClient) -> None:
+def test_spend_per_plan_today_on_the_board_and_the_methodology(client: TestClient, filled_at: datetime) -> None:
+    today = filled_at.date()
     board = client.get("/leaderboard.json").json()
     spent = {(d["provider"], d["plan"]): d for d in board["spend_today"]}
     groq = spent[("groq", "default")]
-    assert groq["requests"] == 3 and groq["day"] == TODAY.isoformat() and groq["unpriced_requests"] == 0
+    assert groq["requests"] == 3 and groq["day"] == today.isoformat() and groq["unpriced_requests"] == 0
     assert groq["dollars"] == pytest.approx((groq["input_tokens"] * 0.05 + groq["output_tokens"] * 0.08) / 1e6)
     assert spent[("other", "default")]["unpriced_requests"] == 3 and spent[("other", "default")]["dollars"] == 0
     method = client.get("/methodology.json").json()
-    assert {(d["provider"], d["day"]) for d in method["spend"]} >= {("groq", TODAY.isoformat())}
+    assert {(d["provider"], d["day"]) for d in method["spend"]} >= {("groq", today.isoformat())}
     assert method["prices"]["stale_days"] == 90
     assert "Spent per plan per day" in client.get("/methodology").text
     assert 'id="spend"' in client.get("/").text

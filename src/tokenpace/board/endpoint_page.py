@@ -49,6 +49,7 @@ class Standing:
             "provisional": self.provisional and e.rank is not None, "too_few": e.too_few, "counted": r.counted,
             "min_samples": self.min_samples, "failing": e.failing, "stale": e.stale, "measured": e.measured,
             "success_rate": r.success_rate, "ok": r.ok, "judged": r.samples - r.cancelled,
+            "availability": r.availability, "rate_limited": r.rate_limited,
         }  # fmt: skip
 
 

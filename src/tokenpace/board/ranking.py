@@ -340,7 +340,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
         "rank", "tied", "too_few", "stale", "measured", "failing", "provisional",
         "name", "provider", "plan", "model", "workload", "region", "protocol",
         "simulated",
-        "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate", "first_at", "last_at",
+        "window", "statistic", "window_s", "samples", "ok", "failures", "success_rate",
+        "rate_limited", "availability", "first_at", "last_at",
         "counted", "client_bound", "one_shot", *TRUTH_FIELDS, *(f"{m}_{s}" for m in METRICS for s in stats),
         *(f"cold_ttft_ms_{s}" for s in stats), *cost.CSV_COLUMNS, "change",
     ]  # fmt: skip
@@ -354,7 +355,8 @@ def csv_table(b: Board) -> tuple[list[str], list[list[Any]]]:
             r.name, r.provider, r.plan, r.model, r.workload,
             regions.token(r.region), r.protocol,
             r.simulated, b.window.name, b.window.statistic, r.window_s, r.samples, r.ok, r.failures, r.success_rate,
-            iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot, *truth_dict(r).values(), *figures,
+            r.rate_limited, r.availability, iso(r.first_at), iso(r.last_at), r.counted, r.client_bound, r.one_shot,
+            *truth_dict(r).values(), *figures,
             *cost.csv_values(e.cost), describe(e.change) if e.change else "",
         ])  # fmt: skip
     return header, table

@@ -74,6 +74,7 @@ def row_dict(r: EndpointRow, statistic: str) -> dict[str, Any]:
         "region": token(r.region),
         "protocol": r.protocol, "simulated": r.simulated, "samples": r.samples, "ok": r.ok,
         "failures": r.failures, "cancelled": r.cancelled, "success_rate": r.success_rate,
+        "rate_limited": r.rate_limited, "availability": r.availability,
         "counted": r.counted, "client_bound": r.client_bound, "one_shot": r.one_shot,
         **truth_dict(r),
         **{m: figure_dict(r.figure(m), statistic) for m in METRICS},

@@ -143,7 +143,9 @@ def _cell(board: Board, e: Entry, key: str) -> str:
         return f"{numbers.figure_text(figure.headline(statistic))} [dim](n={figure.n})[/]"
     if key == "success":
         canary = f" [dim](canary {numbers.percent(r.canary_rate)})[/]" if r.canary_checked else ""
-        return numbers.percent(r.success_rate) + canary
+        # Rate-limited samples left out (/methodology): only where there are some, else it is the success rate.
+        limited = f" [dim](availability {numbers.percent(r.availability)}, {r.rate_limited} rate-limited)[/]"
+        return numbers.percent(r.success_rate) + canary + limited * bool(r.rate_limited)
     if key == "samples":
         # Client-bound, cached and cold samples are left out of the figures (client-bound unless included).
         apart = ((r.client_bound, "client-bound"), (r.cached, "cached"), (r.cold, "cold"))

@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import aiohttp
 from yarl import URL
 
+from tokenpace.clients import ratelimits
 from tokenpace.clients.base import HttpRequest, one_line
 from tokenpace.clients.body import BadFraming, read_body
 from tokenpace.clients.body import Limits as Limits  # beside Timeouts, where callers look for it
@@ -57,6 +58,14 @@ def _http_failure(status: int, body: bytes, secrets: tuple[str, ...]) -> Failure
         pass
     kind = ErrorKind.RATE_LIMITED if status == 429 else ErrorKind.HTTP_ERROR
     return Failure(kind, one_line(f"HTTP {status}: {redact(message, secrets)}"), status)
+
+
+def _rate_limited(failure: Failure, headers: Mapping[str, str], secrets: tuple[str, ...]) -> Failure:
+    """The 429's failure with its Retry-After (seconds from now) and rate-limit headers, bounded."""
+    after = headers.get("Retry-After")
+    wait = None if after is None else ratelimits.retry_after_s(after, time.time())
+    kept = ratelimits.ratelimit_headers(headers.items(), secrets)
+    return dataclasses.replace(failure, retry_after_s=wait, ratelimits=kept)
 
 
 def _bad_response(exc: aiohttp.ClientResponseError) -> str:
@@ -231,6 +240,8 @@ async def _exchange(
                         while len(body) < MAX_ERROR_BODY and (more := await r.content.read(MAX_ERROR_BODY - len(body))):
                             body += more
                         rec.failure = _http_failure(r.status, body, req.secrets)
+                        if r.status == 429:
+                            rec.failure = _rate_limited(rec.failure, r.headers, req.secrets)
                     else:
                         await read_body(r, limits, rec)
                     return

@@ -106,11 +106,15 @@ class _Run:
     refusals: Refusals
     cold: ColdStarts | None
     lag: LoopLag
-    decoder: ThreadPoolExecutor
+    decoder: ThreadPoolExecutor  # at nice 19: decodes while other requests of the run are being timed
+    # At normal priority: decodes a stream that ended with nothing else of the run in flight. On a busy machine
+    # a nice-19 thread gets almost no CPU, and a 400k-event stream took 20 s to decode with nothing to protect.
+    idle_decoder: ThreadPoolExecutor
     keep: Callable[[Done], None]
     last: int | None  # the most chains an endpoint's release can take; None: no end
     ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
     whole_chains: bool  # a workload run: chains built before the first release, each sent whole (a pair's turns)
+    in_flight: int = 0  # requests of the run sent and not yet ended
 
 
 async def run_workload(
@@ -189,8 +193,10 @@ async def _measure_all(
 
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
     decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
+    idle_decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode-idle")
     refusals = Refusals() if refusals is None else refusals
-    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, decoder, keep, last, ahead_bytes, whole_chains)
+    decoders = (decoder, idle_decoder)
+    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, *decoders, keep, last, ahead_bytes, whole_chains)
     lag.start()
     try:
         with quiet_interpreter():
@@ -199,6 +205,7 @@ async def _measure_all(
     finally:
         await lag.stop()
         decoder.shutdown()
+        idle_decoder.shutdown()
         if whole_chains:  # a workload run asks for requests; its Load counts chains (a pair is one)
             requested = options.requests * len(targets)
         elif load.requests is not None:
@@ -258,12 +265,15 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
         def ended(rec: Recording, when: datetime) -> None:
             if cold is not None:
                 cold.ended(endpoint)
-            future = loop.run_in_executor(run.decoder, decode, rec, when, req, r, i)
+            run.in_flight -= 1
+            pool = run.decoder if run.in_flight else run.idle_decoder
+            future = loop.run_in_executor(pool, decode, rec, when, req, r, i)
             future.add_done_callback(decoded)
             decoding.append(future)
 
+        run.in_flight += 1  # no await before send_request: its ``ended`` always balances this
         if cold is not None:
-            cold.sent(endpoint)  # no await before send_request: its ``ended`` always balances this
+            cold.sent(endpoint)
         await send_request(session, proto, endpoint, http, options.timeouts, options.limits, run.refusals, ended, gate)
 
     async def run_chain(r: Release) -> None:

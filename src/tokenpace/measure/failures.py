@@ -48,8 +48,11 @@ class ErrorKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Why a request failed: its kind, a one-line message and the HTTP status if there was one."""
+    """Why a request failed: its kind, a one-line message and the HTTP status if there was one; a 429 also
+    keeps when the server asked to be tried again and its rate-limit headers (clients/ratelimits.py)."""
 
     kind: ErrorKind
     message: str
     http_status: int | None = None
+    retry_after_s: float | None = None  # seconds from the response's arrival; None: no usable Retry-After
+    ratelimits: tuple[tuple[str, str], ...] = ()  # (lower-case name, value), as the server sent them

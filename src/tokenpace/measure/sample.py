@@ -107,6 +107,14 @@ class Sample:
     def http_status(self) -> int | None:
         return None if self.timeline.failure is None else self.timeline.failure.http_status
 
+    @property
+    def retry_after_s(self) -> float | None:
+        return None if self.timeline.failure is None else self.timeline.failure.retry_after_s
+
+    @property
+    def ratelimits(self) -> tuple[tuple[str, str], ...]:
+        return () if self.timeline.failure is None else self.timeline.failure.ratelimits
+
 
 def make_sample(
     run_id: str,

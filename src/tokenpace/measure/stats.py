@@ -139,3 +139,10 @@ def success_rate(ok: int, samples: int, cancelled: int) -> float | None:
     # A sample the client cancelled (Ctrl-C, shutdown) says nothing of the endpoint, so it is no verdict.
     judged = samples - cancelled
     return ok / judged if judged else None
+
+
+def availability(ok: int, samples: int, cancelled: int, rate_limited: int) -> float | None:
+    """Availability excluding rate limits = ok / (samples - cancelled - rate-limited); None when nothing is left."""
+    # OpenRouter's definition: a 429 is the provider refusing this client its quota, not the endpoint failing.
+    served = samples - cancelled - rate_limited
+    return ok / served if served else None

@@ -6,6 +6,7 @@ requests (a parallel workload of 10 needs 10) and each of its plan's budget wind
 only once the plan's runs in flight end waits for them, one that does not fit even then is skipped and counted.
 Due times come from the database, so a restart neither bursts nor samples twice. All times are UTC epoch
 seconds from an injectable :class:`Clock`. A run that finds its endpoint cold sends a wake request first (wake.py).
+A 429 holds its plan's jobs as long as its server asked; those due meanwhile are skipped and counted (backoff.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.load.send import Refusals
 from tokenpace.prompts.corpus import Corpus
+from tokenpace.schedule import backoff
 from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
 from tokenpace.schedule.wake import Waker
 from tokenpace.store import recent
@@ -99,6 +101,7 @@ class Status:
     jobs: tuple[JobStatus, ...]
     budgets: tuple[BudgetStatus, ...]
     failures: int = 0  # exceptions the sampler caught (a run, a read, a bug), logged and survived
+    holds: tuple[backoff.HoldStatus, ...] = ()  # plans a 429 held, and the runs skipped meanwhile
 
 
 RunJob = Callable[[Job], Awaitable[object]]
@@ -165,6 +168,7 @@ class Sampler:
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
         self._failures = 0
+        self.holds = backoff.Holds(store, self._read, self._failed)
         self.lateness: deque[float] = deque(maxlen=10_000)  # seconds from due to launch, the latest runs'
 
     async def _measure(self, job: Job) -> None:
@@ -214,6 +218,7 @@ class Sampler:
                 self._used[provider, plan] = await self._spent((provider, plan), now)
             except Exception as exc:  # checked again before each run, which starts only if the check succeeds
                 self._failed(f"cannot read the {provider}:{plan} budget's use", exc)
+        await self.holds.read(now - backoff.LOOKBACK_S)  # a hold from before a restart still holds
         try:
             while self._deadline is None:
                 self._wake.clear()
@@ -245,7 +250,8 @@ class Sampler:
             if self._in_flight[provider] + job.width > self._limit[provider]:
                 blocked.add(provider)  # later jobs of this provider wait too, so a wide job is not starved
                 continue
-            fit = "run" if not job.budgets else await self._fits(job, job.budgets, now)
+            held = self.holds.skips((provider, plan), now, job.name)  # skipped as for a budget, counted apart
+            fit = "later" if held else "run" if not job.budgets else await self._fits(job, job.budgets, now)
             if self._deadline is not None:  # stop() came during the read: nothing may start after it
                 break
             if fit == "wait":
@@ -316,6 +322,7 @@ class Sampler:
                 await self._read(self.store.flush)
             except Exception as exc:
                 self._failed(f"after {job.name}", exc)
+            await self.holds.read(started, job.key[:2])
             before = self._last.get(job.slot)
             try:
                 last = await self._read(partial(job_last_started, self.store, job))
@@ -387,4 +394,5 @@ class Sampler:
             )
             for plan, caps in self._budgets.items()
         )
-        return Status(datetime.fromtimestamp(self._started, UTC), job_states, budgets, self._failures)
+        started = datetime.fromtimestamp(self._started, UTC)
+        return Status(started, job_states, budgets, self._failures, self.holds.status())

@@ -58,6 +58,9 @@ class Scenario:
     stall_ms: float = 0.0  # ... for this long
     error: str | None = None  # None or one of ERRORS
     error_rate: float = 1.0  # probability that a request gets the error
+    # What a 429 carries: this Retry-After ("" none: the client's default back-off) beside OpenAI's x-ratelimit-*
+    # headers, the reset of requests said the same.
+    retry_after: str = "1"
     non_ascii: bool = False  # accented, CJK and emoji words (then completion_tokens counts words)
     seed: int = 0  # with the request counter, seeds each request's text, jitter and error draw
     max_streams: int | None = None  # streams generated at once; more wait their turn (their TTFT grows by it)
@@ -122,6 +125,7 @@ class Scenario:
             (self.usage in ("auto", "always", "never"), "usage must be auto, always or never"),
             (self.error in {None, *ERRORS}, f"error must be None or one of {', '.join(sorted(ERRORS))}"),
             (0 <= self.error_rate <= 1, "error_rate must be between 0 and 1"),
+            (self.retry_after.isprintable(), "retry_after must be printable text, one line"),
             ((self.canary_wrong_after or 0) >= 0, "canary_wrong_after must be >= 0"),
             (0 <= self.canary_wrong_rate <= 1, "canary_wrong_rate must be between 0 and 1"),
             ((self.loop_after_tokens or 0) >= 0, "loop_after_tokens must be >= 0"),

@@ -41,6 +41,13 @@ _DEFAULT = Scenario()  # frozen: one instance serves as every Simulator's defaul
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+def _throttled(s: Scenario) -> dict[str, str]:
+    """A 429's headers as OpenAI sends them: Retry-After (the scenario's; none when "") and x-ratelimit-*."""
+    reset = f"{s.retry_after}s" if s.retry_after.isdigit() else "1s"
+    limits = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0"}
+    return ({"Retry-After": s.retry_after} if s.retry_after else {}) | limits | {"x-ratelimit-reset-requests": reset}
+
+
 def _lister(request: web.Request) -> type[Wire]:
     """Whose ``GET /v1/models`` this is: OpenAI, Anthropic and Gemini all list models there; headers tell."""
     if "x-goog-api-key" in request.headers or "key" in request.query:
@@ -182,7 +189,7 @@ class Simulator:
         if s.prefix_cache:  # the cache is the model's, as a server's KV cache is: shared by its protocols
             truth.cached_tokens = self.caches.setdefault(ask.model, PrefixCache()).serve(tokens)
         if error in ("429", "500"):
-            status, headers = int(error), {"Retry-After": "1"} if error == "429" else {}
+            status, headers = int(error), _throttled(s) if error == "429" else {}
             body_text = dumps(wire.error_doc(status))
             return await reply_at_once(request, truth, status, body_text, [("error", error)], headers)
 

@@ -17,6 +17,7 @@ database was given it; ``tests/store/test_database.py`` checks that it and this 
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +40,8 @@ NETWORK_COLUMNS = ("net_connect_ms", "net_tls_ms", "net_rtt_ms")  # clients/netw
 SAMPLE_TRUTH = ("canary", "canary_ok", "idle_s", "cold", "prefix_turn")
 TRUTH_COLUMNS = (*LATER_METRICS, *SAMPLE_TRUTH)  # what was timed, beyond timing (migration 12)
 LAG_COLUMNS = ("client_lag_ms",)  # how late its timestamps may be (migration 15)
+# A 429's Retry-After in seconds and its rate-limit headers as a JSON object (migration 16, clients/ratelimits.py)
+RATE_LIMIT_COLUMNS = ("retry_after_s", "ratelimits")
 SAMPLE_COLUMNS = (
     *("id", "run_id", *ENDPOINT_COLUMNS, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *METRIC_COLUMNS, "timeline", "tool_version"),
@@ -48,6 +51,7 @@ SAMPLE_COLUMNS = (
     *NETWORK_COLUMNS,
     *TRUTH_COLUMNS,
     *LAG_COLUMNS,
+    *RATE_LIMIT_COLUMNS,
 )
 HIDDEN = frozenset({"base_url", "api_key_env", "prompt_text", "timeline"})  # stored, never exported
 EXPORTED = tuple(c for c in SAMPLE_COLUMNS if c not in HIDDEN)
@@ -70,13 +74,27 @@ def sample_values(s: Sample) -> dict[str, Any]:
     values |= {c: getattr(s.metrics, c) for c in LATER_METRICS} | {
         c: getattr(s, c) for c in (*SAMPLE_TRUTH, *LAG_COLUMNS)
     }
+    values |= {"retry_after_s": s.retry_after_s, "ratelimits": json.dumps(dict(s.ratelimits)) if s.ratelimits else None}
     return values
+
+
+def _ratelimits(stored: str | None) -> tuple[tuple[str, str], ...]:
+    """The rate-limit headers a row's JSON object holds; none where it holds no object of strings (a row any
+    agent's role could have written is read, not trusted)."""
+    try:
+        doc = json.loads(stored or "{}")
+    except (ValueError, RecursionError):
+        return ()
+    return tuple((k, v) for k, v in doc.items() if isinstance(v, str)) if isinstance(doc, dict) else ()
 
 
 def sample_from(row: dict[str, Any]) -> Sample:
     """The Sample a database row holds (by column name, times in epoch seconds): ``sample_values`` undone."""
     kind = row["error_kind"]
-    failure = None if kind is None else Failure(ErrorKind(kind), row["error_message"], row["http_status"])
+    failure = None
+    if kind is not None:
+        limits = _ratelimits(row["ratelimits"])
+        failure = Failure(ErrorKind(kind), row["error_message"], row["http_status"], row["retry_after_s"], limits)
     endpoint = Endpoint(**{f: row[f] for f in ENDPOINT_COLUMNS} | {"simulated": bool(row["simulated"])})
     net = [row[f] for f in NETWORK_COLUMNS]
     return Sample(

@@ -269,6 +269,16 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             " CHECK (client_lag_ms >= 0 AND client_lag_ms < 1e15)",
         ),
     ),
+    (
+        16,
+        (
+            # Rate limits (issue 30): a 429's Retry-After in seconds from its arrival (clients/ratelimits.py: at
+            # most a day), which the sampler's back-off reads, and its rate-limit headers as a JSON object.
+            "ALTER TABLE samples ADD COLUMN retry_after_s DOUBLE PRECISION"
+            " CHECK (retry_after_s >= 0 AND retry_after_s <= 86400)",
+            "ALTER TABLE samples ADD COLUMN ratelimits TEXT",
+        ),
+    ),
 )
 
 

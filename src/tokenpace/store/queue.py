@@ -101,6 +101,7 @@ class Queue:
                 "or `pip install 'tokenpace[postgresql]'`"
             ) from None
         self.shown, self._secrets = hide_password(url)
+        self._url = url
         connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size)
         self.app = procrastinate.App(connector=connector)
         self._errors = _foreign()
@@ -116,7 +117,12 @@ class Queue:
             raise self._say(exc) from None
 
     async def open(self) -> None:
+        import psycopg
+
         async with self._mapped():
+            # The pool retries a refused connection until its 30 s timeout, then says only that it timed out:
+            # one connection first fails at once with the server's own reason.
+            await (await psycopg.AsyncConnection.connect(self._url)).close()
             await self.app.open_async()
 
     async def close(self) -> None:

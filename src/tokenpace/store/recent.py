@@ -1,5 +1,6 @@
 """When samples last started: an endpoint's, so the schedule resumes after a restart, and anyone's, for /health;
-and when an endpoint's last request ended, so its idle time, and so cold starts, survive a restart."""
+when an endpoint's last request ended, so its idle time, and so cold starts, survive a restart; and a plan's
+recent 429s, so its back-off (schedule/backoff.py) does too."""
 
 from __future__ import annotations
 
@@ -52,6 +53,19 @@ def last_ended(store: Store, endpoint: Endpoint, region: str = LOCAL) -> float |
         )
         ends += [float(started) + (e2e or 0.0) / 1000 for started, e2e in found]
     return max(ends, default=None)
+
+
+def rate_limited(
+    store: Store, since: float, provider: str | None = None, plan: str | None = None
+) -> list[tuple[str, str, float, float | None, float | None]]:
+    """(provider, plan, started_at, e2e_ms, retry_after_s) of the rate-limited samples that started at ``since``
+    or later: one plan's (every model and region of it: a plan is one account's quota), or every plan's."""
+    sql = "SELECT provider, plan, started_at, e2e_ms, retry_after_s FROM samples"
+    sql += " WHERE started_at >= ? AND error_kind = ?"
+    params: list[object] = [since, ErrorKind.RATE_LIMITED.value]
+    if provider is not None and plan is not None:
+        sql, params = sql + " AND provider = ? AND plan = ?", [*params, provider, plan]
+    return [(p, name, float(t), e2e, after) for p, name, t, e2e, after in store.query(sql, params)]
 
 
 def totals(store: Store) -> Totals:

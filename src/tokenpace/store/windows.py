@@ -9,7 +9,8 @@ prompt's TTFT is not a fresh prompt's: counted and shown apart), not a cold star
 own loop lagged while timing them, so their figures are the client's, not the endpoint's) unless asked to
 include those. The correctness canary's verdicts are counted beside them (checked, passed); the success rate
 is ok / (samples - cancelled), client-bound samples included by their outcome (the endpoint did answer them),
-because a sample cancelled at shutdown says nothing of the endpoint.
+because a sample cancelled at shutdown says nothing of the endpoint. Availability excluding rate limits leaves
+out rate-limited samples (HTTP 429) too: the provider refusing this client its quota is no failure of the endpoint.
 
 The hours a window holds whole are read from the rollup (``rollup.py``: per endpoint hour, the counts and every
 value), the two edge hours (the part of the first one inside the window, and the one holding now) from the raw
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.stats import Figure, commonest, success_rate
+from tokenpace.measure.stats import Figure, availability, commonest, success_rate
 from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
 from tokenpace.store.rollup import DAY, HOUR, RAW, cover
@@ -106,11 +107,17 @@ class EndpointRow:
     cold_ttft_ms: Figure = NO_FIGURE  # the cold starts' TTFT (cached ones out, client-bound as the figures)
     canary_checked: int = 0  # samples whose correctness canary has a verdict
     canary_passed: int = 0
+    rate_limited: int = 0  # failures of kind "rate_limited" (HTTP 429): left out of the availability
 
     @property
     def canary_rate(self) -> float | None:
         """passed / checked of the correctness canary; None when no verdict is known."""
         return canary.pass_rate(self.canary_passed, self.canary_checked)
+
+    @property
+    def availability(self) -> float | None:
+        """stats.availability: the success rate with rate-limited samples left out too."""
+        return availability(self.ok, self.samples, self.cancelled, self.rate_limited)
 
     @property
     def name(self) -> str:
@@ -274,6 +281,7 @@ def endpoint_rows(
                 ttft_net_ms=ttft_net_ms, region=named.get("region"),
                 cached=t.cached, cold=t.cold, cold_ttft_ms=t.cold_ttft(include_client_bound),
                 canary_checked=t.checked, canary_passed=t.passed,
+                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0),
             )
         )  # fmt: skip
     return rows

@@ -14,12 +14,14 @@ from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
+from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
 from tokenpace.prompts.tokens import ENCODING
 from tokenpace.schedule import pacing
+from tokenpace.schedule.backoff import DEFAULT_HOLD_S
 from tokenpace.store.windows import WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
@@ -36,14 +38,33 @@ FORMULAS = (
     ("Time to 100 tokens", _doc(metrics.time_to_n_tokens_ms)),
     ("Percentiles", _doc(metrics.percentile)),
     ("Success rate", "Success rate = successful samples / (samples - samples cancelled at shutdown), per window."),
+    (
+        "Availability excluding rate limits",
+        "Availability excluding rate limits = successful samples / (samples - samples cancelled at shutdown - "
+        "rate-limited samples), per window.",
+    ),
+)
+# Rate limits (issue 30): what a 429 is on the board and what it does to the schedule (schedule/backoff.py).
+RATE_LIMITS = (
+    "A request the provider refuses with HTTP 429 is a rate-limited sample: it counts against the success rate, "
+    "like every failure, but not against the availability excluding rate limits (OpenRouter's definition: the "
+    "provider refusing this client its quota is no failure of the endpoint). Both are shown: the availability "
+    "beside the success rate wherever a window holds a rate-limited sample, and on every endpoint page, JSON "
+    "and CSV. The sample keeps the 429's Retry-After (seconds, or a date, as seconds from its arrival: at most "
+    f"{numbers.interval(MAX_RETRY_AFTER_S)}) and its rate-limit headers (x-ratelimit-*, ratelimit-*, "
+    f"anthropic-ratelimit-*: at most {MAX_HEADERS}, each value cut to {MAX_VALUE} characters). The schedule "
+    "backs off as told: no job of the plan (every model and region of it) starts until that time has passed, "
+    f"or {numbers.interval(DEFAULT_HOLD_S)} when the 429 said none; a job due meanwhile is skipped, not "
+    "run later, and comes due again at its own next time, so the plan's jobs do not all start when the "
+    "back-off ends."
 )
 NOT_MEASURED = (
     "Where the time goes on the provider's side: queueing in the provider's servers and the network both count "
     "in TTFT; tokenpace sees only when bytes arrive.",
     "Reasoning tokens a provider hides: output speed counts the tokens that arrive (o200k_base), so a model that "
     "thinks without streaming its thoughts looks slow to start rather than fast.",
-    "Rate limits, and the quality of the answers beyond the canary's one line; prices are stated (config, "
-    "presets), not read from bills.",
+    "A provider's rate limits beyond what its 429s say, and the quality of the answers beyond the canary's one "
+    "line; prices are stated (config, presets), not read from bills.",
     "Tokens as the provider's own tokenizer counts them: every model is counted with o200k_base, so speeds "
     "compare across providers (the provider-reported counts are kept beside them in the raw samples).",
     "Regions where no probe agent runs (without agents: every region but this server's), and cold starts a "
@@ -176,6 +197,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "opening": opening(site),
         "not_measured": list(NOT_MEASURED),
         "network": NETWORK,
+        "rate_limits": RATE_LIMITS,
         "truth": [{"id": key, "title": title, "text": text} for key, title, text in TRUTH],
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
