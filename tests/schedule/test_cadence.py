@@ -27,6 +27,14 @@ def test_next_due_is_the_formula_and_its_jitter_spreads_evenly() -> None:
     assert next_due(j, T0, 0.0) != next_due(job("other"), T0, 0.0)  # jobs don't line up
 
 
+def test_first_and_missed_runs_spread_over_ten_seconds_or_the_cadence_if_shorter() -> None:
+    for every, spread in ((600.0, 10.0), (2.0, 2.0)):
+        first = [next_due(job(f"m{k}", every_s=every), None, T0) - T0 for k in range(200)]
+        missed = [next_due(job(f"m{k}", every_s=every), T0 - 10 * every, T0) - T0 for k in range(200)]
+        for dues in (first, missed):
+            assert all(0 <= d < spread for d in dues) and max(dues) > spread * 0.9  # spread, and not beyond
+
+
 def test_jobs_take_the_longer_of_plan_and_workload_cadence(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(

@@ -146,10 +146,10 @@ def _serve(tmp_path: Path, text: str, ready: Callable[[dict[str, Any]], bool], q
         log.close()
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """Three simulated endpoints of known speeds, returned once all three are ranked."""
-    yield from _serve(tmp_path, CONFIG, _ranked(3), "&client_bound=include")
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Three simulated endpoints of known speeds, returned once all three are ranked (the tests only read it)."""
+    yield from _serve(tmp_path_factory.mktemp("served"), CONFIG, _ranked(3), "&client_bound=include")
 
 
 def _client_bound_samples(db: Path, count: int) -> None:

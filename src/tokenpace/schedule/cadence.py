@@ -21,7 +21,7 @@ from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import LOCAL
 from tokenpace.schedule.pacing import Demand, amount, budget_text, pace
 
-STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds, spread by job
+STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds (or a cadence), spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
 # Spend counts the larger of o200k's and the provider's output count, and max_tokens caps only the model's own:
 # o200k's count of the same text can run well above another tokenizer's.
@@ -189,15 +189,17 @@ def _unit(*parts: object) -> float:
 def next_due(job: Job, last_started: float | None, now: float) -> float:
     """due = last_started + every_s * (1 + jitter * u), u = 2 * h(key, last_started) - 1 in [-1, 1).
 
-    h is a hash, so a restart recomputes the same due time. Never sampled: now + STAGGER_S * h(key). Already
-    past (after downtime): now + STAGGER_S * h(key, last_started), so a missed run happens once, soon, and
-    runs missed together spread out instead of bursting. Call it once per ``last_started`` and keep the answer.
+    h is a hash, so a restart recomputes the same due time. Never sampled: now + s * h(key), s = min(STAGGER_S,
+    every_s): a job every 2 s is not held back 10 s. Already past (after downtime): now + s * h(key, last_started),
+    so a missed run happens once, soon, and runs missed together spread out instead of bursting. Call it once
+    per ``last_started`` and keep the answer.
     """
+    stagger = min(STAGGER_S, job.every_s)
     if last_started is None:
-        return now + STAGGER_S * _unit(job.slot)
+        return now + stagger * _unit(job.slot)
     h = _unit(job.slot, last_started)
     due = last_started + job.every_s * (1 + job.jitter * (2 * h - 1))
-    return due if due > now else now + STAGGER_S * h
+    return due if due > now else now + stagger * h
 
 
 def stale_after(job: Job) -> float:
