@@ -16,7 +16,7 @@ import logging
 import math
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -47,13 +47,12 @@ MAX_NAP_S = 60.0  # wake at least this often, so a wall-clock jump or a suspend 
 MEASURED_AT_ONCE = 32
 
 
-def usage(store: Store, provider: str, plan: str, since: float, prices: Mapping[str, Price] | None = None) -> Spend:
-    """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger), and
-    dollars at each model's price in ``prices``.
+def usage(store: Store, provider: str, plan: str, since: float) -> Spend:
+    """A plan's samples since ``since``: count, input (provider's count, else o200k), output (the larger).
 
     Samples the store could not write count too: they were spent all the same (``store.usage``).
     """
-    return spent(store, provider, plan, since, prices)
+    return spent(store, provider, plan, since)
 
 
 def job_last_started(store: Store, job: Job) -> float | None:
