@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.store.test_database import raw
 from tokenpace.schedule import sampler as sampling
 from tokenpace.schedule.sampler import Budget, Sampler, Spend, usage
 from tokenpace.store.database import Store, open_store
+from tokenpace.store.usage import spent_since
 
 # Per database, SQL literals a poisoned row can hold: SQLite takes any value in an INTEGER column (9e999 is
 # Inf), PostgreSQL only 32-bit integers.
@@ -86,14 +88,13 @@ async def test_a_job_whose_handling_raises_is_logged_counted_and_the_rest_go_on(
     store, runs = lite, Runs(lite, clock)
     broken, free = job("m", 600, budget=Budget(requests=100)), job("n", 600)
     other = job("x", 600, plan="ok", budget=Budget(requests=1000))
-    real_usage = sampling.usage
 
-    def usage_that_overflows(s: Store, provider: str, plan: str, since: float) -> Spend:
+    def spent_that_overflows(s: Store, provider: str, plan: str, *rest: Any) -> tuple[Spend, ...]:
         if plan == "default":
             raise OverflowError("cannot convert float infinity to integer")
-        return real_usage(s, provider, plan, since)
+        return spent_since(s, provider, plan, *rest)
 
-    monkeypatch.setattr(sampling, "usage", usage_that_overflows)
+    monkeypatch.setattr("tokenpace.schedule.sampler.spent_since", spent_that_overflows)
     sampler = Sampler([broken, other, free], store, clock=clock, run_job=runs, inline_reads=True)
     with caplog.at_level(logging.WARNING, "tokenpace.schedule.sampler"):
         await run_for(sampler, clock, DAY)

@@ -29,6 +29,7 @@ from tokenpace.schedule import sampler as sampling
 from tokenpace.schedule.cadence import STAGGER_S, JobKey
 from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, job_last_started, jobs, next_due, usage
 from tokenpace.store.database import Store, open_store
+from tokenpace.store.usage import spent_since
 
 T0 = 1_750_000_000.0
 DAY = 86_400.0
@@ -201,7 +202,7 @@ def _most_in_any_day(times_and_usage: list[tuple[float, Spend]]) -> Spend:
     most = Spend()
     for t, _ in times_and_usage:
         window = sum((u for s, u in times_and_usage if t - DAY <= s <= t), Spend())
-        most = Spend(*(max(a, b) for a, b in zip(most._counts(), window._counts(), strict=True)))
+        most = Spend(*(max(a, b) for a, b in zip(most._counts(), window._counts(), strict=True)))  # type: ignore[arg-type]
     return most
 
 
@@ -226,7 +227,7 @@ async def test_budgets_are_never_exceeded_and_skips_are_counted(store: Store) ->
     status = {(b.provider, b.plan): b for b in sampler.status().budgets}
     assert set(status) == {("p", "small"), ("p", "tight")}
     assert status["p", "small"].skipped > 0 and status["p", "small"].last_skip is not None
-    assert status["p", "tight"].skipped > 0 and 0 < status["p", "tight"].used.output_tokens <= 600
+    assert status["p", "tight"].skipped > 0 and 0 < status["p", "tight"].used[0].output_tokens <= 600
     assert usage(store, "p", "tight", T0 - DAY) == sum((u for _, u in per_plan["tight"]), Spend())
 
 
@@ -470,7 +471,9 @@ async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatc
     async def read(fn: Callable[[], Any]) -> Any:
         if isinstance(fn, partial):
             reads[fn.func] += 1
-            if fn.func is usage and reads[usage] == 2:  # the first is at startup, the second the due job's check
+            if (
+                fn.func is spent_since and reads[fn.func] == 2
+            ):  # the first is at startup, the second the due job's check
                 sampler.stop()  # a signal handled while the read waited on the store's thread
         return fn()
 
@@ -478,7 +481,7 @@ async def test_stop_during_a_budget_read_starts_nothing(store: Store, monkeypatc
     task = asyncio.ensure_future(sampler.run())
     await clock.advance(done=task.done)
     await task
-    assert reads[usage] == 2 and runs.started == {} and runs.cancelled == []
+    assert reads[spent_since] == 2 and runs.started == {} and runs.cancelled == []
 
 
 async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store) -> None:
@@ -500,7 +503,7 @@ async def test_refused_requests_of_a_first_run_count_for_24_h(store: Store) -> N
     await clock.advance(T0 + 700)  # each endpoint ran twice; the last check came before the last run stored
     (status,) = sampler.status().budgets
     stored = usage(store, "p", "default", T0 - 1)
-    assert stored.requests == 4 and status.used + Spend(1, 300, 40) == stored + Spend(2, 2 * 315)  # 2 refused
+    assert stored.requests == 4 and status.used[0] + Spend(1, 300, 40) == stored + Spend(2, 2 * 315)  # 2 refused
     await clock.advance(T0 + 3 * DAY)
     sampler.stop()
     await clock.advance(done=task.done)

@@ -1,6 +1,7 @@
 """The leaderboard page's model: one ranked board with what the page says beside it.
 
-Beside the :class:`ranking.Board`: the budget caps that bit, today's spend and each endpoint's bursts.
+Beside the :class:`ranking.Board`: the budget caps that bit, what each plan's windows allow and spent, today's
+spend and each endpoint's bursts.
 :meth:`LeaderboardPage.data` is the JSON twin; the HTML page and the CSV render the same board.
 """
 
@@ -12,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from tokenpace.board import cost, ranking, regions
+from tokenpace.board.allowance import PlanAllowance, allowance_dict, allowances
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.pageparts import PageSource
 from tokenpace.board.query import Query
@@ -28,6 +30,7 @@ class LeaderboardPage:
     board: ranking.Board
     budgets: list[BudgetStatus]  # the plans whose budget cap made the sampler skip a run in the last 24 h
     spend: list[cost.PlanDay]  # what each plan spent today (UTC), priced
+    allowances: list[PlanAllowance]  # per plan with a budget or limits: each window's share, spend and cadence
     bursts: dict[str, Bursts]  # per endpoint name, for a workload that releases its requests together
     caption: str  # the region's, where a region menu is shown
     any_agent: bool  # whether any probe agent ever wrote its row
@@ -53,6 +56,7 @@ class LeaderboardPage:
             "region_caption": self.caption or None,
             "budgets_hit": self.budgets,
             "spend_today": [cost.plan_day_dict(d) for d in self.spend],
+            "allowances": [allowance_dict(a) for a in self.allowances],
         }
         for entry in out["entries"]:  # a burst workload's rows say how each burst was served
             if entry["name"] in self.bursts:
@@ -118,7 +122,8 @@ def read_leaderboard_page(source: PageSource, params: Mapping[str, str]) -> Lead
     now = source.now()
     budgets = [] if source.status is None else [b for b in source.status().budgets if b.recent_skips > 0]
     spent = source.memo.get(("spend", now.date()), lambda: cost.spend(source.store, source.config, 1, now))
+    allowed = source.memo.get(("allowances",), lambda: allowances(source.store, source.config, source.jobs, now))
     shown = regions.wanted(board.regions, source.config)
     caption = regions.caption(board.query.region, source.config) if shown else ""
     any_agent = bool(source.memo.get(("agents",), lambda: agents.read_all(source.store)))
-    return LeaderboardPage(board, budgets, spent, _board_bursts(source, board), caption, any_agent)
+    return LeaderboardPage(board, budgets, spent, allowed, _board_bursts(source, board), caption, any_agent)

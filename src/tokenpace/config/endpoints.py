@@ -17,6 +17,12 @@ provider is two endpoints. A config file looks like::
     concurrency = 4                       # most requests in flight to this provider at once (default 10)
     requests = 1                          # samples per scheduled run of a sequential workload (default 1)
     budget = { requests = 100, input_tokens = 2_000_000, output_tokens = 50_000 }  # each plan, any 24 h
+    limits = [ { dollars = 12, per = "5h" }, { dollars = 30, per = "7d" }, { dollars = 60, per = "30d" } ]
+    budget_share = 0.1                    # limits: the plan's as its provider states them, each in requests,
+                                          # input_tokens, output_tokens or dollars (at the price below) per a
+                                          # rolling window up to 31d. tokenpace spends budget_share of each
+                                          # (default 0.1, or [schedule]'s) and samples the plan as often as its
+                                          # worst case fits them all; a given `every` must fit them instead
 
     price = { input = 0.05, output = 0.08, cached_input = 0.01, as_of = "2026-11-01", source = "https://..." }
     quantization = { "llama-3.1-8b-instant" = "fp16" }  # optional, per model: as the provider states it
@@ -27,7 +33,7 @@ provider is two endpoints. A config file looks like::
     as_of = 2026-11-01
 
     [providers.groq.plans.dev]            # more plans: each inherits the provider's fields, and may set its
-    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests, budget (a budget table whole), price
+    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests, budget, limits (each whole), price
     models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]   # and prices (the most specific wins)
 
     [models."llama-3.1-8b"]               # one name per model (see models.py): ids joined under one canonical
@@ -50,6 +56,7 @@ provider is two endpoints. A config file looks like::
                                           # default 15m; a provider or plan table may set its own)
     wake = true                           # a scheduled run that finds its endpoint cold first sends one 1k
                                           # request alone (a cold sample; the run's are warm); so may a table
+    budget_share = 0.1                    # of each plan's limits, where its table sets none
 
     [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
     "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for
@@ -261,8 +268,9 @@ class Config:
         return found
 
 
-def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, PlanSettings, Price | None]]:
-    """The provider's endpoints, each with its plan's schedule settings and its price."""
+def _endpoints(source: str, name: str, p: _Provider, share: float) -> list[tuple[Endpoint, PlanSettings, Price | None]]:
+    """The provider's endpoints, each with its plan's schedule settings (``share``: the schedule's budget_share)
+    and its price."""
     plans = dict(p.plans)
     if p.models and p.plan in plans:
         raise ConfigError(
@@ -305,7 +313,7 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
     out = []
     for plan_name, plan in plans.items():
         key_env = plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None)
-        settings = plan_settings(p, plan, keyed=key_env is not None)
+        settings = plan_settings(p, plan, keyed=key_env is not None, share=share)
         floor = MIN_SIMULATED_EVERY_S if p.simulate is not None else MIN_EVERY_S
         if settings.every_s < floor:
             table = f"providers.{name}" + (f".plans.{plan_name}" if plan.every else "")
@@ -326,6 +334,11 @@ def _endpoints(source: str, name: str, p: _Provider) -> list[tuple[Endpoint, Pla
             )
             preset_price = None if pre is None else pre.price_for(model)
             price = pick(model, plan.price, plan.prices, p.price, p.prices, preset_price)
+            if price is None and any(b.dollars is not None for b in settings.budgets):
+                raise ConfigError(
+                    f"{source}: providers.{name}: a budget or limit in dollars needs a price of model {model}: "
+                    'give price = { input = ..., output = ..., as_of = "YYYY-MM-DD" } ($ per 1M tokens)'
+                )
             out.append((endpoint, settings, price))
     return out
 
@@ -372,7 +385,11 @@ def read_config(path: str | Path) -> Config:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:
         raise ConfigError(f"{path}: {first_problem(exc, _File)}") from None
-    found = [three for name, p in parsed.providers.items() for three in _endpoints(str(path), name, p)]
+    found = [
+        three
+        for name, p in parsed.providers.items()
+        for three in _endpoints(str(path), name, p, parsed.schedule.budget_share)
+    ]
     try:
         workloads = {name: workload_from_config(name, table) for name, table in parsed.workloads.items()}
         schedule = schedule_settings(parsed.schedule, {**BUILTIN, **workloads})

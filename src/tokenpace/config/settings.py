@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from tokenpace.config.durations import parse_duration
+from tokenpace.config.prices import Price
 
 Billing = Literal["uncapped", "capped", "per-token"]
 BILLING_EVERY_S: Mapping[str, float] = MappingProxyType({"uncapped": 600.0, "capped": 3600.0, "per-token": 14400.0})
@@ -25,6 +26,11 @@ DEFAULT_WORKLOADS = ("1k", "10k", "100k", "vision", "parallel")
 # only fill the store, so demos and tests may sample it every second, no faster.
 MIN_EVERY_S = 10.0
 MIN_SIMULATED_EVERY_S = 1.0
+BUDGET_WINDOW_S = 86_400.0  # a budget without a window of its own: any 24 h
+LONGEST_WINDOW_S = 31 * BUDGET_WINDOW_S  # a month's limit: a budget's spend is read over its window before every run
+DEFAULT_SHARE = 0.1  # of each stated limit: the user's own work keeps the rest
+MAX_DOLLARS = 1_000_000.0  # far above any plan's limit: a typo, not a limit
+PER_M = 1_000_000  # prices are dollars per this many tokens
 # A request sent after the endpoint was idle this long is tagged cold (load/coldstart.py): a scale-to-zero
 # endpoint has unloaded its model by then (Hugging Face Inference Endpoints' default is 15 minutes).
 DEFAULT_COLD_AFTER_S = 900.0
@@ -43,43 +49,81 @@ def parse_cold_after(value: object) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """Caps per plan over any rolling 24 hours; None: no cap on that count."""
+    """Caps per plan over any rolling ``window_s`` (24 h unless stated), of which tokenpace may spend ``share``;
+    None: no cap on that count."""
 
     requests: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    dollars: float | None = None  # at the endpoints' prices
+    window_s: float = BUDGET_WINDOW_S
+    share: float = 1.0
+
+    def caps(self) -> tuple[int | float | None, ...]:
+        """Requests, input tokens, output tokens and dollars, as stated (None: no cap)."""
+        return (self.requests, self.input_tokens, self.output_tokens, self.dollars)
+
+    def allowed(self) -> tuple[float | None, ...]:
+        """Each cap x share: what tokenpace may spend of it (None: no cap)."""
+        return tuple(None if cap is None else cap * self.share for cap in self.caps())
+
+
+SPEND_NAMES = ("requests", "input_tokens", "output_tokens", "dollars")
 
 
 @dataclass(frozen=True, slots=True)
 class Spend:
-    """Requests and tokens spent, or that a run may spend, against a plan's budget (not a provider's report)."""
+    """Requests, tokens and dollars spent, or that a run may spend, against a plan's budget (not a provider's
+    report); dollars are 0 where no price is known."""
 
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    dollars: float = 0.0
 
     def __add__(self, other: Spend) -> Spend:
-        return Spend(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))
+        return Spend(*(a + b for a, b in zip(self._counts(), other._counts(), strict=True)))  # type: ignore[arg-type]
 
-    def _counts(self) -> tuple[int, int, int]:
-        return (self.requests, self.input_tokens, self.output_tokens)
+    def __mul__(self, times: int) -> Spend:
+        return Spend(*(a * times for a in self._counts()))  # type: ignore[arg-type]
+
+    def _counts(self) -> tuple[int, int, int, float]:
+        return (self.requests, self.input_tokens, self.output_tokens, self.dollars)
 
     def fits(self, budget: Budget) -> bool:
-        """Every count within its cap (a cap of None is no cap)."""
-        caps = (budget.requests, budget.input_tokens, budget.output_tokens)
-        return all(cap is None or n <= cap for n, cap in zip(self._counts(), caps, strict=True))
+        """Every count within its cap x share (a cap of None is no cap)."""
+        return not self.over(budget)
+
+    def over(self, budget: Budget) -> list[str]:
+        """The names of the counts above their cap x share."""
+        pairs = zip(SPEND_NAMES, self._counts(), budget.allowed(), strict=True)
+        return [name for name, n, cap in pairs if cap is not None and n > cap]
+
+    def priced(self, price: Price | None) -> Spend:
+        """dollars = (input tokens x input price + output tokens x output price) / 1M (0 without a price)."""
+        dollars = (
+            0.0 if price is None else (self.input_tokens * price.input + self.output_tokens * price.output) / PER_M
+        )
+        return Spend(self.requests, self.input_tokens, self.output_tokens, dollars)
 
 
 @dataclass(frozen=True, slots=True)
 class PlanSettings:
-    """How one plan of one provider is sampled: its billing, cadence, requests per run and daily budget."""
+    """How one plan of one provider is sampled: its billing, cadence, requests per run, budget and limits."""
 
     billing: Billing = "per-token"
     every_s: float = BILLING_EVERY_S["per-token"]
     requests: int = 1  # samples per scheduled run of a sequential workload
-    budget: Budget | None = None
+    budget: Budget | None = None  # tokenpace's own cap per 24 h (the older form: all of it is spent)
+    limits: tuple[Budget, ...] = ()  # the plan's limits as its provider states them, each with tokenpace's share
+    every_given: bool = False  # ``every`` was written: it wins over a cadence derived from the limits
     cold_after_s: float | None = None  # idle seconds before a cold request; 0: never; None: the schedule's
     wake: bool | None = None  # a cold endpoint gets a wake request before a scheduled run; None: the schedule's
+
+    @property
+    def budgets(self) -> tuple[Budget, ...]:
+        """Every cap a run must fit: the budget, then the limits."""
+        return (() if self.budget is None else (self.budget,)) + self.limits
 
     @classmethod
     def default(cls, keyed: bool) -> PlanSettings:
@@ -147,11 +191,39 @@ def _cadence(value: Any) -> Cadence:
     raise ValueError('give "plan", a duration like "3h", or { every = "1d", jitter = 0.5 }')
 
 
+def _window(text: object) -> float:
+    """A limit's rolling window: a duration up to 31 days, e.g. "5h", "7d", "30d"."""
+    return parse_duration(text, longest_s=LONGEST_WINDOW_S)
+
+
+LimitWindow = Annotated[float, pydantic.PlainValidator(_window)]
+LimitDollars = Annotated[float, pydantic.Field(gt=0, le=MAX_DOLLARS, allow_inf_nan=False)]
+
+
 class BudgetTable(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
     requests: int | None = pydantic.Field(default=None, ge=1)
     input_tokens: int | None = pydantic.Field(default=None, ge=1)
     output_tokens: int | None = pydantic.Field(default=None, ge=1)
+    dollars: LimitDollars | None = None
+
+    def budget(self, window_s: float = BUDGET_WINDOW_S, share: float = 1.0) -> Budget:
+        return Budget(self.requests, self.input_tokens, self.output_tokens, self.dollars, window_s, share)
+
+
+class LimitTable(BudgetTable):
+    """``{ dollars = 12, per = "5h" }``: one of a plan's limits, at least one cap over its window."""
+
+    per: LimitWindow
+
+    @pydantic.model_validator(mode="after")
+    def _capped(self) -> LimitTable:
+        if self.requests is self.input_tokens is self.output_tokens is self.dollars is None:
+            raise ValueError("give at least one of requests, input_tokens, output_tokens or dollars beside per")
+        return self
+
+
+BudgetShare = Annotated[float, pydantic.Field(gt=0, le=1, allow_inf_nan=False)]
 
 
 class PlanKeys(pydantic.BaseModel):
@@ -161,6 +233,8 @@ class PlanKeys(pydantic.BaseModel):
     every: Duration | None = None
     requests: int | None = pydantic.Field(default=None, ge=1)
     budget: BudgetTable | None = None
+    limits: list[LimitTable] | None = pydantic.Field(default=None, max_length=16)
+    budget_share: BudgetShare | None = None
     cold_after: ColdAfter | None = None
     wake: pydantic.StrictBool | None = None
 
@@ -173,18 +247,24 @@ class ScheduleTable(pydantic.BaseModel):
     every: dict[str, Annotated[Cadence, pydantic.PlainValidator(_cadence)]] = {}
     cold_after: ColdAfter = DEFAULT_COLD_AFTER_S
     wake: pydantic.StrictBool = True
+    budget_share: BudgetShare = DEFAULT_SHARE  # of each plan's limits, unless its table sets its own
 
 
-def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool) -> PlanSettings:
-    """A plan's settings: its own keys, else its provider's, else the default for a keyed or local plan."""
+def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool, share: float = DEFAULT_SHARE) -> PlanSettings:
+    """A plan's settings: its own keys, else its provider's, else the default for a keyed or local plan
+    (``share``: the schedule's budget_share)."""
     billing = plan.billing or provider.billing or PlanSettings.default(keyed).billing
     budget = plan.budget or provider.budget
+    limits = plan.limits if plan.limits is not None else provider.limits or []
+    share = plan.budget_share or provider.budget_share or share
     cold_after = plan.cold_after if plan.cold_after is not None else provider.cold_after  # "off" is 0.0
     return PlanSettings(
         billing=billing,
         every_s=plan.every or provider.every or BILLING_EVERY_S[billing],
         requests=plan.requests or provider.requests or 1,
-        budget=None if budget is None else Budget(budget.requests, budget.input_tokens, budget.output_tokens),
+        budget=None if budget is None else budget.budget(),
+        limits=tuple(limit.budget(limit.per, share) for limit in limits),
+        every_given=bool(plan.every or provider.every),
         cold_after_s=cold_after,
         wake=plan.wake if plan.wake is not None else provider.wake,
     )

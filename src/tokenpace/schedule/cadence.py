@@ -1,21 +1,25 @@
 """Jobs and their cadence: what the sampler measures, how often, and when each is next due (pure functions).
 
 A job's interval is the longer of its plan's cadence and its workload's; jitter varies each interval so that
-samples don't line up, drawn from a hash so that the same history always gives the same due time.
+samples don't line up, drawn from a hash so that the same history always gives the same due time. A plan with
+limits gets the densest cadence they allow (pacing.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from tokenpace.config.endpoints import Config, Endpoint
-from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, DEFAULT_CONCURRENCY, Budget, Spend
+from tokenpace.config.prices import Price
+from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, DEFAULT_CONCURRENCY, Budget, PlanSettings, Spend
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import LOCAL
+from tokenpace.schedule.pacing import Demand, amount, budget_text, pace
 
 STAGGER_S = 10.0  # first-ever and missed runs start within this many seconds (or a cadence), spread by job
 INPUT_MARGIN = 1.05  # a provider's tokenizer and chat template may count more input tokens than o200k does
@@ -49,6 +53,14 @@ class Job:
     # A wake run's idle time as the sampler saw it (seconds), told to the region's agent with the order: an
     # agent's role cannot read samples, so after a restart it would not know the endpoint was idle.
     idle_s: float | None = None
+    limits: tuple[Budget, ...] = ()  # the plan's stated limits, each with tokenpace's share: shared like budget
+    price: Price | None = None  # the endpoint's, which prices its spend in dollars
+    plan_every_s: float | None = None  # the plan's cadence (given, derived or billing's), which every_s is at least
+
+    @property
+    def budgets(self) -> tuple[Budget, ...]:
+        """Every cap its runs must fit: the plan's budget, then its limits."""
+        return (() if self.budget is None else (self.budget,)) + self.limits
 
     @property
     def key(self) -> JobKey:
@@ -76,15 +88,16 @@ class Job:
 
     def worst_case(self) -> Spend:
         """n + width requests, (n + width) x (input_tokens x 1.05 + images x 40,000) in, n x max_tokens x 1.5 out;
-        plus, when it wakes, its wake request's worst case as a run of one (2 requests, 1 x max_tokens x 1.5)."""
+        plus, when it wakes, its wake request's worst case as a run of one (2 requests, 1 x max_tokens x 1.5);
+        dollars at its price."""
         # The first run of an endpoint may send ``width`` requests that refuse an optional field (load/send.py
         # resends each without it): they are billed as input perhaps, never as output.
         own = _worst(self.workload, self.requests, self.width)
-        return own + _worst(self.wake, 1, 1) if self.wake is not None and self.wakes else own
+        return (own + _worst(self.wake, 1, 1) if self.wake is not None and self.wakes else own).priced(self.price)
 
     def refusals(self) -> Spend:
         """The ``width`` refused requests of an endpoint's first run, as worst_case() allows for them."""
-        return Spend(self.width, math.ceil(self.width * _input_per_request(self.workload)))
+        return Spend(self.width, math.ceil(self.width * _input_per_request(self.workload))).priced(self.price)
 
 
 def _worst(workload: Workload, n: int, width: int) -> Spend:
@@ -99,11 +112,16 @@ def _input_per_request(w: Workload) -> float:
 
 
 def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
-    """A job per endpoint, scheduled workload and region; its interval = max(plan cadence, workload cadence)."""
+    """A job per endpoint, scheduled workload and region; its interval = max(plan cadence, workload cadence),
+    the plan's cadence paced to its limits where it has any (pacing.pace)."""
     out = []
     schedule = config.schedule
+    demands: defaultdict[tuple[str, str], list[Demand]] = defaultdict(list)
+    plans: dict[tuple[str, str], PlanSettings] = {}
     for e in endpoints:
         plan, limit = config.plan_of(e), config.concurrency_of(e.provider)
+        plans[e.provider, e.plan] = plan
+        price = config.price_of(e.provider, e.plan, e.model)
         for name in schedule.workloads:
             workload, cadence = config.workload(name), schedule.cadence(name)
             if (workload.concurrency or 1) > limit:
@@ -118,24 +136,48 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
                 requests = max(2, requests + requests % 2)
             wake = config.workload(WAKE_WORKLOAD) if config.wake_of(e) else None
             job = Job(e, workload, every, jitter, requests, plan.budget, limit, LOCAL, config.cold_after_of(e), wake)
+            job = replace(job, limits=plan.limits, price=price, plan_every_s=plan.every_s)
             _check_budget(config.source, job)
-            out += [replace(job, region=r.name) for r in config.regions] or [job]
-    return out
+            regional = [replace(job, region=r.name) for r in config.regions] or [job]
+            demands[e.provider, e.plan] += [Demand(cadence.every_s or 0.0, jitter, j.worst_case()) for j in regional]
+            out += regional
+    paces = {key: pace(f"{config.source}: {_where(*key)}", plans[key], found) for key, found in demands.items()}
+    return [_paced(job, paces[job.key[:2]], config) for job in out]
+
+
+def _paced(job: Job, every_s: float, config: Config) -> Job:
+    """The job at its plan's cadence ``every_s``: its interval max(every_s, its workload's own)."""
+    if every_s == job.plan_every_s:
+        return job
+    own = config.schedule.cadence(job.workload.name).every_s or 0.0
+    return replace(job, every_s=max(every_s, own), plan_every_s=every_s)
+
+
+def _where(provider: str, plan: str) -> str:
+    """The table a plan's keys are in: providers.NAME, or providers.NAME.plans.PLAN."""
+    return f"providers.{provider}" + ("" if plan == "default" else f".plans.{plan}")
 
 
 def _check_budget(source: str, job: Job) -> None:
-    """ConfigError when one run's worst case alone exceeds a cap of its plan: that job could never run."""
-    if job.budget is None:
-        return
+    """ConfigError when one run's worst case alone exceeds a cap (x share) of its plan: that job could never run."""
     e, need = job.endpoint, job.worst_case()
-    where = f"providers.{e.provider}" + ("" if e.plan == "default" else f".plans.{e.plan}")
-    for name in ("requests", "input_tokens", "output_tokens"):
-        cap, used = getattr(job.budget, name), getattr(need, name)
-        if cap is not None and used > cap:
-            w = job.workload.name
+    for budget in job.budgets:
+        if over := need.over(budget):
+            name, w = over[0], job.workload.name
             run = f"one run of workload {w}" + (" and its wake request need" if job.wakes else " needs")
             fix = "raise it" + ", set wake = false" * job.wakes + f" or leave {w} out of schedule.workloads"
-            raise ConfigError(f"{source}: {where}: budget.{name} = {cap} is less than {run} ({used}): {fix}")
+            if budget is job.budget:  # the older form, as it was written
+                cap, used = getattr(budget, name), getattr(need, name)
+                said = f"budget.{name} = {_number(cap)} is less than {run} ({_number(used)})"
+            else:
+                share = "" if budget.share == 1 else f"{budget.share:.0%} of "
+                needs = amount(name, getattr(need, name))
+                said = f"limits: {share}{budget_text(budget, name)} is less than {run} ({needs})"
+            raise ConfigError(f"{source}: {_where(e.provider, e.plan)}: {said}: {fix}")
+
+
+def _number(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:.2f}"
 
 
 def _unit(*parts: object) -> float:

@@ -1,7 +1,8 @@
 """The sampler: the one loop that measures every endpoint and workload on its cadence, within its limits.
 
 Jobs and their due times come from ``cadence``. When a job is due it runs if its provider has room for its
-requests (a parallel workload of 10 needs 10) and its plan's budget has room for its worst case; one that fits
+requests (a parallel workload of 10 needs 10) and each of its plan's budget windows (its 24 h budget, its limits'
+5 h or 7 d ...) has room for its worst case beside what the plan spent in that window; one that fits
 only once the plan's runs in flight end waits for them, one that does not fit even then is skipped and counted.
 Due times come from the database, so a restart neither bursts nor samples twice. All times are UTC epoch
 seconds from an injectable :class:`Clock`. A run that finds its endpoint cold sends a wake request first (wake.py).
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol, TypeVar
 
+from tokenpace.config.prices import Price
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, Budget, Spend
 from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.engine import RunOptions, run_workload
@@ -31,7 +33,7 @@ from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
 from tokenpace.schedule.wake import Waker
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
-from tokenpace.store.usage import spent
+from tokenpace.store.usage import spent, spent_since
 
 __all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Spend", "Status", "SystemClock"]
 __all__ += ["job_last_started", "jobs", "next_due", "stale_after", "usage"]
@@ -85,8 +87,8 @@ class JobStatus:
 class BudgetStatus:
     provider: str
     plan: str
-    budget: Budget
-    used: Spend  # over the 24 h before the last check
+    budgets: tuple[Budget, ...]  # its 24 h budget and its limits, each over its own window
+    used: tuple[Spend, ...]  # of each, over its window before the last check
     skipped: int  # runs skipped because they would not fit, since the sampler started: above 0, the cap bit
     last_skip: datetime | None
     recent_skips: int = 0  # of those, the ones in the last 24 h: above 0, the cap still bites
@@ -151,12 +153,16 @@ class Sampler:
         for job in self.jobs:
             p = job.endpoint.provider
             self._limit[p] = min(self._limit.get(p, job.concurrency), job.concurrency)
-        self._budgets = {(j.endpoint.provider, j.endpoint.plan): j.budget for j in self.jobs if j.budget}
-        self._used: dict[tuple[str, str], Spend] = {}
+        self._budgets = {j.key[:2]: j.budgets for j in self.jobs if j.budgets}
+        self._prices: defaultdict[tuple[str, str], dict[str, Price]] = defaultdict(dict)  # per plan, per model
+        for j in self.jobs:
+            if j.price is not None:
+                self._prices[j.key[:2]][j.endpoint.model] = j.price
+        self._used: dict[tuple[str, str], tuple[Spend, ...]] = {}
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._last_skip: dict[tuple[str, str], float] = {}
         self._skips: dict[tuple[str, str], deque[float]] = defaultdict(deque)  # times, the last 24 h's only
-        # Refused requests, stored as no sample, by the time they became known: the last 24 h's only.
+        # Refused requests, stored as no sample, by the time they became known: the plan's widest window's only.
         self._refusals: dict[tuple[str, str], deque[tuple[float, Spend]]] = defaultdict(deque)
         self._wake = asyncio.Event()
         self._deadline: float | None = None  # set by stop(): in-flight runs are cancelled then
@@ -208,7 +214,7 @@ class Sampler:
             self._due[job.slot] = next_due(job, self._last.get(job.slot), now)
         for provider, plan in self._budgets:
             try:
-                self._used[provider, plan] = await self._read(partial(usage, self.store, provider, plan, now - DAY_S))
+                self._used[provider, plan] = await self._spent((provider, plan), now)
             except Exception as exc:  # checked again before each run, which starts only if the check succeeds
                 self._failed(f"cannot read the {provider}:{plan} budget's use", exc)
         await self.holds.read(now - backoff.LOOKBACK_S)  # a hold from before a restart still holds
@@ -244,7 +250,7 @@ class Sampler:
                 blocked.add(provider)  # later jobs of this provider wait too, so a wide job is not starved
                 continue
             held = self.holds.skips((provider, plan), now, job.name)  # skipped as for a budget, counted apart
-            fit = "later" if held else "run" if job.budget is None else await self._fits(job, job.budget, now)
+            fit = "later" if held else "run" if not job.budgets else await self._fits(job, job.budgets, now)
             if self._deadline is not None:  # stop() came during the read: nothing may start after it
                 break
             if fit == "wait":
@@ -260,24 +266,32 @@ class Sampler:
             self._running[job.slot] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
         return blocked, waiting
 
-    async def _fits(self, job: Job, budget: Budget, now: float) -> Fit:
-        """run: used in the last 24 h + worst case of the plan's runs in flight + this run's worst case <= caps;
-        wait: it fits once those runs end; later: it fits in no case (counted as a skip) or the use is unknown."""
+    async def _spent(self, plan: tuple[str, str], now: float) -> tuple[Spend, ...]:
+        """What the plan spent in each of its budgets' windows up to ``now``: the store's, and its refusals."""
+        widest = max(b.window_s for b in self._budgets[plan])
+        refusals = self._refusals[plan]
+        while refusals and refusals[0][0] < now - widest:
+            refusals.popleft()
+        sinces = [now - b.window_s for b in self._budgets[plan]]
+        found = await self._read(partial(spent_since, self.store, *plan, sinces, self._prices.get(plan)))
+        return tuple(sum((u for t, u in refusals if t >= since), f) for f, since in zip(found, sinces, strict=True))
+
+    async def _fits(self, job: Job, budgets: tuple[Budget, ...], now: float) -> Fit:
+        """run: in each window, used + worst case of the plan's runs in flight + this run's worst case <= caps x
+        share; wait: it fits once those runs end; later: it fits in no case (counted as a skip) or the use is
+        unknown."""
         plan = job.key[:2]
         try:
-            used = await self._read(partial(usage, self.store, *plan, now - DAY_S))
+            self._used[plan] = spent_in = await self._spent(plan, now)
         except Exception as exc:  # unknown use may not be spent: wait an interval, as for a skip
             self._failed(f"not starting {job.name}: its budget cannot be checked", exc)
             return "later"
-        refusals = self._refusals[plan]
-        while refusals and refusals[0][0] < now - DAY_S:
-            refusals.popleft()
-        self._used[plan] = used = sum((u for _, u in refusals), used)
         # A run in flight may have stored some samples already: counted twice, which errs on the safe side.
         reserved = sum((j.worst_case() for j in self.jobs if j.slot in self._running and j.key[:2] == plan), Spend())
-        if (used + reserved + job.worst_case()).fits(budget):
+        need = job.worst_case()
+        if all((used + reserved + need).fits(b) for used, b in zip(spent_in, budgets, strict=True)):
             return "run"
-        if (used + job.worst_case()).fits(budget):  # only room held for runs in flight: free when they end
+        if all((used + need).fits(b) for used, b in zip(spent_in, budgets, strict=True)):  # free when runs end
             return "wait"
         self._skipped[plan] += 1
         self._last_skip[plan] = now
@@ -285,7 +299,7 @@ class Sampler:
         skips.append(now)
         while skips[0] < now - DAY_S:  # only the last 24 h's are asked for
             skips.popleft()
-        log.info("skipped %s: the %s:%s budget has no room for it in this 24 h", job.name, *plan)
+        log.info("skipped %s: the %s:%s budget has no room for it in this window", job.name, *plan)
         return "later"
 
     async def _run_one(self, job: Job, started: float) -> None:
@@ -371,13 +385,13 @@ class Sampler:
         budgets = tuple(
             BudgetStatus(
                 *plan,
-                cap,
-                self._used.get(plan, Spend()),
+                caps,
+                self._used.get(plan, tuple(Spend() for _ in caps)),
                 self._skipped[plan],
                 utc(self._last_skip.get(plan)),
                 self._recent_skips(plan, now),
             )
-            for plan, cap in self._budgets.items()
+            for plan, caps in self._budgets.items()
         )
         started = datetime.fromtimestamp(self._started, UTC)
         return Status(started, job_states, budgets, self._failures, self.holds.status())

@@ -1,4 +1,4 @@
-"""What a plan has spent: requests and tokens since a time, as a budget counts them; per day; per request.
+"""What a plan has spent: requests, tokens and dollars since a time, as a budget counts them; per day; per request.
 
 Only sane counts are summed (finite, 0 to ``MAX_TOKEN_COUNT``, as :func:`timing.token_count` says): a
 provider's impossible count gives way to tokenpace's own, so a stored Inf cannot stop the sampler and a
@@ -15,9 +15,10 @@ last successful published samples in a window: what a request costs, times its p
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tokenpace.config.prices import Price
 from tokenpace.config.settings import Spend
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
@@ -34,9 +35,9 @@ def _sane(column: str) -> str:
 _SPENT_IN = f"COALESCE({_sane('provider_input_tokens')}, {_sane('input_tokens')}, 0)"
 _OWN_OUT = f"COALESCE({_sane('output_tokens')}, 0)"
 _SPENT_OUT = f"CASE WHEN {_sane('provider_output_tokens')} > {_OWN_OUT} THEN provider_output_tokens ELSE {_OWN_OUT} END"
-_SQL = (
-    f"SELECT COUNT(*), SUM({_SPENT_IN}), SUM({_SPENT_OUT})"  # noqa: S608 (no values: constants only)
-    " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ?"
+_SPENT_SQL = (
+    "SELECT model, {bucket}, COUNT(*), SUM(" + _SPENT_IN + "), SUM(" + _SPENT_OUT + ")"  # noqa: S608 (no values)
+    " FROM samples WHERE provider = ? AND plan = ? AND started_at >= ? GROUP BY model, 2"
 )
 
 
@@ -48,16 +49,32 @@ def _one(s: Sample) -> tuple[int, int, int]:
     return 1, input_tokens, max(token_count(m.output_tokens) or 0, token_count(m.provider_output_tokens) or 0)
 
 
-def spent(store: Store, provider: str, plan: str, since: float) -> Spend:
-    """A plan's samples since ``since`` (UTC epoch seconds), stored or not: count, input and output tokens."""
+def spent(store: Store, provider: str, plan: str, since: float, prices: Mapping[str, Price] | None = None) -> Spend:
+    """A plan's samples since ``since`` (UTC epoch seconds), stored or not: count, input and output tokens, and
+    dollars at each model's price in ``prices`` (a model without one adds no dollars)."""
+    return spent_since(store, provider, plan, (since,), prices)[0]
+
+
+def spent_since(
+    store: Store, provider: str, plan: str, sinces: Sequence[float], prices: Mapping[str, Price] | None = None
+) -> tuple[Spend, ...]:
+    """:func:`spent` since each of ``sinces`` (each window of a plan's budgets), read in one query."""
+    latest = sorted(set(sinces), reverse=True)  # bucket i: since latest[i], before latest[i - 1]
+    bucket = "CASE " + " ".join(f"WHEN started_at >= ? THEN {i}" for i in range(len(latest))) + " END"
+    buckets: dict[tuple[int, str], Spend] = defaultdict(Spend)
     # fresh: on the writer thread, so every sample queued so far is in the database or in the lists below
-    ((count, input_tokens, output_tokens),) = store.query(_SQL, (provider, plan, since), fresh=True)
-    totals = [int(count), int(input_tokens or 0), int(output_tokens or 0)]
+    sql, params = _SPENT_SQL.format(bucket=bucket), (*latest, provider, plan, latest[-1])
+    for model, i, count, input_tokens, output_tokens in store.query(sql, params, fresh=True):
+        buckets[int(i), model] += Spend(int(count), int(input_tokens or 0), int(output_tokens or 0))
     # Read after the query, which ran after every write queued before it, so every lost sample is known by now.
     for s in (*store.unsaved, *store.rescued):
-        if s.endpoint.provider == provider and s.endpoint.plan == plan and s.started_at.timestamp() >= since:
-            totals = [a + b for a, b in zip(totals, _one(s), strict=True)]
-    return Spend(*totals)
+        at = s.started_at.timestamp()
+        if s.endpoint.provider == provider and s.endpoint.plan == plan and at >= latest[-1]:
+            buckets[next(i for i, t in enumerate(latest) if at >= t), s.endpoint.model] += Spend(*_one(s))
+    found = prices or {}
+    priced = [(i, used.priced(found.get(model))) for (i, model), used in buckets.items()]
+    totals = {t: sum((used for i, used in priced if i <= latest.index(t)), Spend()) for t in latest}
+    return tuple(totals[t] for t in sinces)
 
 
 _HOURS_PER_STATEMENT = 48  # a week's first read is 168 hours: a few statements, each a UNION of indexed ranges

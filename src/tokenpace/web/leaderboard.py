@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokenpace.board import changes, ranking, regions
+from tokenpace.board.allowance import allowance_dict
 from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
 from tokenpace.board.query import SORTS, Query
 from tokenpace.board.rows import WRONG_BELOW, fast_but_wrong
@@ -163,6 +164,7 @@ def leaderboard_page(site: Site, params: Mapping[str, str]) -> Page:
         "models": board.models,
         "budgets": m.budgets,
         "spend": m.spend,
+        "allowances": [allowance_dict(a) for a in m.allowances],
         "headers": _headers(q, m.net, m.priced, m.canary),
         "canary": m.canary,
         "wrong": fast_but_wrong,

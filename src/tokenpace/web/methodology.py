@@ -12,6 +12,7 @@ from typing import Any
 
 from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
+from tokenpace.board.allowance import allowance_dict, allowances
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
 from tokenpace.config.prices import STALE_DAYS
@@ -19,6 +20,7 @@ from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
 from tokenpace.prompts.tokens import ENCODING
+from tokenpace.schedule import pacing
 from tokenpace.schedule.backoff import DEFAULT_HOLD_S
 from tokenpace.store.windows import WINDOWS
 from tokenpace.web.render import Page
@@ -146,6 +148,7 @@ def opening(site: Site) -> dict[str, str]:
 
 
 SPEND_DAYS = 7
+PACING = {"runs": pacing.runs_in, "worst": pacing.window_worst, "densest": pacing.densest}  # a plan's pace, in order
 
 
 def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
@@ -155,9 +158,9 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
     prices = {"stale_days": STALE_DAYS, "blended": _doc(cost.blended), "cost": _doc(cost.request_cost),
               "spend_days": SPEND_DAYS, "aliases": sum(len(i.aliases) for i in cfg.models.infos)}  # fmt: skip
     jobs, problem = _job_rows(site)
-    budgets = [
-        {"provider": p, "plan": plan, "budget": s.budget} for (p, plan), s in sorted(cfg.plans.items()) if s.budget
-    ]
+    allowed = site.memo.get(("allowances",), lambda: allowances(site.store, cfg, site.jobs, now))
+    pace = {"floor": numbers.interval(pacing.PACE_FLOOR_S), "step": numbers.interval(pacing.PACE_STEP_S)}
+    pace |= {key: _doc(fn).splitlines()[0] for key, fn in PACING.items()}
     workloads = []
     for name in cfg.schedule.workloads:
         w = cfg.workload(name)
@@ -188,7 +191,8 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "jitter": cfg.schedule.jitter,
         "jobs": jobs,
         "jobs_problem": problem,
-        "budgets": budgets,
+        "budgets": [allowance_dict(a) for a in allowed],
+        "pacing": pace,
         "workloads": workloads,
         "opening": opening(site),
         "not_measured": list(NOT_MEASURED),

@@ -18,7 +18,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from tokenpace.board.changes import Kept
 from tokenpace.board.numbers import printable
+from tokenpace.config.settings import SPEND_NAMES
 from tokenpace.measure.stats import QUANTILES, Figure
+from tokenpace.schedule.pacing import window_text
 from tokenpace.schedule.sampler import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, endpoint_rows
@@ -111,22 +113,29 @@ class LeaderboardCollector(Collector):
             "Scheduled runs skipped to stay within a plan's budget",
             labels=["provider", "plan"],
         )
-        used = GaugeMetricFamily(
-            "tokenpace_budget_used", "Use in the rolling 24 h, by resource", labels=["provider", "plan", "resource"]
-        )
+        labels = ["provider", "plan", "window", "resource"]
+        used = GaugeMetricFamily("tokenpace_budget_used", "Use in each rolling window, by resource", labels=labels)
         limit = GaugeMetricFamily(
             "tokenpace_budget_limit",
-            "A plan's cap per rolling 24 h, by resource",
-            labels=["provider", "plan", "resource"],
+            "What tokenpace may spend of a plan's budget or limit per rolling window (cap x share), by resource",
+            labels=labels,
         )
         for b in self._status().budgets:
             plan = [printable(b.provider), printable(b.plan)]
             skipped.add_metric(plan, b.skipped)
-            for resource in ("requests", "input_tokens", "output_tokens"):
-                used.add_metric([*plan, resource], getattr(b.used, resource))
-                cap = getattr(b.budget, resource)
-                if cap is not None:
-                    limit.add_metric([*plan, resource], cap)
+            spent: dict[tuple[str, str], float] = {}
+            caps: dict[tuple[str, str], float] = {}  # two budgets over one window: the tighter cap
+            for budget, use in zip(b.budgets, b.used, strict=True):
+                window = window_text(budget.window_s)
+                for resource, cap in zip(SPEND_NAMES, budget.allowed(), strict=True):
+                    if cap is not None or resource != "dollars":  # dollars only where they are capped
+                        spent[window, resource] = getattr(use, resource)
+                    if cap is not None:
+                        caps[window, resource] = min(cap, caps.get((window, resource), cap))
+            for key, n in spent.items():
+                used.add_metric([*plan, *key], n)
+            for key, cap in caps.items():
+                limit.add_metric([*plan, *key], cap)
         yield from (skipped, used, limit)
 
 
