@@ -29,7 +29,8 @@ def test_presets_in_80_columns() -> None:
     text = tokenpace("presets")
     assert_fits(text)
     for p in PRESETS.values():
-        assert re.search(rf"^{re.escape(p.name)}\s+{p.protocol}\s+{p.api_key_env or '.*local'}", text, re.M), p.name
+        shown = p.protocol if p.routes is None else "per model"
+        assert re.search(rf"^{re.escape(p.name)}\s+{shown}\s+{p.api_key_env or '.*local'}", text, re.M), p.name
         assert p.base_url in text
 
 

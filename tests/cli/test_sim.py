@@ -46,3 +46,9 @@ def test_sim_command_serves_the_official_openai_client(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_sim_root_that_is_no_path_is_one_line_and_exit_2() -> None:
+    result = invoke("sim", "--port", "0", "--root", "zen/")
+    assert result.exit_code == 2
+    assert "--root: root 'zen/': give a path such as /zen" in result.output

@@ -721,7 +721,7 @@ def test_every_configured_protocol_is_registered() -> None:
 def test_presets_are_complete_and_consistent() -> None:
     expected = {
         "openai", "anthropic", "gemini", "groq", "cerebras", "together", "fireworks", "openrouter", "deepseek",
-        "mistral", "ollama-cloud", "opencode-zen", "ollama", "llama.cpp", "vllm", "sglang",
+        "mistral", "ollama-cloud", "opencode-zen", "opencode-go", "ollama", "llama.cpp", "vllm", "sglang",
     }  # fmt: skip
     assert expected <= set(PRESETS)
     for name, p in PRESETS.items():
@@ -745,7 +745,8 @@ def test_readme_lists_every_preset_as_the_table_holds_it() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| `([^`]+)` \| `?([A-Z_]+|none)", readme, re.MULTILINE)
     listed = {name: (protocol, url, None if key == "none" else key) for name, protocol, url, key in rows}
-    assert listed == {p.name: (p.protocol, p.base_url, p.api_key_env) for p in PRESETS.values()}
+    shown = {p.name: p.protocol if p.routes is None else "per model" for p in PRESETS.values()}
+    assert listed == {p.name: (shown[p.name], p.base_url, p.api_key_env) for p in PRESETS.values()}
 
 
 def test_reasoning_sent_under_both_names_counts_once() -> None:

@@ -197,6 +197,9 @@ def test_methodology_comes_from_the_config(client: TestClient, filled: tuple[Sto
     fast = jobs[fleet.fast.name, "1k"]  # a key: per-token billing, every 4 h
     assert fast["billing"] == "per-token" and fast["every_s"] == 4 * 3600 and fast["every"] == "4 h"
     assert jobs[fleet.slow.name, "100k"]["every"] == "7 d"
+    sessions = {t["id"]: t["text"] for t in data["truth"]}["sessions"]  # Go's session header, new per request
+    assert "opencode-go's x-opencode-session" in sessions and "new random value" in sessions
+    assert "A fresh session per request" in page and "x-opencode-session" in page
 
 
 def test_methodology_says_which_workload_the_board_opens_on(filled: tuple[Store, Fleet]) -> None:

@@ -204,9 +204,30 @@ def _say_empty(console: Console, board: Board) -> None:
 
 def print_presets(console: Console, presets: Sequence[Preset]) -> None:
     """The presets as a table where one fits the terminal; else (narrow, or piped) one record per preset:
-    name, protocol and key variable on a line, then the base URL and the note below, nothing cut short."""
+    name, protocol and key variable on a line, then the base URL and the note below, nothing cut short. Then
+    each gateway's endpoint table, dated, and each preset's published plans."""
+    _print_preset_rows(console, presets)
+    for p in presets:
+        if p.routes is not None:
+            console.print(f"\n{p.name} serves each model on its own protocol: its endpoint table of "
+                          f"{p.routes.as_of.isoformat()} ({p.routes.source})", highlight=False)  # fmt: skip
+            groups = [(str(proto), ", ".join(models)) for proto, models in p.routes.by_protocol().items()]
+            rules = [f"{glob} {proto}" for glob, proto in p.routes.rules] + [f"any other {p.protocol}"]
+            for label, text in [*groups, ("not listed", ", ".join(rules))]:
+                width = max(console.width - 20, 30)  # model ids are whole words: never cut at a hyphen
+                lines = textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
+                for i, line in enumerate(lines):
+                    console.print(f"  {label if i == 0 else '':<17} {line}", highlight=False)
+    plans = [f"{p.name}: " + ", ".join(f"{n} {billing}" for n, billing in p.plans) for p in presets if p.plans]
+    if plans:
+        console.print("\nplans' billing, the default of a config's plan of that name: " + "; ".join(plans),
+                      highlight=False)  # fmt: skip
+
+
+def _print_preset_rows(console: Console, presets: Sequence[Preset]) -> None:
     header = ("preset", "protocol", "base URL", "key variable", "note")
-    rows = [(p.name, p.protocol, p.base_url, p.api_key_env or "-", p.note) for p in presets]
+    rows = [(p.name, p.protocol if p.routes is None else "per model", p.base_url, p.api_key_env or "-", p.note)
+            for p in presets]  # fmt: skip
     # Whole cells in the first four columns, 30 characters for the note, 3 per column of borders and padding.
     needed = sum(max(len(r[i]) for r in [header, *rows]) for i in range(4)) + 30 + 3 * len(header) + 1
     if console.is_terminal and needed <= console.width:
@@ -219,7 +240,8 @@ def print_presets(console: Console, presets: Sequence[Preset]) -> None:
         return
     indent = " " * 14
     for p in presets:
-        console.print(f"{p.name:<13} {p.protocol:<17} {p.api_key_env or '(no key: a local server)'}", highlight=False)
+        protocol = p.protocol if p.routes is None else "per model"
+        console.print(f"{p.name:<13} {protocol:<17} {p.api_key_env or '(no key: a local server)'}", highlight=False)
         console.print(indent + p.base_url, soft_wrap=True, highlight=False)
         for line in textwrap.wrap(p.note, max(console.width - len(indent), 30)):
             console.print(indent + line, style="dim", highlight=False)

@@ -96,19 +96,30 @@ SIM_SETTINGS_OPTIONS = opt.option_group(
 @click.command("sim")
 @opt.listen_host("Address to listen on.")
 @opt.listen_port(8090, "Port to listen on.")
+@click.option(
+    "--root",
+    default="",
+    metavar="PATH",
+    help="Serve every route under this path, as a gateway does: --root /zen serves /zen/v1/chat/completions.",
+)
 @SIM_SETTINGS_OPTIONS
-def sim_command(host: str, port: int, settings: SimSettings) -> None:
+def sim_command(host: str, port: int, root: str, settings: SimSettings) -> None:
     """Serve a ground-truth OpenAI-compatible streaming simulator (Ctrl-C stops it)."""
     import contextlib
 
     from tokenpace import sim
+    from tokenpace.errors import SimulatorError
 
     scenario = settings.scenario()
     key = settings.key()
+    try:
+        simulator = sim.Simulator(scenario, api_key=key, root=root)
+    except SimulatorError as exc:
+        raise ConfigError(f"--root: {exc}") from None
 
     def bound(url: str) -> None:  # the port actually bound: --port 0 takes any free one
         speed = f"TTFT {settings.ttft_ms:g} ms, {settings.tokens_per_s:g} tok/s"
         err.print(f"tokenpace sim on {url} ({speed}; Ctrl-C to stop)")
 
     with contextlib.suppress(KeyboardInterrupt):
-        run_async(lambda: sim.serve_forever(sim.Simulator(scenario, api_key=key), host, port, bound))
+        run_async(lambda: sim.serve_forever(simulator, host, port, bound))

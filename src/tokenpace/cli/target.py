@@ -24,7 +24,8 @@ def from_url(
     headers: Sequence[str],
 ) -> Endpoint:
     """The endpoint --base-url, --model, --header... describe, each mistake one line that says what to fix."""
-    from tokenpace.config.endpoints import Endpoint, check_header
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.config.headers import check_header
     from tokenpace.config.plain import is_one_line
 
     if not model:

@@ -10,12 +10,14 @@ import abc
 import contextlib
 import dataclasses
 import json
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.clients.scrub import redact, scrub, scrub_events
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.headers import FRESH_VALUE
 from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.timing import Event, EventKind, Recording, Timeline, Usage, token_count
@@ -146,10 +148,12 @@ def json_request(
     """A JSON POST whose key travels only in the ``auth`` header (``Authorization`` as ``Bearer``), never the URL.
 
     The endpoint's own headers override the defaults and the protocol's ``extra`` ones (names compared
-    without case, so none is sent twice), but not the key's header: the configured key always wins.
+    without case, so none is sent twice), but not the key's header: the configured key always wins. One whose
+    value is FRESH_VALUE gets a new random value in each request (a gateway's session header: OpenCode Go's).
     """
     key = endpoint.api_key()
-    headers = _merged({"Content-Type": "application/json", "Accept": accept, **(extra or {})}, endpoint.headers)
+    own = [(name, uuid.uuid4().hex if value == FRESH_VALUE else value) for name, value in endpoint.headers]
+    headers = _merged({"Content-Type": "application/json", "Accept": accept, **(extra or {})}, own)
     if key:
         headers = _merged(headers, [(auth, f"Bearer {key}" if auth == "Authorization" else key)])
     secrets = ((key,) if key else ()) + tuple(v for _, v in endpoint.headers if len(v) >= MIN_SECRET)

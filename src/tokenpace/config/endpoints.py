@@ -18,14 +18,14 @@ provider is two endpoints. A config file looks like::
     requests = 1                          # samples per scheduled run of a sequential workload (default 1)
     budget = { requests = 100, input_tokens = 2_000_000, output_tokens = 50_000 }  # each plan, any 24 h
     limits = [ { dollars = 12, per = "5h" }, { dollars = 30, per = "7d" }, { dollars = 60, per = "30d" } ]
-    budget_share = 0.1                    # limits: the plan's as its provider states them, each in requests,
-                                          # input_tokens, output_tokens or dollars (at the price below) per a
-                                          # rolling window up to 31d. tokenpace spends budget_share of each
-                                          # (default 0.1, or [schedule]'s) and samples the plan as often as its
-                                          # worst case fits them all; a given `every` must fit them instead
+    budget_share = 0.1                    # limits: as the provider states them, in requests, input_tokens,
+                                          # output_tokens or dollars (at the price below) per rolling window up
+                                          # to 31d; tokenpace spends budget_share of each (default 0.1) and samples
+                                          # as often as the worst case fits them all (a given `every` must fit)
 
     price = { input = 0.05, output = 0.08, cached_input = 0.01, as_of = "2026-11-01", source = "https://..." }
     quantization = { "llama-3.1-8b-instant" = "fp16" }  # optional, per model: as the provider states it
+    protocols = { "llama-3.1-8b-instant" = "openai-chat" }  # optional, per model; else protocol, else its preset's
 
     [providers.groq.prices."llama-3.3-70b-versatile"]   # one model's price ($ per 1M tokens; see prices.py)
     input = 0.59
@@ -72,7 +72,6 @@ Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +80,7 @@ from typing import Annotated, Any
 import pydantic
 
 from tokenpace.config.alerts import Alerts, AlertsTable, alerts
+from tokenpace.config.headers import check_header, merged_headers
 from tokenpace.config.models import BUILTIN_MODELS, Models, ModelTable, Name
 from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
@@ -88,8 +88,10 @@ from tokenpace.config.presets import PRESETS, ProtocolName, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
 from tokenpace.config.price_tables import PriceTable, pick
 from tokenpace.config.prices import Price
+from tokenpace.config.protocols import chosen
 from tokenpace.config.regions import Region, RegionsTable, regions
 from tokenpace.config.settings import (
+    BILLING_EVERY_S,
     DEFAULT_CONCURRENCY,
     MIN_EVERY_S,
     MIN_SIMULATED_EVERY_S,
@@ -102,6 +104,7 @@ from tokenpace.config.settings import (
     plan_settings,
     schedule_settings,
 )
+from tokenpace.config.tomlfile import read_toml
 from tokenpace.config.workloads import BUILTIN, Workload, check_requests, workload_from_config
 from tokenpace.errors import ConfigError
 
@@ -149,12 +152,6 @@ class _Strict(pydantic.BaseModel):
         return headers
 
 
-def check_header(name: str, value: str) -> None:
-    """A header HTTP can carry: a token name and a value without line breaks or NUL (ValueError otherwise)."""
-    if not name or any(c in name for c in " :\r\n\0") or any(c in value for c in "\r\n\0"):
-        raise ValueError(f"header {name!r}: names are one word and values one line without control characters")
-
-
 Quantization = Annotated[str, pydantic.Field(min_length=1, max_length=40, pattern=r"^[\w.+-]+$")]
 
 
@@ -162,6 +159,7 @@ class _Plan(_Strict, PlanKeys):
     api_key_env: str | None = None
     base_url: pydantic.HttpUrl | None = None
     protocol: ProtocolName | None = None
+    protocols: dict[str, ProtocolName] = {}  # model -> its own protocol
     headers: dict[str, str] = {}
     models: list[Name] = pydantic.Field(min_length=1)
     price: PriceTable | None = None
@@ -182,6 +180,7 @@ class _Provider(_Strict, PlanKeys):
     price: PriceTable | None = None
     prices: dict[str, PriceTable] = {}
     quantization: dict[str, Quantization] = {}  # model -> what the provider states, e.g. "fp8"
+    protocols: dict[str, ProtocolName] = {}  # model -> its own protocol
 
 
 class _File(_Strict):
@@ -221,8 +220,12 @@ class Config:
         return None if pre is None else pre.price_for(model)
 
     def plan_of(self, endpoint: Endpoint) -> PlanSettings:
-        """The settings of the endpoint's plan; one the file does not declare gets the keyed or local default."""
+        """The settings of the endpoint's plan; one the file does not declare gets its preset's published billing
+        (``ollama-cloud:free``), else the keyed or local default."""
         found = self.plans.get((endpoint.provider, endpoint.plan))
+        pre = PRESETS.get(endpoint.provider)
+        if found is None and pre is not None and (billing := pre.billing_of(endpoint.plan)) is not None:
+            return PlanSettings(billing, BILLING_EVERY_S[billing])
         return found or PlanSettings.default(keyed=endpoint.api_key_env is not None)
 
     def cold_after_of(self, endpoint: Endpoint) -> float:
@@ -261,16 +264,19 @@ class Config:
         ]
         declared = any(e.provider == provider for e in self.endpoints)  # a file's table shadows the preset
         if not found and model and not declared and (pre := PRESETS.get(provider)) is not None:
-            found = [Endpoint(provider, model, pre.base_url, plan or "default", pre.protocol, pre.api_key_env)]
+            protocol, headers = pre.protocol_of(model), pre.headers
+            found = [Endpoint(provider, model, pre.base_url, plan or "default", protocol, pre.api_key_env, headers)]
         if not found:
             names = ", ".join([e.name for e in self.endpoints] + [f"{p}/MODEL" for p in PRESETS])
             raise ConfigError(f"{self.source}: no endpoint matches {ref!r} (known: {names})")
         return found
 
 
-def _endpoints(source: str, name: str, p: _Provider, share: float) -> list[tuple[Endpoint, PlanSettings, Price | None]]:
-    """The provider's endpoints, each with its plan's schedule settings (``share``: the schedule's budget_share)
-    and its price."""
+_Found = list[tuple[Endpoint, PlanSettings, Price | None]]  # each endpoint with its plan's settings and its price
+
+
+def _endpoints(source: str, name: str, p: _Provider, share: float) -> _Found:
+    """The provider's endpoints as _Found (``share``: the schedule's budget_share, a plan's default)."""
     plans = dict(p.plans)
     if p.models and p.plan in plans:
         raise ConfigError(
@@ -289,8 +295,10 @@ def _endpoints(source: str, name: str, p: _Provider, share: float) -> list[tuple
     if not plans:
         raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
     served = {m for plan in plans.values() for m in plan.models}
-    named = [(f"providers.{name}.{key}", m, served) for key in ("prices", "quantization") for m in getattr(p, key)]
-    named += [(f"providers.{name}.plans.{n}.prices", m, set(pl.models)) for n, pl in p.plans.items() for m in pl.prices]
+    named = [(f"providers.{name}.{key}", m, served) for key in ("prices", "quantization", "protocols")
+             for m in getattr(p, key)]  # fmt: skip
+    named += [(f"providers.{name}.plans.{n}.{key}", m, set(pl.models)) for n, pl in p.plans.items()
+              for key in ("prices", "protocols") for m in getattr(pl, key)]  # fmt: skip
     for key, model, models in named:  # a price or label for a model not measured here is a typo
         if model not in models:
             raise ConfigError(f'{source}: {key}: "{model}" is not one of the models listed here ({", ".join(models)})')
@@ -313,7 +321,9 @@ def _endpoints(source: str, name: str, p: _Provider, share: float) -> list[tuple
     out = []
     for plan_name, plan in plans.items():
         key_env = plan.api_key_env or p.api_key_env or (pre.api_key_env if pre else None)
-        settings = plan_settings(p, plan, keyed=key_env is not None, share=share)
+        published = pre.billing_of(plan_name) if pre and not (p.billing or plan.billing) else None  # a preset's plan
+        billed = plan.model_copy(update={"billing": published}) if published else plan
+        settings = plan_settings(p, billed, keyed=key_env is not None, share=share)
         floor = MIN_SIMULATED_EVERY_S if p.simulate is not None else MIN_EVERY_S
         if settings.every_s < floor:
             table = f"providers.{name}" + (f".plans.{plan_name}" if plan.every else "")
@@ -322,14 +332,15 @@ def _endpoints(source: str, name: str, p: _Provider, share: float) -> list[tuple
                 f"between runs of a{' simulated' if p.simulate is not None else 'n'} endpoint"
             )
         for model in plan.models:
+            fallback = pre.protocol_of(model) if pre else "openai-chat"
             endpoint = Endpoint(
                 provider=name,
                 plan=plan_name,
                 model=model,
                 base_url=str(plan.base_url or base).rstrip("/"),
-                protocol=plan.protocol or p.protocol or (pre.protocol if pre else "openai-chat"),
+                protocol=chosen(model, (plan.protocols, plan.protocol), (p.protocols, p.protocol), fallback),
                 api_key_env=key_env,
-                headers=tuple(sorted({**p.headers, **plan.headers}.items())),
+                headers=merged_headers(pre.headers if pre else (), p.headers, plan.headers),
                 simulated=p.simulate is not None,
             )
             preset_price = None if pre is None else pre.price_for(model)
@@ -343,22 +354,7 @@ def _endpoints(source: str, name: str, p: _Provider, share: float) -> list[tuple
     return out
 
 
-MAX_CONFIG_BYTES = 1 << 20  # a config of every provider tokenpace knows is under 20 KB
-
-
-def _read_capped(path: Path) -> str:
-    """The file's text, read no further than MAX_CONFIG_BYTES: /dev/zero or a huge file is refused, not held."""
-    with path.open("rb") as f:
-        data = f.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: over the {MAX_CONFIG_BYTES}-byte limit of a config file")
-    return data.decode("utf-8")
-
-
-def _check_plan_requests(
-    path: Path, found: list[tuple[Endpoint, PlanSettings, Price | None]], known: dict[str, Workload],
-    scheduled: tuple[str, ...],
-) -> None:  # fmt: skip
+def _check_plan_requests(path: Path, found: _Found, known: dict[str, Workload], scheduled: tuple[str, ...]) -> None:
     """A plan's ``requests`` are built up front each scheduled run: refused here when they would not fit."""
     sequential = [known[name] for name in scheduled if known[name].concurrency is None]
     for e, settings, _ in found:
@@ -369,18 +365,7 @@ def _check_plan_requests(
 def read_config(path: str | Path) -> Config:
     """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(_read_capped(path))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib parses arrays and inline tables by recursion: [[[[... thousands deep
-        raise ConfigError(f"{path}: arrays or tables nested too deep; no config needs more than a few levels") from None
+    raw = read_toml(path)
     try:
         parsed = _File.model_validate(raw)
     except pydantic.ValidationError as exc:

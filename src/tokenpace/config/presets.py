@@ -2,23 +2,25 @@
 
 A preset saves looking up a base URL; it holds the *name* of the environment variable for the key, never a
 key. Local servers are listed at their default ports and need no key. The URLs are the providers' documented
-bases; the note says what is worth knowing when measuring there.
+bases; the note says what is worth knowing when measuring there. A gateway that serves each model on its own
+API carries its dated endpoint table (config/gateways.py), a provider with published plans their billing, and
+one that routes by a session header sends a fresh value of it with every request (config/headers.FRESH_VALUE).
 """
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass
 from datetime import date
 from types import MappingProxyType
-from typing import Literal
 
+from tokenpace.config.gateways import OPENCODE_GO, OPENCODE_ZEN
+from tokenpace.config.headers import FRESH_VALUE
 from tokenpace.config.prices import Price
+from tokenpace.config.protocols import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace finds them
+from tokenpace.config.protocols import ProtocolName as ProtocolName
+from tokenpace.config.protocols import Routes
+from tokenpace.config.settings import Billing
 from tokenpace.errors import ConfigError
-
-# The wire protocols' names, here rather than in config so the command line's choices cost no import.
-ProtocolName = Literal["openai-chat", "openai-completions", "openai-responses", "anthropic", "ollama", "gemini"]
-PROTOCOLS: tuple[ProtocolName, ...] = typing.get_args(ProtocolName)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +37,21 @@ class Preset:
     # The list price of ``model`` where we are sure of it, dated and with its source: prices change, so pages
     # mark one older than prices.STALE_DAYS. None where unsure: no figure beats a wrong one.
     price: Price | None = None
+    routes: Routes | None = None  # a gateway's endpoint table: each model's protocol, ``protocol`` the rest's
+    plans: tuple[tuple[str, Billing], ...] = ()  # published plans' names and billing, the default for a table's
+    headers: tuple[tuple[str, str], ...] = ()  # sent with every request; a FRESH_VALUE value is new each time
 
     def price_for(self, model: str) -> Price | None:
         """The preset's price where ``model`` is its default one; None for any other model."""
         return self.price if model == self.model else None
+
+    def protocol_of(self, model: str) -> ProtocolName:
+        """The protocol ``model`` is served on: its endpoint table's or rule's where there is one, else ``protocol``."""
+        return (self.routes.protocol(model) if self.routes else None) or self.protocol
+
+    def billing_of(self, plan: str) -> Billing | None:
+        """The published billing of the plan of that name; None where the preset names no such plan."""
+        return dict(self.plans).get(plan)
 
 
 _ALL = (
@@ -135,16 +148,32 @@ _ALL = (
         "https://ollama.com",
         "ollama",
         "OLLAMA_API_KEY",
-        "Ollama Cloud, native /api/chat with a Bearer key",
+        "Ollama Cloud, native /api/chat with a Bearer key; plans free and pro, each capped (a 5-hour session "
+        "and a weekly limit, https://ollama.com/pricing)",
         model="gpt-oss:120b",
+        plans=(("free", "capped"), ("pro", "capped")),
     ),
     Preset(
         "opencode-zen",
         "https://opencode.ai/zen/v1",
-        "anthropic",
+        "openai-chat",
         "OPENCODE_API_KEY",
-        "OpenCode Zen gateway; its Claude models on the Messages API",
+        "OpenCode Zen gateway, pay per use: each model on its own API (Chat Completions, Messages, Responses "
+        "or Gemini's), as its endpoint table says",
         model="claude-haiku-4-5",
+        routes=OPENCODE_ZEN,
+    ),
+    Preset(
+        "opencode-go",
+        "https://opencode.ai/zen/go/v1",
+        "openai-chat",
+        "OPENCODE_API_KEY",
+        "OpenCode Go, a $10/month subscription capped by the dollar over 5 hours, a week and a month: each model "
+        "on its own API; a fresh x-opencode-session per request",
+        model="mimo-v2.5",
+        routes=OPENCODE_GO,
+        plans=(("default", "capped"),),
+        headers=(("x-opencode-session", FRESH_VALUE),),
     ),
     Preset(
         "ollama",
@@ -177,6 +206,16 @@ _ALL = (
 )
 
 PRESETS: MappingProxyType[str, Preset] = MappingProxyType({p.name: p for p in _ALL})
+
+
+def served_elsewhere(provider: str, model: str, used: ProtocolName) -> str | None:
+    """Where the preset of that name serves ``model``, when its endpoint table (or rule) names another protocol
+    than ``used``: ``opencode-zen serves kimi-k2.5 on openai-chat, not anthropic (...)``; None otherwise."""
+    pre = PRESETS.get(provider)
+    if pre is None or pre.routes is None or (right := pre.protocol_of(model)) == used:
+        return None
+    how = "its endpoint table" if model in pre.routes.models else "its rule for models its endpoint table lacks"
+    return f"{provider} serves {model} on {right}, not {used} ({how} of {pre.routes.as_of.isoformat()})"
 
 
 def preset(name: str) -> Preset:

@@ -1,15 +1,18 @@
-"""One request sent and recorded: its timing in a fresh recording, an optional field the endpoint refused left out."""
+"""One request sent and recorded: its timing in a fresh recording, an optional field the endpoint refused left out,
+and a model refused on a protocol its gateway does not serve it on told which one does."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import aiohttp
 
-from tokenpace.clients.base import HttpRequest, WireProtocol
+from tokenpace.clients.base import HttpRequest, WireProtocol, one_line
 from tokenpace.clients.transport import Limits, Timeouts, record
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.presets import served_elsewhere
 from tokenpace.load.decodegate import DecodeGate
 from tokenpace.measure.failures import Failure
 from tokenpace.measure.timing import Recording
@@ -59,6 +62,7 @@ async def send_request(
             refusals.remember(endpoint, rec.failure)
             rec, started = Recording(), datetime.now(UTC)
             await _record(session, plain, timeouts, rec, proto, limits, gate)
+        rec.failure = misrouted(endpoint, request.url, rec.failure)
     finally:
         ended(rec, started)
 
@@ -73,3 +77,17 @@ async def _record(
         await record(session, request, timeouts, rec, proto.has_token, limits)
     finally:
         gate.written(rec)  # at the latest: one that failed before its write is never written
+
+
+def misrouted(endpoint: Endpoint, url: str, failure: Failure | None) -> Failure | None:
+    """The failure, saying which protocol serves the model where the server refused it (a 404, or a 4xx whose
+    message says "not supported") and the endpoint's preset's endpoint table names another than the one asked."""
+    if failure is None or (status := failure.http_status) is None:
+        return failure
+    said = failure.message.removeprefix(f"HTTP {status}: ")
+    if status != 404 and not (400 <= status < 500 and "not supported" in said.lower()):
+        return failure
+    if (note := served_elsewhere(endpoint.provider, endpoint.model, endpoint.protocol)) is None:
+        return failure
+    path = url.removeprefix(endpoint.base_url).partition("?")[0]
+    return dataclasses.replace(failure, message=one_line(f"HTTP {status} on {path}: {note}; the server said: {said}"))

@@ -55,7 +55,9 @@ class Found:
 def keyed(env: Mapping[str, str]) -> list[Endpoint]:
     """One endpoint per cloud preset whose key variable is set and non-empty."""
     return [
-        Endpoint(p.name, p.model, p.base_url, protocol=p.protocol, api_key_env=p.api_key_env)
+        Endpoint(
+            p.name, p.model, p.base_url, protocol=p.protocol_of(p.model), api_key_env=p.api_key_env, headers=p.headers
+        )
         for p in PRESETS.values()
         if p.api_key_env and p.model and env.get(p.api_key_env)
     ]

@@ -2,6 +2,12 @@
 
 A request is turned into an :class:`Ask` by its protocol's :class:`Wire`, gets its scenario, error draw and
 text seed here, and is then streamed (or answered at once) by the protocol-free core in ``stream.py``.
+
+A gateway is simulated at its own paths: ``Simulator(root="/zen")`` serves every route under ``/zen``
+(``/zen/v1/chat/completions``, ``/zen/v1/messages``, ``/zen/api/chat``...), and :func:`serve` then yields
+``http://HOST:PORT/zen/v1``, OpenCode Zen's base with the host swapped; ``root="/zen/go"`` is OpenCode Go's.
+``served_on={"kimi-k2.5": "openai-chat"}`` serves a model on that protocol only, as such a gateway does: asked
+on another's route, it answers 404 "not supported". Models it does not name are served on every route.
 """
 
 from __future__ import annotations
@@ -92,9 +98,15 @@ class Simulator:
         models: Mapping[str, Scenario] | None = None,
         api_key: str | None = None,
         truth_kept: int = TRUTH_KEPT,
+        root: str = "",
+        served_on: Mapping[str, str] | None = None,
     ) -> None:
         if truth_kept < 1:
             raise SimulatorError(f"truth_kept must be >= 1, not {truth_kept}")
+        if root and (not root.startswith("/") or root.endswith("/") or not root.isprintable() or "{" in root):
+            raise SimulatorError(f"root {root!r}: give a path such as /zen (a leading slash, none at the end)")
+        self.root = root  # every route's prefix: the server root a client's base URL starts with
+        self.served_on: dict[str, str] = dict(served_on or {})  # model -> the one protocol (Wire.name) it is on
         self.default = default
         self.models: dict[str, Scenario] = dict(models or {})
         self.api_key = api_key
@@ -111,15 +123,16 @@ class Simulator:
     def app(self) -> web.Application:
         count_tokens(" warm")  # load the vocabulary now, not inside the first request's TTFT
         app = web.Application(client_max_size=64 * 1024**2)  # long prompts are a workload, not an attack
+        at = self.root
         for wire in WIRES:
             for path in wire.paths:
-                app.router.add_post(path, self._handler(wire))
-        app.router.add_get("/v1/models", self._listing(_lister))
-        app.router.add_get("/v1beta/models", self._listing(lambda _: GeminiWire))
-        app.router.add_get("/api/tags", self._listing(lambda _: OllamaWire))
-        app.router.add_get("/api/version", self._version)
-        app.router.add_get("/health", self._health)
-        app.router.add_get("/sim/truth/{id}", self._truth)
+                app.router.add_post(at + path, self._handler(wire))
+        app.router.add_get(at + "/v1/models", self._listing(_lister))
+        app.router.add_get(at + "/v1beta/models", self._listing(lambda _: GeminiWire))
+        app.router.add_get(at + "/api/tags", self._listing(lambda _: OllamaWire))
+        app.router.add_get(at + "/api/version", self._version)
+        app.router.add_get(at + "/health", self._health)
+        app.router.add_get(at + "/sim/truth/{id}", self._truth)
         return app
 
     def _refusal(self, wire: type[Wire], request: web.Request) -> web.Response | None:
@@ -168,6 +181,9 @@ class Simulator:
             ask = wire.parse(request, body)
         except ValueError as exc:
             return web.json_response(wire.error_doc(400, str(exc)), status=400, dumps=dumps)
+        if self.served_on.get(ask.model, wire.name) != wire.name:  # a gateway's model asked on the wrong route
+            why = f"Model {ask.model} is not supported on this endpoint."
+            return web.json_response(wire.error_doc(404, why), status=404, dumps=dumps)
 
         s = self.models.get(ask.model, self.default)
         self._served += 1
@@ -244,7 +260,8 @@ class Simulator:
 
 @contextlib.asynccontextmanager
 async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
-    """Start on a free port (port=0) and yield the OpenAI base URL 'http://127.0.0.1:PORT/v1'; stop on exit.
+    """Start on a free port (port=0) and yield the OpenAI base URL 'http://127.0.0.1:PORT/v1' (with the simulator's
+    ``root`` before "/v1": 'http://127.0.0.1:PORT/zen/v1'); stop on exit.
 
     The server root is that URL without "/v1": Anthropic's and Ollama's SDKs take the root, Gemini's the root
     too (it adds "/v1beta" or "/v1" itself); tokenpace's own Gemini endpoint is root + "/v1beta".
@@ -260,7 +277,7 @@ async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0) -> Async
         except OSError as exc:
             raise SimulatorError(f"cannot listen on {host}:{port} ({exc.strerror}); choose another port") from None
         ip, bound = runner.addresses[0][:2]  # the address actually bound: a name may resolve to several
-        yield f"http://{f'[{ip}]' if ':' in ip else ip}:{bound}/v1"
+        yield f"http://{f'[{ip}]' if ':' in ip else ip}:{bound}{sim.root}/v1"
     finally:
         await runner.cleanup()
 

@@ -15,6 +15,8 @@ from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
+from tokenpace.config.headers import FRESH_VALUE
+from tokenpace.config.presets import PRESETS
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
@@ -101,6 +103,16 @@ TRUTH = (
         "A scheduled run that finds its endpoint cold first sends one 1k request alone (a wake request, stored "
         "as a cold 1k sample), so its own requests meet a warm endpoint and a plan sampled hourly or every few "
         "hours still has warm figures; the wake counts against the plan's budget.",
+    ),
+    (
+        "sessions",
+        "A fresh session per request",
+        "A gateway that routes a conversation by a session header keeps its turns on one server and reuses "
+        "their prompt cache. Where a preset names such a header ("
+        + ", ".join(f"{p.name}'s {name}" for p in PRESETS.values() for name, value in p.headers if value == FRESH_VALUE)
+        + "), every request carries a new random value of it: no two samples share a session, so none is sent "
+        "where an earlier one left its prompt cache on the gateway's say-so (nor is a prompt-cache workload's "
+        "second send: its cached count says what the gateway found anyway).",
     ),
     (
         "canary",
