@@ -96,7 +96,7 @@ def test_run_and_sim_take_a_value_per_group() -> None:
     assert list(annotations) == ["target", "size", "prompts", "sending", "output", "return"]
     assert len(run.params) == 28  # every flag and the argument, as before the groups
     assert list(sim_command.callback.__wrapped__.__annotations__) == ["host", "port", "root", "settings", "return"]  # type: ignore[attr-defined]
-    assert len(sim_command.params) == 19  # --max-requests-per-s joined them (issue 29, item 5)
+    assert len(sim_command.params) == 20  # --max-requests-per-s (issue 29, item 5) and --root (issue 30) joined them
 
 
 def test_bench_names_one_endpoint_as_run_names_many() -> None:
