@@ -8,6 +8,7 @@ import pytest
 
 from tests.config.test_endpoints import A, assert_one_line_error, write
 from tokenpace import sim
+from tokenpace.board import numbers
 from tokenpace.board.platforms import cadence_line, platforms
 from tokenpace.config.endpoints import read_config
 from tokenpace.config.offline import DEFAULT_SPEEDUP, offline
@@ -58,6 +59,8 @@ def test_tokendyno_config_declares_the_four_platforms_the_top_ten_and_their_cade
     assert protocols["opencode-zen/kimi-k2.7-code"] == protocols["opencode-go/glm-5.1"] == "openai-chat"
     assert {protocols[f"ollama-cloud:{p}/{m}"] for p, m, _ in TOP_TEN} == {"ollama"}
     assert cfg.about and "TokenDyno" in cfg.about
+    readme = (TOKENDYNO.parents[1] / "README.md").read_text("utf-8")  # its table states the derived cadence
+    assert f"| OpenCode Go | `opencode-go` | every {numbers.interval(go.every_s)}: the densest its limits" in readme
 
 
 def test_offline_swaps_each_endpoint_for_a_keyless_stand_in_at_its_path_on_a_faster_clock() -> None:
@@ -80,7 +83,7 @@ def test_offline_swaps_each_endpoint_for_a_keyless_stand_in_at_its_path_on_a_fas
     assert lines[0] == "ollama-cloud:free runs every 1 h, its billing's (capped); here every 10 s"
     with pytest.raises(ConfigError, match=r"--speedup 10000 runs ollama-cloud:free/gpt-oss:120b 1k every 0.36 s"):
         cadence.jobs(offline(real, 10_000), cfg.endpoints)  # an hour in 0.36 s: under the 1 s floor
-    with pytest.raises(ConfigError, match="--speedup 0.5: give a number from 1"):
+    with pytest.raises(ConfigError, match=r"--speedup 0\.5: give a number from 1"):
         offline(real, 0.5)
 
 
@@ -91,6 +94,7 @@ def test_an_offline_entry_names_a_listed_model_and_scenario_fields(tmp_path: Pat
     with pytest.raises(ConfigError, match=r'providers\.a\.offline\."m"\.tokens_per_second') as info:
         sim.stand_ins(cfg)
     assert "\n" not in str(info.value)
-    plan = read_config(write(tmp_path, A + '[providers.a.offline]\n"m" = { tokens_per_s = 9 }\n'
-                                           '[providers.a.plans.p]\nmodels = ["m"]\noffline = { m = { tokens_per_s = 7 } }\n'))  # fmt: skip
+    both = '[providers.a.offline]\n"m" = { tokens_per_s = 9 }\n'
+    both += '[providers.a.plans.p]\nmodels = ["m"]\noffline = { m = { tokens_per_s = 7 } }\n'
+    plan = read_config(write(tmp_path, A + both))
     assert plan.offline == {("a", "default", "m"): {"tokens_per_s": 9}, ("a", "p", "m"): {"tokens_per_s": 7}}

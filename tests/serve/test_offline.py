@@ -34,8 +34,15 @@ def test_the_offline_tokendyno_board_ranks_the_published_top_ten_in_order(tmp_pa
         assert every["opencode-zen"] == ("4 h", "billing", "8 s") and every["opencode-go"][1] == "limits"
         assert faq["speedup"] == float(SPEEDUP) and "TokenDyno" in faq["about"]
         page = urllib.request.urlopen(served.url + "/methodology", timeout=10).read().decode()
-        for said in ("Which platforms are measured?", "How often is each one sampled?", "What are the averages?",
-                     "This board runs offline", "24 h mean", "72 h median", "$12 per 5h, $30 per 7d, $60 per 30d"):
+        for said in (
+            "Which platforms are measured?",
+            "How often is each one sampled?",
+            "What are the averages?",
+            "This board runs offline",
+            "24 h mean",
+            "72 h median",
+            "$12 per 5h, $30 per 7d, $60 per 30d",
+        ):
             assert said in page, said
     finally:
         code = served.stop()

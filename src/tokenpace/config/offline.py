@@ -7,7 +7,8 @@ base URL (OpenCode Zen's /zen/v1, Go's /zen/go/v1, Ollama Cloud's root) and each
 at the figures of the file's ``offline`` tables. The plans keep their billing, limits and prices, so the cadence
 of each is the file's own (derived from its limits where it has any), run ``speedup`` times faster, and with it
 every limit's window and the idle time that makes a request cold (cadence.jobs divides them): at the default,
-an hourly plan runs every 10 s and a 5-hour window lasts 50 s, so the offline board ranks within a minute or two. It is measured here, never by region agents.
+an hourly plan runs every 10 s and a 5-hour window lasts 50 s, so the offline board ranks within a
+minute or two. It is measured here, never by region agents.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ import pydantic
 from tokenpace.config.alerts import AlertsTable
 from tokenpace.config.headers import check_header
 from tokenpace.config.models import ModelTable, Name
+from tokenpace.config.plain import is_one_line
 from tokenpace.config.price_tables import PriceTable
 from tokenpace.config.protocols import ProtocolName
 from tokenpace.config.regions import RegionsTable
 from tokenpace.config.settings import DEFAULT_CONCURRENCY, PlanKeys, ScheduleTable
-from tokenpace.config.plain import is_one_line
 
 MAX_ABOUT = 600  # characters of the file's `about`: a few sentences on /methodology, not a page
 

@@ -156,7 +156,7 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
 
 
 def _faster(job: Job, speedup: float, source: str) -> Job:
-    """The job on a clock ``speedup`` times faster: its intervals, its plan's windows and its idle threshold / speedup."""
+    """The job on a clock ``speedup`` times faster: its intervals, plan windows and idle threshold each / speedup."""
     every = job.every_s / speedup
     if every < MIN_SIMULATED_EVERY_S:
         raise ConfigError(
