@@ -78,7 +78,6 @@ class ProviderTable(_Strict, PlanKeys):
 
 
 class FileTable(_Strict):
-    about: About | None = None  # why these endpoints, on /methodology's FAQ
     providers: dict[Name, ProviderTable] = {}  # names and model ids shown as written: no control characters
     workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
     corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
@@ -86,3 +85,4 @@ class FileTable(_Strict):
     models: dict[str, ModelTable] = {}
     alerts: AlertsTable = AlertsTable()  # webhooks for changes (config/alerts.py)
     regions: RegionsTable = RegionsTable()  # where probe agents measure from (config/regions.py)
+    about: About | None = None  # why these endpoints, on /methodology's FAQ
