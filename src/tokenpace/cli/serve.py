@@ -1,4 +1,8 @@
-"""``tokenpace serve``: the sampler and the leaderboard's web server, on one event loop (Ctrl-C stops)."""
+"""``tokenpace serve``: the sampler and the leaderboard's web server, on one event loop (Ctrl-C stops).
+
+``--simulate`` serves a config file's board offline: each endpoint a simulator at its own path, on a clock
+``--speedup`` times faster (config/offline.py); it needs no key and sends nothing past this machine.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,28 @@ from tokenpace.errors import ConfigError, TokenpaceError
     "Seconds runs in flight may take to finish after SIGINT/SIGTERM; then they are stored as cancelled "
     "(keep it under your supervisor's stop timeout: docker's is 10 s).",
 )
-def serve_command(config_path: Path | None, host: str, port: int, db: str | None, grace: float) -> None:
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Offline: each endpoint of --config is a simulator speaking its protocol at its path, at the figures of "
+    "the file's offline tables (labelled simulated); no key is read and nothing leaves this machine.",
+)
+@click.option(
+    "--speedup",
+    type=opt.Finite(min=1, max=100_000),
+    default=None,
+    help="With --simulate: the file's cadences, limit windows and idle times run this many times faster "
+    "(default 360: an hour in 10 s).",
+)
+def serve_command(
+    config_path: Path | None,
+    host: str,
+    port: int,
+    db: str | None,
+    grace: float,
+    simulate: bool,
+    speedup: float | None,
+) -> None:
     """Measure endpoints on a schedule and publish the leaderboard at http://HOST:PORT (Ctrl-C stops).
 
     Without --config it measures the providers whose key variables are set (GROQ_API_KEY...), local servers on
@@ -36,6 +61,7 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
     built-in simulated endpoints, labelled as such everywhere.
     """
     from tokenpace.board.console import log_lines, shown
+    from tokenpace.board.platforms import cadence_line, platforms
     from tokenpace.config import endpoints
     from tokenpace.serve import service  # the web stack loads only for the command that serves it
     from tokenpace.store.database import default_db_path, open_store
@@ -43,9 +69,19 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
 
     log_lines()  # one line per run and per skipped run, so a terminal shows the service at work
 
+    if simulate and config_path is None:
+        raise ConfigError("--simulate runs a config file's board offline: give it --config FILE")
+    if speedup is not None and not simulate:
+        raise ConfigError("--speedup paces --simulate's offline board: add --simulate, or leave --speedup out")
     cfg = endpoints.read_config(config_path) if config_path is not None else None
     if cfg is not None and not cfg.endpoints:
         raise ConfigError(f"{cfg.source} declares no endpoints: add a [providers.NAME] table with models")
+    notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
+    if cfg is not None and simulate:
+        from tokenpace.config import offline
+
+        cfg = offline.offline(cfg, offline.DEFAULT_SPEEDUP if speedup is None else speedup)
+        notes.append(offline.pace_line(cfg))
     sock = service.listen(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     where = f"[{bound_host}]" if ":" in bound_host else bound_host  # the address bound, not the name asked
@@ -62,11 +98,10 @@ def serve_command(config_path: Path | None, host: str, port: int, db: str | None
         close_store(store)
         raise
 
-    notes: list[str] = []  # what discovery found, printed after the address: the first line is the address
-
     def ready(jobs: Sequence[Any]) -> None:
         err.print(f"tokenpace serving on http://{where}:{bound_port}", soft_wrap=True)
-        for line in (*notes, f"{len(jobs)} scheduled jobs; store {store.url}"):
+        paces = [cadence_line(p, cfg.speedup) for p in platforms(cfg, jobs)] if cfg is not None and simulate else []
+        for line in (*notes, *paces, f"{len(jobs)} scheduled jobs; store {store.url}"):
             err.print(shown(line), soft_wrap=True)  # a note may hold a model name a server chose
 
     async def go() -> int | None:

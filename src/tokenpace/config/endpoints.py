@@ -4,6 +4,7 @@ An *endpoint* is provider + plan + model: the unit a result is about. The same m
 provider is two endpoints. A config file looks like::
 
     corpus = "texts"                      # your own long-form text for prompts (default: built in)
+    about = "Open-weight hosts, side by side"  # optional, one line: why these endpoints (/methodology's FAQ)
 
     [providers.groq]                      # a preset's name: base URL, protocol and key variable come from it
     base_url = "https://api.groq.com/openai/v1"
@@ -32,9 +33,14 @@ provider is two endpoints. A config file looks like::
     output = 0.79
     as_of = 2026-11-01
 
+    [providers.groq.offline]              # read only by `serve --simulate`, which swaps every endpoint for a
+    "llama-3.1-8b-instant" = { tokens_per_s = 750, ttft_ms = 200 }   # simulator at its base URL's path, speaking
+                                          # its protocol: each model's Scenario fields (a plan's entry wins; a
+                                          # model with none gets the simulator's defaults)
+
     [providers.groq.plans.dev]            # more plans: each inherits the provider's fields, and may set its
-    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests, budget, limits (each whole), price
-    models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]   # and prices (the most specific wins)
+    api_key_env = "GROQ_DEV_API_KEY"      # own billing, every, requests, budget, limits (each whole), price,
+    models = ["llama-3.1-8b-instant", "llama-3.3-70b-versatile"]   # prices and offline (the most specific wins)
 
     [models."llama-3.1-8b"]               # one name per model (see models.py): ids joined under one canonical
     aliases = ["llama-3.1-8b-instant", "llama3.1-8b"]   # name, and what is known of it
@@ -75,21 +81,21 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pydantic
 
-from tokenpace.config.alerts import Alerts, AlertsTable, alerts
-from tokenpace.config.headers import check_header, merged_headers
-from tokenpace.config.models import BUILTIN_MODELS, Models, ModelTable, Name
+from tokenpace.config.alerts import Alerts, alerts
+from tokenpace.config.headers import merged_headers
+from tokenpace.config.models import BUILTIN_MODELS, Models
 from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
 from tokenpace.config.presets import PRESETS, ProtocolName, preset
 from tokenpace.config.presets import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace has always found them
-from tokenpace.config.price_tables import PriceTable, pick
+from tokenpace.config.price_tables import pick
 from tokenpace.config.prices import Price
 from tokenpace.config.protocols import chosen
-from tokenpace.config.regions import Region, RegionsTable, regions
+from tokenpace.config.regions import Region, regions
 from tokenpace.config.settings import (
     BILLING_EVERY_S,
     DEFAULT_CONCURRENCY,
@@ -97,13 +103,12 @@ from tokenpace.config.settings import (
     MIN_SIMULATED_EVERY_S,
     SIM_BASE_URL,
     SIM_MODEL,
-    PlanKeys,
     PlanSettings,
     ScheduleSettings,
-    ScheduleTable,
     plan_settings,
     schedule_settings,
 )
+from tokenpace.config.tables import FileTable, PlanTable, ProviderTable
 from tokenpace.config.tomlfile import read_toml
 from tokenpace.config.workloads import BUILTIN, Workload, check_requests, workload_from_config
 from tokenpace.errors import ConfigError
@@ -141,58 +146,6 @@ class Endpoint:
         return key
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    @pydantic.field_validator("headers", check_fields=False)
-    @classmethod
-    def _one_line_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        for name, value in headers.items():
-            check_header(name, value)
-        return headers
-
-
-Quantization = Annotated[str, pydantic.Field(min_length=1, max_length=40, pattern=r"^[\w.+-]+$")]
-
-
-class _Plan(_Strict, PlanKeys):
-    api_key_env: str | None = None
-    base_url: pydantic.HttpUrl | None = None
-    protocol: ProtocolName | None = None
-    protocols: dict[str, ProtocolName] = {}  # model -> its own protocol
-    headers: dict[str, str] = {}
-    models: list[Name] = pydantic.Field(min_length=1)
-    price: PriceTable | None = None
-    prices: dict[str, PriceTable] = {}
-
-
-class _Provider(_Strict, PlanKeys):
-    preset: str | None = None  # defaults from a well-known provider; the table's name is tried too
-    base_url: pydantic.HttpUrl | None = None
-    protocol: ProtocolName | None = None
-    api_key_env: str | None = None
-    plan: Name = "default"
-    headers: dict[str, str] = {}
-    models: list[Name] = []
-    plans: dict[Name, _Plan] = {}
-    concurrency: int = pydantic.Field(default=DEFAULT_CONCURRENCY, ge=1)
-    simulate: dict[str, Any] | None = None  # checked by sim.scenarios when a simulator is started
-    price: PriceTable | None = None
-    prices: dict[str, PriceTable] = {}
-    quantization: dict[str, Quantization] = {}  # model -> what the provider states, e.g. "fp8"
-    protocols: dict[str, ProtocolName] = {}  # model -> its own protocol
-
-
-class _File(_Strict):
-    providers: dict[Name, _Provider] = {}  # names and model ids shown as written: no control characters
-    workloads: dict[str, dict[str, Any]] = {}  # checked by workload_from_config
-    corpus: str | None = None  # a folder of .txt / .md / .html files, relative to the config file
-    schedule: ScheduleTable = ScheduleTable()
-    models: dict[str, ModelTable] = {}
-    alerts: AlertsTable = AlertsTable()  # webhooks for changes (config/alerts.py)
-    regions: RegionsTable = RegionsTable()  # where probe agents measure from (config/regions.py)
-
-
 @dataclass(frozen=True)
 class Config:
     endpoints: tuple[Endpoint, ...] = ()
@@ -208,6 +161,9 @@ class Config:
     models: Models = field(default_factory=lambda: Models(BUILTIN_MODELS))
     alerts: Alerts = field(default_factory=Alerts)
     regions: tuple[Region, ...] = ()  # none: serve measures in-process, as it always has
+    offline: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)  # (provider, plan, model)
+    speedup: float = 1.0  # serve --simulate's: every cadence, window and idle time runs this many times faster
+    about: str | None = None  # why these endpoints, in the file's words
 
     def price_of(self, provider: str, plan: str, model: str) -> Price | None:
         """An endpoint's price: the file's (see price_tables.pick), else the preset's of that name for its default model
@@ -275,7 +231,7 @@ class Config:
 _Found = list[tuple[Endpoint, PlanSettings, Price | None]]  # each endpoint with its plan's settings and its price
 
 
-def _endpoints(source: str, name: str, p: _Provider, share: float) -> _Found:
+def _endpoints(source: str, name: str, p: ProviderTable, share: float) -> _Found:
     """The provider's endpoints as _Found (``share``: the schedule's budget_share, a plan's default)."""
     plans = dict(p.plans)
     if p.models and p.plan in plans:
@@ -284,7 +240,7 @@ def _endpoints(source: str, name: str, p: _Provider, share: float) -> _Found:
             f"[providers.{name}.plans.{p.plan}]; keep one"
         )
     if p.models or (p.simulate is not None and not plans):
-        plans[p.plan] = _Plan(models=p.models or [SIM_MODEL])
+        plans[p.plan] = PlanTable(models=p.models or [SIM_MODEL])
     for plan_name, plan in plans.items():
         table = f"providers.{name}" + ("" if plan_name == p.plan and p.models else f".plans.{plan_name}")
         seen: set[str] = set()
@@ -295,16 +251,16 @@ def _endpoints(source: str, name: str, p: _Provider, share: float) -> _Found:
     if not plans:
         raise ConfigError(f"{source}: providers.{name}: give 'models' or at least one [providers.{name}.plans.NAME]")
     served = {m for plan in plans.values() for m in plan.models}
-    named = [(f"providers.{name}.{key}", m, served) for key in ("prices", "quantization", "protocols")
+    named = [(f"providers.{name}.{key}", m, served) for key in ("prices", "quantization", "protocols", "offline")
              for m in getattr(p, key)]  # fmt: skip
     named += [(f"providers.{name}.plans.{n}.{key}", m, set(pl.models)) for n, pl in p.plans.items()
-              for key in ("prices", "protocols") for m in getattr(pl, key)]  # fmt: skip
+              for key in ("prices", "protocols", "offline") for m in getattr(pl, key)]  # fmt: skip
     for key, model, models in named:  # a price or label for a model not measured here is a typo
         if model not in models:
             raise ConfigError(f'{source}: {key}: "{model}" is not one of the models listed here ({", ".join(models)})')
     base: str | None
     if p.simulate is not None:  # a simulator needs no address or key: the service starts it
-        tables: list[_Provider | _Plan] = [p, *plans.values()]
+        tables: list[ProviderTable | PlanTable] = [p, *plans.values()]
         if p.preset or any(t.base_url or t.api_key_env for t in tables):
             raise ConfigError(
                 f"{source}: providers.{name}: a simulated provider takes no base_url, api_key_env or preset"
@@ -367,9 +323,9 @@ def read_config(path: str | Path) -> Config:
     path = Path(path)
     raw = read_toml(path)
     try:
-        parsed = _File.model_validate(raw)
+        parsed = FileTable.model_validate(raw)
     except pydantic.ValidationError as exc:
-        raise ConfigError(f"{path}: {first_problem(exc, _File)}") from None
+        raise ConfigError(f"{path}: {first_problem(exc, FileTable)}") from None
     found = [
         three
         for name, p in parsed.providers.items()
@@ -397,4 +353,16 @@ def read_config(path: str | Path) -> Config:
         models=table,
         alerts=alerts(parsed.alerts),
         regions=regions(parsed.regions),
+        offline={(e.provider, e.plan, e.model): t for e, t in _offline(parsed.providers, found) if t is not None},
+        about=parsed.about,
     )
+
+
+def _offline(providers: Mapping[str, ProviderTable], found: _Found) -> list[tuple[Endpoint, dict[str, Any] | None]]:
+    """Each endpoint's ``offline`` table: its plan's entry for the model, else its provider's; None where neither."""
+    out = []
+    for e, _, _ in found:
+        p = providers[e.provider]
+        plan = p.plans.get(e.plan)
+        out.append((e, (plan.offline if plan else {}).get(e.model, p.offline.get(e.model))))
+    return out

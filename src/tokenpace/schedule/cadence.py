@@ -2,7 +2,9 @@
 
 A job's interval is the longer of its plan's cadence and its workload's; jitter varies each interval so that
 samples don't line up, drawn from a hash so that the same history always gives the same due time. A plan with
-limits gets the densest cadence they allow (pacing.py).
+limits gets the densest cadence they allow (pacing.py). A config's ``speedup`` (serve --simulate: its endpoints
+are simulators) divides each interval, limit window and idle threshold once they are paced, so the offline board
+runs the file's own schedule on a faster clock.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from dataclasses import dataclass, replace
 
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.prices import Price
-from tokenpace.config.settings import DEFAULT_COLD_AFTER_S, DEFAULT_CONCURRENCY, Budget, PlanSettings, Spend
+from tokenpace.config.settings import (
+    DEFAULT_COLD_AFTER_S,
+    DEFAULT_CONCURRENCY,
+    MIN_SIMULATED_EVERY_S,
+    Budget,
+    PlanSettings,
+    Spend,
+)
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import LOCAL
@@ -113,7 +122,7 @@ def _input_per_request(w: Workload) -> float:
 
 def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
     """A job per endpoint, scheduled workload and region; its interval = max(plan cadence, workload cadence),
-    the plan's cadence paced to its limits where it has any (pacing.pace)."""
+    the plan's cadence paced to its limits where it has any (pacing.pace), then each time / the config's speedup."""
     out = []
     schedule = config.schedule
     demands: defaultdict[tuple[str, str], list[Demand]] = defaultdict(list)
@@ -142,7 +151,23 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             demands[e.provider, e.plan] += [Demand(cadence.every_s or 0.0, jitter, j.worst_case()) for j in regional]
             out += regional
     paces = {key: pace(f"{config.source}: {_where(*key)}", plans[key], found) for key, found in demands.items()}
-    return [_paced(job, paces[job.key[:2]], config) for job in out]
+    paced = [_paced(job, paces[job.key[:2]], config) for job in out]
+    return paced if config.speedup == 1 else [_faster(job, config.speedup, config.source) for job in paced]
+
+
+def _faster(job: Job, speedup: float, source: str) -> Job:
+    """The job on a clock ``speedup`` times faster: its intervals, plan windows and idle threshold each / speedup."""
+    every = job.every_s / speedup
+    if every < MIN_SIMULATED_EVERY_S:
+        raise ConfigError(
+            f"{source}: --speedup {speedup:g} runs {job.name} every {every:.3g} s, more often than the minimum of "
+            f"{MIN_SIMULATED_EVERY_S:g} s between runs of a simulated endpoint: give a lower --speedup"
+        )
+    budget = None if job.budget is None else replace(job.budget, window_s=job.budget.window_s / speedup)
+    limits = tuple(replace(b, window_s=b.window_s / speedup) for b in job.limits)
+    plan_every = None if job.plan_every_s is None else job.plan_every_s / speedup
+    return replace(job, every_s=every, plan_every_s=plan_every, budget=budget, limits=limits,
+                   cold_after_s=job.cold_after_s / speedup)  # fmt: skip
 
 
 def _paced(job: Job, every_s: float, config: Config) -> Job:

@@ -1,8 +1,9 @@
 """``tokenpace serve``: the sampler and the leaderboard's web server in one process, on one event loop.
 
-With a config file it measures what the file declares. Without one it measures what it can reach
-(discover.py) and, where that is nothing, the simulated endpoints of the embedded default config. Simulated
-providers get a simulator each, in a child process (sim/process.py) started here and stopped on the way out.
+With a config file it measures what the file declares (with ``--simulate``, offline: config/offline.py). Without
+one it measures what it can reach (discover.py) and, where that is nothing, the simulated endpoints of the
+embedded default config. Simulated providers get a simulator each, and offline plans one each (sim/standin.py),
+in a child process (sim/process.py) started here and stopped on the way out.
 
 The web server runs with limits (web/limits.py: a view pool, requests in flight, connections, a request-head
 deadline) so readers cannot starve the timing loop; on any address other than loopback it warns that the board
@@ -210,7 +211,8 @@ async def run_service(
             endpoints = list(cfg.endpoints)
         else:
             dispatcher = None
-            endpoints = await sim.started_for(cfg.endpoints, sim.scenarios(cfg), stack)
+            simulators: dict[str, sim.Scenario | sim.Stand] = {**sim.scenarios(cfg), **sim.stand_ins(cfg)}
+            endpoints = await sim.started_for(cfg.endpoints, simulators, stack)
             for e in endpoints:
                 e.api_key()  # a missing key variable is one line now, not a column of failed samples later
         jobs = cadence.jobs(cfg, endpoints)

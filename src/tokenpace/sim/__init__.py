@@ -37,6 +37,7 @@ equals the output tokens the simulator reports.
 from tokenpace.sim.process import started_for
 from tokenpace.sim.scenario import ERRORS, NON_ASCII_WORDS, WORDS, Scenario, Truth, scenarios
 from tokenpace.sim.server import SIMULATOR_HEADER, WIRES, Simulator, serve, serve_forever
+from tokenpace.sim.standin import Stand, stand_ins
 
 __all__ = [
     "ERRORS",
@@ -46,9 +47,11 @@ __all__ = [
     "WORDS",
     "Scenario",
     "Simulator",
+    "Stand",
     "Truth",
     "scenarios",
     "serve",
     "serve_forever",
+    "stand_ins",
     "started_for",
 ]

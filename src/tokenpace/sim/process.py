@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING
 
 from tokenpace.children import child_started, deaf_children
 from tokenpace.clients import protocol_for
+from tokenpace.config.offline import address
 from tokenpace.errors import SimulatorError
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.sim.scenario import Scenario
 from tokenpace.sim.server import Simulator, serve
+from tokenpace.sim.standin import Stand
 
 if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
@@ -38,9 +40,10 @@ _STOP = "stop"
 
 
 class SimulatorProcess:
-    """A child process serving one simulator per provider; ``roots`` maps each provider to its server root."""
+    """A child process serving one simulator per provider (or per plan that stands in for a real one, a
+    :class:`Stand`); ``roots`` maps each to its server root."""
 
-    def __init__(self, scenarios: Mapping[str, Scenario]) -> None:
+    def __init__(self, scenarios: Mapping[str, Scenario | Stand]) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         self._process = context.Process(target=_main, args=(dict(scenarios), child), name="tokenpace-sim", daemon=True)
@@ -80,38 +83,50 @@ class SimulatorProcess:
 
 
 async def started_for(
-    endpoints: Sequence[Endpoint], scenarios: Mapping[str, Scenario], stack: contextlib.AsyncExitStack
+    endpoints: Sequence[Endpoint], scenarios: Mapping[str, Scenario | Stand], stack: contextlib.AsyncExitStack
 ) -> list[Endpoint]:
     """The endpoints, each simulated one whose provider has a scenario pointed at a simulator started for that
-    provider in a child process (stopped with ``stack``), at the base URL its protocol takes; the others as
-    they are. No scenario, no process."""
+    provider in a child process (stopped with ``stack``), at the base URL its protocol takes, and each that
+    stands in for a real one (config/offline.py) at its own path on its plan's; the others as they are. No
+    scenario, no process."""
     if not scenarios:
         return list(endpoints)
     started = SimulatorProcess(scenarios)
     stack.callback(started.stop)
     roots = await asyncio.to_thread(started.wait_ready)
-    return [
-        dataclasses.replace(e, base_url=roots[e.provider] + protocol_for(e.protocol).default_base)
-        if e.simulated and e.provider in roots
-        else e
-        for e in endpoints
-    ]
+    return [_pointed(e, roots, scenarios) for e in endpoints]
+
+
+def _pointed(e: Endpoint, roots: Mapping[str, str], scenarios: Mapping[str, Scenario | Stand]) -> Endpoint:
+    """A simulated endpoint at its simulator: a provider's at root + its protocol's base, a stand-in's at its path."""
+    key, path = address(e)
+    if not e.simulated or key not in roots:
+        return e
+    found = scenarios[key]
+    rest = path.removeprefix(found.root) if isinstance(found, Stand) else protocol_for(e.protocol).default_base
+    return dataclasses.replace(e, base_url=roots[key] + rest)
 
 
 # In the child process only.
 
 
-def _main(scenarios: dict[str, Scenario], conn: multiprocessing.connection.Connection) -> None:
+def _main(scenarios: dict[str, Scenario | Stand], conn: multiprocessing.connection.Connection) -> None:
     child_started()  # a terminal's Ctrl-C reaches the group: the parent stops us, and we never outlive it
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(_serve_all(scenarios, conn))
 
 
-async def _serve_all(scenarios: dict[str, Scenario], conn: multiprocessing.connection.Connection) -> None:
+def _simulator(found: Scenario | Stand) -> Simulator:
+    if isinstance(found, Scenario):
+        return Simulator(found)
+    return Simulator(models=found.models, root=found.root, served_on=found.served_on)
+
+
+async def _serve_all(scenarios: dict[str, Scenario | Stand], conn: multiprocessing.connection.Connection) -> None:
     """Serve every scenario until the parent says stop or goes away; the roots, or one line why not, first."""
     async with contextlib.AsyncExitStack() as stack:
         try:
-            roots = {p: (await stack.enter_async_context(serve(Simulator(sc)))).removesuffix("/v1")
+            roots = {p: (await stack.enter_async_context(serve(_simulator(sc)))).removesuffix("/v1")
                      for p, sc in scenarios.items()}  # fmt: skip
         except SimulatorError as exc:
             conn.send(str(exc))

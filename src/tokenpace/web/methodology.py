@@ -13,6 +13,7 @@ from typing import Any
 from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
+from tokenpace.board.platforms import platform_dict, platforms
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
 from tokenpace.config.headers import FRESH_VALUE
@@ -24,7 +25,7 @@ from tokenpace.measure import metrics
 from tokenpace.prompts.tokens import ENCODING
 from tokenpace.schedule import pacing
 from tokenpace.schedule.backoff import DEFAULT_HOLD_S
-from tokenpace.store.windows import WINDOWS
+from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
@@ -159,6 +160,18 @@ def opening(site: Site) -> dict[str, str]:
     return {"workload": name, "why": f"the schedule runs no {board_rules.OPENING_WORKLOAD}: it is the first it runs."}
 
 
+def _faq(site: Site) -> dict[str, Any]:
+    """What the FAQ answers from the running config: the plans, why them, how often, and the windows' averages."""
+    cfg = site.config
+    return {
+        "about": cfg.about,
+        "platforms": [platform_dict(p) for p in platforms(cfg, site.jobs)],
+        "speedup": cfg.speedup,
+        "hour_here": numbers.interval(3600 / cfg.speedup) if cfg.speedup != 1 else None,
+        "default_window": WINDOWS[DEFAULT_WINDOW].label,
+    }
+
+
 SPEND_DAYS = 7
 PACING = {"runs": pacing.runs_in, "worst": pacing.window_worst, "densest": pacing.densest}  # a plan's pace, in order
 
@@ -213,5 +226,6 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "truth": [{"id": key, "title": title, "text": text} for key, title, text in TRUTH],
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
+        "faq": _faq(site),
     }
     return Page("methodology.html", data, data, json_url="/methodology.json")
