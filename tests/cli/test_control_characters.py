@@ -235,3 +235,10 @@ def test_a_newline_or_a_bidi_override_in_a_name_forges_no_line(tmp_path: Path, c
         lines = said.output.splitlines()
         assert not [line for line in lines if "FORGED" in line and "a␤" not in line], said.output
         assert "\u202e" not in said.output and "b{U+202E}cod.exe" in said.output.replace("\n", "")
+
+
+def test_a_name_spelling_an_emoji_code_is_shown_as_written() -> None:
+    """rich turns ``:free:`` into an emoji: an OpenRouter model id ends in ``:free``, a plan may be called free."""
+    drawn = io.StringIO()
+    Console(file=drawn, color_system=None, width=200).print("openrouter/llama:free: 3 samples; ollama-cloud:free:")
+    assert drawn.getvalue() == "openrouter/llama:free: 3 samples; ollama-cloud:free:\n"

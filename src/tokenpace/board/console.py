@@ -21,7 +21,13 @@ from tokenpace.text import printable, printable_line
 
 
 class Console(rich.console.Console):
-    """rich's Console; every string printed, in a table cell, title or caption, is cleaned first."""
+    """rich's Console; every string printed, in a table cell, title or caption, is cleaned first, and no
+    ``:name:`` becomes an emoji: OpenRouter's free models end in ``:free``, so "llama:free: 3 samples" read
+    "llama🆓 3 samples"."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(printable(text), **options)

@@ -41,9 +41,13 @@ def _stand_in(e: Endpoint) -> Endpoint:
 
 def address(e: Endpoint) -> tuple[str, str]:
     """A simulated endpoint's simulator and path: ``("opencode-zen", "/zen/v1")``, ``("ollama-cloud:free", "")``;
-    a simulated provider's own endpoints have no path (``("demo", "")``)."""
-    key, slash, path = e.base_url.removeprefix(_SCHEME).partition("/")
-    return key, slash + path
+    a simulated provider's own endpoints have no path (``("demo", "")``). Matched by name, never split at a "/":
+    a provider's name may hold one."""
+    rest = e.base_url.removeprefix(_SCHEME)
+    for key in (plan_name(e.provider, e.plan), e.provider):
+        if rest == key or rest.startswith(key + "/"):
+            return key, rest.removeprefix(key)
+    return rest, ""
 
 
 def pace_line(cfg: Config) -> str:
