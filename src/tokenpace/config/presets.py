@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tokenpace.config.gateways import OPENCODE_GO, OPENCODE_ZEN
 from tokenpace.config.headers import FRESH_VALUE
@@ -19,8 +20,10 @@ from tokenpace.config.prices import Price
 from tokenpace.config.protocols import PROTOCOLS as PROTOCOLS  # where the rest of tokenpace finds them
 from tokenpace.config.protocols import ProtocolName as ProtocolName
 from tokenpace.config.protocols import Routes
-from tokenpace.config.settings import Billing
 from tokenpace.errors import ConfigError
+
+if TYPE_CHECKING:  # settings loads pydantic: the command line's help and choices must cost no such import
+    from tokenpace.config.settings import Billing
 
 
 @dataclass(frozen=True, slots=True)
