@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
@@ -55,12 +58,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_needs_llama)  # stable: every other test keeps its place
 
 
+# Under pytest-xdist each worker collects every test and starts a build (llamakit.LOCK makes the others wait for
+# the first); a worker that ends leaves its build running for the workers still testing, and the controller
+# stops whatever is left when the session ends (Ctrl-C or -x included). Each worker notes its build's process
+# group in this folder, which the controller makes and names in the environment its workers inherit.
+BUILDS_ENV = "TOKENPACE_TEST_LLAMA_BUILDS"
+
+
+def _worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _worker(config) and getattr(config.option, "numprocesses", None):
+        os.environ[BUILDS_ENV] = tempfile.mkdtemp(prefix="tokenpace-llama-builds-")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start building llama-server now if a selected test needs it."""
     if session.config.option.collectonly or not llamakit.SETUP.is_file():
         return
     if any(_needs_llama(item) for item in session.items):
-        session.config.stash[BUILD] = llamakit.Build()
+        _start_build(session.config)
+
+
+def _start_build(config: pytest.Config) -> llamakit.Build:
+    build = config.stash[BUILD] = llamakit.Build(lock=llamakit.LOCK)
+    if _worker(config) and (folder := os.environ.get(BUILDS_ENV)):
+        (Path(folder) / str(build.group)).touch()
+    return build
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
@@ -76,9 +102,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """A session that ends before its build (-x, Ctrl-C, no llama test reached) stops it: no orphan compilers."""
-    build = config.stash.get(BUILD, None)
-    if build is not None:
+    build, folder = config.stash.get(BUILD, None), os.environ.get(BUILDS_ENV)
+    if build is not None and not _worker(config):
         build.stop()
+    elif build is not None and folder and not build.running():  # ended: its group id may be another's soon
+        (Path(folder) / str(build.group)).unlink(missing_ok=True)
+    if folder and not _worker(config):
+        for noted in Path(folder).iterdir():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(noted.name), signal.SIGTERM)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +126,7 @@ def llama_dir(request: pytest.FixtureRequest) -> str:
             pytest.fail(f"{llamakit.SCRIPTS} is missing: CI must run with ../shared beside the checkout")
         pytest.skip(f"{llamakit.SCRIPTS} not found: the llama.cpp tests need ../shared beside the checkout")
     if BUILD not in request.config.stash:  # a test that asked for it after collection
-        request.config.stash[BUILD] = llamakit.Build()
+        _start_build(request.config)
     build = request.config.stash[BUILD]
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -20,6 +21,8 @@ from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[1].parent / "shared" / "llama-server"
 SETUP = SCRIPTS / "setup_llama_server.sh"
+# Beside the cache the script fills (its own default, or $LLAMA_SERVER_CACHE): one build at a time per cache.
+LOCK = Path(os.environ.get("LLAMA_SERVER_CACHE") or Path.home() / ".cache" / "llama-server-ci") / "build.lock"
 
 
 def low_priority() -> None:
@@ -55,14 +58,20 @@ class Build:
     equal share of the CPU whatever its nice value.
     """
 
-    def __init__(self, script: Path = SETUP) -> None:
+    def __init__(self, script: Path = SETUP, lock: Path | None = None) -> None:
         self.started = time.monotonic()
         self.waited_s = 0.0
         # Files, not pipes: nobody reads while it runs. Closed by wait() or stop(), as they outlive __init__.
         self._out = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
         self._err = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        command = ["bash", str(script)]
+        if lock is not None and (flock := shutil.which("flock")) is not None:
+            # The suite's workers (pytest-xdist) each start one: the first builds, the others wait on the lock,
+            # without CPU, and then find the cache built.
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            command = [flock, str(lock), *command]
         self._proc = subprocess.Popen(
-            ["bash", str(script)],
+            command,
             stdout=self._out,
             stderr=self._err,
             text=True,
@@ -73,6 +82,11 @@ class Build:
         self._ended = 0.0
         # Notes when it ends, which may be long before anyone asks (a warm cache ends in seconds).
         threading.Thread(target=self._note_end, daemon=True).start()
+
+    @property
+    def group(self) -> int:
+        """Its process group: what stops the script and every compiler it started."""
+        return self._proc.pid
 
     def _note_end(self) -> None:
         self._proc.wait()
