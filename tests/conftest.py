@@ -18,6 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -89,14 +90,37 @@ def _start_build(config: pytest.Config) -> llamakit.Build:
     return build
 
 
+BUILT = pytest.StashKey[list[tuple[float, int, float]]]()  # the controller's: each worker's finished build
+
+
+def _built(build: llamakit.Build | None) -> tuple[float, int, float] | None:
+    """A finished build's seconds, exit status and how long the tests waited for it; None while it runs."""
+    if build is None or build.running():
+        return None
+    done = build.wait()
+    return done.seconds, done.returncode, build.waited_s
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _worker(session.config) and (built := _built(session.config.stash.get(BUILD, None))) is not None:
+        session.config.workeroutput["llama_build"] = built  # type: ignore[attr-defined]
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """The controller's side of a worker's end (pytest-xdist's hook): what its build took."""
+    if (built := node.workeroutput.get("llama_build")) is not None:
+        node.config.stash.setdefault(BUILT, []).append(tuple(built))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    """One line on the build, so a slow first run says where its time went."""
-    build = config.stash.get(BUILD, None)
-    if build is not None and not build.running():
-        done = build.wait()
+    """One line on the build, so a slow first run says where its time went (under workers: the longest)."""
+    own = _built(config.stash.get(BUILD, None))
+    builds = [own] if own is not None else config.stash.get(BUILT, [])
+    if builds:
+        seconds, returncode, _ = max(builds)
         terminalreporter.write_line(
-            f"llama-server: setup took {done.seconds:.0f} s in the background (exit {done.returncode});"
-            f" the tests that need it waited {build.waited_s:.0f} s for it"
+            f"llama-server: setup took {seconds:.0f} s in the background (exit {returncode});"
+            f" the tests that need it waited {max(b[2] for b in builds):.0f} s for it"
         )
 
 
