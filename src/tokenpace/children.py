@@ -25,16 +25,22 @@ STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 @contextlib.contextmanager
 def deaf_children() -> Iterator[None]:
-    """Children started inside, from this thread, begin with SIGINT and SIGTERM blocked.
+    """Children started inside begin with SIGINT and SIGTERM ignored, from the main thread (else blocked).
 
-    The signal mask survives fork and exec, so a Ctrl-C while a child's interpreter starts (before it could
-    ignore anything) stays pending there until :func:`child_started` discards it. This process loses nothing:
-    a signal meanwhile goes to another thread, or to this one when the block ends.
+    An ignored signal stays ignored through fork and exec, so a Ctrl-C while a child's interpreter starts and
+    imports (before it could ignore anything itself) never reaches it; Python, started with SIGINT ignored,
+    installs no KeyboardInterrupt either. The signal mask did not survive multiprocessing's spawn: a Ctrl-C in
+    that window printed the child's traceback. Only the main thread may set a disposition; elsewhere the mask
+    is all there is. This process ignores both for as long as the start takes (milliseconds).
     """
     before = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    main = threading.current_thread() is threading.main_thread()
+    handlers = {signum: signal.signal(signum, signal.SIG_IGN) for signum in STOPS} if main else {}
     try:
         yield
     finally:
+        for signum, handler in handlers.items():  # None: one set outside Python, left as the default
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 

@@ -68,6 +68,22 @@ def test_a_terminals_ctrl_c_leaves_the_simulators_to_their_parent() -> None:
     assert not _alive(started.pid)
 
 
+def test_a_ctrl_c_while_the_simulators_start_is_ignored_there_too() -> None:
+    """Sent before the child could ignore anything (it still imports aiohttp): a KeyboardInterrupt traceback
+    from the child reached the terminal under a loaded machine, as the signal mask did not survive the spawn."""
+    started = SimulatorProcess({"demo": sim.Scenario()})
+    try:
+        assert started.pid is not None
+        for _ in range(20):  # through the child's interpreter start and imports
+            os.kill(started.pid, signal.SIGINT)
+            time.sleep(0.01)
+        root = started.wait_ready()["demo"]
+        with urllib.request.urlopen(root + "/health", timeout=10) as answer:
+            assert answer.status == 200
+    finally:
+        started.stop()
+
+
 def test_the_simulators_never_outlive_a_parent_killed_outright() -> None:
     script = (
         "from tokenpace import sim\n"
