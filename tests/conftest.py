@@ -70,16 +70,27 @@ def _worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+LLAMA_TESTS = Path(__file__).parent / "clients" / "test_llama_server.py"
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    if not _worker(config) and getattr(config.option, "numprocesses", None):
+    """Under workers, the folder of their builds; and a session that runs the llama-server tests (the whole suite,
+    unfiltered) starts the build at once: collecting on every worker takes a while on a busy machine."""
+    if _worker(config):
+        return
+    if getattr(config.option, "numprocesses", None):
         os.environ[BUILDS_ENV] = tempfile.mkdtemp(prefix="tokenpace-llama-builds-")
+    given = [Path(config.invocation_params.dir, arg.split("::")[0]).resolve() for arg in config.args]
+    unfiltered = not (config.option.keyword or config.option.markexpr or config.option.collectonly)
+    if unfiltered and llamakit.SETUP.is_file() and any(LLAMA_TESTS.is_relative_to(path) for path in given):
+        _start_build(config)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start building llama-server now if a selected test needs it."""
     if session.config.option.collectonly or not llamakit.SETUP.is_file():
         return
-    if any(_needs_llama(item) for item in session.items):
+    if BUILD not in session.config.stash and any(_needs_llama(item) for item in session.items):
         _start_build(session.config)
 
 
@@ -114,8 +125,8 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """One line on the build, so a slow first run says where its time went (under workers: the longest)."""
-    own = _built(config.stash.get(BUILD, None))
-    builds = [own] if own is not None else config.stash.get(BUILT, [])
+    own = _built(config.stash.get(BUILD, None))  # the whole session's, started before the workers
+    builds = ([own] if own is not None else []) + config.stash.get(BUILT, [])
     if builds:
         seconds, returncode, _ = max(builds)
         terminalreporter.write_line(
