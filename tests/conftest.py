@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -214,6 +215,9 @@ def _start_llama(llama_dir: str, port: int) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10  # not our child, so not waited for: the port tells when it has gone
+        while port_taken(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")
@@ -222,12 +226,39 @@ def llama_server(llama_dir: str) -> Iterator[str]:
     yield from _start_llama(llama_dir, free_port())
 
 
+# A server on a usual LLM port (llama.cpp's 8080) is found by every `tokenpace serve` without a config, so a test
+# that starts one runs alone among the suite's workers: every test holds USUAL_PORTS shared, that one exclusive.
+# The gate makes it writer-first: once it waits, no test starts until it has run.
+_LOCKS = Path(tempfile.gettempdir()) / f"tokenpace-tests-{os.getuid()}"
+USUAL_PORTS, USUAL_PORTS_GATE = _LOCKS / "usual-ports.lock", _LOCKS / "usual-ports.gate"
+
+
+@contextlib.contextmanager
+def _flocked(path: Path, how: int) -> Iterator[None]:
+    path.parent.mkdir(exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, how)
+        yield  # closing the file lets go
+
+
+@pytest.fixture(autouse=True)
+def _usual_ports_untaken(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "llama_server_8080" in request.fixturenames:  # it holds them exclusive (a second lock would wait on it)
+        yield
+        return
+    with contextlib.ExitStack() as held:
+        with _flocked(USUAL_PORTS_GATE, fcntl.LOCK_EX):
+            held.enter_context(_flocked(USUAL_PORTS, fcntl.LOCK_SH))
+        yield
+
+
 @pytest.fixture
 def llama_server_8080(llama_dir: str) -> Iterator[str]:
-    """llama-server on its usual port, where discovery looks; skipped where 8080 is taken."""
-    if port_taken(8080):
-        pytest.skip("port 8080 is taken here: llama-server cannot run on its usual port")
-    yield from _start_llama(llama_dir, 8080)
+    """llama-server on its usual port, where discovery looks, while no other test runs; skipped where 8080 is taken."""
+    with _flocked(USUAL_PORTS_GATE, fcntl.LOCK_EX), _flocked(USUAL_PORTS, fcntl.LOCK_EX):
+        if port_taken(8080):
+            pytest.skip("port 8080 is taken here: llama-server cannot run on its usual port")
+        yield from _start_llama(llama_dir, 8080)
 
 
 @pytest.fixture(scope="session")
