@@ -48,12 +48,10 @@ def write(store: Store, now: datetime = NOW) -> None:
     store.flush()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = str(tmp_path / "tokenpace.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    with open_store(url) as s:
-        write(s)
-        yield s
+@pytest.fixture
+def store(any_store: Store) -> Store:
+    write(any_store)
+    return any_store
 
 
 def test_the_formulas() -> None:
