@@ -1,0 +1,192 @@
+"""The figure catalogue: every figure tokenpace reports, spelled once.
+
+A figure's key (its column, JSON field and rollup name), its label, unit, which way is better, whether the
+rollups keep its values, and its definition with the formula live in one row of :data:`FIGURES`. Every module
+that names a figure for a reader (the run summary, the leaderboard's columns, the charts, change detection,
+`bench compare`, the exports, /methodology) reads it here: adding a figure is its formula, one row here, and,
+when it is stored, a migration. ``tests/measure/test_catalogue.py`` fails when a module spells a label itself.
+
+Like datasette's settings table: the rows are data, and the page that explains them is written from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+Unit = Literal["ms", "ms/tok", "tok/s", "tok", "share", "req/s", "ratio", "count"]
+Better = Literal["higher", "lower"]
+# How a figure of each unit is written after its number, where a sentence says it ("812 ms", "99.5 %").
+UNIT_TEXT: Mapping[Unit, str] = MappingProxyType(
+    {
+        "ms": "ms",
+        "ms/tok": "ms/token",
+        "tok/s": "tok/s",
+        "tok": "tokens",
+        "share": "%",
+        "req/s": "req/s",
+        "ratio": "x",
+        "count": "",
+    }
+)
+TOKENIZER = "o200k"  # the one tokenizer every model's tokens are counted with (prompts/tokens.ENCODING)
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One figure: ``key`` as stored and exported, ``label`` as a reader sees it, ``unit``, which way is
+    ``better`` (None: neither, a count or a context figure), ``rollup`` (the windows keep its values, so its
+    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none), and
+    ``definition``: one sentence with its formula, as /methodology prints it."""
+
+    key: str
+    label: str
+    unit: Unit
+    better: Better | None
+    definition: str
+    rollup: bool = False
+    tokens: Literal["o200k", "server"] | None = None
+    qualifier: str = ""  # what the label alone leaves out: "after the first chunk"
+
+    @property
+    def header(self) -> str:
+        """A column header that says the definition: "Output speed (after the first chunk, o200k tok/s)"."""
+        unit: str = self.unit
+        if self.tokens and self.unit in ("tok/s", "tok"):
+            unit = f"{self.tokens} {self.unit}"
+        elif self.unit == "ms/tok":
+            unit = f"ms per {self.tokens} token" if self.tokens else "ms per token"
+        inside = ", ".join(part for part in (self.qualifier, unit) if part and part not in ("share", "count"))
+        return f"{self.label} ({inside})" if inside else self.label
+
+    @property
+    def higher_better(self) -> bool:
+        return self.better == "higher"
+
+
+FIGURES: tuple[Metric, ...] = (
+    # What one sample gives (measure/metrics.py computes each; the rollups keep those marked).
+    Metric(
+        "ttft_ms",
+        "TTFT",
+        "ms",
+        "lower",
+        "TTFT = time of the first token-bearing chunk - time the request was sent.",
+        rollup=True,
+    ),
+    Metric(
+        "ttft_net_ms",
+        "TTFT \u2212 RTT",
+        "ms",
+        "lower",
+        "TTFT - RTT = TTFT less one network round trip a probe agent measured just before the run.",
+        rollup=True,
+    ),
+    Metric(
+        "output_speed",
+        "Output speed",
+        "tok/s",
+        "higher",
+        "Output speed (Artificial Analysis) = (output tokens - first-chunk tokens) / (time of the last chunk - "
+        "time of the first chunk), thinking tokens included; not OpenRouter's end-to-end tokens/s.",
+        rollup=True,
+        tokens="o200k",
+        qualifier="after the first chunk",
+    ),
+    Metric(
+        "e2e_ms",
+        "End-to-end",
+        "ms",
+        "lower",
+        "End-to-end = time the stream ended (its last byte or its error) - time the request was sent.",
+        rollup=True,
+    ),
+    Metric(
+        "thinking_ms",
+        "Thinking time",
+        "ms",
+        "lower",
+        "Thinking time = time of the first answer token - time of the first token (0 for a model that does not "
+        "stream its thinking), measured per request.",
+    ),
+    Metric(
+        "e2e500_ms",
+        "End-to-end for 500 tokens",
+        "ms",
+        "lower",
+        "End-to-end for 500 answer tokens = TTFT + thinking time + 500 / output speed, per request.",
+        tokens="o200k",
+    ),
+    Metric(
+        "t100_ms",
+        "Time to 100 tokens",
+        "ms",
+        "lower",
+        "Time to 100 tokens (Artificial Analysis) = TTFT + 100 / output speed.",
+        tokens="o200k",
+    ),
+    Metric("ttfb_ms", "Time to first byte", "ms", "lower", "TTFB = time the response headers arrived - time sent."),
+    Metric(
+        "gap_p95_ms",
+        "Gap p95 (per request)",
+        "ms",
+        "lower",
+        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks).",
+    ),
+    Metric("gap_max_ms", "Gap max (per request)", "ms", "lower", "Gap max = one request's longest inter-chunk gap."),
+    Metric(
+        "output_tokens",
+        "Output tokens",
+        "tok",
+        None,
+        "Output tokens = the answer's and streamed thinking's text counted with o200k_base.",
+        tokens="o200k",
+    ),
+    Metric(
+        "token_diff",
+        "o200k \u2212 provider tokens",
+        "tok",
+        None,
+        "Token difference = o200k output tokens - the output tokens the provider's usage reported.",
+    ),
+    # What a window of samples gives (board/rows.py).
+    Metric(
+        "success_rate",
+        "Success",
+        "share",
+        "higher",
+        "Success rate = successful samples / (samples - samples cancelled at shutdown), per window.",
+    ),
+    Metric(
+        "availability",
+        "Availability excluding rate limits",
+        "share",
+        "higher",
+        "Availability excluding rate limits = successful samples / (samples - samples cancelled at shutdown - "
+        "rate-limited samples), per window.",
+    ),
+    Metric(
+        "canary_pass_rate",
+        "Canary",
+        "share",
+        "higher",
+        "Canary pass rate = answers that began with their prompt's own first line / answers judged.",
+    ),
+)
+BY_KEY: Mapping[str, Metric] = MappingProxyType({m.key: m for m in FIGURES})
+ROLLUP_KEYS: tuple[str, ...] = tuple(m.key for m in FIGURES if m.rollup)
+
+
+def metric(key: str) -> Metric:
+    """The catalogue's row for ``key``; a KeyError names the key when no row has it."""
+    return BY_KEY[key]
+
+
+def label(key: str) -> str:
+    return BY_KEY[key].label
+
+
+def unit(key: str) -> Unit:
+    return BY_KEY[key].unit
