@@ -11,7 +11,7 @@ from tokenpace.load.figures import Done, figures
 from tokenpace.load.results import BenchPoint, BenchResult, rows_of
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
-from tokenpace.measure.timing import Event, EventKind, Timeline
+from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 
 MS = 1_000_000
 T0 = 10**12  # a perf_counter_ns origin far from 0: every formula must use differences
@@ -28,14 +28,17 @@ def done(
     warmup: bool = False,
     asked_ms: float | None = None,
     input_tokens: int | None = None,
+    server_tokens: int | None = None,
 ) -> Done:
-    """A request sent at ``sent_ms`` whose chunks (time ms, tokens) arrive as given; ' a' is one o200k token."""
+    """A request sent at ``sent_ms`` whose chunks (time ms, tokens) arrive as given; ' a' is one o200k token;
+    ``server_tokens``: the output tokens its usage reports (None: no usage)."""
     events = tuple(Event(T0 + round(t * MS), EventKind.CONTENT, " a" * n) for t, n in chunks)
     timeline = Timeline(
         t_sent_ns=T0 + round(sent_ms * MS),
         t_headers_ns=None,
         t_end_ns=T0 + round(end_ms * MS),
         events=events,
+        usage=None if server_tokens is None else Usage(output_tokens=server_tokens),
         failure=None if failure is None else Failure(failure, "boom"),
     )
     sample = make_sample("run", ENDPOINT, "load", datetime(2026, 1, 1, tzinfo=UTC), timeline)
@@ -44,9 +47,12 @@ def done(
     return Done(sample, tag=tag, warmup=warmup, asked_ns=asked)
 
 
-def steady(n: int, ttft_ms: float, gap_ms: float, chunks: int = 10, failed: int = 0, tag: str = "") -> list[Done]:
+def steady(
+    n: int, ttft_ms: float, gap_ms: float, chunks: int = 10, failed: int = 0, tag: str = "",
+    server_tokens: int | None = None,
+) -> list[Done]:  # fmt: skip
     """n requests one after another, each TTFT then ``chunks`` one-token chunks ``gap_ms`` apart; the last
-    ``failed`` of them rate-limited."""
+    ``failed`` of them rate-limited; ``server_tokens``: what each ok one's usage reports (None: no usage)."""
     out, t = [], 0.0
     for i in range(n):
         if i >= n - failed:
@@ -55,7 +61,7 @@ def steady(n: int, ttft_ms: float, gap_ms: float, chunks: int = 10, failed: int 
             continue
         times = tuple((t + ttft_ms + k * gap_ms, 1) for k in range(chunks))
         end = times[-1][0]
-        out.append(done(t, end, times, tag=tag, input_tokens=100))
+        out.append(done(t, end, times, tag=tag, input_tokens=100, server_tokens=server_tokens))
         t = end
     return out
 

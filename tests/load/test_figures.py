@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from tests.loadkit import done
-from tokenpace.config.traffic import Slo
+from tokenpace.config.traffic import Load, Slo
 from tokenpace.load.figures import Done, figures, latency, meets, tpot_ms, window_s
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure
@@ -40,6 +40,25 @@ def test_figures_of_a_known_run() -> None:
     assert (f.wait.n, f.wait.max) == (3, 5.0) and f.wait.mean == pytest.approx(5 / 3)
     assert f.output_speed.n == 2 and f.output_speed.p50 == pytest.approx(10.0)  # 2 tokens after the first in 0.2 s
     assert f.goodput is None and f.slo_attainment is None and f.by_tag == () and f.offered_rate is None
+
+
+def test_tpot_and_throughput_in_the_servers_own_tokens_beside_o200k() -> None:
+    # The server counts R1's 3 o200k tokens as 5 of its own, R2's as 6; the warm-up's 9 are left out.
+    r1 = dataclasses.replace(R1, sample=done(0, 300, ((100, 1), (200, 1), (300, 1)), server_tokens=5).sample)
+    r2 = dataclasses.replace(R2, sample=done(100, 600, ((300, 1), (350, 1), (500, 1)), server_tokens=6).sample)
+    warm = done(-1000, -500, ((-900, 5),), warmup=True, server_tokens=9)
+    f = figures((warm, r1, r2, R3))
+    # (E2E - TTFT) / (server tokens - 1): (300 - 100) / 4 = 50 and (500 - 200) / 5 = 60
+    assert (f.tpot_server.n, f.tpot_server.p50, f.tpot_server.max) == (2, 55.0, 60.0)
+    assert f.tpot.p50 == 125.0 and f.output_tokens_per_s == pytest.approx(6 / 0.6)  # o200k beside, as before
+    assert f.output_tokens_per_s_server == pytest.approx(11 / 0.6)
+    # An ok request without usage: its TPOT is left out (n says so), and no throughput passes a part for the whole.
+    partial = figures((r1, R2))
+    assert (partial.tpot_server.n, partial.tpot_server.p50, partial.output_tokens_per_s_server) == (1, 50.0, None)
+    none = figures(RUN)
+    assert (none.tpot_server, none.output_tokens_per_s_server) == (Figure(), None)
+    one = figures((done(0, 300, ((100, 1), (200, 2)), server_tokens=1),))  # one server token: no TPOT
+    assert one.tpot_server.n == 0 and one.output_tokens_per_s_server == pytest.approx(1 / 0.3)
 
 
 def test_warmup_never_counts() -> None:
@@ -126,3 +145,26 @@ async def test_figures_of_real_requests_to_the_simulator_match_what_it_was_told(
     assert f.output_speed.p50 is not None and 20 < f.output_speed.p50 < 400
     assert 0.5 < f.concurrency_held <= 2.0 + 1e-9  # two in flight at most
     assert f.wait == latency([0.0] * 6)
+
+
+async def test_server_token_tpot_is_the_pace_the_simulator_kept_where_o200k_counts_more_tokens() -> None:
+    """25 accented, CJK and emoji words paced at 100 a second, usage counting words (as the server's tokenizer
+    would); o200k splits such words, so only the TPOT in the server's tokens is the 10 ms pace it was told."""
+    from tokenpace import sim
+    from tokenpace.clients.transport import Timeouts
+    from tokenpace.config.endpoints import Endpoint
+    from tokenpace.load.engine import RunOptions, run_load
+    from tokenpace.load.synthetic import Lengths, Synthetic
+
+    told = sim.Scenario(ttft_ms=20, tokens_per_s=100, output_tokens=25, non_ascii=True, usage="always")
+    async with sim.serve(sim.Simulator(told)) as url:
+        endpoint = Endpoint("sim", "sim", url, simulated=True)
+        options = RunOptions(timeouts=Timeouts(connect=5, first_token=10, idle=10, total=30))
+        taken = await run_load(endpoint, Synthetic(Lengths(64), Lengths(25), 1), Load(2, requests=6), options)
+    f = figures(taken.done)
+    ok = [d.sample for d in taken.done]
+    assert f.ok == 6 and all(s.metrics.provider_output_tokens == 25 < s.metrics.output_tokens for s in ok)
+    assert f.tpot_server.n == 6 and f.tpot_server.p50 is not None and 9.0 <= f.tpot_server.p50 <= 15.0
+    assert f.tpot.p50 is not None and f.tpot.p50 < 0.9 * f.tpot_server.p50  # more o200k tokens in the same time
+    assert f.output_tokens_per_s_server == pytest.approx(6 * 25 / window_s(taken.done))
+    assert f.output_tokens_per_s == pytest.approx(sum(s.metrics.output_tokens for s in ok) / window_s(taken.done))

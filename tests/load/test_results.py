@@ -44,6 +44,21 @@ def test_a_document_written_before_repeats_and_dispatch_checks_still_reads() -> 
     assert old.points[0].figures.ttft == sweep_result().points[0].figures.ttft
 
 
+def test_figures_in_the_servers_tokens_round_trip_and_a_document_from_before_them_still_reads() -> None:
+    r = result(point(Load(concurrency=2), steady(5, 100, 20, server_tokens=19)))
+    f = r.points[0].figures
+    assert f.tpot_server.n == 5 and f.tpot_server.p50 == pytest.approx(10.0) and f.output_tokens_per_s_server
+    text = to_json(r)
+    assert from_json(text) == r
+    doc = json.loads(text)
+    del doc["points"][0]["figures"]["tpot_server"], doc["points"][0]["figures"]["output_tokens_per_s_server"]
+    old = from_json(json.dumps(doc)).points[0].figures
+    assert (old.tpot_server.n, old.output_tokens_per_s_server, old.tpot) == (0, None, f.tpot)
+    doc["points"][0]["figures"]["output_tokens_per_s_server"] = -1.0
+    with pytest.raises(ConfigError, match=r"figures\.output_tokens_per_s_server: -1\.0 is not a figure"):
+        from_json(json.dumps(doc))
+
+
 def test_an_auto_sweeps_bracket_round_trips_and_a_document_from_before_brackets_still_reads() -> None:
     bracket = results.Bracket(21.8, 22.8, "the bracket is within 5%")
     r = dataclasses.replace(sweep_result(), sweep="auto", saturation=21.8, bracket=bracket)

@@ -4,7 +4,8 @@ Pure functions over :class:`Done` records (the load engine's output); each formu
 vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 
 - TTFT: first token - request sent (the client's own wait before sending is reported apart, as ``wait``);
-- TPOT: (E2E - TTFT) / (output tokens - 1), per request;
+- TPOT: (E2E - TTFT) / (output tokens - 1), per request, tokens counted with o200k; and beside it, in the
+  server's own tokens where its usage reported them (vLLM's ``bench serve``, SGLang and AIPerf count those);
 - ITL: waits between a request's consecutive chunks, pooled over all requests;
 - E2E: last byte - request sent;
 - dispatch delay (``wait``): request sent - its scheduled start (``asked_ns``): the client's own lateness;
@@ -12,7 +13,8 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
   dispatch delay. A stalled client (a blocked loop, a cap too low for an open loop's rate) sends late, and
   the server then sees less load than asked: the figures from the send hide that (coordinated omission), the
   ones from schedule show what a user arriving on the schedule would have waited;
-- throughput: measured requests (and their output tokens) / the measured window (first send to last end);
+- throughput: measured requests (and their output tokens, o200k and the server's) / the measured window (first
+  send to last end);
 - goodput: requests that met every SLO / the measured window; SLO attainment: their share of all measured requests.
 
 A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest ITL
@@ -87,6 +89,9 @@ class Figures:
     offered_rate: float | None = None  # open loop: the rate asked for (req/s); request_rate under it: fell behind
     ttft_from_schedule: Figure = field(default_factory=Figure)  # first token - scheduled start (older documents: n 0)
     e2e_from_schedule: Figure = field(default_factory=Figure)  # last byte - scheduled start
+    # In the server's own output tokens (its usage): n counts the ok requests that reported them (0: none did).
+    tpot_server: Figure = field(default_factory=Figure)
+    output_tokens_per_s_server: float | None = None  # None unless every ok measured request reported them
 
 
 def latency(values: Sequence[float]) -> Figure:
@@ -109,6 +114,19 @@ def tpot_from(ttft_ms: float | None, e2e_ms: float | None, output_tokens: int) -
 def tpot_ms(s: Sample) -> float | None:
     """A request's TPOT (:func:`tpot_from` of its metrics), ms."""
     return tpot_from(s.metrics.ttft_ms, s.metrics.e2e_ms, s.metrics.output_tokens)
+
+
+def server_tpot_ms(s: Sample) -> float | None:
+    """A request's TPOT in the server's tokens = (E2E - TTFT) / (usage output tokens - 1), ms; None without usage."""
+    n = s.metrics.provider_output_tokens
+    return None if n is None else tpot_from(s.metrics.ttft_ms, s.metrics.e2e_ms, n)
+
+
+def server_output_tokens(ok: Sequence[Sample]) -> int | None:
+    """Output tokens by the server's count = the sum of the requests' usage output tokens; None when any request
+    lacks it (a sum over some would pass for a lower throughput)."""
+    counts = [s.metrics.provider_output_tokens for s in ok]
+    return None if not counts or None in counts else sum(c or 0 for c in counts)
 
 
 def request_itl_ms(s: Sample) -> list[float]:
@@ -186,6 +204,7 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
     errors = Counter(str(d.sample.error_kind) for d in measured if not d.sample.ok)
     ttft, tpot, e2e = _ok_latencies(ok)
     good = None if slo is None else sum(meets(d.sample, slo) for d in measured)
+    server_tokens = server_output_tokens(ok)
     tags = sorted({d.tag for d in measured})
     return Figures(
         requests=len(measured),
@@ -208,4 +227,6 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
         offered_rate=offered_rate,
         ttft_from_schedule=latency(_from_schedule(ok_done, "ttft_ms")),
         e2e_from_schedule=latency(_from_schedule(ok_done, "e2e_ms")),
+        tpot_server=latency([t for s in ok if (t := server_tpot_ms(s)) is not None]),
+        output_tokens_per_s_server=None if server_tokens is None else per_second(server_tokens, window),
     )

@@ -8,9 +8,10 @@ The file is JSON (:func:`to_json`), read back by :func:`from_json` / :func:`read
 MAX_BYTES, a known ``format``, every field of its type (strict: no "5" for 5), every number finite and in
 0..MAX_NUMBER, every text at most MAX_TEXT characters, at most MAX_BENCH_POINTS points and MAX_ROWS items in any list.
 Anything else is one ConfigError naming the field. Fields added since format 1 (a point's ``repeat`` and
-``invalid``, figures from schedule, the auto sweep's ``bracket``) have defaults, so a document written before
-them still reads, and a tokenpace that predates them reads a newer one as a document of one run per point (and
-its ``saturation``, the bracket's lower end, as the highest rate kept up with).
+``invalid``, figures from schedule, the auto sweep's ``bracket``, TPOT and throughput in the server's tokens) have
+defaults, so a document written before them still reads, and a tokenpace that predates them reads a newer one
+as a document of one run per point (and its ``saturation``, the bracket's lower end, as the highest rate kept up
+with).
 """
 
 from __future__ import annotations

@@ -151,6 +151,44 @@ FIGURES: tuple[Metric, ...] = (
         None,
         "Token difference = o200k output tokens - the output tokens the provider's usage reported.",
     ),
+    # What a load test's level gives (load/figures.py): TPOT and output throughput in both token counts, o200k
+    # (what the board compares across tokenizers) and the server's own (what vLLM bench serve, SGLang and
+    # AIPerf count, so a deployment's figures compare with theirs).
+    Metric(
+        "tpot",
+        "TPOT",
+        "ms/tok",
+        "lower",
+        "TPOT = (E2E - TTFT) / (o200k output tokens - 1), per request.",
+        tokens="o200k",
+    ),
+    Metric(
+        "tpot_server",
+        "TPOT",
+        "ms/tok",
+        "lower",
+        "TPOT in server tokens = (E2E - TTFT) / (the output tokens the server's usage reported - 1), per request "
+        "that reported them; a model that hides its thinking counts those tokens but not their time.",
+        tokens="server",
+    ),
+    Metric(
+        "output_tokens_per_s",
+        "Output throughput",
+        "tok/s",
+        "higher",
+        "Output throughput = o200k output tokens of the successful measured requests / the measured window "
+        "(first send to last byte).",
+        tokens="o200k",
+    ),
+    Metric(
+        "output_tokens_per_s_server",
+        "Output throughput",
+        "tok/s",
+        "higher",
+        "Output throughput in server tokens = the output tokens the server's usage reported for the successful "
+        "measured requests / the measured window; only when every one of them reported usage.",
+        tokens="server",
+    ),
     # What a window of samples gives (board/rows.py).
     Metric(
         "success_rate",
