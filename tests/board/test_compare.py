@@ -29,8 +29,23 @@ def verdicts(a: BenchPoint, b: BenchPoint, threshold: float = 0.1) -> dict[str, 
 def test_the_same_run_is_the_same() -> None:
     c = compare(result(at(C1)), result(at(C1)), 0.1)
     assert c.verdict == "same" and c.regressions == () and c.only_a == c.only_b == ()
-    assert {ch.verdict for ch in c.points[0].changes} == {"same", "n/a"}  # goodput and SLO: n/a without an SLO
-    assert [ch.figure for ch in c.points[0].changes if ch.verdict == "n/a"] == ["goodput", "SLO attainment"]
+    # goodput and SLO: n/a without an SLO; the server-token figures without usage (these requests report none)
+    assert {ch.verdict for ch in c.points[0].changes} == {"same", "n/a"}
+    assert [ch.figure for ch in c.points[0].changes if ch.verdict == "n/a"] == [
+        "goodput", "SLO attainment", "TPOT P50 (server tokens)", "output tok/s (server tokens)"
+    ]  # fmt: skip
+
+
+def test_figures_in_the_servers_tokens_are_compared_beside_o200k_but_never_decide_the_verdict() -> None:
+    # 10 o200k tokens a request, 19 by the server's count; B's gaps twice A's: TPOT 10 -> 20 ms in server tokens.
+    a, b = point(C1, steady(10, 100, 20, server_tokens=19)), point(C1, steady(10, 100, 40, server_tokens=19))
+    c = compare(result(a), result(b), 0.1)
+    by = {ch.figure: ch for ch in c.points[0].changes}
+    tpot, tok_s = by["TPOT P50 (server tokens)"], by["output tok/s (server tokens)"]
+    assert (tpot.a, tpot.b, tpot.verdict, tpot.headline) == (10.0, 20.0, "worse", False)
+    assert tok_s.verdict == "worse" and not tok_s.headline and tok_s.b < tok_s.a  # type: ignore[operator]
+    assert by["TPOT P50"].verdict == "worse" and c.verdict == "regressed"  # o200k's TPOT decides
+    assert not any("server" in r for r in c.regressions)
 
 
 def test_a_slower_first_token_regresses_and_says_which_figure() -> None:

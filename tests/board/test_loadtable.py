@@ -35,6 +35,22 @@ def test_a_row_per_load_level_with_its_figures() -> None:
     assert "concurrency 1: errors rate_limited 2" in text
 
 
+def test_token_counts_are_named_and_the_servers_own_get_columns_when_its_usage_reports_them() -> None:
+    plain = shown(print_result, result(point(C1, steady(10, 100, 20))))
+    assert "o200k" in plain and "server" not in plain  # no usage: no server columns
+    # 10 o200k tokens a request, 19 by the server's count: TPOT 180 ms over 9 (20 ms) and over 18 (10 ms);
+    # 100 and 190 tokens in 2.8 s.
+    text = shown(print_result, result(point(C1, steady(10, 100, 20, server_tokens=19))))
+    header = text.split("concurrency 1")[0]
+    assert header.count("o200k") == 3 and header.count("server") == 2  # output tok/s, TPOT P50 (and o200k P99)
+    line = next(t for t in text.splitlines() if "concurrency 1" in t)
+    assert line.split()[4:11] == ["35.7", "67.9", "100", "100", "20", "20", "10"]
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None)
+    console.print(fitting_table(console, result(point(C1, steady(10, 100, 20, server_tokens=19)))))
+    assert "…" not in out.getvalue() and max(map(len, out.getvalue().splitlines())) <= 80
+
+
 def test_slo_columns_tags_client_bound_and_saturation() -> None:
     slo = Slo(ttft_ms=150)
     tagged = steady(3, 100, 20, tag="prefix-hit") + steady(3, 200, 20, tag="prefix-miss")

@@ -104,6 +104,24 @@ def y_axis(svg: ET.Element) -> list[float]:
     return [float(t.text.replace(",", "")) for t in axis.iter(f"{SVG}text") if t.text and t.text[0].isdigit()]
 
 
+def test_token_counts_are_named_in_the_headers_and_the_servers_own_shown_where_usage_reported_them() -> None:
+    plain = render_report(one_point())
+    head = plain.split('<table id="points">')[1].split("</thead>")[0]
+    assert "ms per o200k token" in head and "o200k tok/s" in head and "server" not in head
+    f = one_point().points[0].figures
+    served = dataclasses.replace(f, tpot_server=latency(6.5), output_tokens_per_s_server=1024.5)
+    res = result((dataclasses.replace(one_point().points[0], figures=served),))
+    text = render_report(res)
+    head = text.split('<table id="points">')[1].split("</thead>")[0]
+    assert "<small>p50, ms per server token</small>" in head and "<small>server tok/s</small>" in head
+    assert "(E2E - TTFT) / (the output tokens the server&#39;s usage reported - 1)" in text  # the catalogue's
+    (row,) = cells(text)
+    assert row["tpot-server-p50"] == (repr(6.5), numbers.figure_text(6.5))
+    assert row["tpot-server-p99"] == (repr(6.5 * 2.5), numbers.figure_text(6.5 * 2.5))
+    assert row["tok-s-server"] == (repr(1024.5), numbers.figure_text(1024.5))
+    assert_table_is_the_figures(text, res)  # the o200k columns beside them as before
+
+
 def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_against_load() -> None:
     res = concurrency_sweep()
     text = render_report(res)

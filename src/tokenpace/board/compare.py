@@ -10,8 +10,9 @@ figure, up for a lower-better one) by more than the threshold **and** by more th
 (NOISE_FLOOR: 1 ms for latencies, 0.1 tok/s, 0.01 req/s, half a percentage point for shares): a P99 TTFT from
 2 ms to 2.5 ms is +25 % but says nothing about the server. *Better* mirrors it; anything else is *same*;
 *n/a* when either run lacks the figure. The comparison *regressed* when any headline figure is worse; ITL P99
-(one slow gap in thousands moves it) and output speed (TPOT's inverse: the same change twice) are shown but
-never decide the verdict.
+(one slow gap in thousands moves it), output speed (TPOT's inverse: the same change twice) and TPOT P50 and
+output tok/s in the server's own tokens (the o200k figures' change again, in another count) are shown but never
+decide the verdict.
 
 Noise. A run's figure is one draw: a second run of the same server moves a P99 of 100 requests by more than
 any threshold worth setting. So each figure also gets a 95 % interval per run, and a move past the threshold
@@ -43,12 +44,14 @@ from typing import Any, Literal
 from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures, tpot_from
 from tokenpace.load.results import BenchPoint, BenchResult, Row
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.stats import quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]
 Unit = Literal["ms", "tok/s", "req/s", "share"]
 NOISE_FLOOR: dict[Unit, float] = {"ms": 1.0, "tok/s": 0.1, "req/s": 0.01, "share": 0.005}
 Interval = tuple[float, float]
+SERVER = metric("tpot_server").tokens  # whose tokens the server-token figures count, as their names say
 
 
 def error_share(f: Figures) -> float | None:
@@ -97,6 +100,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, row_e2e),
     Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, row_e2e),
     Spec("errors", "share", False, True, error_share),
+    Spec(f"TPOT P50 ({SERVER} tokens)", "ms", False, False, lambda f: f.tpot_server.p50),
+    Spec(f"output tok/s ({SERVER} tokens)", "tok/s", True, False, lambda f: f.output_tokens_per_s_server),
 )
 
 

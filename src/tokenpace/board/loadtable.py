@@ -2,7 +2,9 @@
 
 The load column names the rate asked for (``rate 4/s``, and ``#2`` for the second run of ``--repeat``);
 ``req/s`` beside it is what the endpoint answered; ``dispatch P99`` is how late the client itself sent (sent -
-scheduled start), and a level it makes invalid says so under the table with its figures from schedule.
+scheduled start), and a level it makes invalid says so under the table with its figures from schedule. A
+figure counted in tokens names whose tokens under it (the catalogue's ``tokens``): o200k, and where the
+server's usage reported its own count, output tok/s and TPOT P50 in those too.
 
 Figures are written by board.numbers (ms whole, tok/s one decimal below 100); a request rate keeps two
 decimals below 10, where a sweep's low levels live (0.25 req/s is not "0.2").
@@ -19,29 +21,45 @@ from tokenpace.board import console as clean
 from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
 from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.stats import commonest
 
-NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
+# Headers of figures counted in tokens: the count's name on a line of its own (o200k, or the server's).
+TOK_S, TPOT_P50, TPOT_P99 = (f"{h}\n{metric('tpot').tokens}" for h in ("output\ntok/s", "TPOT\nP50", "TPOT\nP99"))
+SERVER_TOK_S = f"output\ntok/s\n{metric('output_tokens_per_s_server').tokens}"
+SERVER_TPOT_P50 = f"TPOT\nP50\n{metric('tpot_server').tokens}"
+NARROW_DROPS = (TPOT_P99, "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
 # Then, in turn, while the table is wider than the terminal (an SLO's and the client's columns, 4-digit TTFTs).
-NARROWER_DROPS = ("TPOT\nP50", "E2E\nP50", "output\ntok/s", "TTFT\nP99")
+NARROWER_DROPS = (SERVER_TPOT_P50, SERVER_TOK_S, TPOT_P50, "E2E\nP50", TOK_S, "TTFT\nP99")
 UNBOUNDED = 10_000  # columns: a table measured at its natural width
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
+def _server_tokens(result: BenchResult) -> bool:
+    """Some level has a figure in the server's tokens: its usage reported them."""
+    return any(p.figures.tpot_server.n or p.figures.output_tokens_per_s_server is not None for p in result.points)
+
+
 def _level_columns(result: BenchResult) -> list[str]:
-    """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
-    cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
+    """Short headers and no borders: fourteen columns fit a 120-column terminal."""
+    server = [SERVER_TOK_S] if _server_tokens(result) else []
+    cols = ["load", "ok/\nall", "req/s", TOK_S, *server, "TTFT\nP50", "TTFT\nP99", TPOT_P50, TPOT_P99]
+    cols += [SERVER_TPOT_P50] if server else []
     cols += ["ITL\nP99", "E2E\nP50"]
     cols += ["goodput\nreq/s", "SLO\nmet"] if result.slo is not None else []
     cols += ["in\nflight", "dispatch\nP99"]
     return cols + (["client"] if any(p.client_bound or p.invalid for p in result.points) else [])
 
 
-def _row(p: BenchPoint, slo: bool, flag: bool) -> list[str]:
+def _row(p: BenchPoint, slo: bool, flag: bool, server: bool) -> list[str]:
     f = p.figures
-    ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
+    tok_s: list[float | None] = [f.output_tokens_per_s]
+    tpot = [f.tpot.p50, f.tpot.p99]
+    if server:
+        tok_s, tpot = [*tok_s, f.output_tokens_per_s_server], [*tpot, f.tpot_server.p50]
+    ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, *tpot, f.itl.p99, f.e2e.p50)]
     cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
-    cells += [numbers.figure_text(f.output_tokens_per_s), *ms]
+    cells += [*(numbers.figure_text(v) for v in tok_s), *ms]
     cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
     cells += [f"{f.concurrency_held:.1f}", numbers.figure_text(f.wait.p99, "ms")]
     state = "[bold red]invalid[/]" if p.invalid else "[bold yellow]bound[/]" if p.client_bound else "ok"
@@ -62,9 +80,9 @@ def _table(result: BenchResult, columns: list[str], shown: list[int]) -> Table:
     for i in shown:
         col = columns[i]
         table.add_column(col, justify="left" if col == "load" else "right", no_wrap=True)
-    flag = any(p.client_bound or p.invalid for p in result.points)
+    flag, server = any(p.client_bound or p.invalid for p in result.points), _server_tokens(result)
     for p in result.points:
-        cells = _row(p, result.slo is not None, flag)
+        cells = _row(p, result.slo is not None, flag, server)
         table.add_row(*(cells[i] for i in shown))
     return table
 

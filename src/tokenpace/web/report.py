@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from tokenpace.board.loadtable import label, saturation_line
 from tokenpace.load.figures import TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.catalogue import metric
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.render import environment
@@ -54,6 +55,29 @@ def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A token-counted figure's column as the catalogue names it: "TPOT", "ms per server token", its definition."""
+
+    label: str
+    unit: str
+    definition: str
+
+
+def heading(key: str) -> Heading:
+    """The catalogue's label, the unit its header names (the count's tokens in it), and the definition."""
+    m = metric(key)
+    return Heading(m.label, m.header.removeprefix(m.label).strip(" ()"), m.definition)
+
+
+HEADINGS = {key: heading(key) for key in ("tpot", "tpot_server", "output_tokens_per_s", "output_tokens_per_s_server")}
+
+
+def server_tokens(points: list[PointView]) -> bool:
+    """Some point has a figure in the server's own tokens (its usage reported them): their columns are shown."""
+    return any(v.point.figures.tpot_server.n or v.point.figures.output_tokens_per_s_server is not None for v in points)
+
+
 def render_report(result: BenchResult) -> str:
     """The report's HTML: the same result gives the same bytes (no clock, no random ids)."""
     shown = result.points[:MAX_POINTS]
@@ -72,5 +96,7 @@ def render_report(result: BenchResult) -> str:
             invalid=sum(bool(p.invalid) for p in shown),
             max_command=MAX_COMMAND,
             saturation=saturation_line(result),
+            server=server_tokens(points),
+            heads=HEADINGS,
         )
     )
