@@ -28,11 +28,13 @@ from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.load import release
 from tokenpace.load.arrivals import offsets
-from tokenpace.load.chains import Chain, Request
+from tokenpace.load.chains import Chain, Dataset, Request
+from tokenpace.load.datafiles import open_file
 from tokenpace.load.engine import RunOptions, run_load, run_workload
 from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.send import Refusals
+from tokenpace.load.synthetic import Lengths, SharedPrefix
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.prompts.prompt import Message, Prompt
 from tokenpace.store.database import open_store
@@ -64,7 +66,7 @@ class Tiny:
         return tuple(Request(prompt(k), f"turn-{k + 1}") for k in range(self.turns))
 
 
-def run(url: str, load: Load, dataset: Tiny | None = None, settings: RunOptions = SETTINGS) -> list[Done]:
+def run(url: str, load: Load, dataset: Dataset | None = None, settings: RunOptions = SETTINGS) -> list[Done]:
     endpoint = Endpoint("sim", "sim", url, simulated=True)
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         return runner.run(run_load(endpoint, dataset or Tiny(), load, settings)).done
@@ -92,6 +94,32 @@ def test_closed_loop_sends_warmup_then_measured_never_more_than_c_at_once(
     assert 2 <= most_in_flight(done) <= 4
     assert len({d.sample.id for d in done}) == 23 and len({d.sample.prompt_fingerprint for d in done}) == 23
     assert not any(d.sample.published for d in done)
+
+
+@pytest.mark.parametrize("kind", ["prefix groups", "a file's records"])
+def test_the_warmup_sends_prompts_of_its_own_so_the_first_measured_request_meets_no_cache_it_left(
+    sim_thread: Callable[..., SimThread], tmp_path: Path, kind: str
+) -> None:
+    # Once the warm-up was the dataset's first chains: a prefix group's later requests were then measured as hits
+    # of the prefix the warm-up had cached, and a file's records came round again to the warm-up's own.
+    dataset: Dataset = SharedPrefix(256, 32, 3, Lengths(3), seed=7)
+    if kind == "a file's records":
+        lines = [json.dumps({"prompt": f"{n} " + "word " * 200, "output_tokens": 3}) for n in ("one", "two")]
+        (tmp_path / "two.jsonl").write_text("\n".join(lines) + "\n")
+        dataset = open_file("jsonl", tmp_path / "two.jsonl", 3)
+    cache = sim.Scenario(ttft_ms=5, tokens_per_s=1000, output_tokens=3, prefix_cache=True)
+    done = run(sim_thread(cache).url, Load(concurrency=1, requests=6, warmup=2), dataset)
+    warm = [d.sample for d in done if d.warmup]
+    measured = sorted((d.sample for d in done if not d.warmup), key=lambda s: s.timeline.t_sent_ns)
+    assert len(warm) == 2 and len(measured) == 6 and all(s.ok for s in warm + measured)
+    assert measured[0].prompt_fingerprint not in {s.prompt_fingerprint for s in warm}
+    assert not {s.prompt_fingerprint for s in measured} & {s.prompt_fingerprint for s in warm}
+    assert measured[0].metrics.provider_cached_tokens == 0  # the server had seen none of its prompt
+    # The measured requests are the dataset's own from its first chain, as without a warm-up: whole groups.
+    expected = [r.prompt.fingerprint for i in range(6) for r in dataset.chain(i)][:6]
+    assert [s.prompt_fingerprint for s in measured] == expected
+    # A warm-up has the first measured request's shape: its input tokens and max tokens.
+    assert all(s.input_tokens == pytest.approx(measured[0].input_tokens, rel=0.05) for s in warm)
 
 
 def test_open_loop_releases_on_the_schedule_and_says_how_late_it_was(sim_thread: Callable[..., SimThread]) -> None:

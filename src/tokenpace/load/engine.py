@@ -4,7 +4,8 @@ Both ways tokenpace measures are one load here. A scheduled or one-shot run (:fu
 workload's fresh prompts (load/chains.py's FreshPrompts) to each endpoint in turn: a closed loop of
 ``concurrency`` streams, bursts of the workload's own concurrency (the parallel workload), the two turns of a
 paired workload as a chain. A load test (:func:`run_load`, ``tokenpace bench``) releases any dataset in a
-closed or open loop, warm-up first, for a request count or a duration (load/release.py). Either way:
+closed or open loop, for a request count or a duration (load/release.py), after its warm-up requests: prompts of
+their own, never the dataset's (load/synthetic.py's WarmedUp). Either way:
 
 - everything that costs CPU and is not the measurement happens off the clock: chains and their request bytes
   are built ahead on the decoder thread (load/ahead.py), connections are opened before the first release,
@@ -47,6 +48,7 @@ from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
 from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.send import Refusals, send_request
+from tokenpace.load.synthetic import WarmedUp
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.verdict import judge_figures, stamps
@@ -228,7 +230,10 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
     def build(r: Request) -> HttpRequest:
         return proto.request(endpoint, r.prompt)
 
-    chains = ChainsAhead(dataset, options.first_chain, build, run.decoder, run.last, run.ahead_bytes)
+    start, warmups = options.first_chain, 0 if run.whole_chains else load.warmup
+    if warmups:  # release i < warmups is warm-up i (WarmedUp): the dataset's chains are all measured
+        dataset, start = WarmedUp(dataset, warmups, start, options.seed or 0), 0
+    chains = ChainsAhead(dataset, start, build, run.decoder, run.last, run.ahead_bytes)
     ahead = run.last if run.whole_chains and run.last is not None else chains_ahead(load, run.last)
     budget, decoding, seq = ReleaseBudget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
     published = options.publish or options.source == "scheduled"
@@ -243,7 +248,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
         verdict = judge_figures(stamps(timeline), run.lag.lag_at)
-        chain = options.first_chain + r.chain
+        chain = -1 if r.warmup and warmups else options.first_chain + r.chain - warmups
         group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
         if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group
             group = f"{run.id[:12]}-p{chain}"

@@ -50,7 +50,7 @@ class Done:
     tag: str = ""  # the dataset's group for it ("" none; "prefix-hit", "turn-2", ...)
     warmup: bool = False  # sent before the measured requests: left out of every figure
     asked_ns: int = 0  # perf_counter_ns when the schedule released it (open loop: its arrival time)
-    chain: int = 0  # the dataset chain it belongs to
+    chain: int = 0  # the dataset chain it belongs to; -1 for a load test's warm-up (a prompt of its own)
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,7 +122,7 @@ class Sweeper:
             self.on_level(load)
         options = dataclasses.replace(self.options, first_chain=self._next_chain)
         result = await run_load(self.endpoint, self.dataset, load, options, self.sink, self.on_done, self.refusals)
-        self._next_chain = max((d.chain for d in result.done), default=self._next_chain) + 1
+        self._next_chain = max((d.chain + 1 for d in result.done if not d.warmup), default=self._next_chain)
         f = figures(result.done, self.slo, load.rate)
         level = SweepLevel(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
         self.levels.append(level)

@@ -9,6 +9,11 @@ hold the earlier turns. Everything a chain holds follows from (seed, chain index
 
 Cutting a run of tokens out of an already-tokenized text costs a string slice; counting the result is one
 encode, two when the first cut lands off by more than the slack (a 1k prompt: about a millisecond).
+
+A load test's warm-up requests (:class:`WarmedUp`) are synthetic prompts too, never the dataset's: shaped like
+its first measured request, with a nonce of their own first, so no measured request is answered from what the
+warm-up left in the server's cache (SGLang's ``bench_serving`` split its warm-up from the dataset for the same
+reason: a warm-up that reused the first prompt made the first measured request a full cache hit).
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import random
 from dataclasses import dataclass
 
 from tokenpace.errors import ConfigError
-from tokenpace.load.chains import Chain, Request
+from tokenpace.load.chains import Chain, Dataset, Request
 from tokenpace.prompts.corpus import Corpus, default_corpus, token_starts
-from tokenpace.prompts.prompt import Message, chat_prompt
+from tokenpace.prompts.prompt import Message, Prompt, chat_prompt
 from tokenpace.prompts.tokens import count_tokens
 
 MAX_TOKENS = 200_000  # the most tokens any drawn length may take
@@ -226,3 +231,45 @@ class MultiTurn(_Generated):
                 messages.append(Message("assistant", reply))
                 counts.append(size)
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class WarmedUp:
+    """A dataset behind ``warmups`` warm-up requests: chain i < warmups is warm-up i, one synthetic prompt of its
+    own; chain warmups + j is the dataset's chain ``first`` + j, so the measured requests are the dataset's from
+    ``first`` on, as without a warm-up.
+
+    The load engine releases its first ``warmups`` chains as warm-up (load/release.py's budget), so chain i and
+    release i agree: a warm-up is one request, and a measured chain's later requests take the budget only once
+    every warm-up has been released. A warm-up prompt has the input tokens (at least MIN_INPUT) and max tokens
+    of the dataset's first measured request, corpus text from its own seed, and its own nonce first.
+    """
+
+    dataset: Dataset
+    warmups: int
+    first: int = 0  # the dataset's first measured chain (a sweep's later points go on from the last)
+    seed: int = 0
+    corpus: Corpus | None = None
+
+    @property
+    def name(self) -> str:
+        return self.dataset.name
+
+    @property
+    def size(self) -> int | None:
+        return None if self.dataset.size is None else self.warmups + self.dataset.size
+
+    @functools.cached_property
+    def shape(self) -> Prompt:
+        """The dataset's first measured request's prompt: what each warm-up is shaped like."""
+        return self.dataset.chain(self.first)[0].prompt
+
+    def chain(self, i: int) -> Chain:
+        if i >= self.warmups:
+            return self.dataset.chain(self.first + i - self.warmups)
+        shape, loop = self.shape, _loop(default_corpus() if self.corpus is None else self.corpus)
+        # "warm-up/" keys no dataset's generator: a measured prompt never draws this text and nonce.
+        rng = random.Random(f"warm-up/{self.seed}/{self.first}/{i}")
+        n_in = max(MIN_INPUT, min(MAX_TOKENS, shape.input_tokens))
+        text, size = sized(loop, rng, n_in, f"{nonce(rng)}\n\n", TAIL)
+        return (Request(chat_prompt([Message("user", text)], shape.max_tokens, [size]), "warm-up"),)
