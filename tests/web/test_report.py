@@ -107,19 +107,23 @@ def y_axis(svg: ET.Element) -> list[float]:
 def test_token_counts_are_named_in_the_headers_and_the_servers_own_shown_where_usage_reported_them() -> None:
     plain = render_report(one_point())
     head = plain.split('<table id="points">')[1].split("</thead>")[0]
-    assert "ms per o200k token" in head and "o200k tok/s" in head and "server" not in head
+    assert head.count("<small>o200k</small>") == 3 and 'id="server-tokens"' not in plain  # tok/s, TPOT p50, p99
     f = one_point().points[0].figures
-    served = dataclasses.replace(f, tpot_server=latency(6.5), output_tokens_per_s_server=1024.5)
+    served = dataclasses.replace(f, tpot_server=latency(6.5, n=150), output_tokens_per_s_server=1024.5)
     res = result((dataclasses.replace(one_point().points[0], figures=served),))
     text = render_report(res)
-    head = text.split('<table id="points">')[1].split("</thead>")[0]
-    assert "<small>p50, ms per server token</small>" in head and "<small>server tok/s</small>" in head
-    assert "(E2E - TTFT) / (the output tokens the server&#39;s usage reported - 1)" in text  # the catalogue's
-    (row,) = cells(text)
-    assert row["tpot-server-p50"] == (repr(6.5), numbers.figure_text(6.5))
-    assert row["tpot-server-p99"] == (repr(6.5 * 2.5), numbers.figure_text(6.5 * 2.5))
+    assert_table_is_the_figures(text, res)  # the o200k table as before
+    table = text.split('<table id="server-tokens">')[1].split("</table>")[0]
+    head = table.split("</thead>")[0]
+    assert head.count("<small>server</small>") == 4 and head.count("<small>o200k</small>") == 4
+    assert "(E2E - TTFT) / (the output tokens the server&#39;s usage reported - 1)" in head  # the catalogue's
+    row = {col: (value, body) for col, value, body in _CELL.findall(table.split("</thead>")[1])}
     assert row["tok-s-server"] == (repr(1024.5), numbers.figure_text(1024.5))
-    assert_table_is_the_figures(text, res)  # the o200k columns beside them as before
+    assert row["tok-s"] == (repr(f.output_tokens_per_s), numbers.figure_text(f.output_tokens_per_s))
+    for q, server, o200k in (("p50", 6.5, f.tpot.p50), ("p90", 6.5 * 1.5, f.tpot.p90), ("p99", 6.5 * 2.5, f.tpot.p99)):
+        assert row[f"tpot-server-{q}"] == (repr(server), numbers.figure_text(server))
+        assert row[f"tpot-{q}"] == (repr(o200k), numbers.figure_text(o200k))
+    assert 'data-col="usage" data-value="150" data-total="197">150 / 197<' in table
 
 
 def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_against_load() -> None:

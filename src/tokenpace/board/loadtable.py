@@ -35,14 +35,14 @@ UNBOUNDED = 10_000  # columns: a table measured at its natural width
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
-def _server_tokens(result: BenchResult) -> bool:
+def server_tokens(result: BenchResult) -> bool:
     """Some level has a figure in the server's tokens: its usage reported them."""
     return any(p.figures.tpot_server.n or p.figures.output_tokens_per_s_server is not None for p in result.points)
 
 
 def _level_columns(result: BenchResult) -> list[str]:
     """Short headers and no borders: fourteen columns fit a 120-column terminal."""
-    server = [SERVER_TOK_S] if _server_tokens(result) else []
+    server = [SERVER_TOK_S] if server_tokens(result) else []
     cols = ["load", "ok/\nall", "req/s", TOK_S, *server, "TTFT\nP50", "TTFT\nP99", TPOT_P50, TPOT_P99]
     cols += [SERVER_TPOT_P50] if server else []
     cols += ["ITL\nP99", "E2E\nP50"]
@@ -80,7 +80,7 @@ def _table(result: BenchResult, columns: list[str], shown: list[int]) -> Table:
     for i in shown:
         col = columns[i]
         table.add_column(col, justify="left" if col == "load" else "right", no_wrap=True)
-    flag, server = any(p.client_bound or p.invalid for p in result.points), _server_tokens(result)
+    flag, server = any(p.client_bound or p.invalid for p in result.points), server_tokens(result)
     for p in result.points:
         cells = _row(p, result.slo is not None, flag, server)
         table.add_row(*(cells[i] for i in shown))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tokenpace.board.loadtable import label, saturation_line
+from tokenpace.board.loadtable import label, saturation_line, server_tokens
 from tokenpace.load.figures import TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.measure.catalogue import metric
@@ -55,27 +55,9 @@ def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Heading:
-    """A token-counted figure's column as the catalogue names it: "TPOT", "ms per server token", its definition."""
-
-    label: str
-    unit: str
-    definition: str
-
-
-def heading(key: str) -> Heading:
-    """The catalogue's label, the unit its header names (the count's tokens in it), and the definition."""
-    m = metric(key)
-    return Heading(m.label, m.header.removeprefix(m.label).strip(" ()"), m.definition)
-
-
-HEADINGS = {key: heading(key) for key in ("tpot", "tpot_server", "output_tokens_per_s", "output_tokens_per_s_server")}
-
-
-def server_tokens(points: list[PointView]) -> bool:
-    """Some point has a figure in the server's own tokens (its usage reported them): their columns are shown."""
-    return any(v.point.figures.tpot_server.n or v.point.figures.output_tokens_per_s_server is not None for v in points)
+# The figures counted in tokens, as the catalogue names them: each header says whose tokens (o200k, the server's),
+# its title the definition.
+COUNTED = {key: metric(key) for key in ("tpot", "tpot_server", "output_tokens_per_s", "output_tokens_per_s_server")}
 
 
 def render_report(result: BenchResult) -> str:
@@ -96,7 +78,7 @@ def render_report(result: BenchResult) -> str:
             invalid=sum(bool(p.invalid) for p in shown),
             max_command=MAX_COMMAND,
             saturation=saturation_line(result),
-            server=server_tokens(points),
-            heads=HEADINGS,
+            server=server_tokens(bounded),
+            counted=COUNTED,
         )
     )
