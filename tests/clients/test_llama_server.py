@@ -14,8 +14,11 @@ import pytest
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.presets import ProtocolName
+from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN, Workload
-from tokenpace.load.engine import RunOptions, run_workload
+from tokenpace.load.engine import RunOptions, run_load, run_workload
+from tokenpace.load.figures import figures
+from tokenpace.load.synthetic import Lengths, Synthetic
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind
@@ -46,6 +49,27 @@ async def test_figures_agree_with_llama_servers_own_timings(llama_server: str) -
         ratios.append(event_rate(s) / timings["predicted_per_second"])
     # The client sees the server's decode rate; tolerance for a loaded 2-core machine.
     assert statistics.median(ratios) == pytest.approx(1.0, abs=0.15)
+
+
+async def test_bench_tpot_in_server_tokens_is_what_llama_servers_own_timings_imply(llama_server: str) -> None:
+    """bench's TPOT in the server's tokens, (E2E - TTFT) / (usage tokens - 1), against llama-server's decode time
+    a token, predicted_ms / (predicted_n - 1): its clock starts when the first token is sampled (that token comes
+    free with the prompt's last batch), so predicted_ms spans n - 1 decode steps (the llama.cpp built here says
+    so in predicted_per_token_ms; older ones divided by n). E2E - TTFT adds what that clock does not hold: the
+    last token's delivery and the finish, usage and [DONE] chunks, less the first token's delivery."""
+    endpoint = Endpoint("llama.cpp", "tiny", llama_server)
+    dataset = Synthetic(Lengths(64), Lengths(MAX_TOKENS), seed=3)
+    load = Load(concurrency=1, requests=8, warmup=1)
+    result = await run_load(endpoint, dataset, load, RunOptions(timeouts=Timeouts(5, 30, 30, 60)))
+    f = figures(result.done)
+    measured = [d.sample for d in result.done if not d.warmup]
+    assert f.ok == 8 and f.tpot_server.n == 8 and f.tpot_server.p50 is not None
+    implied = []
+    for s in measured:
+        timings = s.timeline.server_timings
+        assert timings is not None and timings["predicted_n"] == s.metrics.provider_output_tokens == MAX_TOKENS
+        implied.append(timings["predicted_ms"] / (timings["predicted_n"] - 1))
+    assert f.tpot_server.p50 == pytest.approx(statistics.median(implied), rel=0.02)
 
 
 async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
