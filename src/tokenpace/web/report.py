@@ -57,7 +57,7 @@ def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
 
 # The figures counted in tokens, as the catalogue names them: each header says whose tokens (o200k, the server's),
 # its title the definition.
-TOKEN_COUNTED = {key: metric(key) for key in ("tpot", "tpot_server", "output_tokens_per_s", "output_tokens_per_s_server")}
+TOKEN_COUNTED = {k: metric(k) for k in ("tpot", "tpot_server", "output_tokens_per_s", "output_tokens_per_s_server")}
 
 
 def render_report(result: BenchResult) -> str:
