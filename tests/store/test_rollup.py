@@ -27,6 +27,7 @@ from tokenpace.measure.stats import figure
 from tokenpace.measure.verdict import ALL, FIGURE_BOUND, NONE, Bound
 from tokenpace.store import rollup
 from tokenpace.store.columns import (
+    COPY_COLUMNS,
     LAG_COLUMNS,
     NETWORK_COLUMNS,
     ORIGIN_COLUMNS,
@@ -200,6 +201,7 @@ def test_the_migration_builds_the_rollup_from_samples_already_there(url: str) ->
     and the rollup, built last, counts only the others; windows read through it equal a recompute."""
     rng = random.Random(5)
     later = (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS, *TRUTH_COLUMNS, *LAG_COLUMNS, *RATE_LIMIT_COLUMNS)
+    later += COPY_COLUMNS
     old = [c for c in SAMPLE_COLUMNS if c not in later]
     before = []
     for i in range(60):
@@ -384,7 +386,7 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
 def insert_before_15(url: str, samples: Sequence[Sample]) -> list[Sample]:
     """Insert samples as a database before migration 15 held them (client_bound 0 or 1, no client_lag_ms); the
     samples as migration 15 makes them: one flagged before is flagged for every figure."""
-    old = [c for c in SAMPLE_COLUMNS if c not in (*LAG_COLUMNS, *RATE_LIMIT_COLUMNS)]
+    old = [c for c in SAMPLE_COLUMNS if c not in (*LAG_COLUMNS, *RATE_LIMIT_COLUMNS, *COPY_COLUMNS)]
     insert = f"INSERT INTO samples ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})"  # noqa: S608
     for s in samples:
         values = sample_values(s)

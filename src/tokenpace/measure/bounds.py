@@ -39,10 +39,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "t100_ms": (0.0, MAX_T100_MS),
     "output_speed": (0.0, MAX_OUTPUT_SPEED),
     "idle_s": (0.0, MAX_IDLE_S),
-    # Bounded by later migrations' own CHECKs (15 and 16), no tighter than these: the loop's lateness at a
+    # Bounded by later migrations' own CHECKs (15, 16 and 17), no tighter than these: the loop's lateness at a
     # timestamp within one request, and a 429's Retry-After (clients/ratelimits.py caps it at a day).
     "client_lag_ms": (0.0, MAX_MS),
     "retry_after_s": (0.0, MAX_REQUEST_S),
+    "copy_ratio": (0.0, 1.0),  # a share (migration 17's CHECK)
 }
 # Figures computed from those (store/rollup.DERIVED): TTFT less the network round trip may be below zero.
 DERIVED_BOUNDS: dict[str, tuple[float, float]] = {"ttft_net_ms": (-MAX_MS, MAX_MS)}

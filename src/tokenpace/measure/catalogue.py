@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from tokenpace.measure import copying
+
 Unit = Literal["ms", "ms/tok", "tok/s", "tok", "share", "req/s", "ratio", "count"]
 Better = Literal["higher", "lower"]
 # How a figure of each unit is written after its number, where a sentence says it ("812 ms", "99.5 %").
@@ -150,6 +152,17 @@ FIGURES: tuple[Metric, ...] = (
         "tok",
         None,
         "Token difference = o200k output tokens - the output tokens the provider's usage reported.",
+    ),
+    Metric(
+        "copy_ratio",
+        "Copy ratio",
+        "share",
+        "lower",
+        f"Copy ratio = the answer's {copying.N}-grams of o200k tokens found in the prompt / the answer's "
+        f"{copying.N}-grams, over the answer's first {copying.ANSWER_TOKENS_JUDGED:,} tokens (content and tool "
+        f"calls, not thinking) and the prompt's first {copying.PROMPT_TOKENS_SEARCHED:,}: what prompt-lookup "
+        "drafting could copy.",
+        tokens="o200k",
     ),
     # What a window of samples gives (board/rows.py).
     Metric(

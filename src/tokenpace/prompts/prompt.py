@@ -86,6 +86,11 @@ class Prompt:
     image_pixels: int = 0
     canary: str | None = None  # the line the answer must begin with (prompts/canary.py); None: none asked
 
+    @property
+    def text(self) -> str:
+        """Its messages' text, a blank line between two: what ``--keep-prompts`` stores, what answers may copy."""
+        return "\n\n".join(m.text for m in self.messages)
+
 
 def chat_prompt(messages: Sequence[Message], max_tokens: int, tokens: Sequence[int] | None = None) -> Prompt:
     """A text prompt of ``messages``: input_tokens = sum of each message's o200k count (``tokens`` when known).

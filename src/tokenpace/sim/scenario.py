@@ -87,6 +87,11 @@ class Scenario:
     # is reported in each protocol's own field. Cached tokens cost prompt tokens / cached_tokens_per_s (None: free).
     prefix_cache: bool = False
     cached_tokens_per_s: float | None = None
+    # Speculative decoding's easy case (measure/copying.py): right after any canary line, the content copies one
+    # run of the prompt's own tokens, from a place drawn per request, so that this share of the content's 8-grams
+    # (of o200k tokens) are found in the prompt: round(share x (content tokens - 7)) + 7 tokens; as many as the
+    # prompt and the cap hold. 0: no copying.
+    copy_share: float = 0.0
 
     def drawn(self, rng: random.Random) -> Scenario:
         """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
@@ -128,6 +133,7 @@ class Scenario:
             (self.retry_after.isprintable(), "retry_after must be printable text, one line"),
             ((self.canary_wrong_after or 0) >= 0, "canary_wrong_after must be >= 0"),
             (0 <= self.canary_wrong_rate <= 1, "canary_wrong_rate must be between 0 and 1"),
+            (0 <= self.copy_share <= 1, "copy_share must be between 0 and 1"),
             ((self.loop_after_tokens or 0) >= 0, "loop_after_tokens must be >= 0"),
             (self.max_streams is None or self.max_streams >= 1, "max_streams must be >= 1"),
             (

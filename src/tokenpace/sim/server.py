@@ -26,9 +26,10 @@ from typing import Any
 from aiohttp import web
 
 from tokenpace.errors import SimulatorError
+from tokenpace.measure import copying
 from tokenpace.measure.metrics import NS_PER_MS
 from tokenpace.prompts import canary
-from tokenpace.prompts.tokens import count_tokens, token_ids, token_texts
+from tokenpace.prompts.tokens import count_tokens, encoding, token_ids, token_texts
 from tokenpace.sim.anthropic import AnthropicWire
 from tokenpace.sim.gemini import GeminiWire
 from tokenpace.sim.ollama import OLLAMA_VERSION, OllamaWire
@@ -217,6 +218,9 @@ class Simulator:
             s, truth, ask.model, reasoning, 10**15 if error == "endless" else content, ask.cap, capped, due,
             int(time.time()),
         )  # fmt: skip
+        if s.copy_share:  # its own draw, so that other scenarios' texts stay as they were
+            copy_rng = random.Random(f"{s.seed}:{self._served}:copy")
+            opening += copied(tokens, s.copy_share, content, content - len(opening), copy_rng)
         words: Iterator[str] = iter(lambda: word_rng.choice(vocabulary), None)
         if s.loop_after_tokens is not None:
             phrase = [word_rng.choice(vocabulary) for _ in range(LOOP_WORDS)]
@@ -256,6 +260,19 @@ class Simulator:
     @staticmethod
     async def _answer(call: ServedRequest, streamed: bool) -> web.StreamResponse:
         return await (stream(call) if streamed else complete(call))
+
+
+def copied(prompt: list[int], share: float, content: int, room: int, rng: random.Random) -> tuple[str, ...]:
+    """A run of the prompt's tokens, each as its text, from a drawn place: round(share x (content - n + 1)) + n - 1
+    tokens (n = copying.N), so that ``share`` of a content of ``content`` tokens' n-grams are the prompt's; at most
+    ``room`` tokens and the prompt's own length, and none where that leaves no n-gram to copy."""
+    n = copying.N
+    size = min(round(share * (content - n + 1)) + n - 1, room, len(prompt)) if content >= n else 0
+    if size < n:
+        return ()
+    start = rng.randrange(len(prompt) - size + 1)
+    enc = encoding()
+    return tuple(enc.decode([t]) for t in prompt[start : start + size])
 
 
 @contextlib.asynccontextmanager

@@ -279,6 +279,14 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN ratelimits TEXT",
         ),
     ),
+    (
+        17,
+        (
+            # The copy ratio (issue 31): the share of the answer's 8-grams of o200k tokens found in its prompt
+            # (measure/copying.py), what prompt-lookup drafting speeds up; a share, so from 0 to 1.
+            "ALTER TABLE samples ADD COLUMN copy_ratio DOUBLE PRECISION CHECK (copy_ratio >= 0 AND copy_ratio <= 1)",
+        ),
+    ),
 )
 
 
