@@ -17,6 +17,7 @@ from tokenpace.board.changes import describe
 from tokenpace.board.endpoint_page import EndpointPage, read_endpoint_page
 from tokenpace.board.model_page import ModelPage, read_model_page
 from tokenpace.board.pageparts import PageRegion
+from tokenpace.measure.catalogue import metric
 from tokenpace.store.windows import Window, endpoint_name
 from tokenpace.web import charts
 from tokenpace.web.paths import endpoint_path, model_path
@@ -64,6 +65,8 @@ def endpoint_context(
         "include_client_bound": m.include_client_bound,
         "uptime": m.uptime,
         "canary": data["canary"],
+        "copying": data["copy_ratio"],
+        "copy_metric": metric("copy_ratio"),
         "standings": m.standings,
         "cover": m.cover,
         "bursts": m.bursts,

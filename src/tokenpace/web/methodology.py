@@ -13,6 +13,7 @@ from typing import Any
 from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
+from tokenpace.board.copying import copy_table
 from tokenpace.board.platforms import platform_dict, platforms
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
@@ -22,6 +23,7 @@ from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import metrics
+from tokenpace.measure.catalogue import metric
 from tokenpace.prompts.tokens import ENCODING
 from tokenpace.schedule import pacing
 from tokenpace.schedule.backoff import DEFAULT_HOLD_S
@@ -127,6 +129,18 @@ TRUTH = (
     ),
 )
 
+# Speculative decoding's easy case (issue 31): what the copy ratio is for (measure/copying.py, board/copying.py).
+COPYING = (
+    "A provider may draft tokens by looking them up in the prompt (prompt-lookup or n-gram speculative "
+    "decoding) and check several in one step: an answer that copies its prompt then streams faster than one the "
+    "model has to write, so on prompts whose answers copy, output speed favours such providers. Artificial "
+    "Analysis tests its prompts against this; here every sample stores its copy ratio beside its timings, and "
+    "each endpoint's median per workload is shown below and on its page. The tasks ask for the model's own "
+    "words (a summary explains rather than restates, answers to questions do not quote, a translation leaves "
+    "code blocks and grammar rules out), so a faithful answer copies little: a high median says the speeds on "
+    "that workload are partly the copying's."
+)
+
 
 def _job_rows(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     """The scheduler's jobs (with next due times when it runs), else the ones the config describes."""
@@ -200,6 +214,10 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
          "long_span": numbers.interval(w.long_seconds) if w.long_seconds else None}
         for w in WINDOWS.values()
     ]  # fmt: skip
+    window = WINDOWS[DEFAULT_WINDOW]
+    copies = site.memo.get(("copying", window.name), lambda: copy_table(site, window))
+    copy_figure = metric("copy_ratio")
+    copying = {"label": copy_figure.label, "definition": copy_figure.definition, "why": COPYING}
     data = {
         "source": Path(cfg.source).name,  # the file's name only: where it lies on the server is not the page's
         "tokenizer": ENCODING,
@@ -224,6 +242,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "network": NETWORK,
         "rate_limits": RATE_LIMITS,
         "truth": [{"id": key, "title": title, "text": text} for key, title, text in TRUTH],
+        "copying": copying | copies.data() | {"window_label": window.label},
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
         "faq": _faq(site),
