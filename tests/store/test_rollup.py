@@ -201,8 +201,7 @@ def test_the_migration_builds_the_rollup_from_samples_already_there(url: str) ->
     and the rollup, built last, counts only the others; windows read through it equal a recompute."""
     rng = random.Random(5)
     later = (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS, *TRUTH_COLUMNS, *LAG_COLUMNS, *RATE_LIMIT_COLUMNS)
-    later += COPY_COLUMNS
-    old = [c for c in SAMPLE_COLUMNS if c not in later]
+    old = [c for c in SAMPLE_COLUMNS if c not in (*later, *COPY_COLUMNS)]
     before = []
     for i in range(60):
         s = sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=37 * i), rng)
