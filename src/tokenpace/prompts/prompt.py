@@ -39,18 +39,23 @@ LANGUAGES = (
 # a full-length stream: {words} is the workload's max_tokens as words, ~1.3 times what the cap lets through
 # (English runs ~0.75 words an o200k token; other languages and code take more tokens a word). {a} and {b} are
 # the first two documents' titles; {questions}: words / 50, at least 30.
+# No task asks for the documents back (issue 31): a faithful answer copies little of its prompt, so a provider
+# drafting tokens from the prompt (measure/copying.py) gains no speed here that other prompts would not give it.
+# summarize explains in the model's own words, questions are answered without quoting, and translate leaves the
+# code blocks and grammar rules (much of CPython's reference) out rather than copying them unchanged.
 _TASKS = {
-    "summarize": "Summarize the documents above for a developer who has not read them. Cover each document in "
-    "turn, in full paragraphs, and write at least {words} words.",
+    "summarize": "Explain the documents above in your own words to a developer who has not read them. Cover "
+    "each document in turn, in full paragraphs; do not quote them or copy their code or grammar rules (where an "
+    "example helps, write a new one of your own), and write at least {words} words.",
     "questions": "Write at least {questions} numbered questions that test a careful reading of the documents "
-    "above. Follow each with a two- or three-sentence answer that names the document it comes from. Write at "
-    "least {words} words in all.",
+    "above. Follow each with a two- or three-sentence answer in your own words, without quoting, that names the "
+    "document it comes from. Write at least {words} words in all.",
     "compare": 'Write a comparative analysis of "{a}" and "{b}" (and of any other document above): what each '
     "covers, where they overlap, where they differ and how they depend on each other. Write at least {words} "
     "words in full paragraphs.",
-    "translate": 'Translate the documents above into {language}, starting with "{a}" and going on in order. '
-    "Keep code and identifiers as they are, translate everything else in full without summarizing, and write "
-    "at least {words} words of translation.",
+    "translate": 'Translate the prose of the documents above into {language}, starting with "{a}" and going on '
+    "in order, in full without summarizing. Leave code blocks and grammar rules out: in the place of each, say in "
+    "one {language} sentence what it shows. Write at least {words} words of translation.",
     "visual": "Create a visual artifact from the documents above: one self-contained HTML page with an inline "
     "SVG chart or diagram that presents at least 12 facts, names or figures from the text, with labels, a "
     "legend and a caption. Output the complete code, then explain in at least {words} words what it shows.",
