@@ -37,3 +37,18 @@ def test_the_headline_follows_the_windows_statistic() -> None:
     assert d["output_speed"]["headline"] == 250.0 and d["output_speed"]["p50"] == 250.0
     skewed = row_dict(dataclasses.replace(row(), output_speed=figure([1.0, 2.0, 9.0])), "mean")
     assert skewed["output_speed"]["headline"] == 4.0  # the mean, where the median would say 2
+
+
+def test_every_exported_percentile_carries_its_n_the_values_it_was_computed_over() -> None:
+    """A row's figures (leaderboard JSON and CSV, the pages' twins) and a run's summary (``run --json``) write a
+    figure by one rule, stats.with_n: "n" beside its percentiles; ``run --json`` keeps its "count" as well."""
+    from tokenpace.board.summary import Summary
+    from tokenpace.measure.stats import with_n
+
+    d = row_dict(row(), "median")
+    assert d["ttft_ms"]["n"] == 4 and d["ttft_ms"]["p50"] == 80.0
+    ttft = figure([50.0, 70.0, 90.0])
+    summary = Summary("groq/m", 5, 3, {"http_error": 2}, {"ttft_ms": ttft}).as_dict()
+    assert summary["figures"]["ttft_ms"] == {"count": 3, "n": 3, "p5": ttft.p5, "p50": 70.0, "p95": ttft.p95,
+                                             "mean": 70.0}  # fmt: skip
+    assert with_n(ttft, ("p50",)) == {"n": 3, "p50": 70.0} and next(iter(with_n(ttft))) == "n"

@@ -1,4 +1,5 @@
-"""How many samples a tail percentile needs before the board shows it: MLPerf's early-stopping rule.
+"""How many samples a tail percentile needs before the board shows it: MLPerf's early-stopping rule
+(measure/stats.py's :func:`min_passing`, with no sample beyond the tail).
 
 With n samples and none beyond the true q-quantile, the chance that all n fall on one side of it is q^n; the
 largest (or smallest) of them bounds the quantile with confidence c only when q^n <= 1 - c. At 99 % a P95 (and,
@@ -10,19 +11,16 @@ samples is their largest, not the endpoint's tail. The median and the quartiles 
 from __future__ import annotations
 
 import dataclasses
-import math
 
-from tokenpace.measure.stats import Figure
+from tokenpace.measure.stats import ES_CONFIDENCE, Figure, min_passing
 
-CONFIDENCE = 0.99
+CONFIDENCE = ES_CONFIDENCE
 TAILS = (("p5", 0.05), ("p95", 0.95))  # the percentiles the rule withholds: Figure's field and its quantile
 
 
 def samples_needed(q: float, confidence: float = CONFIDENCE) -> int:
     """n = ⌈ln(1 - c) / ln(max(q, 1 - q))⌉: the fewest samples whose extreme bounds the q-quantile with confidence c."""
-    tail = max(q, 1 - q)
-    # The epsilon keeps an exact quotient (q = 0.9, c = 0.9: 1.0000000000000002) from rounding up a whole sample.
-    return math.ceil(math.log(1 - confidence) / math.log(tail) - 1e-9)
+    return min_passing(0, max(q, 1 - q), confidence)
 
 
 def withheld(n: int, field: str, q: float) -> str | None:
