@@ -52,3 +52,17 @@ def test_every_exported_percentile_carries_its_n_the_values_it_was_computed_over
     assert summary["figures"]["ttft_ms"] == {"count": 3, "n": 3, "p5": ttft.p5, "p50": 70.0, "p95": ttft.p95,
                                              "mean": 70.0}  # fmt: skip
     assert with_n(ttft, ("p50",)) == {"n": 3, "p50": 70.0} and next(iter(with_n(ttft))) == "n"
+
+
+def test_a_runs_cold_and_warm_ttft_medians_are_said_with_their_n() -> None:
+    import io
+
+    from rich.console import Console
+
+    from tokenpace.board.summary import FIGURES, Cold, Summary
+    from tokenpace.board.terminal import print_summary
+
+    cold = Cold(1, 0.3, figure([900.0]), figure([100.0, 120.0]))
+    out, figures = io.StringIO(), {name: figure([1.0]) for name, _, _ in FIGURES}
+    print_summary(Console(file=out, width=200, color_system=None), Summary("s/m", 3, 3, {}, figures, cold=cold))
+    assert "1 of 3 cold (idle >= 0.3 s): TTFT p50 cold 900 ms (n=1) vs warm 110 ms (n=2)" in out.getvalue()

@@ -138,7 +138,8 @@ FIGURES: tuple[Metric, ...] = (
         "Gap p95 (per request)",
         "ms",
         "lower",
-        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks).",
+        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks); its n "
+        "is the request's chunk count - 1, exported beside it.",
     ),
     Metric("gap_max_ms", "Gap max (per request)", "ms", "lower", "Gap max = one request's longest inter-chunk gap."),
     Metric(
