@@ -1,11 +1,13 @@
-"""How many samples a tail percentile needs before the board shows it: MLPerf's early-stopping rule
-(measure/stats.py's :func:`min_passing`, with no sample beyond the tail).
+"""How many samples a tail percentile needs before the board shows it: MLPerf's early-stopping rule.
 
 With n samples and none beyond the true q-quantile, the chance that all n fall on one side of it is q^n; the
 largest (or smallest) of them bounds the quantile with confidence c only when q^n <= 1 - c. At 99 % a P95 (and,
 by symmetry, a P5) needs 90 samples; a 72 h window on a per-token plan holds about 18. Below the bound a tail is
 withheld, on the pages, in JSON, CSV and the terminal, and the reason is shown in its place: a P95 of four
 samples is their largest, not the endpoint's tail. The median and the quartiles are shown with their n.
+The bound is measure/stats.py's :func:`min_passing` at t = 0 (no sample beyond the tail); ``bench``'s estimate
+of a P99, which counts its bound itself as beyond (LoadGen's SingleStream rule), needs min_passing at t = 1, plus
+one: 662.
 """
 
 from __future__ import annotations
