@@ -248,7 +248,8 @@ def early_stop(ordered: Sequence[float], q: float = 0.99, confidence: float = ES
     bounded = q if n >= needed else highest_bounded(n, q, confidence)
     if bounded is None:
         return EarlyStop(q, n, needed, confidence=confidence)
-    t = overlatency(n, bounded, confidence)
+    # At least 1: the test that chose ``bounded`` sums the same odds in another order (the last bit may differ).
+    t = max(1, overlatency(n, bounded, confidence))
     return EarlyStop(q, n, needed, bounded, ordered[n - t], t, confidence)
 
 
