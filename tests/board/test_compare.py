@@ -128,6 +128,8 @@ def test_as_dict_is_json() -> None:
     c = compare(result(at(C1)), result(at(C1, ttft_ms=200)), 0.1)
     data = json.loads(json.dumps(comparison_dict(c)))
     assert data["verdict"] == "regressed" and data["points"][0]["changes"][5]["figure"] == "TTFT P50"
+    ns = {ch["figure"]: (ch["a_n"], ch["b_n"]) for ch in data["points"][0]["changes"]}
+    assert ns["TTFT P99"] == ([10], [10]) and ns["ITL P99"] == ([90], [90]) and ns["request rate"] == ([], [])
 
 
 @pytest.mark.parametrize(("a", "b", "text"), [(100.0, 135.0, "+35.0%"), (0.0, 12.0, "+12 ms"), (None, 1.0, "n/a")])
@@ -164,6 +166,7 @@ def test_repeats_of_a_level_compare_as_one_by_their_medians_and_range() -> None:
     (pc,) = c.points
     ttft = next(ch for ch in pc.changes if ch.figure == "TTFT P50")
     assert pc.repeats == (3, 3) and (ttft.a, ttft.b) == (101.0, 100.0) and ttft.b_interval == (95.0, 125.0)
+    assert (ttft.a_n, ttft.b_n) == ((20, 20, 20), (20, 20, 20))  # the n of each repeat's percentile
     assert c.verdict == "same"
     slower = [ttfts(C1, [130.0 + k] * 20, repeat=k + 1) for k in range(3)]
     c = compare(result(*a), result(*slower), 0.1)

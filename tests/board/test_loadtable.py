@@ -9,7 +9,14 @@ from rich.console import Console
 
 from tests.loadkit import point, result, steady
 from tokenpace.board.compare import compare
-from tokenpace.board.loadtable import fitting_table, print_comparison, print_result, saturation_line, verdict_line
+from tokenpace.board.loadtable import (
+    fitting_table,
+    print_comparison,
+    print_result,
+    saturation_line,
+    tail_line,
+    verdict_line,
+)
 from tokenpace.board.numbers import rate
 from tokenpace.config.traffic import Load, Slo
 from tokenpace.load.results import Bracket
@@ -115,3 +122,24 @@ def test_the_saturation_line_names_the_bracket_and_why_the_sweep_stopped() -> No
     )
     assert saturation_line(dataclasses.replace(auto, saturation=16.1)) == "saturation: 16.1 req/s offered"  # older
     assert saturation_line(result(point(C1, steady(5, 100, 20)))) is None
+
+
+def test_each_levels_p99s_carry_their_n_and_mlperfs_early_stopping_estimate() -> None:
+    few, many = point(C1, steady(10, 100, 20, failed=2)), point(Load(concurrency=2), steady(700, 100, 20))
+    text = " ".join(shown(print_result, result(few, many)).split())  # the line wraps to the terminal
+    assert "concurrency 1 P99: TTFT 100 ms (n=8; early stopping at 99%: too few, P99 needs 662)" in text
+    assert "concurrency 2 P99: TTFT 100 ms (n=700; early stopping at 99%: P99 ≤ 100 ms)" in text
+    assert "E2E 280 ms (n=700; early stopping at 99%: P99 ≤ 280 ms)" in text
+    below = point(C1, [d for i, d in enumerate(steady(300, 100, 20)) if i < 300])
+    assert "TTFT 100 ms (n=300; early stopping at 99%: P97.8 ≤ 100 ms, P99 needs 662)" in tail_line(below)
+
+
+def test_a_comparison_says_each_percentiles_n_in_each_run() -> None:
+    a = result(point(C1, steady(10, 100, 20)))
+    b = result(point(C1, steady(14, 100, 20, failed=2)))
+    lines = shown(print_comparison, compare(a, b, 0.1)).splitlines()
+    below = {name: lines[next(i for i, line in enumerate(lines) if name in line) + 1] for name in
+             ("TTFT P99", "ITL P99", "request rate")}  # fmt: skip
+    assert "100-100, n=10" in below["TTFT P99"] and "100-100, n=12" in below["TTFT P99"]  # A's and B's ok requests
+    assert "n=90" in below["ITL P99"] and "n=108" in below["ITL P99"]  # ITL's: their gaps
+    assert "n=" not in below["request rate"]  # no percentile, no n

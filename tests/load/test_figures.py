@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 
@@ -126,3 +127,19 @@ async def test_figures_of_real_requests_to_the_simulator_match_what_it_was_told(
     assert f.output_speed.p50 is not None and 20 < f.output_speed.p50 < 400
     assert 0.5 < f.concurrency_held <= 2.0 + 1e-9  # two in flight at most
     assert f.wait == latency([0.0] * 6)
+
+
+def test_ttft_tpot_and_e2e_each_carry_mlperfs_early_stopping_estimate_of_their_p99() -> None:
+    from tests.loadkit import done as request
+    from tokenpace.measure.stats import early_stop
+
+    few = figures(RUN)
+    assert set(few.early_stopping) == {"ttft", "tpot", "e2e"}  # ITL's gaps are no independent requests
+    assert few.early_stopping["ttft"] == early_stop([100.0, 200.0]) and few.early_stopping["ttft"].bounded is None
+    # 700 requests whose TTFTs are 1..700 ms, sent in no order: P99 is bounded, by one of the largest
+    order = random.Random(7).sample(range(1, 701), 700)
+    many = figures([request(i * 1000, i * 1000 + t + 10, ((i * 1000 + t, 1), (i * 1000 + t + 10, 1))) for i, t in
+                    enumerate(order)])  # fmt: skip
+    es = many.early_stopping["ttft"]
+    assert (es.n, es.bounded, es.needed) == (many.ttft.n, 0.99, 662) == (700, 0.99, 662)
+    assert es.bound == 700 - es.over + 1 and many.ttft.p99 is not None and es.bound >= many.ttft.p99

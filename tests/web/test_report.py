@@ -172,7 +172,7 @@ def test_a_rate_sweep_with_an_slo_shows_goodput_attainment_achieved_against_offe
         table = re.search(rf'<table class="tags" id="tags-{i}">(.*?)</table>', text, re.S)
         assert table
         found = [
-            {col: (value, body) for col, value, body in _CELL.findall(r)}
+            {col: (value, body.split("<small")[0]) for col, value, body in _CELL.findall(r)}
             for r in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
         ]
         assert [re.search(r'<td class="name">(.*?)</td>', r).group(1) for r in  # type: ignore[union-attr]
@@ -343,3 +343,31 @@ def test_an_invalid_repeat_says_why_and_shows_latency_from_schedule() -> None:
         'data-col="ttft-sched-p50" data-value="777.0"' in text and 'data-col="dispatch-p99" data-value="750.0"' in text
     )
     assert 'id="invalid-notice"' not in render_report(base)
+
+
+def test_each_percentile_carries_its_n_and_each_p99_its_early_stopping_estimate() -> None:
+    from tests import loadkit
+
+    few = loadkit.point(Load(concurrency=1), loadkit.steady(10, 100, 20, failed=2))
+    many = loadkit.point(Load(concurrency=2), loadkit.steady(700, 100, 20))
+    text = render_report(loadkit.result(few, many))
+    row = dict(_ROW.findall(text))["1"]
+    ns = dict(re.findall(r'data-col="([\w-]+)"[^>]*? data-n="(\d+)"', row))
+    assert ns == {"ttft-p50": "8", "ttft-p90": "8", "ttft-p99": "8", "tpot-p50": "8", "tpot-p99": "8",
+                  "itl-p99": "72", "e2e-p50": "8", "e2e-p99": "8", "dispatch-p99": "10"}  # fmt: skip
+    assert re.search(r'data-col="ttft-p99"[^>]*>100<small>n=8</small>', row)  # and written beneath the P99
+    schedule = re.search(r'id="schedule-1">(.*?)</table>', text, re.S)
+    assert schedule and re.search(r'data-col="ttft-n" data-value="8">8<', schedule.group(1))
+
+    def tails(i: int) -> dict[str, dict[str, str]]:
+        table = re.search(rf'id="tails-{i}">(.*?)</table>', text, re.S)
+        assert table
+        found = re.findall(r'<tr data-figure="(\w+)">(.*?)</tr>', table.group(1), re.S)
+        return {name: {c: b for c, _, b in _CELL.findall(r) if not c.endswith("-bounded")} | dict(
+            re.findall(r'data-col="\w+-(bounded)"[^>]*>(.*?)</td>', r)) for name, r in found}  # fmt: skip
+
+    assert list(tails(1)) == ["ttft", "tpot", "e2e"]
+    assert tails(1)["ttft"] == {"ttft-n": "8", "ttft-p99": "100", "bounded": "too few", "ttft-bound": "—",
+                                "ttft-needed": "662"}  # fmt: skip
+    assert tails(2)["e2e"] == {"e2e-n": "700", "e2e-p99": "280", "bounded": "P99", "e2e-bound": "280",
+                               "e2e-needed": "662"}  # fmt: skip

@@ -43,7 +43,7 @@ from typing import Any, Literal
 from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures, tpot_from
 from tokenpace.load.results import BenchPoint, BenchResult, Row
-from tokenpace.measure.stats import quantile_interval, share_interval
+from tokenpace.measure.stats import Figure, quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]
 Unit = Literal["ms", "tok/s", "req/s", "share"]
@@ -59,7 +59,8 @@ def error_share(f: Figures) -> float | None:
 @dataclass(frozen=True, slots=True)
 class Spec:
     """One compared figure: its name, unit, which way is better, whether it decides the verdict, its getter;
-    for a latency percentile, the quantile and each request's value of it (from the point's rows)."""
+    for a latency percentile, the quantile and each request's value of it (from the point's rows); for any
+    percentile, the Figure it is one of (``of``: whose n it was computed over)."""
 
     name: str
     unit: Unit
@@ -68,6 +69,7 @@ class Spec:
     get: Callable[[Figures], float | None]
     q: float | None = None
     per_request: Callable[[Row], float | None] | None = None
+    of: Callable[[Figures], Figure] | None = None
 
 
 def row_ttft(r: Row) -> float | None:
@@ -88,22 +90,23 @@ SPECS: tuple[Spec, ...] = (
     Spec("output tok/s", "tok/s", True, True, lambda f: f.output_tokens_per_s),
     Spec("goodput", "req/s", True, True, lambda f: f.goodput),
     Spec("SLO attainment", "share", True, True, lambda f: f.slo_attainment),
-    Spec("output speed P50", "tok/s", True, False, lambda f: f.output_speed.p50),
-    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, row_ttft),
-    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, row_ttft),
-    Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50, 0.5, row_tpot),
-    Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99, 0.99, row_tpot),
-    Spec("ITL P99", "ms", False, False, lambda f: f.itl.p99),
-    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, row_e2e),
-    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, row_e2e),
+    Spec("output speed P50", "tok/s", True, False, lambda f: f.output_speed.p50, of=lambda f: f.output_speed),
+    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, row_ttft, lambda f: f.ttft),
+    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, row_ttft, lambda f: f.ttft),
+    Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50, 0.5, row_tpot, lambda f: f.tpot),
+    Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99, 0.99, row_tpot, lambda f: f.tpot),
+    Spec("ITL P99", "ms", False, False, lambda f: f.itl.p99, of=lambda f: f.itl),
+    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, row_e2e, lambda f: f.e2e),
+    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, row_e2e, lambda f: f.e2e),
     Spec("errors", "share", False, True, error_share),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class LevelChange:
-    """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing), and
-    each run's 95 % interval of it (None: none to give)."""
+    """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing), each
+    run's 95 % interval of it (None: none to give) and, for a percentile, each run's n: the values it was
+    computed over, one per repeat (() for a figure that is no percentile)."""
 
     figure: str
     unit: Unit
@@ -114,6 +117,8 @@ class LevelChange:
     headline: bool
     a_interval: Interval | None = None
     b_interval: Interval | None = None
+    a_n: tuple[int, ...] = ()
+    b_n: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +189,12 @@ def repeat_values(spec: Spec, points: Sequence[BenchPoint]) -> list[float]:
     return [v for p in points if (v := spec.get(p.figures)) is not None]
 
 
+def counts(spec: Spec, points: Sequence[BenchPoint]) -> tuple[int, ...]:
+    """A percentile's n in each repeat of a level that has it; () for a figure that is no percentile."""
+    of = spec.of
+    return () if of is None else tuple(of(p.figures).n for p in points if spec.get(p.figures) is not None)
+
+
 def value(spec: Spec, points: Sequence[BenchPoint]) -> float | None:
     """A figure of a level's repeats = the median of its repeats' values (the value itself for one run)."""
     values = repeat_values(spec, points)
@@ -234,7 +245,8 @@ def compare_point(
         ia, ib = figure_interval(spec, a_points, a_ordered), figure_interval(spec, b_points, b_ordered)
         change = None if va is None or vb is None else relative(va, vb)
         verdict = judge(spec, va, vb, threshold, ia, ib)
-        changes.append(LevelChange(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib))
+        ns = counts(spec, a_points), counts(spec, b_points)
+        changes.append(LevelChange(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib, *ns))
     notes = tuple(
         f"run {name} was client-bound here" for name, ps in (("A", a_points), ("B", b_points))
         if any(p.client_bound for p in ps)

@@ -18,8 +18,9 @@ from rich.table import Table
 from tokenpace.board import console as clean
 from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
+from tokenpace.load.figures import EARLY_STOPPED, TAIL_Q
 from tokenpace.load.results import BenchPoint, BenchResult
-from tokenpace.measure.stats import commonest
+from tokenpace.measure.stats import ES_CONFIDENCE, commonest
 
 NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
 # Then, in turn, while the table is wider than the terminal (an SLO's and the client's columns, 4-digit TTFTs).
@@ -95,10 +96,12 @@ def print_result(console: Console, result: BenchResult) -> None:
         if f.errors:
             kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
             console.print(f"  {p.load.describe()}: errors {clean.shown(kinds)}", soft_wrap=True, highlight=False)
+        if f.ok:
+            console.print(f"  {clean.shown(tail_line(p))}", highlight=False)  # wrapped: it is long
         for t in f.by_tag:
             ms = "  ".join(
-                f"{name} P50 {numbers.figure_text(v, 'ms')} ms"
-                for name, v in (("TTFT", t.ttft.p50), ("TPOT", t.tpot.p50), ("E2E", t.e2e.p50))
+                f"{name} P50 {numbers.figure_text(fig.p50, 'ms')} ms ({numbers.count(fig.n)})"
+                for name, fig in (("TTFT", t.ttft), ("TPOT", t.tpot), ("E2E", t.e2e))
             )
             line = f"  {p.load.describe()}  ·  {clean.shown(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
             console.print(line, soft_wrap=True, highlight=False)
@@ -106,6 +109,21 @@ def print_result(console: Console, result: BenchResult) -> None:
         console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
     if (said := saturation_line(result)) is not None:
         console.print(said, soft_wrap=True, highlight=False)
+
+
+def tail_line(p: BenchPoint) -> str:
+    """A level's P99s, each with its n and MLPerf's early-stopping estimate: "concurrency 4 P99: TTFT 412 ms
+    (n=300; early stopping at 99%: P97.8 ≤ 430 ms, P99 needs 662)  TPOT ..."."""
+    f = p.figures
+    said = []
+    for name in EARLY_STOPPED:
+        fig, es = getattr(f, name), f.early_stopping.get(name)
+        stop = (
+            "" if es is None else f"; early stopping at {ES_CONFIDENCE:.0%}: {numbers.early_stop_text(es, 'ms', 'ms')}"
+        )
+        value = numbers.figure_text(fig.p99, "ms")  # TAIL_Q's percentile
+        said.append(f"{name.upper()} {value} ms ({numbers.count(fig.n)}{stop})")
+    return f"{label(p)} {numbers.percentile_name(TAIL_Q)}: " + "  ".join(said)
 
 
 def saturation_line(result: BenchResult) -> str | None:
@@ -134,7 +152,7 @@ def schedule_line(p: BenchPoint) -> str:
         f"P99 {numbers.figure_text(sent.p99, 'ms')} -> {numbers.figure_text(sched.p99, 'ms')}"
         for name, sent, sched in pairs
     )
-    return f"dispatch delay P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
+    return f"dispatch delay P50/P90/P99/max {delay} ms ({numbers.count(w.n)}) · from send -> from schedule (ms): {lat}"
 
 
 def _value(c: LevelChange, v: float | None) -> str:
@@ -145,12 +163,14 @@ def _value(c: LevelChange, v: float | None) -> str:
     return numbers.figure_text(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure_text(v)
 
 
-def _with_interval(c: LevelChange, v: float | None, interval: tuple[float, float] | None) -> str:
-    """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
-    if interval is None:
-        return _value(c, v)
-    lo, hi = (_value(c, x).removesuffix(" ms") for x in interval)
-    return f"{_value(c, v)}\n[dim]{lo}-{hi}[/]"
+def _with_interval(
+    c: LevelChange, v: float | None, interval: tuple[float, float] | None, ns: tuple[int, ...] = ()
+) -> str:
+    """The value, and its 95 % interval and n dim beneath it: "102 ms" over "98-110, n=300" (n per repeat:
+    "n=300/298/301")."""
+    below = [] if interval is None else ["-".join(_value(c, x).removesuffix(" ms") for x in interval)]
+    below += ["n=" + "/".join(f"{n:,}" for n in ns)] if ns else []
+    return _value(c, v) + (f"\n[dim]{', '.join(below)}[/]" if below else "")
 
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
@@ -166,7 +186,7 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         for c in pc.changes:
             name = c.figure if c.headline else f"{c.figure} [dim](not in the verdict)[/]"
             verdict = f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]"
-            a, b = _with_interval(c, c.a, c.a_interval), _with_interval(c, c.b, c.b_interval)
+            a, b = _with_interval(c, c.a, c.a_interval, c.a_n), _with_interval(c, c.b, c.b_interval, c.b_n)
             table.add_row(name, a, b, describe_change(c), verdict)
         console.print(table)
         for note in pc.notes:

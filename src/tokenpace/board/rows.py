@@ -15,7 +15,7 @@ from typing import Any
 
 from tokenpace.board.regions import token
 from tokenpace.board.sufficiency import as_shown, tails_withheld
-from tokenpace.measure.stats import Figure
+from tokenpace.measure.stats import Figure, with_n
 from tokenpace.store.windows import METRICS, EndpointRow, ModelRow
 
 FAILING_BELOW = 0.9  # a success rate under this is marked beside the endpoint's name: more than 1 request in 10 fails
@@ -50,7 +50,7 @@ def iso(t: datetime | None) -> str | None:
 def figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
     """A metric's figure with its headline (the window's statistic: mean or median) beside n and percentiles;
     a tail too few samples bound is null, and ``withheld`` says why (sufficiency.py)."""
-    return {"headline": f.headline(statistic), **dataclasses.asdict(as_shown(f)), "withheld": tails_withheld(f)}
+    return {"headline": f.headline(statistic), **with_n(as_shown(f)), "withheld": tails_withheld(f)}
 
 
 TRUTH_FIELDS = ("cached", "cold", "canary_checked", "canary_passed", "canary_rate", "fast_but_wrong")

@@ -13,7 +13,7 @@ from tokenpace.clients import protocol_for
 from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
-from tokenpace.measure.stats import Figure, figure, success_rate
+from tokenpace.measure.stats import Figure, figure, success_rate, with_n
 from tokenpace.prompts import canary
 
 TOP_MESSAGES = 3  # per error kind
@@ -34,8 +34,9 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
 
 
 def _stat_dict(f: Figure) -> dict[str, Any]:
-    # The keys `tokenpace run --json` has always printed (count is Figure.n): a script reading them keeps working.
-    return {"count": f.n, "p5": f.p5, "p50": f.p50, "p95": f.p95, "mean": f.mean}
+    # The keys `tokenpace run --json` has always printed (count is Figure.n): a script reading them keeps working;
+    # "n" beside them as every export writes a figure (stats.with_n).
+    return {"count": f.n} | with_n(f, ("p5", "p50", "p95", "mean"))
 
 
 def bursts_dict(b: Bursts) -> dict[str, Any]:

@@ -70,8 +70,10 @@ def print_summary(console: Console, s: Summary) -> None:
             console.print("set: what the simulator was told to do (its true TTFT and output speed)")
     if (c := s.cold) is not None:
         after = numbers.interval(c.after_s) if c.after_s >= 1 else f"{c.after_s:g} s"
-        cold_ms, warm_ms = (numbers.figure_text(f.p50, "ms") for f in (c.ttft_cold, c.ttft_warm))
-        ttft = f"TTFT p50 cold {cold_ms} ms vs warm {warm_ms} ms"
+        cold_ms, warm_ms = (
+            f"{numbers.figure_text(f.p50, 'ms')} ms ({numbers.count(f.n)})" for f in (c.ttft_cold, c.ttft_warm)
+        )
+        ttft = f"TTFT p50 cold {cold_ms} vs warm {warm_ms}"
         console.print(f"{c.count} of {s.samples} cold (idle >= {after}): {ttft}", soft_wrap=True, highlight=False)
     for kind, found in s.error_messages.items():
         for m in found:

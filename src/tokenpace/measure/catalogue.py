@@ -7,6 +7,11 @@ that names a figure for a reader (the run summary, the leaderboard's columns, th
 when it is stored, a migration. ``tests/measure/test_catalogue.py`` fails when a module spells a label itself.
 
 Like datasette's settings table: the rows are data, and the page that explains them is written from them.
+
+A figure's percentiles are never written without their n, the number of values they were computed over (the
+successful samples that have the figure, not all samples): exports write a figure by measure/stats.py's
+``with_n``, text says "n=..." by board/numbers.py's ``count``, and a load test's P99s stand beside MLPerf's
+early-stopping estimate (stats.early_stop), which says how far a tail of n values can be trusted.
 """
 
 from __future__ import annotations
@@ -135,7 +140,8 @@ FIGURES: tuple[Metric, ...] = (
         "Gap p95 (per request)",
         "ms",
         "lower",
-        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks).",
+        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks); its n "
+        "is the request's chunk count - 1, exported beside it.",
     ),
     Metric("gap_max_ms", "Gap max (per request)", "ms", "lower", "Gap max = one request's longest inter-chunk gap."),
     Metric(

@@ -71,6 +71,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(fmt=numbers.figure_text, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
     env.filters.update(rate=numbers.rate, cut=numbers.cut, withheld=sufficiency.tails_withheld)
+    env.filters.update(percentile=numbers.percentile_name)
     env.globals.update(
         version=__version__,
         # a row of one region links to its endpoint's page of that region
