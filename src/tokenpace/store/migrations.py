@@ -237,8 +237,8 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # cache and whether the sample was a cold start (rollup.TAGS: fresh figures are rows with both 0),
             # and counting the canary's verdicts (rollup.CHECKS): dropped, recreated, rebuilt, and the counting
             # trigger installed again for the new shape.
-            rollup.recreate,
-            counting.install,
+            rollup.recreate_thirteenth,
+            counting.install_thirteenth,
         ),
     ),
     (
@@ -249,9 +249,9 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # rebuilt without them (a deleted sample's value too) and refusing rows no samples can make, and the
             # counting trigger installed again, refusing them as well.
             guards.mend_samples,
-            rollup.rebuild,
+            rollup.rebuild_thirteenth,
             guards.guard_rollups,
-            counting.install,
+            counting.install_thirteenth,
         ),
     ),
     (
@@ -277,6 +277,17 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN retry_after_s DOUBLE PRECISION"
             " CHECK (retry_after_s >= 0 AND retry_after_s <= 86400)",
             "ALTER TABLE samples ADD COLUMN ratelimits TEXT",
+        ),
+    ),
+    (
+        17,
+        (
+            # End-to-end for 500 answer tokens (issue 31): the rollups keep each sample's, computed from its TTFT,
+            # first answer token and output speed (rollup.DERIVED), so the board's percentiles of it are exact:
+            # dropped, recreated and rebuilt, counted by the trigger in the new shape, and guarded again.
+            rollup.recreate_seventeenth,
+            counting.install_seventeenth,
+            guards.guard_seventeenth,
         ),
     ),
 )
