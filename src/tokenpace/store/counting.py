@@ -129,13 +129,3 @@ def install(conn: Any, ph: str, shape: rollup.Shape = rollup.CURRENT) -> None:
 def install_tenth(conn: Any, ph: str) -> None:
     """Migration 11: the trigger as it was first installed, writing migration 10's shape (rollup.TENTH)."""
     install(conn, ph, rollup.TENTH)
-
-
-def install_thirteenth(conn: Any, ph: str) -> None:
-    """Migrations 13 and 14: the trigger writing migration 13's shape (rollup.THIRTEENTH)."""
-    install(conn, ph, rollup.THIRTEENTH)
-
-
-def install_seventeenth(conn: Any, ph: str) -> None:
-    """Migration 17: the trigger writing end-to-end for 500 tokens too (rollup.SEVENTEENTH)."""
-    install(conn, ph, rollup.SEVENTEENTH)

@@ -94,11 +94,6 @@ def guard_rollups(conn: Any, ph: str, metrics: tuple[str, ...] = METRICS_14) -> 
         _refuse(conn, ph, level.table, f"{level.table}_whole", sqlite, postgres)
 
 
-def guard_seventeenth(conn: Any, ph: str) -> None:
-    """Migration 17: the recreated rollups guarded again, their new metric's text too (:data:`METRICS_17`)."""
-    guard_rollups(conn, ph, METRICS_17)
-
-
 def mend_samples(conn: Any, ph: str) -> None:
     """Migration 14's first step: each figure out of bounds set to NULL (said in the log), then the samples
     refuse one (and the rollups are rebuilt, then guarded: the migration's next steps)."""

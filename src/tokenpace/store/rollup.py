@@ -7,10 +7,9 @@ cold start; the board's figures are of rows with both 0): how many, how many ok 
 time, the protocol and simulated flag (their maxima, as the windows report them), the failures' kinds (`` kind``
 each), how many had a canary verdict and how many passed (:data:`CHECKS`), and for the ok samples each metric's
 values themselves (TTFT less the network round trip and end-to-end for 500 tokens too: :data:`DERIVED`), NULLs
-skipped, as
-text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
-concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
-``float()`` of decimal text took ten times as long).
+skipped, as text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every
+float exactly, concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds
+(:func:`decode`; ``float()`` of decimal text took ten times as long).
 ``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`RollupLevel` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
 per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
@@ -47,12 +46,10 @@ from tokenpace.store.dialects import Connection
 HOUR = 3600
 DAY = 24 * HOUR
 STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
-# Figures computed from a sample's columns, as SQL both databases evaluate alike (IEEE doubles, NULL in, NULL out)
-# and as the writer computes them in Python (measure/metrics: corrected_ttft, e2e500; the same operations in the
-# same order, so the same doubles): kept like the others, so their percentiles are as exact. ``{row}`` is the
-# columns' prefix, as in TAGS. TTFT less the network round trip the agent measured before the run; end-to-end for
-# 500 answer tokens with the request's own thinking time (no speed, or none above 0: none, where PostgreSQL would
-# refuse a division by zero).
+# Figures computed from a sample's columns (``{row}`` their prefix, as in TAGS), as SQL both databases evaluate
+# alike (IEEE doubles, NULL in, NULL out) and as the writer computes them in Python (measure/metrics: corrected_ttft,
+# e2e500, the same operations in the same order): kept like the others, so their percentiles are as exact. TTFT
+# less the network round trip the agent measured; end-to-end for 500 tokens (none without a speed above 0).
 DERIVED = {
     "ttft_net_ms": "{row}ttft_ms - {row}net_rtt_ms",
     "e2e500_ms": "CASE WHEN {row}output_speed > 0 THEN {row}ttft_ms + ({row}ttfat_ms - {row}ttft_ms) + "
@@ -383,21 +380,6 @@ def recreate(conn: Connection, ph: str, shape: Shape = CURRENT) -> None:
 def recreate_tenth(conn: Connection, ph: str) -> None:
     """Migration 10: the rollups keyed by region too and keeping TTFT less the round trip (:data:`TENTH`)."""
     recreate(conn, ph, TENTH)
-
-
-def recreate_thirteenth(conn: Connection, ph: str) -> None:
-    """Migration 13: the rollups keyed by the cache and cold-start tags, counting the canary (:data:`THIRTEENTH`)."""
-    recreate(conn, ph, THIRTEENTH)
-
-
-def rebuild_thirteenth(conn: Connection, ph: str) -> None:
-    """Migration 14: every level rebuilt from the mended samples, in the shape migration 13 made."""
-    rebuild(conn, ph, shape=THIRTEENTH)
-
-
-def recreate_seventeenth(conn: Connection, ph: str) -> None:
-    """Migration 17: the rollups keeping end-to-end for 500 tokens too (:data:`SEVENTEENTH`)."""
-    recreate(conn, ph, SEVENTEENTH)
 
 
 def rebuild_hours(conn: Connection, ph: str) -> None:
