@@ -109,13 +109,13 @@ def assert_rollup_right(url: str, published: int) -> None:
         per = level.seconds // rollup.HOUR
         units: dict[tuple[Any, ...], list[Any]] = {}
         for key, hour in kept(url).items():
-            unit = units.setdefault((*key[:5], key[5] // per, *key[6:]), [0, 0, 0, [], 0, 0, [], [], [], []])
+            unit = units.setdefault((*key[:5], key[5] // per, *key[6:]), [0, 0, 0, [], 0, 0, *([] for _ in METRICS)])
             for i in range(3):
                 unit[i] += hour[i]
             unit[3] = sorted(unit[3] + hour[COUNTED])  # the failures
             for i in (4, 5):  # the canary's counts
                 unit[i] += hour[COUNTED - 3 + i]
-            for i in range(4):  # each metric's values
+            for i in range(len(METRICS)):  # each metric's values
                 unit[6 + i] = sorted(unit[6 + i] + hour[COUNTED + 3 + i])
         assert units == {k: [*v[:3], *v[COUNTED:]] for k, v in kept(url, level).items()}, level.table
 
@@ -407,7 +407,7 @@ def test_migration_15_flags_every_figure_of_a_sample_flagged_before_and_bounds_t
     postgres = url.startswith("postgresql://")
     conn: Any = psycopg.connect(url) if postgres else sqlite3.connect(url)
     try:  # the rollups as version 13 kept them (SQLite's writer counts in Python, which raw inserts skip)
-        rollup.rebuild(conn, "%s" if postgres else "?")
+        rollup.rebuild(conn, "%s" if postgres else "?", shape=rollup.THIRTEENTH)
         conn.commit()
     finally:
         conn.close()
@@ -432,6 +432,8 @@ def test_rows_are_read_by_the_names_their_select_lists() -> None:
     assert HourRow._fields == tuple(c for c in rollup.HOURS.columns if c != rollup.HOURS.unit)
     assert SampleRow._fields == rollup.CURRENT.names
     assert len(rollup.CURRENT.names) == len(rollup.CURRENT.raw.split(", "))
-    assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index("ttft_net_ms")] == rollup.DERIVED["ttft_net_ms"]
+    for name, sql in rollup.DERIVED.items():
+        assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index(name)] == sql.format(row="")
+    assert rollup.CURRENT.metrics == rollup.METRICS  # a metric added needs a shape of its own, and its migration
     assert rollup.TENTH.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
     assert "canary_ok" not in rollup.TENTH.names and "cached" not in rollup.FIRST.names

@@ -11,6 +11,7 @@ from typing import Any
 from tokenpace.board.bursts import Bursts, bursts, grouped, sample_member
 from tokenpace.clients import protocol_for
 from tokenpace.config.presets import ProtocolName
+from tokenpace.measure.catalogue import label, unit
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import Figure, figure, success_rate, with_n
@@ -25,6 +26,7 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("output_speed", "Output speed", "tok/s"),
     ("e2e_ms", "End-to-end", "ms"),
     ("t100_ms", "Time to 100 tokens", "ms"),
+    *((key, label(key), unit(key)) for key in ("thinking_ms", "e2e500_ms")),  # Metrics' computed ones
     ("ttfb_ms", "Time to first byte", "ms"),
     ("gap_p95_ms", "Gap p95 (per request)", "ms"),
     ("gap_max_ms", "Gap max (per request)", "ms"),

@@ -28,7 +28,7 @@ COUNTED = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simu
 
 def _new(name: str) -> str:
     """A metric of the new row, as SQL (rollup.DERIVED's over its columns)."""
-    return "NEW." + rollup.DERIVED.get(name, name).replace(" - ", " - NEW.")
+    return rollup.DERIVED[name].format(row="NEW.") if name in rollup.DERIVED else f"NEW.{name}"
 
 
 def _metric(name: str) -> str:
@@ -100,8 +100,8 @@ def quoted(name: str) -> str:
 def install(conn: Any, ph: str, shape: rollup.Shape = rollup.CURRENT) -> None:
     """On PostgreSQL (nothing on SQLite): the counting trigger writing a shape, the ``role`` columns' default,
     and no role but the owner left able to write the rollups (an agent of an older version then fails its
-    writes, kept and retried, instead of counting its samples twice beside the trigger). Migration 13 installs
-    it again for the shape it made."""
+    writes, kept and retried, instead of counting its samples twice beside the trigger). Migrations 13 and
+    17 install it again for the shape they made."""
     if ph == "?":  # SQLite: one writer, counting in Python
         return
     ((schema,),) = conn.execute("SELECT current_schema()").fetchall()

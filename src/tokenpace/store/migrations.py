@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tokenpace.errors import StoreError
@@ -237,8 +238,8 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # cache and whether the sample was a cold start (rollup.TAGS: fresh figures are rows with both 0),
             # and counting the canary's verdicts (rollup.CHECKS): dropped, recreated, rebuilt, and the counting
             # trigger installed again for the new shape.
-            rollup.recreate,
-            counting.install,
+            partial(rollup.recreate, shape=rollup.THIRTEENTH),
+            partial(counting.install, shape=rollup.THIRTEENTH),
         ),
     ),
     (
@@ -249,9 +250,9 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # rebuilt without them (a deleted sample's value too) and refusing rows no samples can make, and the
             # counting trigger installed again, refusing them as well.
             guards.mend_samples,
-            rollup.rebuild,
+            partial(rollup.rebuild, shape=rollup.THIRTEENTH),
             guards.guard_rollups,
-            counting.install,
+            partial(counting.install, shape=rollup.THIRTEENTH),
         ),
     ),
     (
@@ -285,6 +286,17 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # The copy ratio (issue 31): the share of the answer's 8-grams of o200k tokens found in its prompt
             # (measure/copying.py), what prompt-lookup drafting speeds up; a share, so from 0 to 1.
             "ALTER TABLE samples ADD COLUMN copy_ratio DOUBLE PRECISION CHECK (copy_ratio >= 0 AND copy_ratio <= 1)",
+        ),
+    ),
+    (
+        18,
+        (
+            # End-to-end for 500 answer tokens (issue 31): the rollups keep each sample's, computed from its TTFT,
+            # first answer token and output speed (rollup.DERIVED), so the board's percentiles of it are exact:
+            # dropped, recreated and rebuilt, counted by the trigger in the new shape, and guarded again.
+            partial(rollup.recreate, shape=rollup.EIGHTEENTH),
+            partial(counting.install, shape=rollup.EIGHTEENTH),
+            partial(guards.guard_rollups, metrics=guards.METRICS_18),
         ),
     ),
 )

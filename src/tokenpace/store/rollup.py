@@ -6,10 +6,10 @@ client_bound, cached, cold) of the *published* samples (:data:`TAGS`: served fro
 cold start; the board's figures are of rows with both 0): how many, how many ok and one-shot, the first and last
 time, the protocol and simulated flag (their maxima, as the windows report them), the failures' kinds (`` kind``
 each), how many had a canary verdict and how many passed (:data:`CHECKS`), and for the ok samples each metric's
-values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs skipped, as
-text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
-concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
-``float()`` of decimal text took ten times as long).
+values themselves (TTFT less the network round trip and end-to-end for 500 tokens too: :data:`DERIVED`), NULLs
+skipped, as text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every
+float exactly, concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds
+(:func:`decode`; ``float()`` of decimal text took ten times as long).
 ``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`RollupLevel` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
 per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.measure.bounds import within
-from tokenpace.measure.metrics import corrected_ttft
+from tokenpace.measure.metrics import ANSWER_TOKENS, corrected_ttft, e2e500
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
 from tokenpace.store.dialects import Connection
@@ -46,10 +46,15 @@ from tokenpace.store.dialects import Connection
 HOUR = 3600
 DAY = 24 * HOUR
 STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
-# Figures computed from a sample's columns, as SQL both databases evaluate alike (IEEE doubles, NULL in, NULL out)
-# and as the writer computes them in Python (measure/sample.corrected_ttft): kept like the others, so their
-# percentiles are as exact. TTFT less the network round trip the agent measured before the run.
-DERIVED = {"ttft_net_ms": "ttft_ms - net_rtt_ms"}
+# Figures computed from a sample's columns (``{row}`` their prefix, as in TAGS), as SQL both databases evaluate
+# alike (IEEE doubles, NULL in, NULL out) and as the writer computes them in Python (measure/metrics: corrected_ttft,
+# e2e500, the same operations in the same order): kept like the others, so their percentiles are as exact. TTFT
+# less the network round trip the agent measured; end-to-end for 500 tokens (none without a speed above 0).
+DERIVED = {
+    "ttft_net_ms": "{row}ttft_ms - {row}net_rtt_ms",
+    "e2e500_ms": "CASE WHEN {row}output_speed > 0 THEN {row}ttft_ms + ({row}ttfat_ms - {row}ttft_ms) + "
+    f"{float(ANSWER_TOKENS)!r} / {{row}}output_speed * 1000.0 END",
+}
 METRICS = (*STORED, *DERIVED)
 COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
 log = logging.getLogger(__name__)
@@ -78,8 +83,9 @@ class Shape:
     """What a rollup row is keyed by (besides its unit and client_bound) and which figures it keeps.
 
     The tables' shape changed (migration 10 added the region and corrected TTFT, migration 13 the cached and cold
-    tags and the canary's counts): each migration builds the shape it built (:data:`FIRST` for 6-8,
-    :data:`TENTH` for 10 and 11), so the history means what it meant; the code reads :data:`CURRENT`.
+    tags and the canary's counts, migration 18 end-to-end for 500 tokens): each migration builds the shape it
+    built (:data:`FIRST` for 6-8, :data:`TENTH` for 10 and 11, :data:`THIRTEENTH` for 13 and 14,
+    :data:`EIGHTEENTH`), so the history means what it meant; the code reads :data:`CURRENT`.
     """
 
     ident: tuple[str, ...]
@@ -95,7 +101,7 @@ class Shape:
     @property
     def raw(self) -> str:
         """The SELECT list of :attr:`names` over samples: the windows read their edge hours with the same columns."""
-        return ", ".join(TAGS[c].format(row="") if c in TAGS else DERIVED.get(c, c) for c in self.names)
+        return ", ".join((TAGS | DERIVED)[c].format(row="") if c in TAGS or c in DERIVED else c for c in self.names)
 
 
 # The old shapes spelt out, not read off STORED and METRICS: a metric added later must not change what an old
@@ -104,7 +110,9 @@ FIRST = Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_
 TENTH = Shape(  # migrations 10 and 11
     ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
 )
-CURRENT = Shape(TENTH.ident, METRICS, tuple(TAGS), CHECKS)  # migration 13
+THIRTEENTH = Shape(TENTH.ident, TENTH.metrics, tuple(TAGS), CHECKS)  # migrations 13 and 14
+EIGHTEENTH = Shape(TENTH.ident, (*TENTH.metrics, "e2e500_ms"), tuple(TAGS), CHECKS)  # migration 18
+CURRENT = EIGHTEENTH
 RAW = CURRENT.raw
 
 
@@ -307,7 +315,8 @@ def _raw(values: Sequence[Any]) -> dict[str, Any]:
     get = dict(zip(SAMPLE_COLUMNS, values, strict=True))
     raw = {c: get[c] for c in (*CURRENT.ident, *_COUNTED, "canary_ok", *STORED)}
     raw |= {"cached": int(is_cached(get["provider_cached_tokens"])), "cold": int(get["cold"])}
-    return raw | {"ttft_net_ms": corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])}
+    raw |= {"ttft_net_ms": corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])}
+    return raw | {"e2e500_ms": e2e500(get["ttft_ms"], get["ttfat_ms"], get["output_speed"])}
 
 
 def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
@@ -360,7 +369,7 @@ def rebuild(
 
 
 def recreate(conn: Connection, ph: str, shape: Shape = CURRENT) -> None:
-    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10 and 13)."""
+    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10, 13 and 17)."""
     for level in LEVELS:
         conn.execute(f"DROP TABLE {level.table}")
         for sql in level.schema(shape):

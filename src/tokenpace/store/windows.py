@@ -108,6 +108,7 @@ class EndpointRow:
     canary_checked: int = 0  # samples whose correctness canary has a verdict
     canary_passed: int = 0
     rate_limited: int = 0  # failures of kind "rate_limited" (HTTP 429): left out of the availability
+    e2e500_ms: Figure = NO_FIGURE  # end-to-end for 500 answer tokens, each with its own thinking time
 
     @property
     def canary_rate(self) -> float | None:
@@ -267,7 +268,7 @@ def endpoint_rows(
         provider, plan, model, workload = named["provider"], named["plan"], named["model"], named["workload"]
         kinds = commonest(t.kinds)
         cancelled = t.kinds.get(ErrorKind.CANCELLED.value, 0)
-        output_speed, ttft_ms, e2e_ms, ttft_net_ms = t.figures(include_client_bound)
+        output_speed, ttft_ms, e2e_ms, ttft_net_ms, e2e500_ms = t.figures(include_client_bound)
         rows.append(
             EndpointRow(
                 provider, plan, model, workload, t.protocol, bool(t.simulated),
@@ -281,7 +282,7 @@ def endpoint_rows(
                 ttft_net_ms=ttft_net_ms, region=named.get("region"),
                 cached=t.cached, cold=t.cold, cold_ttft_ms=t.cold_ttft(include_client_bound),
                 canary_checked=t.checked, canary_passed=t.passed,
-                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0),
+                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0), e2e500_ms=e2e500_ms,
             )
         )  # fmt: skip
     return rows

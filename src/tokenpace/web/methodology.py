@@ -22,7 +22,7 @@ from tokenpace.config.presets import PRESETS
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
-from tokenpace.measure import metrics
+from tokenpace.measure import catalogue, metrics
 from tokenpace.measure.catalogue import metric
 from tokenpace.prompts.tokens import ENCODING
 from tokenpace.schedule import pacing
@@ -41,6 +41,7 @@ FORMULAS = (
     ("Output speed", _doc(metrics.output_speed)),
     ("End-to-end", "End-to-end = time the stream ended (its last byte or its error) - time the request was sent."),
     ("Time to 100 tokens", _doc(metrics.time_to_n_tokens_ms)),
+    *((catalogue.label(key), catalogue.metric(key).definition) for key in ("thinking_ms", "e2e500_ms")),
     ("Percentiles", _doc(metrics.percentile)),
     ("Success rate", "Success rate = successful samples / (samples - samples cancelled at shutdown), per window."),
     (
