@@ -27,7 +27,7 @@ from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import make_sample
-from tokenpace.schedule.sampler import jobs
+from tokenpace.schedule.cadence import jobs
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.windows import WINDOWS
 from tokenpace.web import create_app

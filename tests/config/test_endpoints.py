@@ -209,7 +209,7 @@ def test_a_simulated_provider_alone_is_a_whole_config(tmp_path: Path) -> None:
 
 
 def test_a_workload_wider_than_its_provider_allows_is_refused(tmp_path: Path) -> None:
-    from tokenpace.schedule.sampler import jobs
+    from tokenpace.schedule.cadence import jobs
 
     cfg = read_config(write(tmp_path, A + "concurrency = 4\n"))
     with pytest.raises(ConfigError, match=r"parallel sends 10 requests at once but providers\.a\.concurrency is 4"):

@@ -19,7 +19,7 @@ from tokenpace.board.pageparts import PageSource
 from tokenpace.board.query import Query
 from tokenpace.board.summary import bursts_dict
 from tokenpace.errors import ConfigError
-from tokenpace.schedule.sampler import BudgetStatus
+from tokenpace.schedule.status import BudgetStatus
 from tokenpace.store import agents
 from tokenpace.store.series import series
 from tokenpace.store.windows import WINDOWS

@@ -16,7 +16,7 @@ from tokenpace.board.changes import Kept, change_dict
 from tokenpace.board.rows import row_dict
 from tokenpace.config.endpoints import Config
 from tokenpace.schedule.cadence import Job
-from tokenpace.schedule.sampler import Status
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.series import SamplePoint
 from tokenpace.store.usage import typical

@@ -21,7 +21,7 @@ from tokenpace.board.numbers import printable
 from tokenpace.config.settings import SPEND_NAMES
 from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.pacing import window_text
-from tokenpace.schedule.sampler import Status
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, endpoint_rows
 from tokenpace.web.memo import Memo

@@ -12,7 +12,8 @@ from tokenpace.board.changes import Kept
 from tokenpace.board.query import Query, window
 from tokenpace.config.endpoints import Config
 from tokenpace.config.workloads import ordered
-from tokenpace.schedule.sampler import Job, Status
+from tokenpace.schedule.cadence import Job
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
 from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.web.limits import ViewPool
