@@ -20,12 +20,13 @@ from tests.store.test_rollup import assert_rollup_right, migrate_to
 from tests.store.test_windows import GROQ, NOW, stream
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import WINDOWS
 from tokenpace.measure import bounds
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.store import guards, migrations, rollup
 from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import epoch, open_store
-from tokenpace.store.windows import WINDOWS, endpoint_rows
+from tokenpace.store.windows import endpoint_rows
 from tokenpace.web import create_app
 
 IMPOSSIBLE = (1e300, math.inf, math.nan, -1.0)

@@ -19,6 +19,7 @@ import pytest
 from tests.store.test_database import columns, raw
 from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, stream
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.windows import WINDOWS, Window
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import corrected_ttft
@@ -39,7 +40,7 @@ from tokenpace.store.columns import (
 from tokenpace.store.database import Store, epoch, open_store
 from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
 from tokenpace.store.tally import HourRow, SampleRow
-from tokenpace.store.windows import METRICS, WINDOWS, Window, endpoint_rows, present
+from tokenpace.store.windows import METRICS, endpoint_rows, present
 
 ANTHROPIC = Endpoint("anthropic", "claude", "http://anthropic.invalid/v1", protocol="anthropic")
 KINDS = (ErrorKind.RATE_LIMITED, ErrorKind.HTTP_ERROR, ErrorKind.CANCELLED)

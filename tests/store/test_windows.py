@@ -14,6 +14,7 @@ import pytest
 
 from tokenpace.board.summary import summarise
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.windows import EACH, WINDOWS
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import LOCAL, Network, Origin, Sample, make_sample
@@ -22,15 +23,7 @@ from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.rollup import STORED
 from tokenpace.store.series import model_series, series
-from tokenpace.store.windows import (
-    EACH,
-    WINDOWS,
-    EndpointRow,
-    endpoint_rows,
-    model_rows,
-    present,
-    present_models,
-)
+from tokenpace.store.windows import EndpointRow, endpoint_rows, model_rows, present, present_models
 
 MS = 1_000_000
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

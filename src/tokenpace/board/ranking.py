@@ -36,23 +36,12 @@ from tokenpace.board.rows import (
     truth_dict,
 )
 from tokenpace.board.rules import UNMEASURED_LIMIT, never_stale
-from tokenpace.config.endpoints import Config
+from tokenpace.config.endpoints import Config, endpoint_name
+from tokenpace.config.windows import EACH, WINDOWS, RowKey, Window
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.usage import typical
-from tokenpace.store.windows import (
-    EACH,
-    METRICS,
-    WINDOWS,
-    EndpointRow,
-    ModelRow,
-    RowKey,
-    Window,
-    endpoint_name,
-    endpoint_rows,
-    model_rows,
-    present,
-)
+from tokenpace.store.windows import METRICS, EndpointRow, ModelRow, endpoint_rows, model_rows, present
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Rolling windows per endpoint x workload: exact figures from the hourly rollup and the raw edge hours.
 
-A window is the span (now - seconds, now]; long-context workloads may use a longer span (Artificial Analysis
-measures its 100k workload over 14 days instead of 72 hours). Only published samples are read: what the
+A window (config/windows.py) is the span (now - seconds, now], longer for long-context workloads in some. Only
+published samples are read: what the
 service's schedule took, and one-shot runs published on purpose (``run --publish``), counted apart per row.
 Figures come from successful *fresh* samples: not served (in part) from the provider's prompt cache (a cached
 prompt's TTFT is not a fresh prompt's: counted and shown apart), not a cold start after the endpoint sat idle
@@ -27,53 +27,19 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
-from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import EACH, RowKey, Window
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, availability, commonest, success_rate
 from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
-from tokenpace.store.rollup import DAY, HOUR, RAW, cover
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)
+from tokenpace.store.rollup import RAW, cover
 from tokenpace.store.tally import HourRow, SampleRow, Tally, tally
 
 NO_FIGURE = Figure(0)
-EACH = "*"  # as a region: one row per (endpoint, region) rather than one filtered or pooled
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """A trailing span of time and the statistic that is its headline figure."""
-
-    name: str
-    seconds: int
-    statistic: Literal["mean", "median"]
-    label: str
-    long_seconds: int | None = None  # the span for long-context workloads, when it differs
-
-    def span(self, workload: str, long_workloads: Collection[str] = ()) -> int:
-        """Seconds this window covers for a workload: long_seconds for a long one, if set, else seconds."""
-        return self.long_seconds if self.long_seconds and workload in long_workloads else self.seconds
-
-
-WINDOWS: dict[str, Window] = {
-    w.name: w
-    for w in (
-        Window("24h", DAY, "mean", "24 h mean"),  # as TokenDyno's board
-        Window("72h", 72 * HOUR, "median", "72 h median", long_seconds=14 * DAY),  # as Artificial Analysis
-        Window("7d", 7 * DAY, "median", "7 d median"),
-    )
-}
-DEFAULT_WINDOW = "72h"
-
-
-RowKey = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
-
-
-def endpoint_name(provider: str, plan: str, model: str) -> str:
-    """``provider/model`` or ``provider:plan/model``: the one naming rule, Endpoint.name's."""
-    return Endpoint(provider, model, "", plan).name
 
 
 @dataclass(frozen=True, slots=True)
