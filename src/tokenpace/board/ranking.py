@@ -24,6 +24,7 @@ from typing import Any
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
 from tokenpace.board.coverage import Coverage, coverage
+from tokenpace.board.medians import ModelRow, model_rows
 from tokenpace.board.query import METRIC_OF, Query
 from tokenpace.board.rows import (
     TRUTH_FIELDS,
@@ -41,7 +42,7 @@ from tokenpace.config.windows import EACH, WINDOWS, RowKey, Window
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.usage import typical
-from tokenpace.store.windows import METRICS, EndpointRow, ModelRow, endpoint_rows, model_rows, present
+from tokenpace.store.windows import METRICS, EndpointRow, endpoint_rows, present
 
 
 @dataclass(frozen=True, slots=True)
