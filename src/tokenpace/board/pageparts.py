@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Kept, change_dict
 from tokenpace.board.rows import row_dict
+from tokenpace.board.rules import StaleAfter
 from tokenpace.config.endpoints import Config
 from tokenpace.config.windows import Window
 from tokenpace.schedule.cadence import Job
@@ -43,7 +44,7 @@ class PageSource(Protocol):
     @property
     def now(self) -> Callable[[], datetime]: ...
     @property
-    def stale_after(self) -> Callable[[EndpointRow], float | None]: ...
+    def stale_after(self) -> StaleAfter: ...
     @property
     def long_workloads(self) -> Collection[str]: ...
     @property

@@ -15,7 +15,7 @@ from tokenpace.board.rows import WRONG_BELOW, fast_but_wrong
 from tokenpace.config.endpoints import Config
 from tokenpace.config.windows import EACH, WINDOWS
 from tokenpace.config.workloads import ordered
-from tokenpace.store.export import csv_row
+from tokenpace.text import csv_row
 from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
