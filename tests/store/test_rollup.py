@@ -38,7 +38,7 @@ from tokenpace.store.columns import (
     sample_values,
 )
 from tokenpace.store.database import Store, epoch, open_store
-from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS, SHAPE_6, SHAPE_10
 from tokenpace.store.tally import HourRow, SampleRow
 from tokenpace.store.windows import METRICS, endpoint_rows, present
 
@@ -368,7 +368,7 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
     samples carrying the truth columns, and windows read through them equal a recompute."""
     rng = random.Random(9)
     migrate_to(url, 12)
-    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(rollup.TENTH))
+    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(SHAPE_10))
     written = insert_before_15(
         url, [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=53 * i), rng) for i in range(80)]
     )
@@ -433,5 +433,5 @@ def test_rows_are_read_by_the_names_their_select_lists() -> None:
     assert SampleRow._fields == rollup.CURRENT.names
     assert len(rollup.CURRENT.names) == len(rollup.CURRENT.raw.split(", "))
     assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index("ttft_net_ms")] == rollup.DERIVED["ttft_net_ms"]
-    assert rollup.TENTH.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
-    assert "canary_ok" not in rollup.TENTH.names and "cached" not in rollup.FIRST.names
+    assert SHAPE_10.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
+    assert "canary_ok" not in SHAPE_10.names and "cached" not in SHAPE_6.names

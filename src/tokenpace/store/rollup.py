@@ -78,8 +78,8 @@ class Shape:
     """What a rollup row is keyed by (besides its unit and client_bound) and which figures it keeps.
 
     The tables' shape changed (migration 10 added the region and corrected TTFT, migration 13 the cached and cold
-    tags and the canary's counts): each migration builds the shape it built (:data:`FIRST` for 6-8,
-    :data:`TENTH` for 10 and 11), so the history means what it meant; the code reads :data:`CURRENT`.
+    tags and the canary's counts): each migration names the shape it builds, spelt out in the migration
+    (migrations.py), so the history means what it meant; the code reads :data:`CURRENT`.
     """
 
     ident: tuple[str, ...]
@@ -98,13 +98,8 @@ class Shape:
         return ", ".join(TAGS[c].format(row="") if c in TAGS else DERIVED.get(c, c) for c in self.names)
 
 
-# The old shapes spelt out, not read off STORED and METRICS: a metric added later must not change what an old
-# migration builds.
-FIRST = Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_ms", "e2e_ms"))  # migrations 6-8
-TENTH = Shape(  # migrations 10 and 11
-    ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
-)
-CURRENT = Shape(TENTH.ident, METRICS, tuple(TAGS), CHECKS)  # migration 13
+# The shape the code writes and reads; the migration that last changed the tables built it (a test checks).
+CURRENT = Shape(("provider", "plan", "model", "workload", "region"), METRICS, tuple(TAGS), CHECKS)
 RAW = CURRENT.raw
 
 
@@ -159,7 +154,6 @@ HOURS = RollupLevel("sample_hours", "hour", HOUR)
 QUARTERS = RollupLevel("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
 DAYS = RollupLevel("sample_days", "day", DAY)
 LEVELS = (HOURS, QUARTERS, DAYS)
-SCHEMA = HOURS.schema(FIRST)  # migration 6
 _PUBLISHED = SAMPLE_COLUMNS.index("published")
 
 
@@ -359,30 +353,10 @@ def rebuild(
         at = conn.execute(nxt, (end,)).fetchone()[0]
 
 
-def recreate(conn: Connection, ph: str, shape: Shape = CURRENT) -> None:
+def recreate(conn: Connection, ph: str, *, shape: Shape) -> None:
     """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10 and 13)."""
     for level in LEVELS:
         conn.execute(f"DROP TABLE {level.table}")
         for sql in level.schema(shape):
             conn.execute(sql)
     rebuild(conn, ph, shape=shape)
-
-
-def recreate_tenth(conn: Connection, ph: str) -> None:
-    """Migration 10: the rollups keyed by region too and keeping TTFT less the round trip (:data:`TENTH`)."""
-    recreate(conn, ph, TENTH)
-
-
-def rebuild_hours(conn: Connection, ph: str) -> None:
-    """Migration 6: the hourly rollup alone (the daily one came later)."""
-    rebuild(conn, ph, (HOURS,), shape=FIRST)
-
-
-def rebuild_days(conn: Connection, ph: str) -> None:
-    """Migration 7: the daily rollup, from the samples (the hourly one is already right)."""
-    rebuild(conn, ph, (DAYS,), shape=FIRST)
-
-
-def rebuild_quarters(conn: Connection, ph: str) -> None:
-    """Migration 8: the 6-hour rollup, from the samples (the others are already right)."""
-    rebuild(conn, ph, (QUARTERS,), shape=FIRST)
