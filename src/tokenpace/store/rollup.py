@@ -129,7 +129,7 @@ class RollupLevel:
         """The unit holding t (exactly, as :func:`hour_of`)."""
         return hour_of(t) // (self.seconds // HOUR)
 
-    def schema(self, shape: Shape = CURRENT) -> tuple[str, str]:
+    def schema(self, shape: Shape) -> tuple[str, str]:
         texts = {"provider", "plan", "model", "workload", "region", "protocol", "failures", *shape.metrics}
         kinds = {"first_at": "DOUBLE PRECISION", "last_at": "DOUBLE PRECISION"}
         cols = ",\n        ".join(
