@@ -15,11 +15,11 @@ from tests.store.test_windows import CEREBRAS, GROQ, NOW, stream
 from tokenpace.board.copying import CopyMedian, medians
 from tokenpace.board.endpoint_page import read_endpoint_page
 from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.windows import WINDOWS
 from tokenpace.measure.catalogue import metric
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.store.database import Store
-from tokenpace.store.windows import WINDOWS
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path
 from tokenpace.web.site import Site

@@ -28,12 +28,12 @@ from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.load import release
 from tokenpace.load.arrivals import offsets
-from tokenpace.load.chains import Chain, Request
 from tokenpace.load.engine import RunOptions, run_load, run_workload
 from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.send import Refusals
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.prompts.chains import Chain, Request
 from tokenpace.prompts.prompt import Message, Prompt
 from tokenpace.store.database import open_store
 

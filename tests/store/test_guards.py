@@ -20,12 +20,13 @@ from tests.store.test_rollup import assert_rollup_right, migrate_to
 from tests.store.test_windows import GROQ, NOW, stream
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import WINDOWS
 from tokenpace.measure import bounds
 from tokenpace.measure.sample import Sample, make_sample
-from tokenpace.store import guards, rollup
+from tokenpace.store import guards, migrations, rollup
 from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import epoch, open_store
-from tokenpace.store.windows import WINDOWS, endpoint_rows
+from tokenpace.store.windows import endpoint_rows
 from tokenpace.web import create_app
 
 IMPOSSIBLE = (1e300, math.inf, math.nan, -1.0)
@@ -63,8 +64,6 @@ def test_the_bounds_of_migration_14_are_todays() -> None:
     assert {column: bounds.BOUNDS[column] for column in guards.FOURTEENTH} == guards.FOURTEENTH
     later = {"client_lag_ms", "retry_after_s", "copy_ratio"}  # migrations 15, 16 and 17
     assert set(bounds.BOUNDS) - set(guards.FOURTEENTH) == later
-    assert rollup.THIRTEENTH.metrics == guards.METRICS_14  # the rollups' texts then: migration 18 guards one more
-    assert guards.METRICS_18 == rollup.EIGHTEENTH.metrics == rollup.METRICS
 
 
 def test_the_database_refuses_a_figure_no_measurement_can_produce(url: str) -> None:
@@ -115,7 +114,7 @@ def poisoned(url: str) -> int:
     speed 1e300, one of Infinity and an unpublished one started at 1e300, and a sample was deleted whose value
     1e300 the rollups kept; returns how many published samples it holds."""
     migrate_to(url, 13)
-    return poison(url, rollup.THIRTEENTH)
+    return poison(url, migrations.SHAPE_13)
 
 
 def unguarded(url: str) -> None:

@@ -19,6 +19,7 @@ import pytest
 from tests.store.test_database import columns, raw
 from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, stream
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.windows import WINDOWS, Window
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import corrected_ttft
@@ -38,9 +39,9 @@ from tokenpace.store.columns import (
     sample_values,
 )
 from tokenpace.store.database import Store, epoch, open_store
-from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS, SHAPE_6, SHAPE_10, SHAPE_13
 from tokenpace.store.tally import HourRow, SampleRow
-from tokenpace.store.windows import METRICS, WINDOWS, Window, endpoint_rows, present
+from tokenpace.store.windows import METRICS, endpoint_rows, present
 
 ANTHROPIC = Endpoint("anthropic", "claude", "http://anthropic.invalid/v1", protocol="anthropic")
 KINDS = (ErrorKind.RATE_LIMITED, ErrorKind.HTTP_ERROR, ErrorKind.CANCELLED)
@@ -368,7 +369,7 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
     samples carrying the truth columns, and windows read through them equal a recompute."""
     rng = random.Random(9)
     migrate_to(url, 12)
-    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(rollup.TENTH))
+    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(SHAPE_10))
     written = insert_before_15(
         url, [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=53 * i), rng) for i in range(80)]
     )
@@ -407,7 +408,7 @@ def test_migration_15_flags_every_figure_of_a_sample_flagged_before_and_bounds_t
     postgres = url.startswith("postgresql://")
     conn: Any = psycopg.connect(url) if postgres else sqlite3.connect(url)
     try:  # the rollups as version 13 kept them (SQLite's writer counts in Python, which raw inserts skip)
-        rollup.rebuild(conn, "%s" if postgres else "?", shape=rollup.THIRTEENTH)
+        rollup.rebuild(conn, "%s" if postgres else "?", shape=SHAPE_13)
         conn.commit()
     finally:
         conn.close()
@@ -434,6 +435,5 @@ def test_rows_are_read_by_the_names_their_select_lists() -> None:
     assert len(rollup.CURRENT.names) == len(rollup.CURRENT.raw.split(", "))
     for name, sql in rollup.DERIVED.items():
         assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index(name)] == sql.format(row="")
-    assert rollup.CURRENT.metrics == rollup.METRICS  # a metric added needs a shape of its own, and its migration
-    assert rollup.TENTH.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
-    assert "canary_ok" not in rollup.TENTH.names and "cached" not in rollup.FIRST.names
+    assert SHAPE_10.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
+    assert "canary_ok" not in SHAPE_10.names and "cached" not in SHAPE_6.names

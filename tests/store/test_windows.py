@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from tokenpace.board.medians import model_rows
 from tokenpace.board.summary import summarise
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.windows import EACH, WINDOWS
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import LOCAL, Network, Origin, Sample, make_sample
@@ -23,15 +25,7 @@ from tokenpace.measure.verdict import Bound
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.rollup import STORED
 from tokenpace.store.series import model_series, series
-from tokenpace.store.windows import (
-    EACH,
-    WINDOWS,
-    EndpointRow,
-    endpoint_rows,
-    model_rows,
-    present,
-    present_models,
-)
+from tokenpace.store.windows import EndpointRow, endpoint_rows, present, present_models
 
 MS = 1_000_000
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -183,37 +177,6 @@ def test_filters_select_the_same_rows_as_filtering_everything(store: Store) -> N
     for filters in choices:
         expected = [r for r in everything if all(getattr(r, k) == v for k, v in filters.items())]
         assert endpoint_rows(store, H72, NOW, **filters) == expected and expected  # type: ignore[arg-type]
-
-
-def test_model_rows_are_medians_across_endpoints(store: Store) -> None:
-    other = Endpoint("together", "llama", "http://together.invalid/v1")
-    for endpoint, ttft in ((GROQ, 100), (CEREBRAS, 200), (other, 600)):
-        for _ in range(3):
-            put(store, endpoint, NOW - timedelta(hours=1), ttft_ms=ttft)
-    put(store, DEMO, NOW, ttft_ms=50)  # one sample: left out when min_samples asks for more
-    fail(store, other, NOW, ErrorKind.HTTP_ERROR)
-    found = list(rows(store).values())
-    llama, sim = model_rows(found, "median")
-    assert (llama.model, llama.workload, llama.providers, llama.samples) == ("llama", "1k", 3, 10)
-    assert llama.ttft_ms == pytest.approx(200) and not llama.simulated
-    assert llama.success_rate == pytest.approx(9 / 10)  # pooled: not the median of 1, 1 and 0.75
-    assert sim.simulated and sim.ttft_ms == pytest.approx(50)
-    assert [m.model for m in model_rows(found, "mean", min_samples=3)] == ["llama"]
-    assert model_rows(found, "mean")[0].output_speed == pytest.approx(
-        statistics.median(r.output_speed.mean for r in found if r.model == "llama" and r.output_speed.mean)
-    )
-
-
-def test_a_model_row_pools_success_over_every_endpoint_even_one_that_always_fails(store: Store) -> None:
-    """Issue 13: a model served by one provider that fails every request showed 100 % (the median of the rest)."""
-    other = Endpoint("together", "llama", "http://together.invalid/v1")
-    for endpoint in (GROQ, CEREBRAS):
-        for _ in range(3):
-            put(store, endpoint, NOW - timedelta(hours=1))
-    for _ in range(4):
-        fail(store, other, NOW, ErrorKind.HTTP_ERROR)  # no counted sample: out of the figures, not the rate
-    (llama,) = model_rows(list(rows(store).values()), "median", min_samples=3)
-    assert llama.providers == 2 and llama.success_rate == pytest.approx(6 / 10)
 
 
 def test_series_are_oldest_first_and_filtered(store: Store) -> None:

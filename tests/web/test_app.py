@@ -28,7 +28,8 @@ from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Timeline
-from tokenpace.schedule.sampler import Sampler, jobs
+from tokenpace.schedule.cadence import jobs
+from tokenpace.schedule.sampler import Sampler
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.memo import Memo

@@ -22,10 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from tokenpace.board.changepoint import Split, outcome_changes, timing_changes
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import RowKey
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
 from tokenpace.store.series import SamplePoint, last_published, latest
-from tokenpace.store.windows import EndpointRow, RowKey, endpoint_name
+from tokenpace.store.windows import EndpointRow
 
 LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
 MAX_KEPT = 10_000  # rows whose changes Kept holds

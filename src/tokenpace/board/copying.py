@@ -15,9 +15,10 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from tokenpace.board.pageparts import PageSource
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import Window
 from tokenpace.measure.metrics import percentile
 from tokenpace.store.series import SamplePoint, copy_ratios
-from tokenpace.store.windows import Window, endpoint_name
 
 K = TypeVar("K", bound=Hashable)
 

@@ -27,9 +27,11 @@ from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, cos
 from tokenpace.board.ranking import Board, Entry
 from tokenpace.board.rows import client_bound_only
 from tokenpace.board.summary import bursts_dict
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import Window
 from tokenpace.prompts import canary
 from tokenpace.store.series import SamplePoint, series
-from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows
+from tokenpace.store.windows import EndpointRow, endpoint_rows
 
 
 @dataclass(frozen=True, slots=True)

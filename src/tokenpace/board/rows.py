@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from tokenpace.board.medians import ModelRow
 from tokenpace.board.regions import token
 from tokenpace.board.sufficiency import as_shown, tails_withheld
 from tokenpace.measure.stats import Figure, with_n
-from tokenpace.store.windows import METRICS, EndpointRow, ModelRow
+from tokenpace.store.windows import METRICS, EndpointRow
 
 FAILING_BELOW = 0.9  # a success rate under this is marked beside the endpoint's name: more than 1 request in 10 fails
 # A canary pass rate under this is marked "fast but wrong" beside the name: more than 1 answer in 20 did not begin

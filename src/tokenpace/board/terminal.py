@@ -19,9 +19,9 @@ from tokenpace.board.ranking import Board, Entry
 from tokenpace.board.summary import FIGURES, Summary, summarise
 from tokenpace.board.warmcold import WarmCold
 from tokenpace.config.presets import Preset
+from tokenpace.config.windows import EACH
 from tokenpace.load.engine import RunResult
 from tokenpace.measure.sample import Sample
-from tokenpace.store.windows import EACH
 
 # The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
 # keys are those in SORTS.

@@ -119,6 +119,11 @@ def plan_name(provider: str, plan: str) -> str:
     return provider if plan == "default" else f"{provider}:{plan}"
 
 
+def endpoint_name(provider: str, plan: str, model: str) -> str:
+    """``provider/model`` or ``provider:plan/model``: the one naming rule, of a configured endpoint and a stored row."""
+    return f"{plan_name(provider, plan)}/{model}"
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """Where and how to reach one model; holds the name of the key's variable, never the key."""
@@ -134,7 +139,7 @@ class Endpoint:
 
     @property
     def name(self) -> str:
-        return f"{plan_name(self.provider, self.plan)}/{self.model}"
+        return endpoint_name(self.provider, self.plan, self.model)
 
     def api_key(self) -> str | None:
         """The key from the environment, or None when no variable is configured."""

@@ -1,7 +1,7 @@
 """The engine: a dataset's request chains released to an endpoint under a load, every request sent a stored sample.
 
 Both ways tokenpace measures are one load here. A scheduled or one-shot run (:func:`run_workload`) releases a
-workload's fresh prompts (load/chains.py's FreshPrompts) to each endpoint in turn: a closed loop of
+workload's fresh prompts (prompts/chains.py's FreshPrompts) to each endpoint in turn: a closed loop of
 ``concurrency`` streams, bursts of the workload's own concurrency (the parallel workload), the two turns of a
 paired workload as a chain. A load test (:func:`run_load`, ``tokenpace bench``) releases any dataset in a
 closed or open loop, warm-up first, for a request count or a duration (load/release.py). Either way:
@@ -39,7 +39,6 @@ from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import MAX_CONCURRENCY, RUN_MEMORY, Workload
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.ahead import ChainsAhead, chains_ahead
-from tokenpace.load.chains import Dataset, FreshPrompts, Request
 from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.decodegate import DecodeGate
 from tokenpace.load.figures import Done
@@ -50,6 +49,7 @@ from tokenpace.load.send import Refusals, send_request
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.verdict import judge_figures, stamps
+from tokenpace.prompts.chains import Dataset, FreshPrompts, Request
 from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 

@@ -83,9 +83,9 @@ class Shape:
     """What a rollup row is keyed by (besides its unit and client_bound) and which figures it keeps.
 
     The tables' shape changed (migration 10 added the region and corrected TTFT, migration 13 the cached and cold
-    tags and the canary's counts, migration 18 end-to-end for 500 tokens): each migration builds the shape it
-    built (:data:`FIRST` for 6-8, :data:`TENTH` for 10 and 11, :data:`THIRTEENTH` for 13 and 14,
-    :data:`EIGHTEENTH`), so the history means what it meant; the code reads :data:`CURRENT`.
+    tags and the canary's counts, migration 18 end-to-end for 500 tokens): each migration names the shape it
+    builds, spelt out in the migration (migrations.py), so the history means what it meant; the code reads
+    :data:`CURRENT`.
     """
 
     ident: tuple[str, ...]
@@ -104,15 +104,8 @@ class Shape:
         return ", ".join((TAGS | DERIVED)[c].format(row="") if c in TAGS or c in DERIVED else c for c in self.names)
 
 
-# The old shapes spelt out, not read off STORED and METRICS: a metric added later must not change what an old
-# migration builds.
-FIRST = Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_ms", "e2e_ms"))  # migrations 6-8
-TENTH = Shape(  # migrations 10 and 11
-    ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
-)
-THIRTEENTH = Shape(TENTH.ident, TENTH.metrics, tuple(TAGS), CHECKS)  # migrations 13 and 14
-EIGHTEENTH = Shape(TENTH.ident, (*TENTH.metrics, "e2e500_ms"), tuple(TAGS), CHECKS)  # migration 18
-CURRENT = EIGHTEENTH
+# The shape the code writes and reads; the migration that last changed the tables built it (a test checks).
+CURRENT = Shape(("provider", "plan", "model", "workload", "region"), METRICS, tuple(TAGS), CHECKS)
 RAW = CURRENT.raw
 
 
@@ -142,7 +135,7 @@ class RollupLevel:
         """The unit holding t (exactly, as :func:`hour_of`)."""
         return hour_of(t) // (self.seconds // HOUR)
 
-    def schema(self, shape: Shape = CURRENT) -> tuple[str, str]:
+    def schema(self, shape: Shape) -> tuple[str, str]:
         texts = {"provider", "plan", "model", "workload", "region", "protocol", "failures", *shape.metrics}
         kinds = {"first_at": "DOUBLE PRECISION", "last_at": "DOUBLE PRECISION"}
         cols = ",\n        ".join(
@@ -167,7 +160,6 @@ HOURS = RollupLevel("sample_hours", "hour", HOUR)
 QUARTERS = RollupLevel("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
 DAYS = RollupLevel("sample_days", "day", DAY)
 LEVELS = (HOURS, QUARTERS, DAYS)
-SCHEMA = HOURS.schema(FIRST)  # migration 6
 _PUBLISHED = SAMPLE_COLUMNS.index("published")
 
 
@@ -368,30 +360,10 @@ def rebuild(
         at = conn.execute(nxt, (end,)).fetchone()[0]
 
 
-def recreate(conn: Connection, ph: str, shape: Shape = CURRENT) -> None:
-    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10, 13 and 17)."""
+def recreate(conn: Connection, ph: str, *, shape: Shape) -> None:
+    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10, 13 and 18)."""
     for level in LEVELS:
         conn.execute(f"DROP TABLE {level.table}")
         for sql in level.schema(shape):
             conn.execute(sql)
     rebuild(conn, ph, shape=shape)
-
-
-def recreate_tenth(conn: Connection, ph: str) -> None:
-    """Migration 10: the rollups keyed by region too and keeping TTFT less the round trip (:data:`TENTH`)."""
-    recreate(conn, ph, TENTH)
-
-
-def rebuild_hours(conn: Connection, ph: str) -> None:
-    """Migration 6: the hourly rollup alone (the daily one came later)."""
-    rebuild(conn, ph, (HOURS,), shape=FIRST)
-
-
-def rebuild_days(conn: Connection, ph: str) -> None:
-    """Migration 7: the daily rollup, from the samples (the hourly one is already right)."""
-    rebuild(conn, ph, (DAYS,), shape=FIRST)
-
-
-def rebuild_quarters(conn: Connection, ph: str) -> None:
-    """Migration 8: the 6-hour rollup, from the samples (the others are already right)."""
-    rebuild(conn, ph, (QUARTERS,), shape=FIRST)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.config.endpoints import endpoint_name
 from tokenpace.measure.bounds import within
 from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.windows import endpoint_name
 
 _BOUND_NAMES = ((Bound.TTFT, "TTFT"), (Bound.SPEED, "output speed"), (Bound.E2E, "end-to-end"))
 

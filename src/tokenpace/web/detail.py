@@ -17,8 +17,9 @@ from tokenpace.board.changes import describe
 from tokenpace.board.endpoint_page import EndpointPage, read_endpoint_page
 from tokenpace.board.model_page import ModelPage, read_model_page
 from tokenpace.board.pageparts import PageRegion
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import Window
 from tokenpace.measure.catalogue import metric
-from tokenpace.store.windows import Window, endpoint_name
 from tokenpace.web import charts
 from tokenpace.web.paths import endpoint_path, model_path
 from tokenpace.web.render import Page

@@ -13,9 +13,9 @@ from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
 from tokenpace.board.query import SORTS, Query
 from tokenpace.board.rows import WRONG_BELOW, fast_but_wrong
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import EACH, WINDOWS
 from tokenpace.config.workloads import ordered
-from tokenpace.store.export import csv_row
-from tokenpace.store.windows import EACH, WINDOWS
+from tokenpace.text import csv_row
 from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu

@@ -1,7 +1,7 @@
 """The methodology page, written from the running configuration so it cannot drift from what is measured.
 
 Formulas are the docstrings of the functions that compute them (measure/metrics.py), cadences are the scheduler's
-own jobs, windows are store/windows.WINDOWS: change the code and this page changes with it.
+own jobs, windows are config/windows.WINDOWS: change the code and this page changes with it.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from tokenpace.config.headers import FRESH_VALUE
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
+from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
 from tokenpace.measure import catalogue, metrics
 from tokenpace.measure.catalogue import metric
 from tokenpace.prompts.tokens import ENCODING
 from tokenpace.schedule import pacing
 from tokenpace.schedule.backoff import DEFAULT_HOLD_S
-from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
