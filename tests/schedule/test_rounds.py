@@ -28,7 +28,7 @@ from tokenpace.prompts.tokens import count_tokens
 from tokenpace.schedule import cadence, rounds
 from tokenpace.schedule.dispatch import Dispatcher
 from tokenpace.schedule.sampler import Job, Sampler
-from tokenpace.sim.scenario import asked
+from tokenpace.sim.scenario import asked_fingerprint
 from tokenpace.store.database import open_store
 from tokenpace.store.queue import Queue
 from tokenpace.web.app import create_app
@@ -193,7 +193,7 @@ async def test_a_regions_agent_builds_its_rounds_prompts(pg_url: str, tmp_path: 
             (remote,) = store.samples()
     (prompt,) = build_turns(job.workload, 12345)  # the round's first prompt, with a nonce of its own
     assert remote.region == "eu" and remote.prompt_fingerprint != prompt.fingerprint
-    assert _asked(simulator.truth, remote) == asked(prompt.messages[0].text)
+    assert _asked(simulator.truth, remote) == asked_fingerprint(prompt.messages[0].text)
 
 
 def test_the_methodology_says_why_and_whether_it_is_on(tmp_path: Path) -> None:
@@ -209,5 +209,13 @@ def test_the_methodology_says_why_and_whether_it_is_on(tmp_path: Path) -> None:
 
 
 def test_what_a_prompt_asks_leaves_out_its_nonce_line_only() -> None:
-    assert asked("0123456789abcdef is it\nthe rest") == asked("fedcba9876543210 is it\nthe rest") == asked("the rest")
-    assert asked("not a nonce\nthe rest") != asked("the rest") != asked("0123456789abcdef is it\nthe rest!")
+    assert (
+        asked_fingerprint("0123456789abcdef is it\nthe rest")
+        == asked_fingerprint("fedcba9876543210 is it\nthe rest")
+        == asked_fingerprint("the rest")
+    )
+    assert (
+        asked_fingerprint("not a nonce\nthe rest")
+        != asked_fingerprint("the rest")
+        != asked_fingerprint("0123456789abcdef is it\nthe rest!")
+    )

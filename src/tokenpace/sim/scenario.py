@@ -41,7 +41,7 @@ NON_ASCII_WORDS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def asked(prompt: str) -> str:
+def asked_fingerprint(prompt: str) -> str:
     """What a prompt asks: the first 16 hex digits of the sha256 of its text less its nonce line (prompts/prompt.py)."""
     return hashlib.sha256(without_nonce(prompt).encode()).hexdigest()[:16]
 
@@ -113,11 +113,13 @@ class Scenario:
         )  # fmt: skip
 
     def answer_tokens(self, prompt: str) -> int:
-        """Content tokens = round(output_tokens x e^(answer_spread x N)), N ~ N(0, 1) seeded by :func:`asked`
-        (output_tokens when answer_spread is 0)."""
+        """Content tokens = round(output_tokens x e^(answer_spread x N)), N ~ N(0, 1) seeded by the prompt's
+        :func:`asked_fingerprint` (output_tokens when answer_spread is 0)."""
         if not self.answer_spread:
             return self.output_tokens
-        return round(self.output_tokens * math.exp(self.answer_spread * random.Random(asked(prompt)).gauss()))
+        return round(
+            self.output_tokens * math.exp(self.answer_spread * random.Random(asked_fingerprint(prompt)).gauss())
+        )
 
     def first_token_ns(self, prompt_tokens: int, cached_tokens: int = 0) -> int:
         """Scheduled TTFT = ttft_ms + uncached prompt tokens / prefill rate + cached ones / cached rate (each term
@@ -170,7 +172,7 @@ class Truth:
     completion_tokens: int = 0  # tokens written so far (reasoning included)
     cold_start_ms: float = 0.0  # how long it waited for its model to load (scale to zero); 0: it was warm
     cached_tokens: int = 0  # prompt tokens its prefix cache served (scenario prefix_cache), not prefilled
-    asked: str = ""  # the prompt's :func:`asked`: prompts that differ only in their nonce line share it
+    asked: str = ""  # the prompt's :func:`asked_fingerprint`: prompts that differ only in their nonce line share it
 
     @property
     def uncached_tokens(self) -> int:

@@ -38,7 +38,7 @@ RETRIES = 1  # a stalled job is retried this many times, then recorded as failed
 ROUND_SEED_BITS = 31  # a round's prompt seed (schedule/rounds.py) is below 2**31, as a run's own seed is
 
 
-def _whole(value: object) -> int:
+def _order_int(value: object) -> int:
     """An order's whole number as JSON brings it (TypeError for anything else: a float, a bool, text)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"a whole number expected, got {type(value).__name__}")
@@ -75,7 +75,7 @@ class RunOrder:
                 str(kwargs["endpoint"]), str(kwargs["workload"]), str(kwargs["region"]),
                 int(kwargs["requests"]), float(kwargs["deadline"]),
                 None if kwargs.get("idle_s") is None else float(kwargs["idle_s"]),
-                None if kwargs.get("round_seed") is None else _whole(kwargs["round_seed"]),
+                None if kwargs.get("round_seed") is None else _order_int(kwargs["round_seed"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a tokenpace order: {type(exc).__name__} {exc}") from None
