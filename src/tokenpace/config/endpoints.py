@@ -63,6 +63,8 @@ provider is two endpoints. A config file looks like::
     wake = true                           # a scheduled run that finds its endpoint cold first sends one 1k
                                           # request alone (a cold sample; the run's are warm); so may a table
     budget_share = 0.1                    # of each plan's limits, where its table sets none
+    one_prompt_per_round = true           # a round sends every endpoint of a model the same documents and task,
+                                          # only the nonce line apart (false: a prompt per endpoint)
 
     [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
     "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for

@@ -81,6 +81,7 @@ class RunOptions:
     origin: Origin = field(default_factory=Origin)  # a region's agent and its job; this process by default
     command: str = ""  # as stored with the run
     first_chain: int = 0  # the dataset's chain to start from: a sweep's points never send the same prompts
+    round_seed: int | None = None  # a scheduled round's: its documents and tasks, shared (load/chains.py)
 
 
 @dataclass
@@ -129,7 +130,8 @@ async def run_workload(
 ) -> RunResult:
     """Measure each endpoint in turn with ``options.requests`` of the workload's fresh prompts; one run record.
 
-    Endpoint k's prompts are built from seeds seed + k * requests + i: endpoints never share a prompt. ``refusals``:
+    Endpoint k's prompts are built from seeds seed + k * requests + i: endpoints never share a prompt (with
+    ``options.round_seed``, they share all of it but the nonce line, which follows those seeds). ``refusals``:
     what earlier runs learnt of optional fields each endpoint refuses, and where this run adds what it learns;
     None learns for this call only. ``cold``: when each endpoint's last request ended, and where this run adds
     its own (load/coldstart.py); None knows nothing before this call, and tags with the default threshold.
@@ -140,7 +142,9 @@ async def run_workload(
     n = options.requests
     last = math.ceil(n / 2) if workload.paired else n  # chains: a pair's two turns are one, sent whole
     load = Load(concurrency=concurrency, requests=last, burst=workload.concurrency is not None)
-    targets = [(e, FreshPrompts(workload, seed + k * n, corpus, n)) for k, e in enumerate(endpoints)]
+    targets = [
+        (e, FreshPrompts(workload, seed + k * n, corpus, n, options.round_seed)) for k, e in enumerate(endpoints)
+    ]
     cold = ColdStarts() if cold is None else cold
     # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
     return await _measure_all(

@@ -11,6 +11,12 @@ within 2% of the workload's target.
 
 A paired workload's two turns share everything but the task at the end: the same nonce and documents,
 sized for the longer of the two tasks, so the second turn repeats the first one's prefix to the character.
+
+Given a ``nonce_seed`` as well, the nonce is drawn from it alone and everything else from the seed: prompts
+built from one seed and different nonce seeds differ only in their first line (:func:`without_nonce` is the
+rest), which is how a scheduled round sends one prompt to every endpoint of a model (schedule/rounds.py). Such
+a prompt is sized with the seed's own nonce, whose digits its own then replace: its size may differ from the
+seed's by the few tokens the two numbers' digits take apart.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import random
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +36,7 @@ from tokenpace.prompts.image import bar_chart
 from tokenpace.prompts.tokens import count_tokens
 
 TOLERANCE = 0.02  # a prompt's size is within 2% of its workload's target
+_NONCE_LINE = re.compile(r"[0-9a-f]{16} [^\n]*\n")  # a fresh prompt's first line (see _build)
 _MIN_ROOM = 40  # tokens worth starting another section for: its heading and a sentence or two
 LANGUAGES = (
     *("French", "German", "Spanish", "Italian", "Portuguese", "Dutch", "Polish", "Russian", "Turkish"),
@@ -115,14 +123,23 @@ def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None) ->
     return build_turns(workload, seed, corpus)[0]
 
 
-def build_turns(workload: Workload, seed: int, corpus: Corpus | None = None) -> tuple[Prompt, ...]:
+def build_turns(
+    workload: Workload, seed: int, corpus: Corpus | None = None, nonce_seed: int | None = None
+) -> tuple[Prompt, ...]:
     """The prompts of request ``seed``: one, or a paired workload's two turns, each ending with one of two distinct
-    tasks drawn, their shared prefix built once."""
+    tasks drawn, their shared prefix built once; the nonce drawn from ``nonce_seed`` when given, else from ``seed``."""
     rng = random.Random(f"{workload.name}/{workload.input_tokens}/{seed}")
+    nonce = None if nonce_seed is None else random.Random(f"nonce/{workload.name}/{nonce_seed}")
     corpus = default_corpus() if corpus is None else corpus
     if not workload.paired:
-        return _build(workload, (rng.choice(workload.tasks),), rng, corpus)
-    return _build(workload, tuple(rng.sample(sorted(set(workload.tasks)), 2)), rng, corpus)
+        return _build(workload, (rng.choice(workload.tasks),), rng, corpus, nonce)
+    return _build(workload, tuple(rng.sample(sorted(set(workload.tasks)), 2)), rng, corpus, nonce)
+
+
+def without_nonce(text: str) -> str:
+    """A fresh prompt's text after its nonce line: what the prompts of one round share (other text as it is)."""
+    found = _NONCE_LINE.match(text)
+    return text if found is None else text[found.end() :]
 
 
 def _shuffled(corpus: Corpus, rng: random.Random) -> Iterator[Document]:
@@ -160,15 +177,17 @@ def _sections(docs: Iterator[Document], budget: int, cap: int, slack: int) -> li
     return out
 
 
-def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus) -> tuple[Prompt, ...]:
+def _build(
+    w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus, nonce_rng: random.Random | None
+) -> tuple[Prompt, ...]:
     """One prompt per task of ``tasks``: nonce line + document sections + the task's instruction + canary
     instruction, sized to ``w.input_tokens`` and leaving room for the longest of ``tasks`` (the sections, built once,
-    are the same whichever task ends the prompt); an image if ``w`` has one."""
+    are the same whichever task ends the prompt); an image if ``w`` has one. The nonce from ``nonce_rng`` if given."""
     if not corpus:
         raise ConfigError("the corpus holds no documents")
     if "compare" in tasks and len(corpus) < 2:
         raise ConfigError(f"workload {w.name}: the compare task needs a corpus of at least 2 documents")
-    nonce = f"{rng.getrandbits(64):016x}"
+    nonce = f"{rng.getrandbits(64):016x}"  # drawn either way: the prompt is sized with it (see below)
     order = rng.getrandbits(64)
     a, b, *_ = itertools.islice(_shuffled(corpus, random.Random(order)), 2)
     words = asked_words(w.max_tokens)
@@ -200,8 +219,12 @@ def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corp
         sized = (head_text, size), (again, count_tokens(again + longest))
         head_text, size = min(sized, key=lambda t: abs(t[1] - w.input_tokens))
     images = () if w.image is None else (bar_chart(rng.getrandbits(64), w.image).png,)
+    known: int | None = size
+    if nonce_rng is not None:  # sized with the seed's nonce, so the sections are the seed's: only the digits change
+        nonce, known = f"{nonce_rng.getrandbits(64):016x}", None  # their tokens may not: counted again
+        head_text = nonce + head_text[len(nonce) :]
     return tuple(
-        _prompt(w, task, head_text + instruction, size if instruction == longest else None, images, nonce)
+        _prompt(w, task, head_text + instruction, known if instruction == longest else None, images, nonce)
         for task, instruction in zip(tasks, instructions, strict=True)
     )
 

@@ -27,7 +27,7 @@ from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.load.send import Refusals
 from tokenpace.prompts.corpus import Corpus
-from tokenpace.schedule import backoff
+from tokenpace.schedule import backoff, rounds
 from tokenpace.schedule.cadence import Job, Slot, next_due
 from tokenpace.schedule.status import BudgetStatus, JobStatus, Status
 from tokenpace.schedule.wake import Waker
@@ -138,10 +138,12 @@ class Sampler:
         self._failures = 0
         self.holds = backoff.Holds(store, self._read, self._failed)
         self.lateness: deque[float] = deque(maxlen=10_000)  # seconds from due to launch, the latest runs'
+        self.round_salt = rounds.new_salt()  # each round's prompts follow it (schedule/rounds.py)
 
     async def _measure(self, job: Job) -> None:
-        # The parallel workload sets its own concurrency.
-        options = RunOptions(job.requests, 1, source="scheduled", publish=True, command="tokenpace serve")
+        options = RunOptions(  # the parallel workload sets its own concurrency
+            job.requests, 1, source="scheduled", publish=True, command="tokenpace serve", round_seed=job.round_seed
+        )
         done = await run_workload(
             [job.endpoint], job.workload, options, self.store, corpus=self.corpus, refusals=self.refused_fields,
             cold=self.cold,
@@ -232,7 +234,8 @@ class Sampler:
             self.lateness.append(self.clock.now() - t)
             self._in_flight[provider] += job.width
             self._all_in_flight += job.width
-            self._running[job.slot] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
+            launched = rounds.seeded(job, now, self.round_salt)
+            self._running[job.slot] = asyncio.create_task(self._run_one(launched, now), name=f"tokenpace {job.name}")
         return blocked, waiting
 
     async def _spent(self, plan: tuple[str, str], now: float) -> tuple[Spend, ...]:

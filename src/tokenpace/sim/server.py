@@ -37,7 +37,7 @@ from tokenpace.sim.openai_chat import ChatWire
 from tokenpace.sim.openai_completions import CompletionsWire
 from tokenpace.sim.openai_responses import ResponsesWire
 from tokenpace.sim.prefix import PrefixCache
-from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
+from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth, asked_fingerprint
 from tokenpace.sim.stream import ServedRequest, complete, reply_at_once, stream
 from tokenpace.sim.wire import Ask, Reply, Wire, dumps
 
@@ -202,7 +202,7 @@ class Simulator:
         # held each later request's handler back by up to ~100 ms (bench/fidelity.py's transit). The count is
         # the simulated prefill's work: it happens within the TTFT, which is scheduled from t_received anyway.
         tokens = await asyncio.get_running_loop().run_in_executor(None, token_ids, ask.prompt)
-        truth.prompt_tokens = len(tokens)
+        truth.prompt_tokens, truth.asked = len(tokens), asked_fingerprint(ask.prompt)
         if s.prefix_cache:  # the cache is the model's, as a server's KV cache is: shared by its protocols
             truth.cached_tokens = self.caches.setdefault(ask.model, PrefixCache()).serve(tokens)
         if error in ("429", "500"):
@@ -210,7 +210,7 @@ class Simulator:
             body_text = dumps(wire.error_doc(status))
             return await reply_at_once(request, truth, status, body_text, [("error", error)], headers)
 
-        reasoning, content, capped = s.reasoning_tokens, s.output_tokens, False
+        reasoning, content, capped = s.reasoning_tokens, s.answer_tokens(ask.prompt), False
         if ask.cap is not None and reasoning + content > ask.cap:  # reasoning counts toward the cap everywhere
             reasoning, content, capped = min(reasoning, ask.cap), max(0, ask.cap - reasoning), True
         due = (s.usage == "always" or (s.usage == "auto" and ask.usage_asked)) if ask.stream else s.usage != "never"

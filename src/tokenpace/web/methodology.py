@@ -17,6 +17,7 @@ from tokenpace.board.copying import copy_table
 from tokenpace.board.platforms import platform_dict, platforms
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
+from tokenpace.config.endpoints import Config
 from tokenpace.config.headers import FRESH_VALUE
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.prices import STALE_DAYS
@@ -141,6 +142,22 @@ COPYING = (
     "code blocks and grammar rules out), so a faithful answer copies little: a high median says the speeds on "
     "that workload are partly the copying's."
 )
+# One prompt per round (issue 31): why a model's endpoints share their prompts in a round (schedule/rounds.py).
+ONE_PROMPT = (
+    "In one round of the schedule, every endpoint of a model (its providers' ids joined under one canonical name) "
+    "is sent the same documents and task of a workload, as Artificial Analysis runs one prompt, generated at the "
+    "time of the test, on all endpoints: a document that is slower to read or a task that draws a longer answer "
+    "then weighs on every provider of the model alike, so their figures differ by how they serve, not by what "
+    "they were asked. Only the first line differs, each request's own reference number (its nonce), and the "
+    "canary line the answer must begin with follows it: no two requests share a cacheable prefix, and two "
+    "resellers that share a cache cannot answer one from the other. A round is a window of the clock as long as "
+    "the shortest interval among the model's jobs of that workload; every run launched within it shares the "
+    "round's prompts, drawn from a seed no one knows ahead (a region's agent is sent the seed with its order). "
+    "tokenpace run and tokenpace bench draw prompts per endpoint."
+)
+ONE_PROMPT_OFF = (
+    " This configuration turns it off (one_prompt_per_round = false): each endpoint gets prompts of its own."
+)
 
 
 def _job_rows(site: Site) -> tuple[list[dict[str, Any]], str | None]:
@@ -185,6 +202,12 @@ def _faq(site: Site) -> dict[str, Any]:
         "hour_here": numbers.interval(3600 / cfg.speedup) if cfg.speedup != 1 else None,
         "default_window": WINDOWS[DEFAULT_WINDOW].label,
     }
+
+
+def _rounds(cfg: Config) -> tuple[str, str, str]:
+    """The one-prompt-per-round row of the fresh-prompt section, saying whether this configuration has it on."""
+    text = ONE_PROMPT + ("" if cfg.schedule.one_prompt_per_round else ONE_PROMPT_OFF)
+    return "rounds", "One prompt per round", text
 
 
 SPEND_DAYS = 7
@@ -242,7 +265,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "not_measured": list(NOT_MEASURED),
         "network": NETWORK,
         "rate_limits": RATE_LIMITS,
-        "truth": [{"id": key, "title": title, "text": text} for key, title, text in TRUTH],
+        "truth": [{"id": key, "title": title, "text": text} for key, title, text in (*TRUTH, _rounds(cfg))],
         "copying": copying | copies.data() | {"window_label": window.label},
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
