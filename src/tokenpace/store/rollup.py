@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.measure.bounds import within
+from tokenpace.measure.catalogue import ROLLUP_KEYS
 from tokenpace.measure.metrics import corrected_ttft
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
@@ -45,12 +46,10 @@ from tokenpace.store.dialects import Connection
 
 HOUR = 3600
 DAY = 24 * HOUR
-STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
 # Figures computed from a sample's columns, as SQL both databases evaluate alike (IEEE doubles, NULL in, NULL out)
 # and as the writer computes them in Python (measure/sample.corrected_ttft): kept like the others, so their
 # percentiles are as exact. TTFT less the network round trip the agent measured before the run.
 DERIVED = {"ttft_net_ms": "ttft_ms - net_rtt_ms"}
-METRICS = (*STORED, *DERIVED)
 COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
 log = logging.getLogger(__name__)
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it
@@ -104,6 +103,11 @@ FIRST = Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_
 TENTH = Shape(  # migrations 10 and 11
     ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
 )
+# Which figures the rollups keep is the catalogue's to say (its rows marked ``rollup``, measure/catalogue.py); their
+# columns keep the order the tables have had since migration 10 (store/tally.py reads rows by position), a figure
+# added later after them.
+METRICS = tuple(sorted(ROLLUP_KEYS, key=lambda k: TENTH.metrics.index(k) if k in TENTH.metrics else len(TENTH.metrics)))
+STORED = tuple(m for m in METRICS if m not in DERIVED)  # the leaderboard's figures that are columns of ``samples``
 CURRENT = Shape(TENTH.ident, METRICS, tuple(TAGS), CHECKS)  # migration 13
 RAW = CURRENT.raw
 
