@@ -19,28 +19,49 @@ from tokenpace.board import console as clean
 from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
 from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.catalogue import UNIT_TEXT, metric
 from tokenpace.measure.stats import commonest
 
-NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
+
+def _head(key: str, under: str = "") -> str:
+    """A two-line header: a figure's narrow label (measure/catalogue.py) over its statistic or unit ("TTFT" over
+    "P50"), or the label alone on two lines ("SLO" over "met")."""
+    m = metric(key)
+    return f"{m.narrow}\n{under}" if under else m.narrow.replace(" ", "\n", 1)
+
+
+def _rate_head(key: str) -> str:
+    return _head(key, metric(key).unit_text)
+
+
+# Left out below 120 columns (an invalid level's dispatch delay gets a line of its own).
+NARROW_DROPS = (_head("tpot_ms", "P99"), _head("itl_ms", "P99"), _head("concurrency_held"), _head("wait_ms", "P99"))
 # Then, in turn, while the table is wider than the terminal (an SLO's and the client's columns, 4-digit TTFTs).
-NARROWER_DROPS = ("TPOT\nP50", "E2E\nP50", "output\ntok/s", "TTFT\nP99")
+NARROWER_DROPS = (
+    _head("tpot_ms", "P50"),
+    _head("e2e_ms", "P50"),
+    _rate_head("output_tokens_per_s"),
+    _head("ttft_ms", "P99"),
+)
+_NARROW_LATENCIES = tuple(metric(key).narrow for key in ("ttft_ms", "tpot_ms", "e2e_ms"))  # a tag's line
 UNBOUNDED = 10_000  # columns: a table measured at its natural width
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
 def _level_columns(result: BenchResult) -> list[str]:
     """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
-    cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
-    cols += ["ITL\nP99", "E2E\nP50"]
-    cols += ["goodput\nreq/s", "SLO\nmet"] if result.slo is not None else []
-    cols += ["in\nflight", "dispatch\nP99"]
+    cols = ["load", "ok/\nall", _rate_head("request_rate"), _rate_head("output_tokens_per_s")]
+    cols += [_head(key, stat) for key in ("ttft_ms", "tpot_ms") for stat in ("P50", "P99")]
+    cols += [_head("itl_ms", "P99"), _head("e2e_ms", "P50")]
+    cols += [_rate_head("goodput"), _head("slo_attainment")] if result.slo is not None else []
+    cols += [_head("concurrency_held"), _head("wait_ms", "P99")]
     return cols + (["client"] if any(p.client_bound or p.invalid for p in result.points) else [])
 
 
 def _row(p: BenchPoint, slo: bool, flag: bool) -> list[str]:
     f = p.figures
     ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
-    cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
+    cells = [load_label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
     cells += [numbers.figure_text(f.output_tokens_per_s), *ms]
     cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
     cells += [f"{f.concurrency_held:.1f}", numbers.figure_text(f.wait.p99, "ms")]
@@ -48,7 +69,7 @@ def _row(p: BenchPoint, slo: bool, flag: bool) -> list[str]:
     return cells + ([state] if flag else [])
 
 
-def label(p: BenchPoint) -> str:
+def load_label(p: BenchPoint) -> str:
     """The load, and which run of --repeat: "concurrency 4 #2"."""
     return p.load.describe() + (f" #{p.repeat}" if p.repeat else "")
 
@@ -87,10 +108,13 @@ def fitting_table(console: Console, result: BenchResult) -> Table:
 def print_result(console: Console, result: BenchResult) -> None:
     """A row per load level (latencies in ms), then per level its errors and tags, then the saturation rate."""
     console.print(fitting_table(console, result))
+    console.print(legend_line(), highlight=False)
     for p in result.points:
         f = p.figures
         if p.invalid:
-            console.print(f"  [bold red]{clean.shown(label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True)
+            console.print(
+                f"  [bold red]{clean.shown(load_label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True
+            )
             console.print(f"    {clean.shown(schedule_line(p))}", soft_wrap=True, highlight=False)
         if f.errors:
             kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
@@ -98,7 +122,7 @@ def print_result(console: Console, result: BenchResult) -> None:
         for t in f.by_tag:
             ms = "  ".join(
                 f"{name} P50 {numbers.figure_text(v, 'ms')} ms"
-                for name, v in (("TTFT", t.ttft.p50), ("TPOT", t.tpot.p50), ("E2E", t.e2e.p50))
+                for name, v in zip(_NARROW_LATENCIES, (t.ttft.p50, t.tpot.p50, t.e2e.p50), strict=True)
             )
             line = f"  {p.load.describe()}  ·  {clean.shown(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
             console.print(line, soft_wrap=True, highlight=False)
@@ -106,6 +130,11 @@ def print_result(console: Console, result: BenchResult) -> None:
         console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
     if (said := saturation_line(result)) is not None:
         console.print(said, soft_wrap=True, highlight=False)
+
+
+def legend_line() -> str:
+    """What two narrow headers leave out: whose tokens TPOT is per, and that throughput is the whole run's."""
+    return "  ·  ".join(f"{m.narrow}: {m.detail}" for m in map(metric, ("tpot_ms", "output_tokens_per_s")))
 
 
 def saturation_line(result: BenchResult) -> str | None:
@@ -128,13 +157,14 @@ def schedule_line(p: BenchPoint) -> str:
     f = p.figures
     w = f.wait
     delay = " / ".join(numbers.figure_text(v, "ms") for v in (w.p50, w.p90, w.p99, w.max))
-    pairs = (("TTFT", f.ttft, f.ttft_from_schedule), ("E2E", f.e2e, f.e2e_from_schedule))
+    ttft, e2e = (metric(key).narrow for key in ("ttft_ms", "e2e_ms"))
+    pairs = ((ttft, f.ttft, f.ttft_from_schedule), (e2e, f.e2e, f.e2e_from_schedule))
     lat = "  ".join(
         f"{name} P50 {numbers.figure_text(sent.p50, 'ms')} -> {numbers.figure_text(sched.p50, 'ms')}, "
         f"P99 {numbers.figure_text(sent.p99, 'ms')} -> {numbers.figure_text(sched.p99, 'ms')}"
         for name, sent, sched in pairs
     )
-    return f"dispatch delay P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
+    return f"{metric('wait_ms').noun} P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
 
 
 def _value(c: LevelChange, v: float | None) -> str:
@@ -142,14 +172,16 @@ def _value(c: LevelChange, v: float | None) -> str:
         return numbers.percent(v)
     if c.unit == "req/s":
         return numbers.rate(v)
-    return numbers.figure_text(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure_text(v)
+    if c.unit in ("ms", "ms/tok") and v is not None:
+        return f"{numbers.figure_text(v, 'ms')} {UNIT_TEXT[c.unit]}"
+    return numbers.figure_text(v)
 
 
 def _with_interval(c: LevelChange, v: float | None, interval: tuple[float, float] | None) -> str:
     """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
     if interval is None:
         return _value(c, v)
-    lo, hi = (_value(c, x).removesuffix(" ms") for x in interval)
+    lo, hi = (_value(c, x).removesuffix(f" {UNIT_TEXT[c.unit]}") for x in interval)
     return f"{_value(c, v)}\n[dim]{lo}-{hi}[/]"
 
 
