@@ -39,8 +39,11 @@ TOKENIZER = "o200k"  # the one tokenizer every model's tokens are counted with (
 class Metric:
     """One figure: ``key`` as stored and exported, ``label`` as a reader sees it, ``unit``, which way is
     ``better`` (None: neither, a count or a context figure), ``rollup`` (the windows keep its values, so its
-    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none), and
-    ``definition``: one sentence with its formula, as /methodology prints it."""
+    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none),
+    ``definition``: one sentence with its formula, as /methodology prints it, and ``short``, the label where a
+    column has no room. A reader takes what it shows from here: :attr:`header` where a header has room, the
+    label (or :attr:`narrow`) with the header in a title or a line under the table where it has not,
+    :attr:`noun` in a sentence."""
 
     key: str
     label: str
