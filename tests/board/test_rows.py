@@ -59,10 +59,10 @@ def test_a_runs_cold_and_warm_ttft_medians_are_said_with_their_n() -> None:
 
     from rich.console import Console
 
-    from tokenpace.board.summary import FIGURES, Cold, Summary
+    from tokenpace.board.summary import SUMMARY_KEYS, Cold, Summary
     from tokenpace.board.terminal import print_summary
 
     cold = Cold(1, 0.3, figure([900.0]), figure([100.0, 120.0]))
-    out, figures = io.StringIO(), {name: figure([1.0]) for name, _, _ in FIGURES}
+    out, figures = io.StringIO(), {name: figure([1.0]) for name in SUMMARY_KEYS}
     print_summary(Console(file=out, width=200, color_system=None), Summary("s/m", 3, 3, {}, figures, cold=cold))
     assert "1 of 3 cold (idle >= 0.3 s): TTFT p50 cold 900 ms (n=1) vs warm 110 ms (n=2)" in out.getvalue()

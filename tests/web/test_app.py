@@ -25,6 +25,7 @@ from tests.webkit import EVIL, SECRET, Fleet, charts, filled_store, legend, mark
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.settings import Budget, PlanSettings, ScheduleSettings
 from tokenpace.errors import StoreError
+from tokenpace.measure.catalogue import FIGURES
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Timeline
@@ -209,11 +210,12 @@ def test_names_with_script_are_escaped_everywhere(client: TestClient, filled: tu
 def test_methodology_comes_from_the_config(client: TestClient, filled: tuple[Store, Fleet]) -> None:
     _, fleet = filled
     page = client.get("/methodology").text
-    assert "o200k_base" in page and "(tokens - first-chunk tokens) / (t_last - t_first)" in page
+    assert "o200k_base" in page and "(output tokens - first-chunk tokens) / (time of the last chunk" in page
     assert "72 h median" in page and "What is not measured" in page
     assert "follow Artificial Analysis's published methodology" in page  # credited here, not in every label
     data = client.get("/methodology.json").json()
     assert data["min_samples"] == 3 and data["tokenizer"] == "o200k_base"
+    assert all(data["formulas"][m.name] == m.definition for m in FIGURES)  # written from the figure catalogue
     jobs = {(j["endpoint"], j["workload"]): j for j in data["jobs"]}
     assert len(jobs) == len(fleet.config.endpoints) * len(fleet.config.schedule.workloads)
     fast = jobs[fleet.fast.name, "1k"]  # a key: per-token billing, every 4 h

@@ -25,6 +25,7 @@ from tokenpace.measure.stats import Figure
 from tokenpace.web import report
 from tokenpace.web.report import render_report
 
+THROUGHPUT = "Output throughput (over the whole run, o200k tok/s)"  # the x axis: every request's tokens together
 PAPER = ViewportSize(width=1047, height=740)  # A4 landscape less 10 mm margins (the report's @page), in CSS pixels
 _ROW = re.compile(r'<tr id="row-(\d+)">(.*?)</tr>', re.S)
 _CELL = re.compile(r'<td class="num" data-col="([\w-]+)"(?: data-value="([^"]*)")?[^>]*>(.*?)</td>', re.S)
@@ -118,18 +119,18 @@ def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_again
     assert legend(drawn["chart-sweep-throughput"]) == ["TTFT p50", "TTFT p99"]
     throughput = marks(drawn["chart-sweep-throughput"])
     assert throughput[:4] == [
-        "c=1: output tok/s 512.2, ms 111",
-        "c=4: output tok/s 1,024, ms 222",
-        "c=16: output tok/s 1,537, ms 333",
-        "c=64: output tok/s 2,049, ms 444",
+        f"c=1: {THROUGHPUT} 512.2, TTFT (ms) 111",
+        f"c=4: {THROUGHPUT} 1,024, TTFT (ms) 222",
+        f"c=16: {THROUGHPUT} 1,537, TTFT (ms) 333",
+        f"c=64: {THROUGHPUT} 2,049, TTFT (ms) 444",
     ]
     # TPOT on its own axis (issue 21 item 9): on TTFT's it was a flat line at the bottom
     assert legend(drawn["chart-sweep-tpot"]) == ["TPOT p50", "TPOT p99"]
     assert marks(drawn["chart-sweep-tpot"])[:4] == [
-        "c=1: output tok/s 512.2, TPOT ms 13.25",
-        "c=4: output tok/s 1,024, TPOT ms 14.25",
-        "c=16: output tok/s 1,537, TPOT ms 15.25",
-        "c=64: output tok/s 2,049, TPOT ms 16.25",
+        f"c=1: {THROUGHPUT} 512.2, TPOT (ms per o200k token) 13.25",
+        f"c=4: {THROUGHPUT} 1,024, TPOT (ms per o200k token) 14.25",
+        f"c=16: {THROUGHPUT} 1,537, TPOT (ms per o200k token) 15.25",
+        f"c=64: {THROUGHPUT} 2,049, TPOT (ms per o200k token) 16.25",
     ]
     tpots = [t.tpot.p99 for t in (p.figures for p in res.points) if t.tpot.p99 is not None]
     assert (
@@ -161,13 +162,13 @@ def test_a_rate_sweep_with_an_slo_shows_goodput_attainment_achieved_against_offe
     achieved = drawn["chart-sweep-achieved"]
     assert legend(achieved) == ["achieved", "achieved = offered"]
     assert marks(achieved) == [
-        "1/s: offered req/s 1, achieved req/s 4.75",
-        "2/s: offered req/s 2, achieved req/s 9.5",
-        "4/s: offered req/s 4, achieved req/s 14.25",
-        "y = x: offered req/s 0, achieved req/s 0",
-        "y = x: offered req/s 14.25, achieved req/s 14.25",
+        "1/s: Offered rate (req/s) 1, Request rate (req/s) 4.75",
+        "2/s: Offered rate (req/s) 2, Request rate (req/s) 9.5",
+        "4/s: Offered rate (req/s) 4, Request rate (req/s) 14.25",
+        "y = x: Offered rate (req/s) 0, Request rate (req/s) 0",
+        "y = x: Offered rate (req/s) 14.25, Request rate (req/s) 14.25",
     ]
-    assert marks(drawn["chart-sweep-latency"])[0] == "1/s: offered rate (req/s) 1, ms 111"
+    assert marks(drawn["chart-sweep-latency"])[0] == "1/s: Offered rate (req/s) 1, ms 111"
     for i, p in enumerate(res.points, 1):
         table = re.search(rf'<table class="tags" id="tags-{i}">(.*?)</table>', text, re.S)
         assert table

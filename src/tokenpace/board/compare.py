@@ -3,11 +3,12 @@
 Points pair by their load: the same concurrency (closed loop) or the same rate (open loop); the arrival
 process is not part of the key, and points of one run that the other lacks are listed, never compared.
 
-The figures (SPECS): request rate, output tok/s, goodput, SLO attainment and output speed P50 (higher is
-better); TTFT, TPOT and E2E P50 and P99, ITL P99 and errors, the share of requests that failed (lower is better).
+The figures (SPECS), each a row of the figure catalogue (measure/catalogue.py: its label, unit and which way is
+better): request rate, output throughput, goodput, SLO attainment and output speed P50 (higher is better); TTFT,
+TPOT and E2E P50 and P99, ITL P99 and errors, the share of requests that failed (lower is better).
 Per figure, change = (B - A) / |A|. A figure is *worse* when it moved the wrong way (down for a higher-better
 figure, up for a lower-better one) by more than the threshold **and** by more than its unit's noise floor
-(NOISE_FLOOR: 1 ms for latencies, 0.1 tok/s, 0.01 req/s, half a percentage point for shares): a P99 TTFT from
+(NOISE_FLOOR: 1 ms for latencies and TPOT, 0.1 tok/s, 0.01 req/s, half a percentage point for shares): a P99 TTFT from
 2 ms to 2.5 ms is +25 % but says nothing about the server. *Better* mirrors it; anything else is *same*;
 *n/a* when either run lacks the figure. The comparison *regressed* when any headline figure is worse; ITL P99
 (one slow gap in thousands moves it) and output speed (TPOT's inverse: the same change twice) are shown but
@@ -43,11 +44,11 @@ from typing import Any, Literal
 from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures, tpot_from
 from tokenpace.load.results import BenchPoint, BenchResult, Row
+from tokenpace.measure.catalogue import UNIT_TEXT, Metric, Unit, metric
 from tokenpace.measure.stats import Figure, quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]
-Unit = Literal["ms", "tok/s", "req/s", "share"]
-NOISE_FLOOR: dict[Unit, float] = {"ms": 1.0, "tok/s": 0.1, "req/s": 0.01, "share": 0.005}
+NOISE_FLOOR: dict[Unit, float] = {"ms": 1.0, "ms/tok": 1.0, "tok/s": 0.1, "req/s": 0.01, "share": 0.005}
 Interval = tuple[float, float]
 
 
@@ -58,18 +59,31 @@ def error_share(f: Figures) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """One compared figure: its name, unit, which way is better, whether it decides the verdict, its getter;
-    for a latency percentile, the quantile and each request's value of it (from the point's rows); for any
-    percentile, the Figure it is one of (``of``: whose n it was computed over)."""
+    """One compared figure: its catalogue row (label, unit, which way is better) and statistic ("P99"; "" for
+    a rate), whether it decides the verdict, its getter; for a latency percentile, the quantile and each
+    request's value of it (from the point's rows); for any percentile, the Figure it is one of (``of``: whose n
+    it was computed over)."""
 
-    name: str
-    unit: Unit
-    higher_better: bool
+    metric: Metric
+    stat: str
     headline: bool
     get: Callable[[Figures], float | None]
     q: float | None = None
     per_request: Callable[[Row], float | None] | None = None
     of: Callable[[Figures], Figure] | None = None
+
+    @property
+    def name(self) -> str:
+        """The label and statistic: "TTFT P99", "Request rate"."""
+        return f"{self.metric.label} {self.stat}".strip()
+
+    @property
+    def unit(self) -> Unit:
+        return self.metric.unit
+
+    @property
+    def higher_better(self) -> bool:
+        return self.metric.higher_better
 
 
 def row_ttft(r: Row) -> float | None:
@@ -86,19 +100,19 @@ def row_e2e(r: Row) -> float | None:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("request rate", "req/s", True, True, lambda f: f.request_rate),
-    Spec("output tok/s", "tok/s", True, True, lambda f: f.output_tokens_per_s),
-    Spec("goodput", "req/s", True, True, lambda f: f.goodput),
-    Spec("SLO attainment", "share", True, True, lambda f: f.slo_attainment),
-    Spec("output speed P50", "tok/s", True, False, lambda f: f.output_speed.p50, of=lambda f: f.output_speed),
-    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, row_ttft, lambda f: f.ttft),
-    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, row_ttft, lambda f: f.ttft),
-    Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50, 0.5, row_tpot, lambda f: f.tpot),
-    Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99, 0.99, row_tpot, lambda f: f.tpot),
-    Spec("ITL P99", "ms", False, False, lambda f: f.itl.p99, of=lambda f: f.itl),
-    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, row_e2e, lambda f: f.e2e),
-    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, row_e2e, lambda f: f.e2e),
-    Spec("errors", "share", False, True, error_share),
+    Spec(metric("request_rate"), "", True, lambda f: f.request_rate),
+    Spec(metric("output_tokens_per_s"), "", True, lambda f: f.output_tokens_per_s),
+    Spec(metric("goodput"), "", True, lambda f: f.goodput),
+    Spec(metric("slo_attainment"), "", True, lambda f: f.slo_attainment),
+    Spec(metric("output_speed"), "P50", False, lambda f: f.output_speed.p50, of=lambda f: f.output_speed),
+    Spec(metric("ttft_ms"), "P50", True, lambda f: f.ttft.p50, 0.5, row_ttft, lambda f: f.ttft),
+    Spec(metric("ttft_ms"), "P99", True, lambda f: f.ttft.p99, 0.99, row_ttft, lambda f: f.ttft),
+    Spec(metric("tpot_ms"), "P50", True, lambda f: f.tpot.p50, 0.5, row_tpot, lambda f: f.tpot),
+    Spec(metric("tpot_ms"), "P99", True, lambda f: f.tpot.p99, 0.99, row_tpot, lambda f: f.tpot),
+    Spec(metric("itl_ms"), "P99", False, lambda f: f.itl.p99, of=lambda f: f.itl),
+    Spec(metric("e2e_ms"), "P50", True, lambda f: f.e2e.p50, 0.5, row_e2e, lambda f: f.e2e),
+    Spec(metric("e2e_ms"), "P99", True, lambda f: f.e2e.p99, 0.99, row_e2e, lambda f: f.e2e),
+    Spec(metric("error_share"), "", True, error_share),
 )
 
 
@@ -301,7 +315,7 @@ def describe_change(c: LevelChange) -> str:
     if c.change is not None:
         return f"{c.change:+.1%}"
     diff = c.b - c.a
-    return f"{diff * 100:+.1f} pt" if c.unit == "share" else f"{diff:+.3g} {c.unit}"
+    return f"{diff * 100:+.1f} pt" if c.unit == "share" else f"{diff:+.3g} {UNIT_TEXT[c.unit]}"
 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:

@@ -20,28 +20,49 @@ from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
 from tokenpace.load.figures import EARLY_STOPPED, TAIL_Q
 from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.catalogue import UNIT_TEXT, metric
 from tokenpace.measure.stats import ES_CONFIDENCE, commonest
 
-NARROW_DROPS = ("TPOT\nP99", "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
+
+def _head(key: str, under: str = "") -> str:
+    """A two-line header: a figure's narrow label (measure/catalogue.py) over its statistic or unit ("TTFT" over
+    "P50"), or the label alone on two lines ("SLO" over "met")."""
+    m = metric(key)
+    return f"{m.narrow}\n{under}" if under else m.narrow.replace(" ", "\n", 1)
+
+
+def _rate_head(key: str) -> str:
+    return _head(key, metric(key).unit_text)
+
+
+# Left out below 120 columns (an invalid level's dispatch delay gets a line of its own).
+NARROW_DROPS = (_head("tpot_ms", "P99"), _head("itl_ms", "P99"), _head("concurrency_held"), _head("wait_ms", "P99"))
 # Then, in turn, while the table is wider than the terminal (an SLO's and the client's columns, 4-digit TTFTs).
-NARROWER_DROPS = ("TPOT\nP50", "E2E\nP50", "output\ntok/s", "TTFT\nP99")
+NARROWER_DROPS = (
+    _head("tpot_ms", "P50"),
+    _head("e2e_ms", "P50"),
+    _rate_head("output_tokens_per_s"),
+    _head("ttft_ms", "P99"),
+)
+_NARROW_LATENCIES = tuple(metric(key).narrow for key in ("ttft_ms", "tpot_ms", "e2e_ms"))  # a tag's line
 UNBOUNDED = 10_000  # columns: a table measured at its natural width
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
 
 def _level_columns(result: BenchResult) -> list[str]:
     """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
-    cols = ["load", "ok/\nall", "req/s", "output\ntok/s", "TTFT\nP50", "TTFT\nP99", "TPOT\nP50", "TPOT\nP99"]
-    cols += ["ITL\nP99", "E2E\nP50"]
-    cols += ["goodput\nreq/s", "SLO\nmet"] if result.slo is not None else []
-    cols += ["in\nflight", "dispatch\nP99"]
+    cols = ["load", "ok/\nall", _rate_head("request_rate"), _rate_head("output_tokens_per_s")]
+    cols += [_head(key, stat) for key in ("ttft_ms", "tpot_ms") for stat in ("P50", "P99")]
+    cols += [_head("itl_ms", "P99"), _head("e2e_ms", "P50")]
+    cols += [_rate_head("goodput"), _head("slo_attainment")] if result.slo is not None else []
+    cols += [_head("concurrency_held"), _head("wait_ms", "P99")]
     return cols + (["client"] if any(p.client_bound or p.invalid for p in result.points) else [])
 
 
 def _row(p: BenchPoint, slo: bool, flag: bool) -> list[str]:
     f = p.figures
     ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, f.tpot.p50, f.tpot.p99, f.itl.p99, f.e2e.p50)]
-    cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
+    cells = [load_label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
     cells += [numbers.figure_text(f.output_tokens_per_s), *ms]
     cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
     cells += [f"{f.concurrency_held:.1f}", numbers.figure_text(f.wait.p99, "ms")]
@@ -49,7 +70,7 @@ def _row(p: BenchPoint, slo: bool, flag: bool) -> list[str]:
     return cells + ([state] if flag else [])
 
 
-def label(p: BenchPoint) -> str:
+def load_label(p: BenchPoint) -> str:
     """The load, and which run of --repeat: "concurrency 4 #2"."""
     return p.load.describe() + (f" #{p.repeat}" if p.repeat else "")
 
@@ -88,10 +109,13 @@ def fitting_table(console: Console, result: BenchResult) -> Table:
 def print_result(console: Console, result: BenchResult) -> None:
     """A row per load level (latencies in ms), then per level its errors and tags, then the saturation rate."""
     console.print(fitting_table(console, result))
+    console.print(legend_line(), highlight=False)
     for p in result.points:
         f = p.figures
         if p.invalid:
-            console.print(f"  [bold red]{clean.shown(label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True)
+            console.print(
+                f"  [bold red]{clean.shown(load_label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True
+            )
             console.print(f"    {clean.shown(schedule_line(p))}", soft_wrap=True, highlight=False)
         if f.errors:
             kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
@@ -101,7 +125,7 @@ def print_result(console: Console, result: BenchResult) -> None:
         for t in f.by_tag:
             ms = "  ".join(
                 f"{name} P50 {numbers.figure_text(fig.p50, 'ms')} ms ({numbers.count(fig.n)})"
-                for name, fig in (("TTFT", t.ttft), ("TPOT", t.tpot), ("E2E", t.e2e))
+                for name, fig in zip(_NARROW_LATENCIES, (t.ttft, t.tpot, t.e2e), strict=True)
             )
             line = f"  {p.load.describe()}  ·  {clean.shown(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
             console.print(line, soft_wrap=True, highlight=False)
@@ -122,8 +146,13 @@ def tail_line(p: BenchPoint) -> str:
             "" if es is None else f"; early stopping at {ES_CONFIDENCE:.0%}: {numbers.early_stop_text(es, 'ms', 'ms')}"
         )
         value = numbers.figure_text(fig.p99, "ms")  # TAIL_Q's percentile
-        said.append(f"{name.upper()} {value} ms ({numbers.count(fig.n)}{stop})")
-    return f"{label(p)} {numbers.percentile_name(TAIL_Q)}: " + "  ".join(said)
+        said.append(f"{metric(name + '_ms').narrow} {value} ms ({numbers.count(fig.n)}{stop})")
+    return f"{load_label(p)} {numbers.percentile_name(TAIL_Q)}: " + "  ".join(said)
+
+
+def legend_line() -> str:
+    """What two narrow headers leave out: whose tokens TPOT is per, and that throughput is the whole run's."""
+    return "  ·  ".join(f"{m.narrow}: {m.detail}" for m in map(metric, ("tpot_ms", "output_tokens_per_s")))
 
 
 def saturation_line(result: BenchResult) -> str | None:
@@ -146,13 +175,15 @@ def schedule_line(p: BenchPoint) -> str:
     f = p.figures
     w = f.wait
     delay = " / ".join(numbers.figure_text(v, "ms") for v in (w.p50, w.p90, w.p99, w.max))
-    pairs = (("TTFT", f.ttft, f.ttft_from_schedule), ("E2E", f.e2e, f.e2e_from_schedule))
+    ttft, e2e = (metric(key).narrow for key in ("ttft_ms", "e2e_ms"))
+    pairs = ((ttft, f.ttft, f.ttft_from_schedule), (e2e, f.e2e, f.e2e_from_schedule))
     lat = "  ".join(
         f"{name} P50 {numbers.figure_text(sent.p50, 'ms')} -> {numbers.figure_text(sched.p50, 'ms')}, "
         f"P99 {numbers.figure_text(sent.p99, 'ms')} -> {numbers.figure_text(sched.p99, 'ms')}"
         for name, sent, sched in pairs
     )
-    return f"dispatch delay P50/P90/P99/max {delay} ms ({numbers.count(w.n)}) · from send -> from schedule (ms): {lat}"
+    n = numbers.count(w.n)
+    return f"{metric('wait_ms').noun} P50/P90/P99/max {delay} ms ({n}) · from send -> from schedule (ms): {lat}"
 
 
 def _value(c: LevelChange, v: float | None) -> str:
@@ -160,7 +191,9 @@ def _value(c: LevelChange, v: float | None) -> str:
         return numbers.percent(v)
     if c.unit == "req/s":
         return numbers.rate(v)
-    return numbers.figure_text(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure_text(v)
+    if c.unit in ("ms", "ms/tok") and v is not None:
+        return f"{numbers.figure_text(v, 'ms')} {UNIT_TEXT[c.unit]}"
+    return numbers.figure_text(v)
 
 
 def _with_interval(
@@ -168,7 +201,8 @@ def _with_interval(
 ) -> str:
     """The value, and its 95 % interval and n dim beneath it: "102 ms" over "98-110, n=300" (n per repeat:
     "n=300/298/301")."""
-    below = [] if interval is None else ["-".join(_value(c, x).removesuffix(" ms") for x in interval)]
+    unit = f" {UNIT_TEXT[c.unit]}"
+    below = [] if interval is None else ["-".join(_value(c, x).removesuffix(unit) for x in interval)]
     below += ["n=" + "/".join(f"{n:,}" for n in ns)] if ns else []
     return _value(c, v) + (f"\n[dim]{', '.join(below)}[/]" if below else "")
 

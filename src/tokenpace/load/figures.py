@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tokenpace.config.traffic import Slo
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.metrics import NS_PER_MS, chunk_times, itl_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.stats import EarlyStop, Figure, early_stop
@@ -140,7 +141,8 @@ def dispatch_problem(f: Figures, bound_ms: float | None) -> str:
     p99 = f.wait.p99
     if bound_ms is None or p99 is None or p99 <= bound_ms:
         return ""
-    return f"dispatch delay P99 {p99:.0f} ms > {bound_ms:g} ms: the client sent late, the load was not the one asked"
+    delay = metric("wait_ms").noun
+    return f"{delay} P99 {p99:.0f} ms > {bound_ms:g} ms: the client sent late, the load was not the one asked"
 
 
 def _from_schedule(done: Sequence[Done], name: str) -> list[float]:

@@ -16,6 +16,7 @@ early-stopping estimate (stats.early_stop), which says how far a tail of n value
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -45,8 +46,11 @@ TOKENIZER = "o200k"  # the one tokenizer every model's tokens are counted with (
 class Metric:
     """One figure: ``key`` as stored and exported, ``label`` as a reader sees it, ``unit``, which way is
     ``better`` (None: neither, a count or a context figure), ``rollup`` (the windows keep its values, so its
-    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none), and
-    ``definition``: one sentence with its formula, as /methodology prints it."""
+    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none),
+    ``definition``: one sentence with its formula, as /methodology prints it, and ``short``, the label where a
+    column has no room. A reader takes what it shows from here: :attr:`header` where a header has room, the
+    label (or :attr:`narrow`) with the header in a title or a line under the table where it has not,
+    :attr:`noun` in a sentence."""
 
     key: str
     label: str
@@ -56,21 +60,52 @@ class Metric:
     rollup: bool = False
     tokens: Literal["o200k", "server"] | None = None
     qualifier: str = ""  # what the label alone leaves out: "after the first chunk"
+    short: str = ""  # the label where a column has no room ("E2E"); the label itself when empty
 
     @property
     def header(self) -> str:
         """A column header that says the definition: "Output speed (after the first chunk, o200k tok/s)"."""
-        unit: str = self.unit
+        return f"{self.label} ({self.detail})" if self.detail else self.label
+
+    @property
+    def detail(self) -> str:
+        """What the header adds to the label: qualifier and unit ("after the first chunk, o200k tok/s")."""
+        return ", ".join(part for part in (self.qualifier, self.unit_header) if part)
+
+    @property
+    def unit_header(self) -> str:
+        """The unit as a header says it, with whose tokens: "o200k tok/s", "ms per o200k token"; "" for a share
+        or a count."""
         if self.tokens and self.unit in ("tok/s", "tok"):
-            unit = f"{self.tokens} {self.unit}"
-        elif self.unit == "ms/tok":
-            unit = f"ms per {self.tokens} token" if self.tokens else "ms per token"
-        inside = ", ".join(part for part in (self.qualifier, unit) if part and part not in ("share", "count"))
-        return f"{self.label} ({inside})" if inside else self.label
+            return f"{self.tokens} {self.unit}"
+        if self.unit == "ms/tok":
+            return f"ms per {self.tokens} token" if self.tokens else "ms per token"
+        return "" if self.unit in ("share", "count") else self.unit
 
     @property
     def higher_better(self) -> bool:
         return self.better == "higher"
+
+    @property
+    def name(self) -> str:
+        """The figure's name as its definition gives it, before " = " and any parenthesis: "Success rate"."""
+        return re.sub(r" \(.*?\)", "", self.definition.split(" = ", 1)[0])
+
+    @property
+    def noun(self) -> str:
+        """:attr:`name` inside a sentence: "success rate", "output speed"; an abbreviation as it is ("TTFT")."""
+        name = self.name
+        return name if name.split(" ", 1)[0].isupper() else name[:1].lower() + name[1:]
+
+    @property
+    def narrow(self) -> str:
+        """The label where a column has no room: :attr:`short`, or the label when it is short already."""
+        return self.short or self.label
+
+    @property
+    def unit_text(self) -> str:
+        """The unit as a sentence writes it after a number: "ms", "tok/s", "%" (:data:`UNIT_TEXT`)."""
+        return UNIT_TEXT[self.unit]
 
 
 FIGURES: tuple[Metric, ...] = (
@@ -109,6 +144,7 @@ FIGURES: tuple[Metric, ...] = (
         "lower",
         "End-to-end = time the stream ended (its last byte or its error) - time the request was sent.",
         rollup=True,
+        short="E2E",
     ),
     Metric(
         "thinking_ms",
@@ -124,8 +160,8 @@ FIGURES: tuple[Metric, ...] = (
         "ms",
         "lower",
         "End-to-end for 500 answer tokens (Artificial Analysis) = TTFT + thinking time + 500 / output speed, each "
-        "request with its own thinking time; Artificial Analysis models the thinking time from an average over "
-        "60 prompts, tokenpace measures it per request, so its percentiles carry thinking's spread too.",
+        "request with its own thinking time (where Artificial Analysis models it from an average over 60 prompts, "
+        "tokenpace measures it per request, so the percentiles carry the spread of thinking too).",
         rollup=True,
         tokens="o200k",
     ),
@@ -195,6 +231,102 @@ FIGURES: tuple[Metric, ...] = (
         "share",
         "higher",
         "Canary pass rate = answers that began with their prompt's own first line / answers judged.",
+    ),
+    # What a load level of `bench` gives over its measured requests (load/figures.py; board/compare.py judges them).
+    Metric(
+        "request_rate",
+        "Request rate",
+        "req/s",
+        "higher",
+        "Request rate = ok measured requests / the measured window (first measured send to last measured end).",
+        short="Rate",
+    ),
+    Metric(
+        "output_tokens_per_s",
+        "Output throughput",
+        "tok/s",
+        "higher",
+        "Output throughput = output tokens of the ok measured requests / the measured window, every request "
+        "together: not one request's output speed.",
+        tokens="o200k",
+        qualifier="over the whole run",
+        short="Throughput",
+    ),
+    Metric(
+        "goodput",
+        "Goodput",
+        "req/s",
+        "higher",
+        "Goodput = measured requests that met every bound of the SLO / the measured window.",
+    ),
+    Metric(
+        "slo_attainment",
+        "SLO attainment",
+        "share",
+        "higher",
+        "SLO attainment = measured requests that met every bound of the SLO / measured requests.",
+        short="SLO met",
+    ),
+    Metric(
+        "tpot_ms",
+        "TPOT",
+        "ms/tok",
+        "lower",
+        "TPOT = (E2E - TTFT) / (output tokens - 1), per request, its output tokens counted with o200k_base.",
+        tokens="o200k",
+    ),
+    Metric(
+        "itl_ms",
+        "ITL",
+        "ms",
+        "lower",
+        "ITL = the wait between two consecutive chunks of a request, pooled over every ok measured request.",
+    ),
+    Metric(
+        "error_share",
+        "Errors",
+        "share",
+        "lower",
+        "Error share = (measured requests - ok measured requests) / measured requests.",
+    ),
+    Metric(
+        "wait_ms",
+        "Dispatch delay",
+        "ms",
+        "lower",
+        "Dispatch delay = time the request was sent - its scheduled start: the client's own lateness.",
+        short="Dispatch",
+    ),
+    Metric(
+        "ttft_from_schedule_ms",
+        "TTFT from schedule",
+        "ms",
+        "lower",
+        "TTFT from schedule = time of the first token - the request's scheduled start = TTFT + dispatch delay.",
+    ),
+    Metric(
+        "e2e_from_schedule_ms",
+        "End-to-end from schedule",
+        "ms",
+        "lower",
+        "End-to-end from schedule = time the stream ended - the request's scheduled start = E2E + dispatch delay.",
+        short="E2E from schedule",
+    ),
+    Metric(
+        "concurrency_held",
+        "Concurrency held",
+        "count",
+        None,
+        "Concurrency held = the measured requests' end-to-end times added up / the measured window: the mean "
+        "number of requests in flight.",
+        short="In flight",
+    ),
+    Metric(
+        "offered_rate",
+        "Offered rate",
+        "req/s",
+        None,
+        "Offered rate = requests an open loop's schedule released / the time it released them over, as asked.",
     ),
 )
 BY_KEY: Mapping[str, Metric] = MappingProxyType({m.key: m for m in FIGURES})

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.measure.bounds import within
+from tokenpace.measure.catalogue import ROLLUP_KEYS
 from tokenpace.measure.metrics import ANSWER_TOKENS, corrected_ttft, e2e500
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
@@ -45,7 +46,6 @@ from tokenpace.store.dialects import Connection
 
 HOUR = 3600
 DAY = 24 * HOUR
-STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
 # Figures computed from a sample's columns (``{row}`` their prefix, as in TAGS), as SQL both databases evaluate
 # alike (IEEE doubles, NULL in, NULL out) and as the writer computes them in Python (measure/metrics: corrected_ttft,
 # e2e500, the same operations in the same order): kept like the others, so their percentiles are as exact. TTFT
@@ -55,7 +55,12 @@ DERIVED = {
     "e2e500_ms": "CASE WHEN {row}output_speed > 0 THEN {row}ttft_ms + ({row}ttfat_ms - {row}ttft_ms) + "
     f"{float(ANSWER_TOKENS)!r} / {{row}}output_speed * 1000.0 END",
 }
-METRICS = (*STORED, *DERIVED)
+# Which figures the rollups keep is the catalogue's to say (its rows marked ``rollup``, measure/catalogue.py); their
+# columns keep the order the tables have had since migration 10 (store/tally.py reads rows by position), a figure
+# added later after them.
+_FIRST = ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
+METRICS = tuple(sorted(ROLLUP_KEYS, key=lambda k: _FIRST.index(k) if k in _FIRST else len(_FIRST)))
+STORED = tuple(m for m in METRICS if m not in DERIVED)  # the leaderboard's figures that are columns of ``samples``
 COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
 log = logging.getLogger(__name__)
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it

@@ -18,10 +18,13 @@ from typing import Any
 
 from tokenpace.config.endpoints import endpoint_name
 from tokenpace.measure.bounds import within
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.store.database import Store, epoch
 
-_BOUND_NAMES = ((Bound.TTFT, "TTFT"), (Bound.SPEED, "output speed"), (Bound.E2E, "end-to-end"))
+# Each client-bound flag's figure, named as the catalogue names it in a sentence.
+_BOUND_FIGURES = ((Bound.TTFT, "ttft_ms"), (Bound.SPEED, "output_speed"), (Bound.E2E, "e2e_ms"))
+_BOUND_NAMES = tuple((bound, metric(key).noun) for bound, key in _BOUND_FIGURES)
 
 
 @dataclass(frozen=True, slots=True)

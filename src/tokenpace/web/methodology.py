@@ -1,7 +1,7 @@
 """The methodology page, written from the running configuration so it cannot drift from what is measured.
 
-Formulas are the docstrings of the functions that compute them (measure/metrics.py), cadences are the scheduler's
-own jobs, windows are config/windows.WINDOWS: change the code and this page changes with it.
+Formulas are the figure catalogue's definitions (measure/catalogue.py), cadences are the scheduler's own jobs,
+windows are config/windows.WINDOWS: change the code and this page changes with it.
 """
 
 from __future__ import annotations
@@ -37,20 +37,8 @@ def _doc(fn: Any) -> str:
     return str(fn.__doc__ or "").strip()
 
 
-FORMULAS = (
-    ("TTFT", _doc(metrics.ttft_ms)),
-    ("Output speed", _doc(metrics.output_speed)),
-    ("End-to-end", "End-to-end = time the stream ended (its last byte or its error) - time the request was sent."),
-    ("Time to 100 tokens", _doc(metrics.time_to_n_tokens_ms)),
-    *((catalogue.label(key), catalogue.metric(key).definition) for key in ("thinking_ms", "e2e500_ms")),
-    ("Percentiles", _doc(metrics.percentile)),
-    ("Success rate", "Success rate = successful samples / (samples - samples cancelled at shutdown), per window."),
-    (
-        "Availability excluding rate limits",
-        "Availability excluding rate limits = successful samples / (samples - samples cancelled at shutdown - "
-        "rate-limited samples), per window.",
-    ),
-)
+# Every figure by its definition as the catalogue states it (measure/catalogue.py), then how percentiles are taken.
+FORMULAS = (*((m.name, m.definition) for m in catalogue.FIGURES), ("Percentiles", _doc(metrics.percentile)))
 # Rate limits (issue 30): what a 429 is on the board and what it does to the schedule (schedule/backoff.py).
 RATE_LIMITS = (
     "A request the provider refuses with HTTP 429 is a rate-limited sample: it counts against the success rate, "

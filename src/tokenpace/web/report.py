@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tokenpace.board.loadtable import label, saturation_line
+from tokenpace.board.loadtable import load_label, saturation_line
 from tokenpace.load.figures import EARLY_STOPPED, TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult
 from tokenpace.measure.stats import ES_CONFIDENCE, EarlyStop, Figure
@@ -49,7 +49,7 @@ def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
     return PointView(
         index=index,
         point=point,
-        label=label(point),
+        label=load_label(point),
         charts=tuple(report_charts.point_charts(point, index, budget)),
         tags=point.figures.by_tag[:MAX_TAGS],
         tags_left_out=max(0, len(point.figures.by_tag) - MAX_TAGS),
