@@ -174,7 +174,7 @@ def test_end_to_end_for_500_tokens_is_shown_beside_the_other_figures(
     (line,) = [dict(zip(header, cells, strict=True)) for cells in lines if fleet.slow.name in cells]
     assert float(line["e2e500_ms_p50"]) == pytest.approx(row["e2e500_ms"]["p50"])
     formulas = client.get("/methodology.json").json()["formulas"]
-    assert "60 prompts" in formulas["End-to-end for 500 tokens"] and "Thinking time" in formulas
+    assert "60 prompts" in formulas["End-to-end for 500 answer tokens"] and "Thinking time" in formulas
     assert "tokenpace measures it per request" in client.get("/methodology").text
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from tokenpace.measure.stats import EarlyStop
 from tokenpace.text import printable as printable  # re-exported: pages and the terminal format here
+
+if TYPE_CHECKING:  # for its type only: measure.stats reaches the tokenizer, which `--help` must not load
+    from tokenpace.measure.stats import EarlyStop
 
 DASH = "—"
 Kind = Literal["num", "ms", "int", "s"]
