@@ -32,12 +32,14 @@ from urllib.parse import quote
 import psycopg
 
 from tokenpace.board.changes import Kept
+from tokenpace.board.medians import model_rows
 from tokenpace.board.query import Query
 from tokenpace.board.ranking import read_board, snapshot
+from tokenpace.config.windows import DEFAULT_WINDOW, EACH, WINDOWS
 from tokenpace.store import counting, rollup
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import series
-from tokenpace.store.windows import DEFAULT_WINDOW, EACH, WINDOWS, endpoint_rows, model_rows
+from tokenpace.store.windows import endpoint_rows
 
 DAY = 86400
 WORKLOADS = ("1k", "10k", "100k")

@@ -1,6 +1,7 @@
 """The package's shape: imports go only down the data flow, and no module imports another that imports it back.
 
-``python -m tests.test_layers`` prints the layers and the arrows between packages, counted.
+``python -m tests.test_layers`` prints the layers and the arrows between packages, counted;
+``python -m tests.test_layers web store`` the module imports behind one arrow.
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def test_a_probe_agent_imports_only_what_measuring_and_storing_need() -> None:
     assert used - {"agent"} <= {"errors", "text", "version", "config", "prompts", "measure", "clients", "load", "store"}
 
 
+def test_pages_import_the_samplers_status_not_its_loop() -> None:
+    """A page shows what the sampler reports (schedule/status.py); the loop itself is serve's to run (issue 31)."""
+    pages = [f"{m} -> {n}" for m, targets in graph().items() if package_of(m) in ("board", "web") for n in targets]
+    assert [p for p in pages if p.endswith("tokenpace.schedule.sampler")] == []
+
+
 def cycle(g: dict[str, set[str]]) -> list[str]:
     """One import cycle in ``g`` as the modules along it, or [] (depth-first search, iterative)."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -133,7 +140,18 @@ def arrows() -> Counter[tuple[str, str]]:
     )
 
 
+def module_arrows(source: str, target: str) -> list[str]:
+    """Each import from a module of package ``source`` to one of package ``target``, as "module -> module"."""
+    g = graph()
+    return [
+        f"{m} -> {n}" for m in sorted(g) if package_of(m) == source for n in sorted(g[m]) if package_of(n) == target
+    ]
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3:  # `python -m tests.test_layers web store`: the imports behind one arrow
+        print("\n".join(module_arrows(*sys.argv[1:])))
+        sys.exit(0)
     counted = arrows()
     for i, layer in enumerate(LAYERS):
         print(f"layer {i}: {' '.join(sorted(layer))}")

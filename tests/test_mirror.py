@@ -56,6 +56,7 @@ TESTED_THROUGH = {
     "sim/openai_responses.py": "sim/test_protocols.py",
     "sim/stream.py": "sim/test_server.py",
     "sim/wire.py": "sim/test_protocols.py",
+    "schedule/status.py": "schedule/test_sampler.py",
     "store/counting.py": "store/test_rollup.py",
     "store/export.py": "store/test_columns.py",
     "store/prefixturns.py": "web/test_promptcache.py",

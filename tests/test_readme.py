@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tokenpace.config import endpoints
-from tokenpace.schedule import sampler
+from tokenpace.schedule import cadence
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -46,7 +46,7 @@ def test_each_config_example_loads_and_schedules(block: str, tmp_path: Path) -> 
     path = tmp_path / "tokenpace.toml"
     path.write_text(block)
     cfg = endpoints.read_config(path)
-    assert sampler.jobs(cfg, cfg.endpoints) or not cfg.endpoints
+    assert cadence.jobs(cfg, cfg.endpoints) or not cfg.endpoints
 
 
 def slug(heading: str) -> str:

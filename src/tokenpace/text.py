@@ -5,9 +5,18 @@ reader's terminal (OSC 52 writes the clipboard, OSC 0 retitles the window, CSI r
 invalid character in a page, and a bidi override (U+202E) reorders what follows it, so that a name reads as
 another. The terminal, the pages, `/metrics` and the CSV exports all show such text through :func:`printable`;
 a name that must stay on its line (a table cell, a line of `tokenpace run`) through :func:`printable_line`.
+
+Every CSV tokenpace writes (``run --output``, ``/samples.csv`` and ``/leaderboard.csv``) goes through
+:func:`csv_row`: a name or an error message is a server's or a config's text, and a spreadsheet runs a cell that
+begins with ``=``, ``+``, ``-`` or ``@`` as a formula (``=cmd|' /C calc'!A0`` starts a program). Such a text
+cell gets a leading single quote, OWASP's rule for CSV injection; numbers stay numbers. Control characters are
+shown as the pages show them (:func:`printable`): a raw ESC reaches whoever cats the file.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 # Bidi controls: embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), and the marks U+200E/F.
 BIDI_CONTROLS = (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
@@ -31,3 +40,16 @@ def printable(text: str) -> str:
 def printable_line(text: str) -> str:
     """``text`` as :func:`printable` shows it, and on one line: its tabs and newlines shown as "␉" and "␤"."""
     return text.translate(_LINE_PICTURES)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP: what a spreadsheet reads as the start of a formula
+
+
+def csv_row(values: Iterable[Any]) -> list[Any]:
+    """A row as a spreadsheet may open it: text cells cleaned of control characters, and a formula's start quoted."""
+    return [_spreadsheet_text(v) if isinstance(v, str) else v for v in values]
+
+
+def _spreadsheet_text(text: str) -> str:
+    text = printable(text)  # CR becomes "␍" here; a leading tab stays, and is quoted below
+    return "'" + text if text.startswith(FORMULA_STARTS) else text

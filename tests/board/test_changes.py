@@ -30,11 +30,12 @@ from tokenpace.board.changes import (
 from tokenpace.board.query import Query
 from tokenpace.board.terminal import print_board
 from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.windows import WINDOWS
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.verdict import Bound
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import SamplePoint, last_published, latest
-from tokenpace.store.windows import WINDOWS, endpoint_rows
+from tokenpace.store.windows import endpoint_rows
 from tokenpace.web import create_app
 from tokenpace.web.charts import MARKERS
 from tokenpace.web.paths import endpoint_path

@@ -32,7 +32,7 @@ def test_the_same_run_is_the_same() -> None:
     # goodput and SLO: n/a without an SLO; the server-token figures without usage (these requests report none)
     assert {ch.verdict for ch in c.points[0].changes} == {"same", "n/a"}
     assert [ch.figure for ch in c.points[0].changes if ch.verdict == "n/a"] == [
-        "goodput", "SLO attainment", "TPOT P50 (server tokens)", "output tok/s (server tokens)"
+        "Goodput", "SLO attainment", "TPOT in server tokens P50", "Output throughput in server tokens"
     ]  # fmt: skip
 
 
@@ -41,7 +41,7 @@ def test_figures_in_the_servers_tokens_are_compared_beside_o200k_but_never_decid
     a, b = point(C1, steady(10, 100, 20, server_tokens=19)), point(C1, steady(10, 100, 40, server_tokens=19))
     c = compare(result(a), result(b), 0.1)
     by = {ch.figure: ch for ch in c.points[0].changes}
-    tpot, tok_s = by["TPOT P50 (server tokens)"], by["output tok/s (server tokens)"]
+    tpot, tok_s = by["TPOT in server tokens P50"], by["Output throughput in server tokens"]
     assert (tpot.a, tpot.b, tpot.verdict, tpot.headline) == (10.0, 20.0, "worse", False)
     assert tok_s.verdict == "worse" and not tok_s.headline and tok_s.b < tok_s.a  # type: ignore[operator]
     assert by["TPOT P50"].verdict == "worse" and c.verdict == "regressed"  # o200k's TPOT decides
@@ -58,10 +58,12 @@ def test_a_slower_first_token_regresses_and_says_which_figure() -> None:
 
 def test_direction_of_each_figure() -> None:
     faster = verdicts(at(C1, ttft_ms=200, gap_ms=40), at(C1, ttft_ms=100, gap_ms=20))
-    assert {k: faster[k] for k in ("request rate", "output tok/s", "output speed P50")} == dict.fromkeys(
-        ("request rate", "output tok/s", "output speed P50"), "better"
+    assert {k: faster[k] for k in ("Request rate", "Output throughput", "Output speed P50")} == dict.fromkeys(
+        ("Request rate", "Output throughput", "Output speed P50"), "better"
     )
-    assert {faster[k] for k in ("TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P50", "E2E P99")} == {"better"}
+    assert {
+        faster[k] for k in ("TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "End-to-end P50", "End-to-end P99")
+    } == {"better"}
     assert compare(result(at(C1, ttft_ms=200, gap_ms=40)), result(at(C1)), 0.1).verdict == "improved"
 
 
@@ -74,16 +76,16 @@ def test_the_noise_floor_keeps_tiny_absolute_moves_the_same() -> None:
     v = verdicts(at(C1, ttft_ms=2), at(C1, ttft_ms=2.5), threshold=0.1)  # +25 %, but half a millisecond
     assert v["TTFT P50"] == "same"
     assert judge(SPEC["TTFT P50"], 2.0, 3.01, 0.1) == "worse"  # past 1 ms
-    assert judge(SPEC["request rate"], 0.05, 0.045, 0.05) == "same"  # -10 % but 0.005 req/s
+    assert judge(SPEC["Request rate"], 0.05, 0.045, 0.05) == "same"  # -10 % but 0.005 req/s
     assert judge(SPEC["SLO attainment"], 0.999, 0.995, 0.0) == "same"  # under half a point
     assert judge(SPEC["SLO attainment"], 0.999, 0.99, 0.0) == "worse"
 
 
 def test_errors_from_none_is_worse_in_percentage_points() -> None:
     c = compare(result(point(C1, steady(100, 100, 20))), result(point(C1, steady(100, 100, 20, failed=20))), 0.1)
-    errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
+    errors = next(ch for ch in c.points[0].changes if ch.figure == "Errors")
     assert (errors.a, errors.b, errors.change, errors.verdict) == (0.0, 0.2, None, "worse")
-    assert describe_change(errors) == "+20.0 pt" and "concurrency 1: errors +20.0 pt" in c.regressions
+    assert describe_change(errors) == "+20.0 pt" and "concurrency 1: Errors +20.0 pt" in c.regressions
     assert errors.a_interval is not None and errors.b_interval is not None  # Wilson: [0, 3.7 %], [13 %, 29 %]
     assert errors.a_interval[1] < errors.b_interval[0]
 
@@ -91,7 +93,7 @@ def test_errors_from_none_is_worse_in_percentage_points() -> None:
 def test_two_failures_in_ten_are_within_the_noise() -> None:
     # 0 of 10 and 2 of 10 failed: +20 points, but their Wilson intervals ([0, 28 %], [6 %, 51 %]) overlap.
     c = compare(result(at(C1)), result(at(C1, failed=2)), 0.1)
-    errors = next(ch for ch in c.points[0].changes if ch.figure == "errors")
+    errors = next(ch for ch in c.points[0].changes if ch.figure == "Errors")
     assert (errors.b, errors.verdict, c.verdict) == (0.2, "same", "same")
 
 
@@ -101,7 +103,7 @@ def test_goodput_and_attainment_compare_when_both_runs_had_an_slo() -> None:
     b = point(C1, steady(5, 100, 20) + steady(5, 200, 20), slo)  # half the requests now miss the TTFT bound
     c = compare(result(a, slo=slo), result(b, slo=slo), 0.1)
     got = {ch.figure: (ch.a, ch.b, ch.verdict) for ch in c.points[0].changes}
-    assert got["SLO attainment"] == (1.0, 0.5, "worse") and got["goodput"][2] == "worse"
+    assert got["SLO attainment"] == (1.0, 0.5, "worse") and got["Goodput"][2] == "worse"
     assert c.notes == ()
 
 
@@ -111,7 +113,7 @@ def test_itl_and_output_speed_are_shown_but_never_decide() -> None:
     slow_speed = dataclasses.replace(slow_gap, output_speed=dataclasses.replace(a.figures.output_speed, p50=1.0))
     c = compare(result(a), result(dataclasses.replace(a, figures=slow_speed)), 0.1)
     got = {ch.figure: ch.verdict for ch in c.points[0].changes}
-    assert got["ITL P99"] == got["output speed P50"] == "worse"
+    assert got["ITL P99"] == got["Output speed P50"] == "worse"
     assert c.verdict == "same" and c.regressions == ()
 
 
@@ -143,6 +145,8 @@ def test_as_dict_is_json() -> None:
     c = compare(result(at(C1)), result(at(C1, ttft_ms=200)), 0.1)
     data = json.loads(json.dumps(comparison_dict(c)))
     assert data["verdict"] == "regressed" and data["points"][0]["changes"][5]["figure"] == "TTFT P50"
+    ns = {ch["figure"]: (ch["a_n"], ch["b_n"]) for ch in data["points"][0]["changes"]}
+    assert ns["TTFT P99"] == ([10], [10]) and ns["ITL P99"] == ([90], [90]) and ns["Request rate"] == ([], [])
 
 
 @pytest.mark.parametrize(("a", "b", "text"), [(100.0, 135.0, "+35.0%"), (0.0, 12.0, "+12 ms"), (None, 1.0, "n/a")])
@@ -179,6 +183,7 @@ def test_repeats_of_a_level_compare_as_one_by_their_medians_and_range() -> None:
     (pc,) = c.points
     ttft = next(ch for ch in pc.changes if ch.figure == "TTFT P50")
     assert pc.repeats == (3, 3) and (ttft.a, ttft.b) == (101.0, 100.0) and ttft.b_interval == (95.0, 125.0)
+    assert (ttft.a_n, ttft.b_n) == ((20, 20, 20), (20, 20, 20))  # the n of each repeat's percentile
     assert c.verdict == "same"
     slower = [ttfts(C1, [130.0 + k] * 20, repeat=k + 1) for k in range(3)]
     c = compare(result(*a), result(*slower), 0.1)

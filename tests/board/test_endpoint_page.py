@@ -7,7 +7,7 @@ from starlette.testclient import TestClient
 from tests.board.conftest import IDLE, as_json
 from tests.store.test_windows import CEREBRAS, GROQ
 from tokenpace.board.endpoint_page import read_endpoint_page
-from tokenpace.store.windows import WINDOWS
+from tokenpace.config.windows import WINDOWS
 from tokenpace.web.paths import endpoint_path
 from tokenpace.web.site import Site
 

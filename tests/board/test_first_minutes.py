@@ -25,11 +25,11 @@ from tokenpace.board.rules import rules
 from tokenpace.board.terminal import print_board
 from tokenpace.config import endpoints
 from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.config.windows import WINDOWS
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import make_sample
-from tokenpace.schedule.sampler import jobs
+from tokenpace.schedule.cadence import jobs
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.windows import WINDOWS
 from tokenpace.web import create_app
 from tokenpace.web.paths import endpoint_path
 

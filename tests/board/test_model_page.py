@@ -6,7 +6,7 @@ from starlette.testclient import TestClient
 
 from tests.board.conftest import as_json
 from tokenpace.board.model_page import read_model_page
-from tokenpace.store.windows import WINDOWS
+from tokenpace.config.windows import WINDOWS
 from tokenpace.web.paths import model_path
 from tokenpace.web.site import Site
 

@@ -8,8 +8,9 @@ from starlette.testclient import TestClient
 
 from tests.store.test_windows import GROQ, NOW
 from tokenpace.board import pageparts
+from tokenpace.config.windows import WINDOWS
 from tokenpace.store.series import series
-from tokenpace.store.windows import WINDOWS, endpoint_rows
+from tokenpace.store.windows import endpoint_rows
 from tokenpace.web.site import Site
 
 

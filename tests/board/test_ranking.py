@@ -32,7 +32,7 @@ from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.stats import Figure
 from tokenpace.measure.verdict import Bound
-from tokenpace.schedule.sampler import jobs
+from tokenpace.schedule.cadence import jobs
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.windows import EndpointRow
 from tokenpace.web import create_app

@@ -14,10 +14,11 @@ from tokenpace.board.query import Query
 from tokenpace.board.ranking import read_board
 from tokenpace.config.endpoints import Config
 from tokenpace.config.regions import Region
+from tokenpace.config.windows import EACH
 from tokenpace.errors import BadRequest
 from tokenpace.measure.sample import LOCAL, Origin, make_sample
 from tokenpace.store.database import open_store
-from tokenpace.store.windows import EACH, EndpointRow
+from tokenpace.store.windows import EndpointRow
 
 DECLARED = Config(regions=(Region("eu-west", "Frankfurt"), Region("us-east")))
 

@@ -37,3 +37,32 @@ def test_the_headline_follows_the_windows_statistic() -> None:
     assert d["output_speed"]["headline"] == 250.0 and d["output_speed"]["p50"] == 250.0
     skewed = row_dict(dataclasses.replace(row(), output_speed=figure([1.0, 2.0, 9.0])), "mean")
     assert skewed["output_speed"]["headline"] == 4.0  # the mean, where the median would say 2
+
+
+def test_every_exported_percentile_carries_its_n_the_values_it_was_computed_over() -> None:
+    """A row's figures (leaderboard JSON and CSV, the pages' twins) and a run's summary (``run --json``) write a
+    figure by one rule, stats.with_n: "n" beside its percentiles; ``run --json`` keeps its "count" as well."""
+    from tokenpace.board.summary import Summary
+    from tokenpace.measure.stats import with_n
+
+    d = row_dict(row(), "median")
+    assert d["ttft_ms"]["n"] == 4 and d["ttft_ms"]["p50"] == 80.0
+    ttft = figure([50.0, 70.0, 90.0])
+    summary = Summary("groq/m", 5, 3, {"http_error": 2}, {"ttft_ms": ttft}).as_dict()
+    assert summary["figures"]["ttft_ms"] == {"count": 3, "n": 3, "p5": ttft.p5, "p50": 70.0, "p95": ttft.p95,
+                                             "mean": 70.0}  # fmt: skip
+    assert with_n(ttft, ("p50",)) == {"n": 3, "p50": 70.0} and next(iter(with_n(ttft))) == "n"
+
+
+def test_a_runs_cold_and_warm_ttft_medians_are_said_with_their_n() -> None:
+    import io
+
+    from rich.console import Console
+
+    from tokenpace.board.summary import SUMMARY_KEYS, Cold, Summary
+    from tokenpace.board.terminal import print_summary
+
+    cold = Cold(1, 0.3, figure([900.0]), figure([100.0, 120.0]))
+    out, figures = io.StringIO(), {name: figure([1.0]) for name in SUMMARY_KEYS}
+    print_summary(Console(file=out, width=200, color_system=None), Summary("s/m", 3, 3, {}, figures, cold=cold))
+    assert "1 of 3 cold (idle >= 0.3 s): TTFT p50 cold 900 ms (n=1) vs warm 110 ms (n=2)" in out.getvalue()

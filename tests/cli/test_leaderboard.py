@@ -51,7 +51,7 @@ def test_leaderboard_of_an_empty_store_prints_its_title_once(tmp_path: Path, col
 
 def test_leaderboard_choices() -> None:
     from tokenpace.board.query import SORTS
-    from tokenpace.store.windows import WINDOWS
+    from tokenpace.config.windows import WINDOWS
 
     board = main.commands["leaderboard"]
     types = {p.name: p.type for p in board.params}

@@ -19,8 +19,7 @@ from click.testing import CliRunner, Result
 
 from tests.conftest import ctrl_c_reaches_child
 from tokenpace.cli import main
-from tokenpace.load import datafiles
-from tokenpace.prompts import corpus
+from tokenpace.prompts import corpus, datafiles
 from tokenpace.prompts.tokens import count_tokens
 
 URL = ("--base-url", "http://127.0.0.1:9/v1", "--model", "m")

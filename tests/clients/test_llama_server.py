@@ -18,11 +18,11 @@ from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.load.engine import RunOptions, run_load, run_workload
 from tokenpace.load.figures import figures
-from tokenpace.load.synthetic import Lengths, Synthetic
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind
 from tokenpace.prompts import canary
+from tokenpace.prompts.synthetic import Lengths, Synthetic
 
 MAX_TOKENS = 128
 

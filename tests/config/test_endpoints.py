@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenpace.config.endpoints import read_config
+from tokenpace.config.endpoints import Endpoint, endpoint_name, read_config
 from tokenpace.errors import ConfigError
 
 GOOD = """
@@ -209,10 +209,16 @@ def test_a_simulated_provider_alone_is_a_whole_config(tmp_path: Path) -> None:
 
 
 def test_a_workload_wider_than_its_provider_allows_is_refused(tmp_path: Path) -> None:
-    from tokenpace.schedule.sampler import jobs
+    from tokenpace.schedule.cadence import jobs
 
     cfg = read_config(write(tmp_path, A + "concurrency = 4\n"))
     with pytest.raises(ConfigError, match=r"parallel sends 10 requests at once but providers\.a\.concurrency is 4"):
         jobs(cfg, cfg.endpoints)
     narrow = read_config(write(tmp_path, A + 'concurrency = 4\n[schedule]\nworkloads = ["1k"]\n'))
     assert [j.workload.name for j in jobs(narrow, narrow.endpoints)] == ["1k"]
+
+
+def test_a_stored_row_is_named_as_its_configured_endpoint() -> None:
+    """One naming rule: the default plan is left out of the name, any other is the provider's suffix."""
+    assert endpoint_name("groq", "default", "llama") == Endpoint("groq", "llama", "").name == "groq/llama"
+    assert endpoint_name("groq", "free", "llama") == Endpoint("groq", "llama", "", "free").name == "groq:free/llama"

@@ -10,7 +10,7 @@ import pytest
 from tokenpace.clients.base import HttpRequest
 from tokenpace.config.traffic import Load
 from tokenpace.load import ahead
-from tokenpace.load.synthetic import Lengths, Synthetic
+from tokenpace.prompts.synthetic import Lengths, Synthetic
 
 
 def test_load_builds_ahead_within_its_bytes_and_drops_what_it_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:

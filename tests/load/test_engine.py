@@ -28,15 +28,15 @@ from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.load import release
 from tokenpace.load.arrivals import offsets
-from tokenpace.load.chains import Chain, Dataset, Request
-from tokenpace.load.datafiles import open_file
 from tokenpace.load.engine import RunOptions, run_load, run_workload
 from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.send import Refusals
-from tokenpace.load.synthetic import Lengths, SharedPrefix
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.prompts.chains import Chain, Dataset, Request
+from tokenpace.prompts.datafiles import open_file
 from tokenpace.prompts.prompt import Message, Prompt
+from tokenpace.prompts.synthetic import Lengths, SharedPrefix
 from tokenpace.store.database import open_store
 
 FAST = Timeouts(connect=2, first_token=10, idle=10, total=30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 
@@ -154,7 +155,7 @@ async def test_server_token_tpot_is_the_pace_the_simulator_kept_where_o200k_coun
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.load.engine import RunOptions, run_load
-    from tokenpace.load.synthetic import Lengths, Synthetic
+    from tokenpace.prompts.synthetic import Lengths, Synthetic
 
     told = sim.Scenario(ttft_ms=20, tokens_per_s=100, output_tokens=25, non_ascii=True, usage="always")
     async with sim.serve(sim.Simulator(told)) as url:
@@ -168,3 +169,19 @@ async def test_server_token_tpot_is_the_pace_the_simulator_kept_where_o200k_coun
     assert f.tpot.p50 is not None and f.tpot.p50 < 0.9 * f.tpot_server.p50  # more o200k tokens in the same time
     assert f.output_tokens_per_s_server == pytest.approx(6 * 25 / window_s(taken.done))
     assert f.output_tokens_per_s == pytest.approx(sum(s.metrics.output_tokens for s in ok) / window_s(taken.done))
+
+
+def test_ttft_tpot_and_e2e_each_carry_mlperfs_early_stopping_estimate_of_their_p99() -> None:
+    from tests.loadkit import done as request
+    from tokenpace.measure.stats import early_stop
+
+    few = figures(RUN)
+    assert set(few.early_stopping) == {"ttft", "tpot", "e2e"}  # ITL's gaps are no independent requests
+    assert few.early_stopping["ttft"] == early_stop([100.0, 200.0]) and few.early_stopping["ttft"].bounded is None
+    # 700 requests whose TTFTs are 1..700 ms, sent in no order: P99 is bounded, by one of the largest
+    order = random.Random(7).sample(range(1, 701), 700)
+    many = figures([request(i * 1000, i * 1000 + t + 10, ((i * 1000 + t, 1), (i * 1000 + t + 10, 1))) for i, t in
+                    enumerate(order)])  # fmt: skip
+    es = many.early_stopping["ttft"]
+    assert (es.n, es.bounded, es.needed) == (many.ttft.n, 0.99, 662) == (700, 0.99, 662)
+    assert es.bound == 700 - es.over + 1 and many.ttft.p99 is not None and es.bound >= many.ttft.p99

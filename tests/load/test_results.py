@@ -206,3 +206,13 @@ def test_a_row_out_of_range_is_named() -> None:
         from_json(edit("points.1.rows.0.ttft_ms", float("nan")))
     with pytest.raises(ConfigError, match=r"points\.1\.rows\.3\.tag: over 65536 characters"):
         from_json(edit("points.1.rows.3.tag", "t" * 70_000))
+
+
+def test_early_stopping_estimates_round_trip_and_a_document_from_before_them_still_reads() -> None:
+    r = sweep_result()
+    doc = json.loads(to_json(r))
+    ttft = doc["points"][0]["figures"]["early_stopping"]["ttft"]
+    assert ttft["n"] == doc["points"][0]["figures"]["ttft"]["n"] and ttft["needed"] == 662 and ttft["q"] == 0.99
+    for p in doc["points"]:
+        del p["figures"]["early_stopping"]
+    assert [p.figures.early_stopping for p in from_json(json.dumps(doc)).points] == [{}, {}]

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from tokenpace.measure.metrics import compute, itl_ms, output_speed, percentile, time_to_n_tokens_ms, ttft_ms
+from tokenpace.measure.metrics import (
+    Metrics,
+    compute,
+    e2e500,
+    e2e_n_tokens_ms,
+    itl_ms,
+    output_speed,
+    percentile,
+    thinking_time_ms,
+    time_to_n_tokens_ms,
+    ttft_ms,
+)
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage
 from tokenpace.prompts.tokens import count_tokens
 
@@ -28,6 +39,37 @@ def test_formulas() -> None:
     assert output_speed(10, 1, 5, 5) is None
     assert time_to_n_tokens_ms(200, 50) == 2200
     assert itl_ms([0, 10 * MS, 30 * MS]) == [10, 20]
+
+
+def test_end_to_end_for_500_tokens_formulas() -> None:
+    assert thinking_time_ms(200, 1_700) == 1_500
+    assert e2e_n_tokens_ms(200, 1_500, 50) == 200 + 1_500 + 10_000
+    assert e2e_n_tokens_ms(200, 0, 50, n=100) == time_to_n_tokens_ms(200, 50)  # no thinking: AA's time to n
+    assert e2e500(200, 1_700, 50) == 11_700
+    assert e2e500(200, 200, 100) == 5_200  # the first token was the answer's: no thinking
+    # Unknown where the stream cannot give it, and no speed above 0 is none (the rollups' SQL says the same).
+    assert e2e500(None, 1_700, 50) is None and e2e500(200, None, 50) is None and e2e500(200, 1_700, None) is None
+    assert e2e500(200, 1_700, 0.0) is None
+
+
+def test_thinking_and_end_to_end_for_500_tokens_of_a_reasoning_stream() -> None:
+    t = timeline(
+        Event(100 * MS, EventKind.REASONING, " let"),
+        Event(300 * MS, EventKind.REASONING, " me think"),
+        Event(600 * MS, EventKind.CONTENT, " the answer"),
+        Event(1_100 * MS, EventKind.CONTENT, " is here"),
+    )
+    m = compute(t)
+    assert m.output_speed is not None and m.output_speed == (m.output_tokens - 1) / 1.0
+    assert m.thinking_ms == 500
+    assert m.e2e500_ms == 100 + 500 + 500 / m.output_speed * 1000
+    plain = compute(timeline(Event(100 * MS, EventKind.CONTENT, " the"), Event(600 * MS, EventKind.CONTENT, " end")))
+    assert plain.thinking_ms == 0 and plain.e2e500_ms == 100 + 500 / 2 * 1000
+    only_thought = compute(
+        timeline(Event(100 * MS, EventKind.REASONING, " hm"), Event(600 * MS, EventKind.REASONING, " ok"))
+    )
+    assert only_thought.thinking_ms is None and only_thought.e2e500_ms is None  # no answer token: no figure
+    assert Metrics().thinking_ms is None and Metrics().e2e500_ms is None
 
 
 def test_role_only_first_event_is_not_the_first_token() -> None:

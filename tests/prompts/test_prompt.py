@@ -92,6 +92,16 @@ def test_translate_names_a_language() -> None:
     assert len(named) > 5
 
 
+def test_no_task_asks_for_the_documents_back() -> None:
+    """Issue 31: a faithful answer copies little of its prompt, so a provider drafting tokens from the prompt
+    (measure/copying.py) gains nothing here that other prompts would not give it."""
+    tasks = {t: text_of(build_prompt(Workload("t", 500, tasks=(t,)), 3)).rsplit("\n\n", 2)[1] for t in TEXT_TASKS}
+    assert not any("as they are" in text or "Keep code" in text for text in tasks.values())
+    assert "in your own words" in tasks["summarize"].lower() and "do not quote" in tasks["summarize"]
+    assert "in your own words, without quoting" in tasks["questions"]
+    assert "Leave code blocks and grammar rules out" in tasks["translate"]
+
+
 def asked_words(prompt: Prompt) -> int:
     """The N of "at least N words" in the prompt's task (its paragraph before the canary's last line)."""
     task = text_of(prompt).rsplit("\n\n", 2)[1]

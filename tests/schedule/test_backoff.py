@@ -20,8 +20,8 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample
 from tokenpace.schedule.backoff import DEFAULT_HOLD_S, held_until, read_holds
-from tokenpace.schedule.cadence import JobKey
-from tokenpace.schedule.sampler import Job, Sampler
+from tokenpace.schedule.cadence import Job, JobKey
+from tokenpace.schedule.sampler import Sampler
 from tokenpace.store.database import Store, open_store
 
 E2E_S = 0.005  # fake_sample's timeline ends 5 ms after it was sent

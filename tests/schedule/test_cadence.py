@@ -11,9 +11,10 @@ import pytest
 
 from tests.schedule.test_sampler import DAY, SMALL, T0, job
 from tokenpace.config.endpoints import read_config
+from tokenpace.config.settings import Budget, Spend
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import ConfigError
-from tokenpace.schedule.sampler import Budget, Spend, jobs, next_due, stale_after
+from tokenpace.schedule.cadence import jobs, next_due, stale_after
 
 
 def test_next_due_is_the_formula_and_its_jitter_spreads_evenly() -> None:

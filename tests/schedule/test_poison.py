@@ -17,8 +17,9 @@ import pytest
 
 from tests.schedule.test_sampler import DAY, T0, FakeClock, Runs, _most_in_any_day, fake_sample, job, run_for
 from tests.store.test_database import raw
+from tokenpace.config.settings import Budget, Spend
 from tokenpace.schedule import sampler as sampling
-from tokenpace.schedule.sampler import Budget, Sampler, Spend, usage
+from tokenpace.schedule.sampler import Sampler, usage
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.usage import spent_since
 

@@ -20,14 +20,15 @@ import pytest
 
 from tokenpace import sim
 from tokenpace.config.endpoints import Config, Endpoint, read_config
+from tokenpace.config.settings import Budget, Spend
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.measure.timing import Usage as Reported
 from tokenpace.schedule import sampler as sampling
-from tokenpace.schedule.cadence import STAGGER_S, JobKey
-from tokenpace.schedule.sampler import Budget, Job, Sampler, Spend, job_last_started, jobs, next_due, usage
+from tokenpace.schedule.cadence import STAGGER_S, Job, JobKey, jobs, next_due
+from tokenpace.schedule.sampler import Sampler, job_last_started, usage
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.usage import spent_since
 

@@ -17,11 +17,13 @@ from tests.schedule.test_sampler import SMALL, T0, FakeClock, Runs, fake_sample,
 from tokenpace import sim
 from tokenpace.agent.worker import Agent
 from tokenpace.config.endpoints import Endpoint, read_config
+from tokenpace.config.settings import Budget
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.measure.sample import Sample
 from tokenpace.schedule import cadence
+from tokenpace.schedule.cadence import Job
 from tokenpace.schedule.dispatch import Dispatcher
-from tokenpace.schedule.sampler import Budget, Job, Sampler
+from tokenpace.schedule.sampler import Sampler
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.queue import Queue
 

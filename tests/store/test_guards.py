@@ -20,12 +20,13 @@ from tests.store.test_rollup import assert_rollup_right, migrate_to
 from tests.store.test_windows import GROQ, NOW, stream
 from tokenpace.cli import main
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import WINDOWS
 from tokenpace.measure import bounds
 from tokenpace.measure.sample import Sample, make_sample
 from tokenpace.store import guards, migrations, rollup
 from tokenpace.store.columns import SAMPLE_COLUMNS, sample_values
 from tokenpace.store.database import epoch, open_store
-from tokenpace.store.windows import WINDOWS, endpoint_rows
+from tokenpace.store.windows import endpoint_rows
 from tokenpace.web import create_app
 
 IMPOSSIBLE = (1e300, math.inf, math.nan, -1.0)
@@ -61,8 +62,8 @@ def pages_answer(url: str) -> dict[str, int]:
 def test_the_bounds_of_migration_14_are_todays() -> None:
     """Frozen in the migration, stated with their reasons in measure/bounds.py: a new bound needs a new migration."""
     assert {column: bounds.BOUNDS[column] for column in guards.FOURTEENTH} == guards.FOURTEENTH
-    assert set(bounds.BOUNDS) - set(guards.FOURTEENTH) == {"client_lag_ms", "retry_after_s"}  # migrations 15, 16
-    assert guards.METRICS_14 == rollup.METRICS
+    later = {"client_lag_ms", "retry_after_s", "copy_ratio"}  # migrations 15, 16 and 17
+    assert set(bounds.BOUNDS) - set(guards.FOURTEENTH) == later
 
 
 def test_the_database_refuses_a_figure_no_measurement_can_produce(url: str) -> None:
@@ -81,9 +82,10 @@ def test_the_database_refuses_a_figure_no_measurement_can_produce(url: str) -> N
     assert refused(url, good(1), output_speed=bounds.MAX_OUTPUT_SPEED * 1.01)
     tables = ("sample_hours", "sample_quarters", "sample_days") if url.startswith("postgresql://") else ()
     for table in tables:  # a row no samples make (more values than ok): refused where agents' roles write
-        more = f"UPDATE {table} SET output_speed = output_speed || '{rollup.encode(5.0)}'"  # noqa: S608
-        with pytest.raises(Exception, match=r"(?i)check|no measurement"):
-            raw(url, more)
+        for text in ("output_speed", "e2e500_ms"):
+            more = f"UPDATE {table} SET {text} = {text} || '{rollup.encode(5.0)}'"  # noqa: S608
+            with pytest.raises(Exception, match=r"(?i)check|no measurement"):
+                raw(url, more)
     insert_raw(url, good(2), output_speed=bounds.MAX_OUTPUT_SPEED, ttft_ms=0.0)  # the bounds themselves are taken
     assert raw(url, "SELECT COUNT(*) FROM samples") == [(2,)]
 
@@ -112,6 +114,25 @@ def poisoned(url: str) -> int:
     speed 1e300, one of Infinity and an unpublished one started at 1e300, and a sample was deleted whose value
     1e300 the rollups kept; returns how many published samples it holds."""
     migrate_to(url, 13)
+    return poison(url, migrations.SHAPE_13)
+
+
+def unguarded(url: str) -> None:
+    """Today's database without migration 14's guards: what readers must survive (a database before it held such
+    values, and a role past the guards could write them)."""
+    with open_store(url):
+        pass
+    if not url.startswith("postgresql://"):
+        for event in ("insert", "update"):
+            raw(url, f"DROP TRIGGER samples_bounded_{event}")
+        return
+    raw(url, "ALTER TABLE samples DROP CONSTRAINT samples_bounded")
+    for level in rollup.LEVELS:
+        raw(url, f"ALTER TABLE {level.table} DROP CONSTRAINT {level.table}_whole")
+
+
+def poison(url: str, shape: rollup.Shape = rollup.CURRENT) -> int:
+    """poisoned's samples and rollup values, in a database whose rollups are of ``shape``."""
     postgres = url.startswith("postgresql://")
     if postgres:  # counted below as the older trigger counted them, every value as given
         raw(url, "ALTER TABLE samples DISABLE TRIGGER tokenpace_count_sample")
@@ -124,7 +145,8 @@ def poisoned(url: str) -> int:
         raw(url, "ALTER TABLE samples ENABLE TRIGGER tokenpace_count_sample")
     conn = _connected(url)
     try:
-        rollup.rebuild(conn, "%s" if postgres else "?")  # today's skips them: put back below, as the old one kept
+        # today's rebuild skips them: put back below, as the old one kept
+        rollup.rebuild(conn, "%s" if postgres else "?", shape=shape)
         for level in rollup.LEVELS:
             bad = "".join(rollup.encode(v) for v in (1e300, math.inf, 1e300))
             conn.execute(f"UPDATE {level.table} SET output_speed = output_speed || '{bad}'")  # noqa: S608
@@ -135,23 +157,24 @@ def poisoned(url: str) -> int:
     return 6
 
 
-def test_a_poisoned_database_still_answers_and_its_upgrade_mends_it(
-    url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Without migration 14, every reader skips what it finds (logged); the migration then sets the figures to
-    NULL, rebuilds the rollups without them (the deleted sample's value too), and the samples stay."""
-    published = poisoned(url)
-    with monkeypatch.context() as patch:  # today's code on the database without its guards: readers only
-        patch.setattr(migrations, "MIGRATIONS", tuple(m for m in migrations.MIGRATIONS if m[0] != 14))
-        assert pages_answer(url) == dict.fromkeys(PAGES, 200)
-        with open_store(url) as store:
-            (row,) = endpoint_rows(store, WINDOWS["72h"], NOW)
-        board = CliRunner().invoke(main, ["leaderboard", "--db", url])
-        assert board.exit_code == 0, board.output
+def test_a_poisoned_database_still_answers(url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Without migration 14's guards, every reader skips what it finds (logged)."""
+    unguarded(url)
+    poison(url)
+    assert pages_answer(url) == dict.fromkeys(PAGES, 200)
+    with open_store(url) as store:
+        (row,) = endpoint_rows(store, WINDOWS["72h"], NOW)
+    board = CliRunner().invoke(main, ["leaderboard", "--db", url])
+    assert board.exit_code == 0, board.output
     assert row.output_speed.n == 4 and row.output_speed.mean is not None and row.output_speed.mean < 1e6
     assert "values outside what a measurement can be skipped" in caplog.text
     assert "started at 1e+300, no real time: not drawn" in caplog.text
-    caplog.clear()
+
+
+def test_the_upgrade_of_a_poisoned_database_mends_it(url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Migration 14 sets the figures to NULL, rebuilds the rollups without them (the deleted sample's value too),
+    and the samples stay; the later migrations rebuild from what it left."""
+    published = poisoned(url)
     with caplog.at_level(logging.WARNING), open_store(url) as store:
         samples = store.samples()
     assert "migration 14: 3 figures no measurement can produce set to NULL" in caplog.text

@@ -28,7 +28,8 @@ def test_only_postgresql_carries_queues(tmp_path: Path) -> None:
     "change",
     [{"requests": 0}, {"requests": 10_001}, {"requests": "many"}, {"deadline": "soon"}, {"endpoint": "x" * 1001},
      {"workload": "w" * 201}, {"idle_s": -1}, {"idle_s": float("nan")}, {"idle_s": float("inf")},
-     {"idle_s": "long"}],
+     {"idle_s": "long"}, {"round_seed": -1}, {"round_seed": 1 << 31}, {"round_seed": 1.5}, {"round_seed": "7"},
+     {"round_seed": True}],
 )  # fmt: skip
 def test_an_order_out_of_bounds_is_refused(change: dict[str, Any]) -> None:
     assert RunOrder.from_kwargs(ORDER) == RunOrder("groq/llama", "1k", "eu-west", 2, 1e9)
@@ -37,6 +38,7 @@ def test_an_order_out_of_bounds_is_refused(change: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not a tokenpace order: KeyError"):
         RunOrder.from_kwargs({k: v for k, v in ORDER.items() if k != "region"})
     assert RunOrder.from_kwargs(ORDER | {"idle_s": 3600}).idle_s == 3600.0  # a wake order's (schedule/wake.py)
+    assert RunOrder.from_kwargs(ORDER | {"round_seed": (1 << 31) - 1}).round_seed == (1 << 31) - 1  # schedule/rounds.py
 
 
 async def test_one_waiting_order_per_lock_and_cancelling_one(pg_url: str) -> None:

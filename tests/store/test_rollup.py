@@ -19,6 +19,7 @@ import pytest
 from tests.store.test_database import columns, raw
 from tests.store.test_windows import CEREBRAS, DEMO, GROQ, NOW, stream
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.windows import WINDOWS, Window
 from tokenpace.errors import StoreError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import corrected_ttft
@@ -27,6 +28,7 @@ from tokenpace.measure.stats import figure
 from tokenpace.measure.verdict import ALL, FIGURE_BOUND, NONE, Bound
 from tokenpace.store import rollup
 from tokenpace.store.columns import (
+    COPY_COLUMNS,
     LAG_COLUMNS,
     NETWORK_COLUMNS,
     ORIGIN_COLUMNS,
@@ -37,9 +39,9 @@ from tokenpace.store.columns import (
     sample_values,
 )
 from tokenpace.store.database import Store, epoch, open_store
-from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS
+from tokenpace.store.migrations import BOOTSTRAP, MIGRATIONS, SHAPE_6, SHAPE_10, SHAPE_13
 from tokenpace.store.tally import HourRow, SampleRow
-from tokenpace.store.windows import METRICS, WINDOWS, Window, endpoint_rows, present
+from tokenpace.store.windows import METRICS, endpoint_rows, present
 
 ANTHROPIC = Endpoint("anthropic", "claude", "http://anthropic.invalid/v1", protocol="anthropic")
 KINDS = (ErrorKind.RATE_LIMITED, ErrorKind.HTTP_ERROR, ErrorKind.CANCELLED)
@@ -108,13 +110,13 @@ def assert_rollup_right(url: str, published: int) -> None:
         per = level.seconds // rollup.HOUR
         units: dict[tuple[Any, ...], list[Any]] = {}
         for key, hour in kept(url).items():
-            unit = units.setdefault((*key[:5], key[5] // per, *key[6:]), [0, 0, 0, [], 0, 0, [], [], [], []])
+            unit = units.setdefault((*key[:5], key[5] // per, *key[6:]), [0, 0, 0, [], 0, 0, *([] for _ in METRICS)])
             for i in range(3):
                 unit[i] += hour[i]
             unit[3] = sorted(unit[3] + hour[COUNTED])  # the failures
             for i in (4, 5):  # the canary's counts
                 unit[i] += hour[COUNTED - 3 + i]
-            for i in range(4):  # each metric's values
+            for i in range(len(METRICS)):  # each metric's values
                 unit[6 + i] = sorted(unit[6 + i] + hour[COUNTED + 3 + i])
         assert units == {k: [*v[:3], *v[COUNTED:]] for k, v in kept(url, level).items()}, level.table
 
@@ -200,7 +202,7 @@ def test_the_migration_builds_the_rollup_from_samples_already_there(url: str) ->
     and the rollup, built last, counts only the others; windows read through it equal a recompute."""
     rng = random.Random(5)
     later = (*ORIGIN_COLUMNS, *REGION_COLUMNS, *NETWORK_COLUMNS, *TRUTH_COLUMNS, *LAG_COLUMNS, *RATE_LIMIT_COLUMNS)
-    old = [c for c in SAMPLE_COLUMNS if c not in later]
+    old = [c for c in SAMPLE_COLUMNS if c not in (*later, *COPY_COLUMNS)]
     before = []
     for i in range(60):
         s = sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=37 * i), rng)
@@ -367,7 +369,7 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
     samples carrying the truth columns, and windows read through them equal a recompute."""
     rng = random.Random(9)
     migrate_to(url, 12)
-    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(rollup.TENTH))
+    assert [c.lower() for c in columns(url, "sample_hours")] == list(rollup.HOURS.columns_of(SHAPE_10))
     written = insert_before_15(
         url, [sample(rng.choice((GROQ, DEMO)), NOW - timedelta(minutes=53 * i), rng) for i in range(80)]
     )
@@ -384,7 +386,7 @@ def test_migration_13_keys_the_rollups_by_cache_and_cold_start_and_counts_the_ca
 def insert_before_15(url: str, samples: Sequence[Sample]) -> list[Sample]:
     """Insert samples as a database before migration 15 held them (client_bound 0 or 1, no client_lag_ms); the
     samples as migration 15 makes them: one flagged before is flagged for every figure."""
-    old = [c for c in SAMPLE_COLUMNS if c not in (*LAG_COLUMNS, *RATE_LIMIT_COLUMNS)]
+    old = [c for c in SAMPLE_COLUMNS if c not in (*LAG_COLUMNS, *RATE_LIMIT_COLUMNS, *COPY_COLUMNS)]
     insert = f"INSERT INTO samples ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})"  # noqa: S608
     for s in samples:
         values = sample_values(s)
@@ -406,7 +408,7 @@ def test_migration_15_flags_every_figure_of_a_sample_flagged_before_and_bounds_t
     postgres = url.startswith("postgresql://")
     conn: Any = psycopg.connect(url) if postgres else sqlite3.connect(url)
     try:  # the rollups as version 13 kept them (SQLite's writer counts in Python, which raw inserts skip)
-        rollup.rebuild(conn, "%s" if postgres else "?")
+        rollup.rebuild(conn, "%s" if postgres else "?", shape=SHAPE_13)
         conn.commit()
     finally:
         conn.close()
@@ -431,6 +433,7 @@ def test_rows_are_read_by_the_names_their_select_lists() -> None:
     assert HourRow._fields == tuple(c for c in rollup.HOURS.columns if c != rollup.HOURS.unit)
     assert SampleRow._fields == rollup.CURRENT.names
     assert len(rollup.CURRENT.names) == len(rollup.CURRENT.raw.split(", "))
-    assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index("ttft_net_ms")] == rollup.DERIVED["ttft_net_ms"]
-    assert rollup.TENTH.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
-    assert "canary_ok" not in rollup.TENTH.names and "cached" not in rollup.FIRST.names
+    for name, sql in rollup.DERIVED.items():
+        assert rollup.CURRENT.raw.split(", ")[rollup.CURRENT.names.index(name)] == sql.format(row="")
+    assert SHAPE_10.names[-4:] == ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")  # no tags, no canary
+    assert "canary_ok" not in SHAPE_10.names and "cached" not in SHAPE_6.names

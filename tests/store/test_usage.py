@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from tests.schedule.test_sampler import DAY, T0, fake_sample, job
-from tokenpace.schedule.sampler import Spend, job_last_started, usage
+from tokenpace.config.settings import Spend
+from tokenpace.schedule.sampler import job_last_started, usage
 from tokenpace.store.database import Store
 from tokenpace.store.usage import TYPICAL, HourSpend, hourly, typical
 

@@ -12,25 +12,20 @@ from typing import Any
 
 import pytest
 
+from tokenpace.board.medians import model_rows
 from tokenpace.board.summary import summarise
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.windows import EACH, WINDOWS
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.metrics import percentile
 from tokenpace.measure.sample import LOCAL, Network, Origin, Sample, make_sample
 from tokenpace.measure.stats import success_rate
 from tokenpace.measure.timing import Event, EventKind, Timeline
+from tokenpace.measure.verdict import Bound
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.rollup import STORED
 from tokenpace.store.series import model_series, series
-from tokenpace.store.windows import (
-    EACH,
-    WINDOWS,
-    EndpointRow,
-    endpoint_rows,
-    model_rows,
-    present,
-    present_models,
-)
+from tokenpace.store.windows import EndpointRow, endpoint_rows, present, present_models
 
 MS = 1_000_000
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -184,37 +179,6 @@ def test_filters_select_the_same_rows_as_filtering_everything(store: Store) -> N
         assert endpoint_rows(store, H72, NOW, **filters) == expected and expected  # type: ignore[arg-type]
 
 
-def test_model_rows_are_medians_across_endpoints(store: Store) -> None:
-    other = Endpoint("together", "llama", "http://together.invalid/v1")
-    for endpoint, ttft in ((GROQ, 100), (CEREBRAS, 200), (other, 600)):
-        for _ in range(3):
-            put(store, endpoint, NOW - timedelta(hours=1), ttft_ms=ttft)
-    put(store, DEMO, NOW, ttft_ms=50)  # one sample: left out when min_samples asks for more
-    fail(store, other, NOW, ErrorKind.HTTP_ERROR)
-    found = list(rows(store).values())
-    llama, sim = model_rows(found, "median")
-    assert (llama.model, llama.workload, llama.providers, llama.samples) == ("llama", "1k", 3, 10)
-    assert llama.ttft_ms == pytest.approx(200) and not llama.simulated
-    assert llama.success_rate == pytest.approx(9 / 10)  # pooled: not the median of 1, 1 and 0.75
-    assert sim.simulated and sim.ttft_ms == pytest.approx(50)
-    assert [m.model for m in model_rows(found, "mean", min_samples=3)] == ["llama"]
-    assert model_rows(found, "mean")[0].output_speed == pytest.approx(
-        statistics.median(r.output_speed.mean for r in found if r.model == "llama" and r.output_speed.mean)
-    )
-
-
-def test_a_model_row_pools_success_over_every_endpoint_even_one_that_always_fails(store: Store) -> None:
-    """Issue 13: a model served by one provider that fails every request showed 100 % (the median of the rest)."""
-    other = Endpoint("together", "llama", "http://together.invalid/v1")
-    for endpoint in (GROQ, CEREBRAS):
-        for _ in range(3):
-            put(store, endpoint, NOW - timedelta(hours=1))
-    for _ in range(4):
-        fail(store, other, NOW, ErrorKind.HTTP_ERROR)  # no counted sample: out of the figures, not the rate
-    (llama,) = model_rows(list(rows(store).values()), "median", min_samples=3)
-    assert llama.providers == 2 and llama.success_rate == pytest.approx(6 / 10)
-
-
 def test_series_are_oldest_first_and_filtered(store: Store) -> None:
     old = put(store, GROQ, NOW - timedelta(hours=2), ttft_ms=300)
     new = put(store, GROQ, NOW - timedelta(hours=1), workload="10k")
@@ -330,3 +294,39 @@ def test_two_regions_of_one_endpoint_are_two_rows_with_their_own_medians(store: 
     assert present(store, H72, NOW, region="us-east") == [("groq", "free", "1k", "us-east")]
     models = model_rows(endpoint_rows(store, H72, NOW, region=EACH), "median")
     assert [(m.region, m.providers) for m in models] == [(LOCAL, 1), ("eu-west", 1), ("us-east", 1)]
+
+
+def thinking_stream(ttft_ms: float, thinking_ms: float, gap_ms: float = 20) -> Timeline:
+    """A reasoning model's answer: two thinking chunks from ttft_ms (none when thinking_ms is 0), the answer's first
+    chunk thinking_ms after the first token, then four more every gap_ms."""
+    thoughts = [(ttft_ms, " hmm"), (ttft_ms + thinking_ms / 2, " so")] if thinking_ms else []
+    events = [Event(round(ms * MS), EventKind.REASONING, text) for ms, text in thoughts]
+    answer = [round((ttft_ms + thinking_ms + i * gap_ms) * MS) for i in range(5)]
+    events += [Event(t, EventKind.CONTENT, " word") for t in answer]
+    return Timeline(0, MS, answer[-1] + MS, (*events, Event(answer[-1] + MS, EventKind.DONE)))
+
+
+def test_end_to_end_for_500_tokens_round_trips_and_the_board_keeps_it_exact(any_store: Store) -> None:
+    """Issue 31, 2a: each sample's thinking time and end-to-end for 500 tokens come back from the store as they were
+    computed, and a window's (whole hours from the rollups, the hour holding now raw) is exactly a run summary's of
+    the same samples; a sample whose output speed was client-bound is left out of it, its TTFT counted."""
+    store, written = any_store, []
+    for i, (ttft, thinking) in enumerate(((120, 800), (90, 1300), (200, 0), (150, 2100), (110, 950))):
+        at = NOW if i % 2 else NOW - timedelta(hours=5, minutes=i)
+        written.append(make_sample("run", GROQ, "1k", at, thinking_stream(ttft, thinking)))
+    lagged = make_sample(
+        "run", GROQ, "1k", NOW - timedelta(hours=2), thinking_stream(100, 500), client_bound=Bound.SPEED
+    )
+    for s in (*written, lagged):
+        store.add_sample(s)
+    store.flush()
+    kept = {s.id: s.metrics for s in store.samples()}
+    assert [kept[s.id].thinking_ms for s in written] == [800, 1300, 0, 2100, 950]
+    for s in written:
+        assert kept[s.id].e2e500_ms == s.metrics.e2e500_ms
+        assert s.metrics.ttft_ms is not None and s.metrics.thinking_ms is not None and s.metrics.output_speed
+        truth = s.metrics.ttft_ms + s.metrics.thinking_ms + 500 / s.metrics.output_speed * 1000
+        assert s.metrics.e2e500_ms == pytest.approx(truth, rel=1e-12)
+    row = rows(store)["groq:free/llama 1k"]
+    assert (row.ttft_ms.n, row.output_speed.n, row.e2e500_ms.n) == (6, 5, 5)
+    assert row.e2e500_ms == summarise(GROQ.name, written).figures["e2e500_ms"]

@@ -25,10 +25,12 @@ from tests.webkit import EVIL, SECRET, Fleet, charts, filled_store, legend, mark
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.settings import Budget, PlanSettings, ScheduleSettings
 from tokenpace.errors import StoreError
+from tokenpace.measure.catalogue import FIGURES
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Timeline
-from tokenpace.schedule.sampler import Sampler, jobs
+from tokenpace.schedule.cadence import jobs
+from tokenpace.schedule.sampler import Sampler
 from tokenpace.store.database import Store, open_store
 from tokenpace.web import create_app
 from tokenpace.web.memo import Memo
@@ -155,6 +157,27 @@ def test_endpoint_page_charts_and_fallback(client: TestClient, filled: tuple[Sto
     assert set(only["series"]) == {"tiny"}
 
 
+def test_end_to_end_for_500_tokens_is_shown_beside_the_other_figures(
+    client: TestClient, filled: tuple[Store, Fleet]
+) -> None:
+    """Issue 31, 2a: on the endpoint page and its JSON, in the leaderboard's JSON and CSV, defined on /methodology
+    with how it differs from Artificial Analysis's."""
+    _, fleet = filled
+    link = endpoint_path(fleet.slow.provider, fleet.slow.plan, fleet.slow.model)
+    assert "End-to-end for 500 tokens" in client.get(link).text
+    (row,) = [r for r in client.get(link + ".json").json()["rows"] if r["workload"] == "1k"]
+    assert row["e2e500_ms"]["n"] == row["output_speed"]["n"] > 0
+    assert row["e2e500_ms"]["p50"] > row["ttft_ms"]["p50"]  # TTFT + 500 tokens' time, at least
+    (entry,) = [e for e in entries(client) if e["name"] == fleet.slow.name]
+    assert entry["e2e500_ms"] == row["e2e500_ms"]
+    header, *lines = list(csv.reader(io.StringIO(client.get("/leaderboard.csv").text)))
+    (line,) = [dict(zip(header, cells, strict=True)) for cells in lines if fleet.slow.name in cells]
+    assert float(line["e2e500_ms_p50"]) == pytest.approx(row["e2e500_ms"]["p50"])
+    formulas = client.get("/methodology.json").json()["formulas"]
+    assert "60 prompts" in formulas["End-to-end for 500 answer tokens"] and "Thinking time" in formulas
+    assert "tokenpace measures it per request" in client.get("/methodology").text
+
+
 def test_model_page_lists_its_endpoints(client: TestClient, filled: tuple[Store, Fleet]) -> None:
     _, fleet = filled
     r = client.get(model_path(fleet.fast.model))
@@ -187,11 +210,12 @@ def test_names_with_script_are_escaped_everywhere(client: TestClient, filled: tu
 def test_methodology_comes_from_the_config(client: TestClient, filled: tuple[Store, Fleet]) -> None:
     _, fleet = filled
     page = client.get("/methodology").text
-    assert "o200k_base" in page and "(tokens - first-chunk tokens) / (t_last - t_first)" in page
+    assert "o200k_base" in page and "(output tokens - first-chunk tokens) / (time of the last chunk" in page
     assert "72 h median" in page and "What is not measured" in page
     assert "follow Artificial Analysis's published methodology" in page  # credited here, not in every label
     data = client.get("/methodology.json").json()
     assert data["min_samples"] == 3 and data["tokenizer"] == "o200k_base"
+    assert all(data["formulas"][m.name] == m.definition for m in FIGURES)  # written from the figure catalogue
     jobs = {(j["endpoint"], j["workload"]): j for j in data["jobs"]}
     assert len(jobs) == len(fleet.config.endpoints) * len(fleet.config.schedule.workloads)
     fast = jobs[fleet.fast.name, "1k"]  # a key: per-token billing, every 4 h
@@ -541,7 +565,7 @@ def test_an_endpoint_page_lists_its_workloads_in_the_schedules_order(filled: tup
         board = c.get("/leaderboard.json").json()
     assert board["workloads"] == ["tiny", "burst", "1k"]  # the board's list too: one order everywhere
     stats = page[page.index('<table class="stats">') :]
-    assert re.findall(r'<td rowspan="3">(\w+)<', stats) == ["tiny", "burst", "1k"]
+    assert re.findall(r'<td rowspan="4">(\w+)<', stats) == ["tiny", "burst", "1k"]
     menu = page[page.index('name="workload"') :]
     assert re.findall(r'<option value="(\w*)"', menu[: menu.index("</select>")]) == ["", "tiny", "burst", "1k"]
     assert legend(charts(page)["chart-ttft"]) == ["tiny", "burst", "1k"]

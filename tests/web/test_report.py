@@ -25,6 +25,7 @@ from tokenpace.measure.stats import Figure
 from tokenpace.web import report
 from tokenpace.web.report import render_report
 
+THROUGHPUT = "Output throughput (over the whole run, o200k tok/s)"  # the x axis: every request's tokens together
 PAPER = ViewportSize(width=1047, height=740)  # A4 landscape less 10 mm margins (the report's @page), in CSS pixels
 _ROW = re.compile(r'<tr id="row-(\d+)">(.*?)</tr>', re.S)
 _CELL = re.compile(r'<td class="num" data-col="([\w-]+)"(?: data-value="([^"]*)")?[^>]*>(.*?)</td>', re.S)
@@ -107,7 +108,8 @@ def y_axis(svg: ET.Element) -> list[float]:
 def test_token_counts_are_named_in_the_headers_and_the_servers_own_shown_where_usage_reported_them() -> None:
     plain = render_report(one_point())
     head = plain.split('<table id="points">')[1].split("</thead>")[0]
-    assert head.count("<small>o200k</small>") == 3 and 'id="server-tokens"' not in plain  # tok/s, TPOT p50, p99
+    assert len(re.findall(r"<small>[^<]*o200k tok", head)) == 3  # throughput, TPOT p50 and p99
+    assert 'id="server-tokens"' not in plain
     f = one_point().points[0].figures
     served = dataclasses.replace(f, tpot_server=latency(6.5, n=150), output_tokens_per_s_server=1024.5)
     res = result((dataclasses.replace(one_point().points[0], figures=served),))
@@ -115,15 +117,16 @@ def test_token_counts_are_named_in_the_headers_and_the_servers_own_shown_where_u
     assert_table_is_the_figures(text, res)  # the o200k table as before
     table = text.split('<table id="server-tokens">')[1].split("</table>")[0]
     head = table.split("</thead>")[0]
-    assert head.count("<small>server</small>") == 4 and head.count("<small>o200k</small>") == 4
+    assert len(re.findall(r"<small>[^<]*server tok", head)) == len(re.findall(r"<small>[^<]*o200k tok", head)) == 4
     assert "(E2E - TTFT) / (the output tokens the server&#39;s usage reported - 1)" in head  # the catalogue's
-    row = {col: (value, body) for col, value, body in _CELL.findall(table.split("</thead>")[1])}
+    row = {col: (value, body.split("<small")[0]) for col, value, body in _CELL.findall(table.split("</thead>")[1])}
     assert row["tok-s-server"] == (repr(1024.5), numbers.figure_text(1024.5))
     assert row["tok-s"] == (repr(f.output_tokens_per_s), numbers.figure_text(f.output_tokens_per_s))
     for q, server, o200k in (("p50", 6.5, f.tpot.p50), ("p90", 6.5 * 1.5, f.tpot.p90), ("p99", 6.5 * 2.5, f.tpot.p99)):
         assert row[f"tpot-server-{q}"] == (repr(server), numbers.figure_text(server))
         assert row[f"tpot-{q}"] == (repr(o200k), numbers.figure_text(o200k))
     assert 'data-col="usage" data-value="150" data-total="197">150 / 197<' in table
+    assert 'data-col="tpot-server-p99" data-value="16.25" data-n="150">16.2<small>n=150</small>' in table  # its n
 
 
 def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_against_load() -> None:
@@ -140,18 +143,18 @@ def test_a_concurrency_sweep_charts_throughput_against_latency_and_latency_again
     assert legend(drawn["chart-sweep-throughput"]) == ["TTFT p50", "TTFT p99"]
     throughput = marks(drawn["chart-sweep-throughput"])
     assert throughput[:4] == [
-        "c=1: output tok/s 512.2, ms 111",
-        "c=4: output tok/s 1,024, ms 222",
-        "c=16: output tok/s 1,537, ms 333",
-        "c=64: output tok/s 2,049, ms 444",
+        f"c=1: {THROUGHPUT} 512.2, TTFT (ms) 111",
+        f"c=4: {THROUGHPUT} 1,024, TTFT (ms) 222",
+        f"c=16: {THROUGHPUT} 1,537, TTFT (ms) 333",
+        f"c=64: {THROUGHPUT} 2,049, TTFT (ms) 444",
     ]
     # TPOT on its own axis (issue 21 item 9): on TTFT's it was a flat line at the bottom
     assert legend(drawn["chart-sweep-tpot"]) == ["TPOT p50", "TPOT p99"]
     assert marks(drawn["chart-sweep-tpot"])[:4] == [
-        "c=1: output tok/s 512.2, TPOT ms 13.25",
-        "c=4: output tok/s 1,024, TPOT ms 14.25",
-        "c=16: output tok/s 1,537, TPOT ms 15.25",
-        "c=64: output tok/s 2,049, TPOT ms 16.25",
+        f"c=1: {THROUGHPUT} 512.2, TPOT (ms per o200k token) 13.25",
+        f"c=4: {THROUGHPUT} 1,024, TPOT (ms per o200k token) 14.25",
+        f"c=16: {THROUGHPUT} 1,537, TPOT (ms per o200k token) 15.25",
+        f"c=64: {THROUGHPUT} 2,049, TPOT (ms per o200k token) 16.25",
     ]
     tpots = [t.tpot.p99 for t in (p.figures for p in res.points) if t.tpot.p99 is not None]
     assert (
@@ -183,18 +186,18 @@ def test_a_rate_sweep_with_an_slo_shows_goodput_attainment_achieved_against_offe
     achieved = drawn["chart-sweep-achieved"]
     assert legend(achieved) == ["achieved", "achieved = offered"]
     assert marks(achieved) == [
-        "1/s: offered req/s 1, achieved req/s 4.75",
-        "2/s: offered req/s 2, achieved req/s 9.5",
-        "4/s: offered req/s 4, achieved req/s 14.25",
-        "y = x: offered req/s 0, achieved req/s 0",
-        "y = x: offered req/s 14.25, achieved req/s 14.25",
+        "1/s: Offered rate (req/s) 1, Request rate (req/s) 4.75",
+        "2/s: Offered rate (req/s) 2, Request rate (req/s) 9.5",
+        "4/s: Offered rate (req/s) 4, Request rate (req/s) 14.25",
+        "y = x: Offered rate (req/s) 0, Request rate (req/s) 0",
+        "y = x: Offered rate (req/s) 14.25, Request rate (req/s) 14.25",
     ]
-    assert marks(drawn["chart-sweep-latency"])[0] == "1/s: offered rate (req/s) 1, ms 111"
+    assert marks(drawn["chart-sweep-latency"])[0] == "1/s: Offered rate (req/s) 1, ms 111"
     for i, p in enumerate(res.points, 1):
         table = re.search(rf'<table class="tags" id="tags-{i}">(.*?)</table>', text, re.S)
         assert table
         found = [
-            {col: (value, body) for col, value, body in _CELL.findall(r)}
+            {col: (value, body.split("<small")[0]) for col, value, body in _CELL.findall(r)}
             for r in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
         ]
         assert [re.search(r'<td class="name">(.*?)</td>', r).group(1) for r in  # type: ignore[union-attr]
@@ -365,3 +368,31 @@ def test_an_invalid_repeat_says_why_and_shows_latency_from_schedule() -> None:
         'data-col="ttft-sched-p50" data-value="777.0"' in text and 'data-col="dispatch-p99" data-value="750.0"' in text
     )
     assert 'id="invalid-notice"' not in render_report(base)
+
+
+def test_each_percentile_carries_its_n_and_each_p99_its_early_stopping_estimate() -> None:
+    from tests import loadkit
+
+    few = loadkit.point(Load(concurrency=1), loadkit.steady(10, 100, 20, failed=2))
+    many = loadkit.point(Load(concurrency=2), loadkit.steady(700, 100, 20))
+    text = render_report(loadkit.result(few, many))
+    row = dict(_ROW.findall(text))["1"]
+    ns = dict(re.findall(r'data-col="([\w-]+)"[^>]*? data-n="(\d+)"', row))
+    assert ns == {"ttft-p50": "8", "ttft-p90": "8", "ttft-p99": "8", "tpot-p50": "8", "tpot-p99": "8",
+                  "itl-p99": "72", "e2e-p50": "8", "e2e-p99": "8", "dispatch-p99": "10"}  # fmt: skip
+    assert re.search(r'data-col="ttft-p99"[^>]*>100<small>n=8</small>', row)  # and written beneath the P99
+    schedule = re.search(r'id="schedule-1">(.*?)</table>', text, re.S)
+    assert schedule and re.search(r'data-col="ttft-n" data-value="8">8<', schedule.group(1))
+
+    def tails(i: int) -> dict[str, dict[str, str]]:
+        table = re.search(rf'id="tails-{i}">(.*?)</table>', text, re.S)
+        assert table
+        found = re.findall(r'<tr data-figure="(\w+)">(.*?)</tr>', table.group(1), re.S)
+        return {name: {c: b for c, _, b in _CELL.findall(r) if not c.endswith("-bounded")} | dict(
+            re.findall(r'data-col="\w+-(bounded)"[^>]*>(.*?)</td>', r)) for name, r in found}  # fmt: skip
+
+    assert list(tails(1)) == ["ttft", "tpot", "e2e"]
+    assert tails(1)["ttft"] == {"ttft-n": "8", "ttft-p99": "100", "bounded": "too few", "ttft-bound": "—",
+                                "ttft-needed": "662"}  # fmt: skip
+    assert tails(2)["e2e"] == {"e2e-n": "700", "e2e-p99": "280", "bounded": "P99", "e2e-bound": "280",
+                               "e2e-needed": "662"}  # fmt: skip

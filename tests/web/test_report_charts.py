@@ -52,9 +52,9 @@ def test_the_swept_value_is_the_concurrency_or_the_offered_rate() -> None:
     title, values = swept(concurrency_sweep())
     assert title == "concurrency" and [v for _, v in values] == [1.0, 4.0, 16.0, 64.0]
     title, values = swept(rate_sweep())
-    assert title == "offered rate (req/s)" and [v for _, v in values] == [1.0, 2.0, 4.0]
+    assert title == "Offered rate (req/s)" and [v for _, v in values] == [1.0, 2.0, 4.0]
     unnamed = dataclasses.replace(rate_sweep(), sweep=None)  # an old result: its loads say what varied
-    assert swept(unnamed)[0] == "offered rate (req/s)"
+    assert swept(unnamed)[0] == "Offered rate (req/s)"
 
 
 def test_sweep_charts_draw_the_figures_per_point_and_only_a_rate_sweep_compares_achieved_with_offered() -> None:

@@ -127,8 +127,9 @@ class Agent:
         origin = Origin(self.region, self.name, str(job.id), network)
         command = f"tokenpace agent {self.region}"
         options = RunOptions(
-            order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin, command=command
-        )
+            order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin, command=command,
+            round_seed=order.round_seed,
+        )  # fmt: skip
         done = await run_workload(
             [endpoint], workload, options, self.store, corpus=self.corpus, refusals=self.refusals, cold=self.cold
         )

@@ -22,20 +22,21 @@ from datetime import datetime
 from typing import Any
 
 from tokenpace.board.changepoint import Split, outcome_changes, timing_changes
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import RowKey
+from tokenpace.measure import catalogue
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
 from tokenpace.store.series import SamplePoint, last_published, latest
-from tokenpace.store.windows import EndpointRow, RowKey, endpoint_name
+from tokenpace.store.windows import EndpointRow
 
 LOOKBACK = 96  # samples a current change is looked for in: 16 h at the 10-minute cadence
 MAX_KEPT = 10_000  # rows whose changes Kept holds
-CHANGE_METRICS = ("output_speed", "ttft_ms", "success_rate", "canary_pass_rate")
-RATES = frozenset({"success_rate", "canary_pass_rate"})  # outcomes, 0 to 1: said in percent, better or worse
-CHANGE_LABELS = {
-    "output_speed": "output speed", "ttft_ms": "TTFT", "success_rate": "success rate",
-    "canary_pass_rate": "canary pass rate",
-}  # fmt: skip
-CHANGE_UNITS = {"output_speed": " tok/s", "ttft_ms": " ms", "success_rate": " %", "canary_pass_rate": " %"}
+CHANGE_METRICS = ("output_speed", "ttft_ms", "success_rate", "canary_pass_rate")  # rows of the catalogue
+RATES = frozenset(m for m in CHANGE_METRICS if catalogue.metric(m).unit == "share")  # outcomes, 0 to 1: in percent
+# How a change's line names each figure and writes its unit ("output speed 300 -> 150 tok/s").
+CHANGE_LABELS = {m: catalogue.metric(m).noun for m in CHANGE_METRICS}
+CHANGE_UNITS = {m: f" {catalogue.metric(m).unit_text}" for m in CHANGE_METRICS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +66,10 @@ class Change:
 
 def direction(metric: str, before: float, after: float) -> str:
     """faster/slower (speed up is faster, TTFT up is slower) or better/worse (a rate up is better)."""
-    up = after > before
+    good = (after > before) == catalogue.metric(metric).higher_better
     if metric in RATES:
-        return "better" if up else "worse"
-    return "faster" if up == (metric == "output_speed") else "slower"
+        return "better" if good else "worse"
+    return "faster" if good else "slower"
 
 
 def _changes(metric: str, points: Sequence[SamplePoint], splits: Sequence[Split], ids: RowKey) -> list[Change]:

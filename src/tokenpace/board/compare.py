@@ -3,16 +3,17 @@
 Points pair by their load: the same concurrency (closed loop) or the same rate (open loop); the arrival
 process is not part of the key, and points of one run that the other lacks are listed, never compared.
 
-The figures (SPECS): request rate, output tok/s, goodput, SLO attainment and output speed P50 (higher is
-better); TTFT, TPOT and E2E P50 and P99, ITL P99 and errors, the share of requests that failed (lower is better).
+The figures (SPECS), each a row of the figure catalogue (measure/catalogue.py: its label, unit and which way is
+better): request rate, output throughput, goodput, SLO attainment and output speed P50 (higher is better); TTFT,
+TPOT and E2E P50 and P99, ITL P99 and errors, the share of requests that failed (lower is better).
 Per figure, change = (B - A) / |A|. A figure is *worse* when it moved the wrong way (down for a higher-better
 figure, up for a lower-better one) by more than the threshold **and** by more than its unit's noise floor
-(NOISE_FLOOR: 1 ms for latencies, 0.1 tok/s, 0.01 req/s, half a percentage point for shares): a P99 TTFT from
+(NOISE_FLOOR: 1 ms for latencies and TPOT, 0.1 tok/s, 0.01 req/s, half a percentage point for shares): a P99 TTFT from
 2 ms to 2.5 ms is +25 % but says nothing about the server. *Better* mirrors it; anything else is *same*;
 *n/a* when either run lacks the figure. The comparison *regressed* when any headline figure is worse; ITL P99
 (one slow gap in thousands moves it), output speed (TPOT's inverse: the same change twice) and TPOT P50 and
-output tok/s in the server's own tokens (the o200k figures' change again, in another count) are shown but never
-decide the verdict.
+output throughput in the server's own tokens (the o200k figures' change again, in another count) are shown but
+never decide the verdict.
 
 Noise. A run's figure is one draw: a second run of the same server moves a P99 of 100 requests by more than
 any threshold worth setting. So each figure also gets a 95 % interval per run, and a move past the threshold
@@ -44,14 +45,12 @@ from typing import Any, Literal
 from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Figures, tpot_from
 from tokenpace.load.results import BenchPoint, BenchResult, Row
-from tokenpace.measure.catalogue import metric
-from tokenpace.measure.stats import quantile_interval, share_interval
+from tokenpace.measure.catalogue import UNIT_TEXT, Metric, Unit, metric
+from tokenpace.measure.stats import Figure, quantile_interval, share_interval
 
 Verdict = Literal["better", "worse", "same", "n/a"]
-Unit = Literal["ms", "tok/s", "req/s", "share"]
-NOISE_FLOOR: dict[Unit, float] = {"ms": 1.0, "tok/s": 0.1, "req/s": 0.01, "share": 0.005}
+NOISE_FLOOR: dict[Unit, float] = {"ms": 1.0, "ms/tok": 1.0, "tok/s": 0.1, "req/s": 0.01, "share": 0.005}
 Interval = tuple[float, float]
-SERVER = metric("tpot_server").tokens  # whose tokens the server-token figures count, as their names say
 
 
 def error_share(f: Figures) -> float | None:
@@ -61,16 +60,31 @@ def error_share(f: Figures) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """One compared figure: its name, unit, which way is better, whether it decides the verdict, its getter;
-    for a latency percentile, the quantile and each request's value of it (from the point's rows)."""
+    """One compared figure: its catalogue row (label, unit, which way is better) and statistic ("P99"; "" for
+    a rate), whether it decides the verdict, its getter; for a latency percentile, the quantile and each
+    request's value of it (from the point's rows); for any percentile, the Figure it is one of (``of``: whose n
+    it was computed over)."""
 
-    name: str
-    unit: Unit
-    higher_better: bool
+    metric: Metric
+    stat: str
     headline: bool
     get: Callable[[Figures], float | None]
     q: float | None = None
     per_request: Callable[[Row], float | None] | None = None
+    of: Callable[[Figures], Figure] | None = None
+
+    @property
+    def name(self) -> str:
+        """The label and statistic: "TTFT P99", "Request rate"."""
+        return f"{self.metric.label} {self.stat}".strip()
+
+    @property
+    def unit(self) -> Unit:
+        return self.metric.unit
+
+    @property
+    def higher_better(self) -> bool:
+        return self.metric.higher_better
 
 
 def row_ttft(r: Row) -> float | None:
@@ -87,28 +101,29 @@ def row_e2e(r: Row) -> float | None:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("request rate", "req/s", True, True, lambda f: f.request_rate),
-    Spec("output tok/s", "tok/s", True, True, lambda f: f.output_tokens_per_s),
-    Spec("goodput", "req/s", True, True, lambda f: f.goodput),
-    Spec("SLO attainment", "share", True, True, lambda f: f.slo_attainment),
-    Spec("output speed P50", "tok/s", True, False, lambda f: f.output_speed.p50),
-    Spec("TTFT P50", "ms", False, True, lambda f: f.ttft.p50, 0.5, row_ttft),
-    Spec("TTFT P99", "ms", False, True, lambda f: f.ttft.p99, 0.99, row_ttft),
-    Spec("TPOT P50", "ms", False, True, lambda f: f.tpot.p50, 0.5, row_tpot),
-    Spec("TPOT P99", "ms", False, True, lambda f: f.tpot.p99, 0.99, row_tpot),
-    Spec("ITL P99", "ms", False, False, lambda f: f.itl.p99),
-    Spec("E2E P50", "ms", False, True, lambda f: f.e2e.p50, 0.5, row_e2e),
-    Spec("E2E P99", "ms", False, True, lambda f: f.e2e.p99, 0.99, row_e2e),
-    Spec("errors", "share", False, True, error_share),
-    Spec(f"TPOT P50 ({SERVER} tokens)", "ms", False, False, lambda f: f.tpot_server.p50),
-    Spec(f"output tok/s ({SERVER} tokens)", "tok/s", True, False, lambda f: f.output_tokens_per_s_server),
+    Spec(metric("request_rate"), "", True, lambda f: f.request_rate),
+    Spec(metric("output_tokens_per_s"), "", True, lambda f: f.output_tokens_per_s),
+    Spec(metric("goodput"), "", True, lambda f: f.goodput),
+    Spec(metric("slo_attainment"), "", True, lambda f: f.slo_attainment),
+    Spec(metric("output_speed"), "P50", False, lambda f: f.output_speed.p50, of=lambda f: f.output_speed),
+    Spec(metric("ttft_ms"), "P50", True, lambda f: f.ttft.p50, 0.5, row_ttft, lambda f: f.ttft),
+    Spec(metric("ttft_ms"), "P99", True, lambda f: f.ttft.p99, 0.99, row_ttft, lambda f: f.ttft),
+    Spec(metric("tpot_ms"), "P50", True, lambda f: f.tpot.p50, 0.5, row_tpot, lambda f: f.tpot),
+    Spec(metric("tpot_ms"), "P99", True, lambda f: f.tpot.p99, 0.99, row_tpot, lambda f: f.tpot),
+    Spec(metric("itl_ms"), "P99", False, lambda f: f.itl.p99, of=lambda f: f.itl),
+    Spec(metric("e2e_ms"), "P50", True, lambda f: f.e2e.p50, 0.5, row_e2e, lambda f: f.e2e),
+    Spec(metric("e2e_ms"), "P99", True, lambda f: f.e2e.p99, 0.99, row_e2e, lambda f: f.e2e),
+    Spec(metric("error_share"), "", True, error_share),
+    Spec(metric("tpot_server_ms"), "P50", False, lambda f: f.tpot_server.p50, of=lambda f: f.tpot_server),
+    Spec(metric("output_tokens_per_s_server"), "", False, lambda f: f.output_tokens_per_s_server),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class LevelChange:
-    """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing), and
-    each run's 95 % interval of it (None: none to give)."""
+    """One figure of one load level in both runs: A, B, the relative change (None: A is 0 or missing), each
+    run's 95 % interval of it (None: none to give) and, for a percentile, each run's n: the values it was
+    computed over, one per repeat (() for a figure that is no percentile)."""
 
     figure: str
     unit: Unit
@@ -119,6 +134,8 @@ class LevelChange:
     headline: bool
     a_interval: Interval | None = None
     b_interval: Interval | None = None
+    a_n: tuple[int, ...] = ()
+    b_n: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +206,12 @@ def repeat_values(spec: Spec, points: Sequence[BenchPoint]) -> list[float]:
     return [v for p in points if (v := spec.get(p.figures)) is not None]
 
 
+def counts(spec: Spec, points: Sequence[BenchPoint]) -> tuple[int, ...]:
+    """A percentile's n in each repeat of a level that has it; () for a figure that is no percentile."""
+    of = spec.of
+    return () if of is None else tuple(of(p.figures).n for p in points if spec.get(p.figures) is not None)
+
+
 def value(spec: Spec, points: Sequence[BenchPoint]) -> float | None:
     """A figure of a level's repeats = the median of its repeats' values (the value itself for one run)."""
     values = repeat_values(spec, points)
@@ -239,7 +262,8 @@ def compare_point(
         ia, ib = figure_interval(spec, a_points, a_ordered), figure_interval(spec, b_points, b_ordered)
         change = None if va is None or vb is None else relative(va, vb)
         verdict = judge(spec, va, vb, threshold, ia, ib)
-        changes.append(LevelChange(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib))
+        ns = counts(spec, a_points), counts(spec, b_points)
+        changes.append(LevelChange(spec.name, spec.unit, va, vb, change, verdict, spec.headline, ia, ib, *ns))
     notes = tuple(
         f"run {name} was client-bound here" for name, ps in (("A", a_points), ("B", b_points))
         if any(p.client_bound for p in ps)
@@ -294,7 +318,7 @@ def describe_change(c: LevelChange) -> str:
     if c.change is not None:
         return f"{c.change:+.1%}"
     diff = c.b - c.a
-    return f"{diff * 100:+.1f} pt" if c.unit == "share" else f"{diff:+.3g} {c.unit}"
+    return f"{diff * 100:+.1f} pt" if c.unit == "share" else f"{diff:+.3g} {UNIT_TEXT[c.unit]}"
 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:

@@ -20,10 +20,11 @@ from typing import Any
 
 from tokenpace.config.endpoints import Config
 from tokenpace.config.prices import Price
+from tokenpace.config.windows import RowKey
 from tokenpace.store.database import Store
 from tokenpace.store.rollup import HOUR
 from tokenpace.store.usage import HourSpend, hourly
-from tokenpace.store.windows import EndpointRow, RowKey
+from tokenpace.store.windows import EndpointRow
 
 PER = 1_000_000  # prices are per this many tokens
 

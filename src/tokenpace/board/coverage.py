@@ -10,8 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from tokenpace.board import numbers
+from tokenpace.config.windows import Window
 from tokenpace.store.database import epoch
-from tokenpace.store.windows import EndpointRow, Window
+from tokenpace.store.windows import EndpointRow
 
 FULL_COVER = 0.95  # samples spanning this share of a window: it is named as the window itself
 

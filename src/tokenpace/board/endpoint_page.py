@@ -20,15 +20,18 @@ from typing import Any
 from tokenpace.board import cost, heatmap, regions, uptime
 from tokenpace.board.bursts import Bursts, bursts, grouped, point_member
 from tokenpace.board.changes import Change, change_dict, series_changes
+from tokenpace.board.copying import CopyMedian, point_medians
 from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.leaderboard_page import ranked
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.board.ranking import Board, Entry
 from tokenpace.board.rows import client_bound_only
 from tokenpace.board.summary import bursts_dict
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import Window
 from tokenpace.prompts import canary
 from tokenpace.store.series import SamplePoint, series
-from tokenpace.store.windows import EndpointRow, Window, endpoint_name, endpoint_rows
+from tokenpace.store.windows import EndpointRow, endpoint_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,12 @@ class EndpointPage:
         passed, checked = sum(r.canary_passed for r in self.shown), sum(r.canary_checked for r in self.shown)
         return canary.pass_rate(passed, checked), passed, checked
 
+    @property
+    def copying(self) -> dict[str, CopyMedian]:
+        """The median copy ratio per workload shown, over its published successful samples in the window."""
+        found = point_medians(self.points)
+        return {w: found[w] for w in self.workloads if w in found}
+
     def data(self) -> dict[str, Any]:
         """The page's JSON twin."""
         heat = self.heat and {
@@ -109,7 +118,7 @@ class EndpointPage:
             "changes": [change_dict(c) for c in self.changes], "hour_of_week": heat,
             "canary": dict(zip(("rate", "passed", "checked"), self.canary, strict=True)),
             "standing": [s.data() for s in self.standings], "client_bound_only": self.uncharted,
-            "coverage": self.cover.data(),
+            "coverage": self.cover.data(), "copy_ratio": {w: m.data() for w, m in self.copying.items()},
         }  # fmt: skip
 
 

@@ -31,7 +31,7 @@ class Grid:
 
 
 def region_grid(rows: Sequence[EndpointRow], config: Config) -> Grid | None:
-    """The grid of rows read one per (endpoint, region) (windows.EACH) of one workload; None unless the rows come
+    """The grid of rows read one per (endpoint, region) (config/windows.EACH) of one workload; None unless the rows come
     from more than one region."""
     found = {r.region or "" for r in rows}
     if len(found) < 2:

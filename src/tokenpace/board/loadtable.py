@@ -20,17 +20,37 @@ from rich.table import Table
 from tokenpace.board import console as clean
 from tokenpace.board import numbers
 from tokenpace.board.compare import Comparison, LevelChange, describe_change
+from tokenpace.load.figures import EARLY_STOPPED, TAIL_Q
 from tokenpace.load.results import BenchPoint, BenchResult
-from tokenpace.measure.catalogue import metric
-from tokenpace.measure.stats import commonest
+from tokenpace.measure.catalogue import UNIT_TEXT, metric
+from tokenpace.measure.stats import ES_CONFIDENCE, commonest
 
-# Headers of figures counted in tokens: the count's name on a line of its own (o200k, or the server's).
-TOK_S, TPOT_P50, TPOT_P99 = (f"{h}\n{metric('tpot').tokens}" for h in ("output\ntok/s", "TPOT\nP50", "TPOT\nP99"))
-SERVER_TOK_S = f"output\ntok/s\n{metric('output_tokens_per_s_server').tokens}"
-SERVER_TPOT_P50 = f"TPOT\nP50\n{metric('tpot_server').tokens}"
-NARROW_DROPS = (TPOT_P99, "ITL\nP99", "in\nflight", "dispatch\nP99")  # left out below 120 columns (invalid: a line)
+
+def _head(key: str, under: str = "") -> str:
+    """A two-line header: a figure's narrow label (measure/catalogue.py) over its statistic or unit ("TTFT" over
+    "P50"), or the label alone on two lines ("SLO" over "met"); a figure in the server's tokens says so on a
+    third line."""
+    m = metric(key)
+    head = f"{m.narrow}\n{under}" if under else m.narrow.replace(" ", "\n", 1)
+    return f"{head}\n{m.tokens}" if m.tokens == "server" else head  # beside o200k's column of the same label
+
+
+def _rate_head(key: str) -> str:
+    return _head(key, metric(key).unit_text)
+
+
+# Left out below 120 columns (an invalid level's dispatch delay gets a line of its own).
+NARROW_DROPS = (_head("tpot_ms", "P99"), _head("itl_ms", "P99"), _head("concurrency_held"), _head("wait_ms", "P99"))
 # Then, in turn, while the table is wider than the terminal (an SLO's and the client's columns, 4-digit TTFTs).
-NARROWER_DROPS = (SERVER_TPOT_P50, SERVER_TOK_S, TPOT_P50, "E2E\nP50", TOK_S, "TTFT\nP99")
+NARROWER_DROPS = (
+    _head("tpot_server_ms", "P50"),
+    _rate_head("output_tokens_per_s_server"),
+    _head("tpot_ms", "P50"),
+    _head("e2e_ms", "P50"),
+    _rate_head("output_tokens_per_s"),
+    _head("ttft_ms", "P99"),
+)
+_NARROW_LATENCIES = tuple(metric(key).narrow for key in ("ttft_ms", "tpot_ms", "e2e_ms"))  # a tag's line
 UNBOUNDED = 10_000  # columns: a table measured at its natural width
 VERDICT_STYLE = {"better": "green", "worse": "bold red", "same": "dim", "n/a": "dim"}
 
@@ -41,13 +61,15 @@ def server_tokens(result: BenchResult) -> bool:
 
 
 def _level_columns(result: BenchResult) -> list[str]:
-    """Short headers and no borders: fourteen columns fit a 120-column terminal."""
-    server = [SERVER_TOK_S] if server_tokens(result) else []
-    cols = ["load", "ok/\nall", "req/s", TOK_S, *server, "TTFT\nP50", "TTFT\nP99", TPOT_P50, TPOT_P99]
-    cols += [SERVER_TPOT_P50] if server else []
-    cols += ["ITL\nP99", "E2E\nP50"]
-    cols += ["goodput\nreq/s", "SLO\nmet"] if result.slo is not None else []
-    cols += ["in\nflight", "dispatch\nP99"]
+    """Two-line headers and no borders: fourteen columns fit a 120-column terminal."""
+    server = server_tokens(result)
+    cols = ["load", "ok/\nall", _rate_head("request_rate"), _rate_head("output_tokens_per_s")]
+    cols += [_rate_head("output_tokens_per_s_server")] if server else []
+    cols += [_head(key, stat) for key in ("ttft_ms", "tpot_ms") for stat in ("P50", "P99")]
+    cols += [_head("tpot_server_ms", "P50")] if server else []
+    cols += [_head("itl_ms", "P99"), _head("e2e_ms", "P50")]
+    cols += [_rate_head("goodput"), _head("slo_attainment")] if result.slo is not None else []
+    cols += [_head("concurrency_held"), _head("wait_ms", "P99")]
     return cols + (["client"] if any(p.client_bound or p.invalid for p in result.points) else [])
 
 
@@ -58,7 +80,7 @@ def _row(p: BenchPoint, slo: bool, flag: bool, server: bool) -> list[str]:
     if server:
         tok_s, tpot = [*tok_s, f.output_tokens_per_s_server], [*tpot, f.tpot_server.p50]
     ms = [numbers.figure_text(v, "ms") for v in (f.ttft.p50, f.ttft.p99, *tpot, f.itl.p99, f.e2e.p50)]
-    cells = [label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
+    cells = [load_label(p), f"{f.ok}/{f.requests}", numbers.rate(f.request_rate)]
     cells += [*(numbers.figure_text(v) for v in tok_s), *ms]
     cells += [numbers.rate(f.goodput), numbers.percent(f.slo_attainment)] if slo else []
     cells += [f"{f.concurrency_held:.1f}", numbers.figure_text(f.wait.p99, "ms")]
@@ -66,7 +88,7 @@ def _row(p: BenchPoint, slo: bool, flag: bool, server: bool) -> list[str]:
     return cells + ([state] if flag else [])
 
 
-def label(p: BenchPoint) -> str:
+def load_label(p: BenchPoint) -> str:
     """The load, and which run of --repeat: "concurrency 4 #2"."""
     return p.load.describe() + (f" #{p.repeat}" if p.repeat else "")
 
@@ -105,18 +127,23 @@ def fitting_table(console: Console, result: BenchResult) -> Table:
 def print_result(console: Console, result: BenchResult) -> None:
     """A row per load level (latencies in ms), then per level its errors and tags, then the saturation rate."""
     console.print(fitting_table(console, result))
+    console.print(legend_line(server_tokens(result)), highlight=False)
     for p in result.points:
         f = p.figures
         if p.invalid:
-            console.print(f"  [bold red]{clean.shown(label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True)
+            console.print(
+                f"  [bold red]{clean.shown(load_label(p))} invalid:[/] {clean.shown(p.invalid)}", soft_wrap=True
+            )
             console.print(f"    {clean.shown(schedule_line(p))}", soft_wrap=True, highlight=False)
         if f.errors:
             kinds = ", ".join(f"{kind} {n}" for kind, n in commonest(f.errors)[:5])
             console.print(f"  {p.load.describe()}: errors {clean.shown(kinds)}", soft_wrap=True, highlight=False)
+        if f.ok:
+            console.print(f"  {clean.shown(tail_line(p))}", highlight=False)  # wrapped: it is long
         for t in f.by_tag:
             ms = "  ".join(
-                f"{name} P50 {numbers.figure_text(v, 'ms')} ms"
-                for name, v in (("TTFT", t.ttft.p50), ("TPOT", t.tpot.p50), ("E2E", t.e2e.p50))
+                f"{name} P50 {numbers.figure_text(fig.p50, 'ms')} ms ({numbers.count(fig.n)})"
+                for name, fig in zip(_NARROW_LATENCIES, (t.ttft, t.tpot, t.e2e), strict=True)
             )
             line = f"  {p.load.describe()}  ·  {clean.shown(t.tag or '(untagged)')}: {t.ok}/{t.requests} ok  {ms}"
             console.print(line, soft_wrap=True, highlight=False)
@@ -124,6 +151,28 @@ def print_result(console: Console, result: BenchResult) -> None:
         console.print("[yellow]client bound:[/] this client lagged there; its timings are inflated")
     if (said := saturation_line(result)) is not None:
         console.print(said, soft_wrap=True, highlight=False)
+
+
+def tail_line(p: BenchPoint) -> str:
+    """A level's P99s, each with its n and MLPerf's early-stopping estimate: "concurrency 4 P99: TTFT 412 ms
+    (n=300; early stopping at 99%: P97.8 ≤ 430 ms, P99 needs 662)  TPOT ..."."""
+    f = p.figures
+    said = []
+    for name in EARLY_STOPPED:
+        fig, es = getattr(f, name), f.early_stopping.get(name)
+        stop = (
+            "" if es is None else f"; early stopping at {ES_CONFIDENCE:.0%}: {numbers.early_stop_text(es, 'ms', 'ms')}"
+        )
+        value = numbers.figure_text(fig.p99, "ms")  # TAIL_Q's percentile
+        said.append(f"{metric(name + '_ms').narrow} {value} ms ({numbers.count(fig.n)}{stop})")
+    return f"{load_label(p)} {numbers.percentile_name(TAIL_Q)}: " + "  ".join(said)
+
+
+def legend_line(server: bool = False) -> str:
+    """What the narrow headers leave out: whose tokens TPOT is per, and that throughput is the whole run's (and,
+    with ``server``, the same of the columns in the server's tokens)."""
+    keys = ("tpot_ms", "output_tokens_per_s") + (("tpot_server_ms", "output_tokens_per_s_server") if server else ())
+    return "  ·  ".join(f"{' '.join(_head(k).split())}: {metric(k).detail}" for k in keys)
 
 
 def saturation_line(result: BenchResult) -> str | None:
@@ -146,13 +195,15 @@ def schedule_line(p: BenchPoint) -> str:
     f = p.figures
     w = f.wait
     delay = " / ".join(numbers.figure_text(v, "ms") for v in (w.p50, w.p90, w.p99, w.max))
-    pairs = (("TTFT", f.ttft, f.ttft_from_schedule), ("E2E", f.e2e, f.e2e_from_schedule))
+    ttft, e2e = (metric(key).narrow for key in ("ttft_ms", "e2e_ms"))
+    pairs = ((ttft, f.ttft, f.ttft_from_schedule), (e2e, f.e2e, f.e2e_from_schedule))
     lat = "  ".join(
         f"{name} P50 {numbers.figure_text(sent.p50, 'ms')} -> {numbers.figure_text(sched.p50, 'ms')}, "
         f"P99 {numbers.figure_text(sent.p99, 'ms')} -> {numbers.figure_text(sched.p99, 'ms')}"
         for name, sent, sched in pairs
     )
-    return f"dispatch delay P50/P90/P99/max {delay} ms · from send -> from schedule (ms): {lat}"
+    n = numbers.count(w.n)
+    return f"{metric('wait_ms').noun} P50/P90/P99/max {delay} ms ({n}) · from send -> from schedule (ms): {lat}"
 
 
 def _value(c: LevelChange, v: float | None) -> str:
@@ -160,15 +211,20 @@ def _value(c: LevelChange, v: float | None) -> str:
         return numbers.percent(v)
     if c.unit == "req/s":
         return numbers.rate(v)
-    return numbers.figure_text(v, "ms") + " ms" if c.unit == "ms" and v is not None else numbers.figure_text(v)
+    if c.unit in ("ms", "ms/tok") and v is not None:
+        return f"{numbers.figure_text(v, 'ms')} {UNIT_TEXT[c.unit]}"
+    return numbers.figure_text(v)
 
 
-def _with_interval(c: LevelChange, v: float | None, interval: tuple[float, float] | None) -> str:
-    """The value, and its 95 % interval dim beneath it: "102 ms" over "98-110"."""
-    if interval is None:
-        return _value(c, v)
-    lo, hi = (_value(c, x).removesuffix(" ms") for x in interval)
-    return f"{_value(c, v)}\n[dim]{lo}-{hi}[/]"
+def _with_interval(
+    c: LevelChange, v: float | None, interval: tuple[float, float] | None, ns: tuple[int, ...] = ()
+) -> str:
+    """The value, and its 95 % interval and n dim beneath it: "102 ms" over "98-110, n=300" (n per repeat:
+    "n=300/298/301")."""
+    unit = f" {UNIT_TEXT[c.unit]}"
+    below = [] if interval is None else ["-".join(_value(c, x).removesuffix(unit) for x in interval)]
+    below += ["n=" + "/".join(f"{n:,}" for n in ns)] if ns else []
+    return _value(c, v) + (f"\n[dim]{', '.join(below)}[/]" if below else "")
 
 
 def print_comparison(console: Console, comparison: Comparison) -> None:
@@ -184,7 +240,7 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         for c in pc.changes:
             name = c.figure if c.headline else f"{c.figure} [dim](not in the verdict)[/]"
             verdict = f"[{VERDICT_STYLE[c.verdict]}]{c.verdict}[/]"
-            a, b = _with_interval(c, c.a, c.a_interval), _with_interval(c, c.b, c.b_interval)
+            a, b = _with_interval(c, c.a, c.a_interval, c.a_n), _with_interval(c, c.b, c.b_interval, c.b_n)
             table.add_row(name, a, b, describe_change(c), verdict)
         console.print(table)
         for note in pc.notes:

@@ -18,10 +18,12 @@ from typing import Any
 from tokenpace.board import cost, regions
 from tokenpace.board.coverage import Coverage, coverage
 from tokenpace.board.grid import Grid, grid_dict, region_grid
+from tokenpace.board.medians import ModelRow, model_rows
 from tokenpace.board.pageparts import PageRegion, PageSource, choose_region, costs, latest_first, rows_data, scrubbed
 from tokenpace.board.rows import client_bound_only, failing
+from tokenpace.config.windows import EACH, Window
 from tokenpace.store.series import SamplePoint, model_series
-from tokenpace.store.windows import EACH, EndpointRow, ModelRow, Window, endpoint_rows, model_rows, present_models
+from tokenpace.store.windows import EndpointRow, endpoint_rows, present_models
 
 
 @dataclass(frozen=True, slots=True)

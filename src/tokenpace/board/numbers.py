@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tokenpace.text import printable as printable  # re-exported: pages and the terminal format here
+
+if TYPE_CHECKING:  # for its type only: measure.stats reaches the tokenizer, which `--help` must not load
+    from tokenpace.measure.stats import EarlyStop
 
 DASH = "—"
 Kind = Literal["num", "ms", "int", "s"]
@@ -97,3 +100,24 @@ def duration(seconds: float) -> str:
     if seconds < 2 * 3600:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.0f} h" if seconds <= 72 * 3600 else f"{seconds / 86400:.0f} d"
+
+
+def percentile_name(q: float) -> str:
+    """A quantile as a percentile's name: 0.99 -> "P99", 0.978 -> "P97.8"."""
+    return f"P{round(q * 100, 6):g}"
+
+
+def count(n: int) -> str:
+    """The n beside a percentile: how many values it was computed over ("n=1,234")."""
+    return f"n={n:,}"
+
+
+def early_stop_text(es: EarlyStop, kind: Kind = "ms", unit: str = "") -> str:
+    """MLPerf's early-stopping estimate in words: "P99 ≤ 430 ms"; from fewer values than it needs, what they
+    bound and what the asked percentile needs ("P97.8 ≤ 430 ms, P99 needs 662"), or that they bound nothing
+    ("too few, P99 needs 662"). The confidence is the caller's to say."""
+    needs = f"{percentile_name(es.q)} needs {es.needed:,}"
+    if es.bounded is None:
+        return f"too few, {needs}"
+    said = f"{percentile_name(es.bounded)} ≤ {figure_text(es.bound, kind)}" + (f" {unit}" if unit else "")
+    return said if es.bounded >= es.q else f"{said}, {needs}"

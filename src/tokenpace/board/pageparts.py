@@ -14,13 +14,15 @@ from typing import Any, Protocol, TypeVar
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Kept, change_dict
 from tokenpace.board.rows import row_dict
+from tokenpace.board.rules import StaleAfter
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import Window
 from tokenpace.schedule.cadence import Job
-from tokenpace.schedule.sampler import Status
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.series import SamplePoint
 from tokenpace.store.usage import typical
-from tokenpace.store.windows import EndpointRow, Window, present
+from tokenpace.store.windows import EndpointRow, present
 
 T = TypeVar("T")
 RECENT = 20  # samples listed under the charts: enough to see a pattern, short enough to scan
@@ -42,7 +44,7 @@ class PageSource(Protocol):
     @property
     def now(self) -> Callable[[], datetime]: ...
     @property
-    def stale_after(self) -> Callable[[EndpointRow], float | None]: ...
+    def stale_after(self) -> StaleAfter: ...
     @property
     def long_workloads(self) -> Collection[str]: ...
     @property

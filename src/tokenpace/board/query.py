@@ -10,8 +10,8 @@ from typing import Any, Literal, cast
 from urllib.parse import urlencode
 
 from tokenpace.board import regions
+from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS, Window
 from tokenpace.errors import BadRequest
-from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, Window
 
 SortOrder = Literal["asc", "desc"]
 ClientBound = Literal["exclude", "include"]

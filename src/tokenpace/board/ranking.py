@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +24,7 @@ from typing import Any
 from tokenpace.board import cost, regions
 from tokenpace.board.changes import Change, change_dict, describe, read_current
 from tokenpace.board.coverage import Coverage, coverage
+from tokenpace.board.medians import ModelRow, model_rows
 from tokenpace.board.query import METRIC_OF, Query
 from tokenpace.board.rows import (
     TRUTH_FIELDS,
@@ -35,24 +36,13 @@ from tokenpace.board.rows import (
     row_dict,
     truth_dict,
 )
-from tokenpace.board.rules import UNMEASURED_LIMIT, never_stale
-from tokenpace.config.endpoints import Config
+from tokenpace.board.rules import UNMEASURED_LIMIT, StaleAfter, never_stale
+from tokenpace.config.endpoints import Config, endpoint_name
+from tokenpace.config.windows import EACH, WINDOWS, RowKey, Window
 from tokenpace.config.workloads import ordered as ordered_workloads
 from tokenpace.store.database import Store, epoch
 from tokenpace.store.usage import typical
-from tokenpace.store.windows import (
-    EACH,
-    METRICS,
-    WINDOWS,
-    EndpointRow,
-    ModelRow,
-    RowKey,
-    Window,
-    endpoint_name,
-    endpoint_rows,
-    model_rows,
-    present,
-)
+from tokenpace.store.windows import METRICS, EndpointRow, endpoint_rows, present
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +194,7 @@ def ranked_on(r: EndpointRow, sort: str) -> int:
 
 
 def arrange(
-    m: Snapshot, query: Query, now: datetime, *, stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    m: Snapshot, query: Query, now: datetime, *, stale_after: StaleAfter = never_stale,
     config: Config | None = None, changes: Mapping[RowKey, Change] | None = None, expected: Collection[RowKey] = (),
 ) -> Board:  # fmt: skip
     """The board for a query, ranking rows with enough samples and a figure to sort by (:func:`_ranks`).
@@ -281,7 +271,7 @@ def read_board(
     query: Query,
     now: datetime,
     *,
-    stale_after: Callable[[EndpointRow], float | None] = never_stale,
+    stale_after: StaleAfter = never_stale,
     long_workloads: Collection[str] = (),
     config: Config | None = None,
     expected: Collection[RowKey] = (),

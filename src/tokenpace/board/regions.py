@@ -19,8 +19,8 @@ from collections.abc import Collection, Sequence
 
 from tokenpace.config.endpoints import Config
 from tokenpace.config.regions import NAME, RESERVED
+from tokenpace.config.windows import EACH
 from tokenpace.errors import BadRequest
-from tokenpace.store.windows import EACH
 
 ALL, LOCAL = RESERVED  # every region pooled; the storing process's own samples
 

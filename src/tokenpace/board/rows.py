@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from tokenpace.board.medians import ModelRow
 from tokenpace.board.regions import token
 from tokenpace.board.sufficiency import as_shown, tails_withheld
-from tokenpace.measure.stats import Figure
-from tokenpace.store.windows import METRICS, EndpointRow, ModelRow
+from tokenpace.measure.stats import Figure, with_n
+from tokenpace.store.windows import METRICS, EndpointRow
 
 FAILING_BELOW = 0.9  # a success rate under this is marked beside the endpoint's name: more than 1 request in 10 fails
 # A canary pass rate under this is marked "fast but wrong" beside the name: more than 1 answer in 20 did not begin
@@ -50,7 +51,7 @@ def iso(t: datetime | None) -> str | None:
 def figure_dict(f: Figure, statistic: str) -> dict[str, Any]:
     """A metric's figure with its headline (the window's statistic: mean or median) beside n and percentiles;
     a tail too few samples bound is null, and ``withheld`` says why (sufficiency.py)."""
-    return {"headline": f.headline(statistic), **dataclasses.asdict(as_shown(f)), "withheld": tails_withheld(f)}
+    return {"headline": f.headline(statistic), **with_n(as_shown(f)), "withheld": tails_withheld(f)}
 
 
 TRUTH_FIELDS = ("cached", "cold", "canary_checked", "canary_passed", "canary_rate", "fast_but_wrong")

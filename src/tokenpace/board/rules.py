@@ -9,7 +9,7 @@ sample on: it is marked "not measured any more" rather than kept looking current
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from tokenpace.config.endpoints import Config
@@ -20,6 +20,7 @@ LONG_CONTEXT_TOKENS = 100_000  # workloads this long get the window's long span 
 # The limit of a row no running job measures: stale from its last sample on. rows.py's and the pages' "not
 # measured any more" is a limit of exactly this.
 UNMEASURED_LIMIT = 0.0
+StaleAfter = Callable[[EndpointRow], float | None]  # a row's silence limit in seconds (None: never stale)
 
 
 @dataclass(frozen=True, slots=True)

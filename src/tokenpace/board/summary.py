@@ -11,31 +11,27 @@ from typing import Any
 from tokenpace.board.bursts import Bursts, bursts, grouped, sample_member
 from tokenpace.clients import protocol_for
 from tokenpace.config.presets import ProtocolName
+from tokenpace.measure.catalogue import Metric, metric
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
-from tokenpace.measure.stats import Figure, figure, success_rate
+from tokenpace.measure.stats import Figure, figure, success_rate, with_n
 from tokenpace.prompts import canary
 
 TOP_MESSAGES = 3  # per error kind
 MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
 
-# (field of Metrics, label, unit) in the order they are shown.
-FIGURES: tuple[tuple[str, str, str], ...] = (
-    ("ttft_ms", "TTFT", "ms"),
-    ("output_speed", "Output speed", "tok/s"),
-    ("e2e_ms", "End-to-end", "ms"),
-    ("t100_ms", "Time to 100 tokens", "ms"),
-    ("ttfb_ms", "Time to first byte", "ms"),
-    ("gap_p95_ms", "Gap p95 (per request)", "ms"),
-    ("gap_max_ms", "Gap max (per request)", "ms"),
-    ("output_tokens", "Output tokens (o200k)", "tok"),
-    ("token_diff", "o200k - provider tokens", "tok"),
-)
+# The figures a run's summary shows, in their order: fields of Metrics, each named by its catalogue row.
+SUMMARY_KEYS = (
+    "ttft_ms", "output_speed", "e2e_ms", "t100_ms", "thinking_ms", "e2e500_ms", "ttfb_ms", "gap_p95_ms",
+    "gap_max_ms", "output_tokens", "token_diff",
+)  # fmt: skip
+SUMMARY_FIGURES: tuple[Metric, ...] = tuple(map(metric, SUMMARY_KEYS))
 
 
 def _stat_dict(f: Figure) -> dict[str, Any]:
-    # The keys `tokenpace run --json` has always printed (count is Figure.n): a script reading them keeps working.
-    return {"count": f.n, "p5": f.p5, "p50": f.p50, "p95": f.p95, "mean": f.mean}
+    # The keys `tokenpace run --json` has always printed (count is Figure.n): a script reading them keeps working;
+    # "n" beside them as every export writes a figure (stats.with_n).
+    return {"count": f.n} | with_n(f, ("p5", "p50", "p95", "mean"))
 
 
 def bursts_dict(b: Bursts) -> dict[str, Any]:
@@ -165,9 +161,8 @@ def summarise(
     cold samples' TTFT apart as well (``cold_after_s``: the threshold they were tagged by, for the reader)."""
     ok = [s for s in samples if s.ok]
     figures = {}
-    for name, _label, _unit in FIGURES:
-        values = [v for s in ok if (v := getattr(s.metrics, name)) is not None]
-        figures[name] = figure(values)
+    for m in SUMMARY_FIGURES:
+        figures[m.key] = figure([v for s in ok if (v := getattr(s.metrics, m.key)) is not None])
     errors = Counter(str(s.error_kind) for s in samples if not s.ok)
     verdicts = [s.canary_ok for s in samples if s.canary_ok is not None]
     return Summary(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -16,22 +16,23 @@ from tokenpace.board import console as clean
 from tokenpace.board import numbers, regions, rows
 from tokenpace.board.query import METRIC_OF
 from tokenpace.board.ranking import Board, Entry
-from tokenpace.board.summary import FIGURES, Summary, summarise
+from tokenpace.board.summary import SUMMARY_FIGURES, Summary, summarise
 from tokenpace.board.warmcold import WarmCold
 from tokenpace.config.presets import Preset
+from tokenpace.config.windows import EACH
 from tokenpace.load.engine import RunResult
+from tokenpace.measure.catalogue import Metric, metric
 from tokenpace.measure.sample import Sample
-from tokenpace.store.windows import EACH
 
 # The terminal's columns, in the page's order (the page adds provider, plan and model): (key, label); sortable
-# keys are those in SORTS.
+# keys are those in SORTS. A figure's label and unit (measure/catalogue.py); the rest of its header, whose tokens
+# and after what, is too wide for a table that must fit a terminal: the line under it says it (key_line).
+BOARD_FIGURES = tuple(map(metric, METRIC_OF.values()))
 TERMINAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("rank", "#"),
     ("name", "Endpoint"),
-    ("speed", "Output speed (tok/s)"),
-    ("ttft", "TTFT (ms)"),
-    ("e2e", "End-to-end (ms)"),
-    ("success", "Success"),
+    *((key, f"{m.label} ({m.unit_text})") for key, m in zip(METRIC_OF, BOARD_FIGURES, strict=True)),
+    ("success", metric("success_rate").label),
     ("samples", "Samples"),
     ("price", "$/1M (3:1)"),
     ("cost", "$/request"),
@@ -54,11 +55,12 @@ def print_summary(console: Console, s: Summary) -> None:
         columns = ("figure", "unit", "n", "P5", "P50", "P95", "mean") + (("set",) if s.truth is not None else ())
         for col in columns:
             table.add_column(col, justify="left" if col in ("figure", "unit") else "right")
-        rows = [(name, label, unit, s.figures[name]) for name, label, unit in FIGURES]
+        rows = [(m.key, m.label, m.unit_header, s.figures[m.key]) for m in SUMMARY_FIGURES]
         if s.groups is not None:
+            speed, first = metric("output_speed"), metric("ttft_ms")
             rows += [
-                ("", f"Group output speed ({s.groups.count} groups)", "tok/s", s.groups.speed),
-                ("", "Group TTFT spread", "ms", s.groups.ttft_spread),
+                ("", f"Group {speed.noun} ({s.groups.count} groups)", speed.unit_header, s.groups.speed),
+                ("", f"Group {first.noun} spread", first.unit_header, s.groups.ttft_spread),
             ]
         for name, label, unit, st in rows:
             cells = [label, unit, str(st.n), *(numbers.figure_text(v) for v in (st.p5, st.p50, st.p95, st.mean))]
@@ -66,12 +68,15 @@ def print_summary(console: Console, s: Summary) -> None:
                 cells.append(numbers.figure_text(s.truth.get(name)) if name in s.truth else "")
             table.add_row(*cells)
         console.print(table)
+        console.print(key_line(SUMMARY_FIGURES), highlight=False)
         if s.truth is not None:
             console.print("set: what the simulator was told to do (its true TTFT and output speed)")
     if (c := s.cold) is not None:
         after = numbers.interval(c.after_s) if c.after_s >= 1 else f"{c.after_s:g} s"
-        cold_ms, warm_ms = (numbers.figure_text(f.p50, "ms") for f in (c.ttft_cold, c.ttft_warm))
-        ttft = f"TTFT p50 cold {cold_ms} ms vs warm {warm_ms} ms"
+        cold_ms, warm_ms = (
+            f"{numbers.figure_text(f.p50, 'ms')} ms ({numbers.count(f.n)})" for f in (c.ttft_cold, c.ttft_warm)
+        )
+        ttft = f"TTFT p50 cold {cold_ms} vs warm {warm_ms}"
         console.print(f"{c.count} of {s.samples} cold (idle >= {after}): {ttft}", soft_wrap=True, highlight=False)
     for kind, found in s.error_messages.items():
         for m in found:
@@ -193,6 +198,12 @@ def print_board(console: Console, board: Board) -> None:
     _say_empty(console, board)
 
 
+def key_line(figures: Iterable[Metric] = BOARD_FIGURES) -> str:
+    """What a table's columns leave out of its figures' headers, those with a qualifier: "Output speed: after the
+    first chunk, o200k tok/s"."""
+    return "  ·  ".join(f"{m.label}: {m.detail}" for m in figures if m.qualifier)
+
+
 def _say_empty(console: Console, board: Board) -> None:
     if n := board.uncharted:
         console.print(f"{n} successful sample{'s' * (n != 1)}, all client-bound (timed while this client was the "
@@ -247,7 +258,11 @@ def _print_preset_rows(console: Console, presets: Sequence[Preset]) -> None:
             console.print(indent + line, style="dim", highlight=False)
 
 
-_UNITS = {"speed": "tok/s", "ttft": "ms TTFT", "e2e": "ms end-to-end"}
+# What follows each figure's number where the board is packed into lines: a speed's unit says which figure it is.
+_UNITS = {
+    key: m.unit_text if m.unit == "tok/s" else f"{m.unit_text} {m.noun}"
+    for key, m in ((key, metric(figure)) for key, figure in METRIC_OF.items())
+}
 
 
 def _packed(parts: Sequence[str], width: int) -> list[str]:
@@ -270,6 +285,8 @@ def print_leaderboard(console: Console, board: Board) -> None:
     print_board(clean.Console(width=1000, file=drawn, color_system=None), board)  # measured as shown
     if max(map(cell_len, drawn.getvalue().splitlines()), default=0) <= console.width:
         print_board(console, board)
+        if board.entries:
+            console.print(key_line(), highlight=False)
         return
     for line in _packed(_title(board), console.width):
         console.print(line, soft_wrap=True)
@@ -289,3 +306,5 @@ def print_leaderboard(console: Console, board: Board) -> None:
         for line in _packed([*figures, *rest], console.width - 5):
             console.print(f"     {line}", style=style, soft_wrap=True, highlight=False)
     _say_empty(console, board)  # the title once, then the line (print_board would draw its title again)
+    if board.entries:
+        console.print(key_line(), highlight=False)

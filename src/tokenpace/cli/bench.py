@@ -38,12 +38,12 @@ if TYPE_CHECKING:
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.traffic import Load, Slo, Sweep
-    from tokenpace.load.chains import Dataset
     from tokenpace.load.engine import SampleSink
     from tokenpace.load.figures import Done, Figures
     from tokenpace.load.results import BenchPoint, BenchResult
     from tokenpace.load.sweep import Sweeper
     from tokenpace.measure.sample import RunRecord
+    from tokenpace.prompts.chains import Dataset
 
 
 @click.command("bench")

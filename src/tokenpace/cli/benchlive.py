@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from tokenpace.cli.stderr import stderr
 from tokenpace.config.traffic import Load
 from tokenpace.load.figures import Done
+from tokenpace.measure.catalogue import metric
 
 LIVE_WINDOW_S = 10.0  # the live request rate is over the last this many seconds
 LIVE_TTFTS = 200  # the live TTFT p50 is over the last this many successful requests
@@ -44,7 +45,8 @@ class Live:
         if d.sample.ok and d.sample.metrics.ttft_ms is not None and not d.warmup:
             self._ttfts.append(d.sample.metrics.ttft_ms)
         rate = len(self._ends) / max(min(LIVE_WINDOW_S, now - self._since), 1e-3)
-        ttft = f"TTFT p50 {statistics.median(self._ttfts):.0f} ms" if self._ttfts else "TTFT p50 -"
+        name = metric("ttft_ms").label
+        ttft = f"{name} p50 {statistics.median(self._ttfts):.0f} ms" if self._ttfts else f"{name} p50 -"
         live = f"{rate:.1f} req/s  {ttft}" + ("  (warm-up)" if d.warmup else "")
         if self.task is not None:
             self.progress.update(self.task, advance=1, live=live)

@@ -53,11 +53,11 @@ def leaderboard_command(
     from tokenpace.board.query import Query
     from tokenpace.board.rules import rules as board_rules
     from tokenpace.config import endpoints
-    from tokenpace.schedule import sampler
+    from tokenpace.schedule import cadence
     from tokenpace.store.database import open_store
 
     cfg = endpoints.read_config(config_path) if config_path is not None else endpoints.Config()
-    scheduled = sampler.jobs(cfg, cfg.endpoints)
+    scheduled = cadence.jobs(cfg, cfg.endpoints)
     rules = board_rules(cfg, scheduled)
     given = {"window": window, "workload": workload_name, "sort": sort, "provider": provider, "plan": plan}
     given |= {"order": order, "client_bound": client_bound, "region": region}

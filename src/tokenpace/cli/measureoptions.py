@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.presets import ProtocolName
     from tokenpace.config.workloads import Workload
-    from tokenpace.load.chains import Dataset
+    from tokenpace.prompts.chains import Dataset
     from tokenpace.prompts.corpus import Corpus
 
 MAX_RESPONSE_BYTES = 32 * 2**20  # Limits' default, shown by `run --help`
@@ -124,7 +124,7 @@ class Prompts:
         return load_corpus(folder) if folder is not None else None
 
     def dataset(self, cfg: Config, seed: int) -> Dataset:
-        from tokenpace.load.datasets import open_dataset
+        from tokenpace.prompts.datasets import open_dataset
 
         workload = self.workload(cfg)
         return open_dataset(self.data_spec, workload, seed, self.texts(cfg))

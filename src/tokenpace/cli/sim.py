@@ -109,6 +109,7 @@ def sim_command(host: str, port: int, root: str, settings: SimSettings) -> None:
 
     from tokenpace import sim
     from tokenpace.errors import SimulatorError
+    from tokenpace.measure.catalogue import metric
 
     scenario = settings.scenario()
     key = settings.key()
@@ -118,8 +119,9 @@ def sim_command(host: str, port: int, root: str, settings: SimSettings) -> None:
         raise ConfigError(f"--root: {exc}") from None
 
     def bound(url: str) -> None:  # the port actually bound: --port 0 takes any free one
-        speed = f"TTFT {settings.ttft_ms:g} ms, {settings.tokens_per_s:g} tok/s"
-        err.print(f"tokenpace sim on {url} ({speed}; Ctrl-C to stop)")
+        ttft, speed = metric("ttft_ms"), metric("output_speed")
+        said = f"{ttft.label} {settings.ttft_ms:g} {ttft.unit_text}, {settings.tokens_per_s:g} {speed.unit_text}"
+        err.print(f"tokenpace sim on {url} ({said}; Ctrl-C to stop)")
 
     with contextlib.suppress(KeyboardInterrupt):
         run_async(lambda: sim.serve_forever(simulator, host, port, bound))

@@ -63,6 +63,8 @@ provider is two endpoints. A config file looks like::
     wake = true                           # a scheduled run that finds its endpoint cold first sends one 1k
                                           # request alone (a cold sample; the run's are warm); so may a table
     budget_share = 0.1                    # of each plan's limits, where its table sets none
+    one_prompt_per_round = true           # a round sends every endpoint of a model the same documents and task,
+                                          # only the nonce line apart (false: a prompt per endpoint)
 
     [schedule.every]                      # each workload's cadence; an endpoint's is the longer of this and
     "1k" = "plan"                         # its plan's. "plan": the plan's cadence (the default for 1k and for
@@ -119,6 +121,11 @@ def plan_name(provider: str, plan: str) -> str:
     return provider if plan == "default" else f"{provider}:{plan}"
 
 
+def endpoint_name(provider: str, plan: str, model: str) -> str:
+    """``provider/model`` or ``provider:plan/model``: the one naming rule, of a configured endpoint and a stored row."""
+    return f"{plan_name(provider, plan)}/{model}"
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """Where and how to reach one model; holds the name of the key's variable, never the key."""
@@ -134,7 +141,7 @@ class Endpoint:
 
     @property
     def name(self) -> str:
-        return f"{plan_name(self.provider, self.plan)}/{self.model}"
+        return endpoint_name(self.provider, self.plan, self.model)
 
     def api_key(self) -> str | None:
         """The key from the environment, or None when no variable is configured."""

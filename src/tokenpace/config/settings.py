@@ -157,6 +157,9 @@ class ScheduleSettings:
     every: Mapping[str, Cadence] = field(default_factory=lambda: dict(DEFAULT_EVERY))
     cold_after_s: float = DEFAULT_COLD_AFTER_S  # 0: no request is tagged cold
     wake: bool = True  # a scheduled run of an endpoint found cold first sends one 1k request alone
+    # In one round, every endpoint of a canonical model gets the same prompt of a workload but its nonce line
+    # (schedule/rounds.py), as Artificial Analysis runs one prompt on all endpoints; False: a prompt per endpoint.
+    one_prompt_per_round: bool = True
 
     def cadence(self, workload: str) -> Cadence:
         """The workload's cadence; workloads without one (declared ones) follow the plan."""
@@ -248,6 +251,7 @@ class ScheduleTable(pydantic.BaseModel):
     cold_after: ColdAfter = DEFAULT_COLD_AFTER_S
     wake: pydantic.StrictBool = True
     budget_share: BudgetShare = DEFAULT_SHARE  # of each plan's limits, unless its table sets its own
+    one_prompt_per_round: pydantic.StrictBool = True
 
 
 def plan_settings(provider: PlanKeys, plan: PlanKeys, keyed: bool, share: float = DEFAULT_SHARE) -> PlanSettings:
@@ -277,7 +281,9 @@ def schedule_settings(table: ScheduleTable, known: Mapping[str, object]) -> Sche
             raise ValueError(f"schedule.{key}: unknown workload {unknown[0]!r} (known: {', '.join(known)})")
     every = {**DEFAULT_EVERY, **table.every}
     workloads = tuple(dict.fromkeys(table.workloads))
-    return ScheduleSettings(workloads, table.min_samples, table.jitter, every, table.cold_after, table.wake)
+    return ScheduleSettings(
+        workloads, table.min_samples, table.jitter, every, table.cold_after, table.wake, table.one_prompt_per_round
+    )
 
 
 SIM_BASE_URL = "simulated://{provider}"  # a simulated endpoint's address until the service starts its simulator

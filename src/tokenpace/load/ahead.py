@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tokenpace.clients.base import HttpRequest
 from tokenpace.config.traffic import Load
-from tokenpace.load.chains import Dataset, Request
+from tokenpace.prompts.chains import Dataset, Request
 
 BUILD_BATCH = 16  # chains built per turn of the decoder thread: short turns, so decoding never waits long
 AHEAD_BYTES = 64 << 20  # what chains built ahead may hold; at least one is built whatever its size

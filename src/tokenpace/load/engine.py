@@ -1,11 +1,11 @@
 """The engine: a dataset's request chains released to an endpoint under a load, every request sent a stored sample.
 
 Both ways tokenpace measures are one load here. A scheduled or one-shot run (:func:`run_workload`) releases a
-workload's fresh prompts (load/chains.py's FreshPrompts) to each endpoint in turn: a closed loop of
+workload's fresh prompts (prompts/chains.py's FreshPrompts) to each endpoint in turn: a closed loop of
 ``concurrency`` streams, bursts of the workload's own concurrency (the parallel workload), the two turns of a
 paired workload as a chain. A load test (:func:`run_load`, ``tokenpace bench``) releases any dataset in a
 closed or open loop, for a request count or a duration (load/release.py), after its warm-up requests: prompts of
-their own, never the dataset's (load/synthetic.py's WarmedUp). Either way:
+their own, never the dataset's (prompts/synthetic.py's WarmedUp). Either way:
 
 - everything that costs CPU and is not the measurement happens off the clock: chains and their request bytes
   are built ahead on the decoder thread (load/ahead.py), connections are opened before the first release,
@@ -40,7 +40,6 @@ from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import MAX_CONCURRENCY, RUN_MEMORY, Workload
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.ahead import ChainsAhead, chains_ahead
-from tokenpace.load.chains import Dataset, FreshPrompts, Request
 from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.decodegate import DecodeGate
 from tokenpace.load.figures import Done
@@ -48,11 +47,12 @@ from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
 from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.send import Refusals, send_request
-from tokenpace.load.synthetic import WarmedUp
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
 from tokenpace.measure.verdict import judge_figures, stamps
+from tokenpace.prompts.chains import Dataset, FreshPrompts, Request
 from tokenpace.prompts.corpus import Corpus
+from tokenpace.prompts.synthetic import WarmedUp
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
@@ -83,6 +83,7 @@ class RunOptions:
     origin: Origin = field(default_factory=Origin)  # a region's agent and its job; this process by default
     command: str = ""  # as stored with the run
     first_chain: int = 0  # the dataset's chain to start from: a sweep's points never send the same prompts
+    round_seed: int | None = None  # a scheduled round's: its documents and tasks, shared (load/chains.py)
 
 
 @dataclass
@@ -131,7 +132,8 @@ async def run_workload(
 ) -> RunResult:
     """Measure each endpoint in turn with ``options.requests`` of the workload's fresh prompts; one run record.
 
-    Endpoint k's prompts are built from seeds seed + k * requests + i: endpoints never share a prompt. ``refusals``:
+    Endpoint k's prompts are built from seeds seed + k * requests + i: endpoints never share a prompt (with
+    ``options.round_seed``, they share all of it but the nonce line, which follows those seeds). ``refusals``:
     what earlier runs learnt of optional fields each endpoint refuses, and where this run adds what it learns;
     None learns for this call only. ``cold``: when each endpoint's last request ended, and where this run adds
     its own (load/coldstart.py); None knows nothing before this call, and tags with the default threshold.
@@ -142,7 +144,9 @@ async def run_workload(
     n = options.requests
     last = math.ceil(n / 2) if workload.paired else n  # chains: a pair's two turns are one, sent whole
     load = Load(concurrency=concurrency, requests=last, burst=workload.concurrency is not None)
-    targets = [(e, FreshPrompts(workload, seed + k * n, corpus, n)) for k, e in enumerate(endpoints)]
+    targets = [
+        (e, FreshPrompts(workload, seed + k * n, corpus, n, options.round_seed)) for k, e in enumerate(endpoints)
+    ]
     cold = ColdStarts() if cold is None else cold
     # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
     return await _measure_all(

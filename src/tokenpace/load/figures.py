@@ -17,6 +17,11 @@ vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
   send to last end);
 - goodput: requests that met every SLO / the measured window; SLO attainment: their share of all measured requests.
 
+Each per-request latency (TTFT, TPOT, E2E) also has MLPerf's early-stopping estimate of its P99
+(``early_stopping``, measure/stats.py's :func:`early_stop`): the value its P99 is under at 99 % confidence, or,
+from fewer requests than that needs, the highest percentile they do bound. ITL has none: a request's gaps are
+not independent draws, which the binomial rule assumes.
+
 A request meets the SLO when it is ok and each bound set holds for it: TTFT, its TPOT, its longest ITL
 (``itl``) and E2E each at or under the bound; a figure the request lacks (no ITL in a one-chunk answer, no TPOT
 below two tokens) fails its bound, so an SLO never passes a request it could not judge.
@@ -30,9 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tokenpace.config.traffic import Slo
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.metrics import NS_PER_MS, chunk_times, itl_ms, percentile_sorted
 from tokenpace.measure.sample import Sample
-from tokenpace.measure.stats import Figure
+from tokenpace.measure.stats import EarlyStop, Figure, early_stop
 
 # A level whose dispatch delay P99 is above this is invalid (``bench --max-dispatch-p99``). A healthy client's
 # delay is its loop's timer resolution and a request's building, about a millisecond (the 5 ms loop-lag P99 of
@@ -40,6 +46,8 @@ from tokenpace.measure.stats import Figure
 # hundreds of ms to seconds. A quiet level on a shared, loaded 2-core machine measured a P99 of 24 ms: 100 ms
 # lets such a CI runner's jitter pass (a failed gate must mean something) and still catches any stall.
 DISPATCH_P99_MS = 100.0
+TAIL_Q = 0.99  # the percentile an early-stopping estimate is given for: the P99 every level reports
+EARLY_STOPPED = ("ttft", "tpot", "e2e")  # the Figures fields with one, each a value per request
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +100,8 @@ class Figures:
     # In the server's own output tokens (its usage): n counts the ok requests that reported them (0: none did).
     tpot_server: Figure = field(default_factory=Figure)
     output_tokens_per_s_server: float | None = None  # None unless every ok measured request reported them
+    # per EARLY_STOPPED field, MLPerf's early-stopping estimate of its P99 (older documents: none)
+    early_stopping: dict[str, EarlyStop] = field(default_factory=dict)
 
 
 def latency(values: Sequence[float]) -> Figure:
@@ -149,7 +159,8 @@ def dispatch_problem(f: Figures, bound_ms: float | None) -> str:
     p99 = f.wait.p99
     if bound_ms is None or p99 is None or p99 <= bound_ms:
         return ""
-    return f"dispatch delay P99 {p99:.0f} ms > {bound_ms:g} ms: the client sent late, the load was not the one asked"
+    delay = metric("wait_ms").noun
+    return f"{delay} P99 {p99:.0f} ms > {bound_ms:g} ms: the client sent late, the load was not the one asked"
 
 
 def _from_schedule(done: Sequence[Done], name: str) -> list[float]:
@@ -178,11 +189,17 @@ def per_second(count: float, window: float) -> float:
     return count / window if window > 0 else 0.0
 
 
-def _ok_latencies(ok: Sequence[Sample]) -> tuple[Figure, Figure, Figure]:
-    ttft = latency([m for s in ok if (m := s.metrics.ttft_ms) is not None])
-    tpot = latency([t for s in ok if (t := tpot_ms(s)) is not None])
-    e2e = latency([m for s in ok if (m := s.metrics.e2e_ms) is not None])
+def _ok_values(ok: Sequence[Sample]) -> tuple[list[float], list[float], list[float]]:
+    """TTFT, TPOT and E2E of the ok requests that have each, in EARLY_STOPPED's order."""
+    ttft = [m for s in ok if (m := s.metrics.ttft_ms) is not None]
+    tpot = [t for s in ok if (t := tpot_ms(s)) is not None]
+    e2e = [m for s in ok if (m := s.metrics.e2e_ms) is not None]
     return ttft, tpot, e2e
+
+
+def _ok_latencies(ok: Sequence[Sample]) -> tuple[Figure, Figure, Figure]:
+    ttft, tpot, e2e = _ok_values(ok)
+    return latency(ttft), latency(tpot), latency(e2e)
 
 
 def tag_figures(tag: str, done: Sequence[Done]) -> TagFigures:
@@ -202,7 +219,8 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
     ok = [d.sample for d in ok_done]
     window = window_s(measured)
     errors = Counter(str(d.sample.error_kind) for d in measured if not d.sample.ok)
-    ttft, tpot, e2e = _ok_latencies(ok)
+    values = _ok_values(ok)
+    ttft, tpot, e2e = (latency(v) for v in values)
     good = None if slo is None else sum(meets(d.sample, slo) for d in measured)
     server_tokens = server_output_tokens(ok)
     tags = sorted({d.tag for d in measured})
@@ -229,4 +247,5 @@ def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | 
         e2e_from_schedule=latency(_from_schedule(ok_done, "e2e_ms")),
         tpot_server=latency([t for s in ok if (t := server_tpot_ms(s)) is not None]),
         output_tokens_per_s_server=None if server_tokens is None else per_second(server_tokens, window),
+        early_stopping={name: early_stop(sorted(v), TAIL_Q) for name, v in zip(EARLY_STOPPED, values, strict=True)},
     )

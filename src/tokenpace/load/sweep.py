@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.traffic import Load, Slo, Sweep
-from tokenpace.load.chains import Dataset
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
 from tokenpace.load.results import Bracket
 from tokenpace.load.send import Refusals
+from tokenpace.prompts.chains import Dataset
 
 KEEP_UP = 0.9  # completed requests/s over offered requests/s
 MAX_ERRORS = 0.05  # share of failed requests

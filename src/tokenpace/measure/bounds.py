@@ -24,6 +24,9 @@ MAX_IDLE_S = 10 * 365 * 86400.0  # an endpoint's idle time before a request: ten
 # Time to 100 tokens = TTFT + 100 / speed: at most the longest request plus 100 tokens at the slowest speed one can
 # measure (one token over the longest request).
 MAX_T100_MS = MAX_MS + 100 * MAX_MS
+# End-to-end for 500 tokens = the first answer token's time (TTFT + thinking, within one request) + 500 tokens at
+# that slowest speed.
+MAX_E2E500_MS = MAX_MS + 500 * MAX_MS
 # No figure of any kind comes near: the last guard of a reader that knows no figure's own bound (stats.py), so
 # that a sum or a square over a billion values stays finite.
 LARGEST = 1e12
@@ -39,13 +42,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "t100_ms": (0.0, MAX_T100_MS),
     "output_speed": (0.0, MAX_OUTPUT_SPEED),
     "idle_s": (0.0, MAX_IDLE_S),
-    # Bounded by later migrations' own CHECKs (15 and 16), no tighter than these: the loop's lateness at a
+    # Bounded by later migrations' own CHECKs (15, 16 and 17), no tighter than these: the loop's lateness at a
     # timestamp within one request, and a 429's Retry-After (clients/ratelimits.py caps it at a day).
     "client_lag_ms": (0.0, MAX_MS),
     "retry_after_s": (0.0, MAX_REQUEST_S),
+    "copy_ratio": (0.0, 1.0),  # a share (migration 17's CHECK)
 }
 # Figures computed from those (store/rollup.DERIVED): TTFT less the network round trip may be below zero.
-DERIVED_BOUNDS: dict[str, tuple[float, float]] = {"ttft_net_ms": (-MAX_MS, MAX_MS)}
+DERIVED_BOUNDS: dict[str, tuple[float, float]] = {"ttft_net_ms": (-MAX_MS, MAX_MS), "e2e500_ms": (0.0, MAX_E2E500_MS)}
 
 
 def bounds_of(name: str) -> tuple[float, float]:

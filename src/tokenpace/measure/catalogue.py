@@ -7,14 +7,22 @@ that names a figure for a reader (the run summary, the leaderboard's columns, th
 when it is stored, a migration. ``tests/measure/test_catalogue.py`` fails when a module spells a label itself.
 
 Like datasette's settings table: the rows are data, and the page that explains them is written from them.
+
+A figure's percentiles are never written without their n, the number of values they were computed over (the
+successful samples that have the figure, not all samples): exports write a figure by measure/stats.py's
+``with_n``, text says "n=..." by board/numbers.py's ``count``, and a load test's P99s stand beside MLPerf's
+early-stopping estimate (stats.early_stop), which says how far a tail of n values can be trusted.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
+
+from tokenpace.measure import copying
 
 Unit = Literal["ms", "ms/tok", "tok/s", "tok", "share", "req/s", "ratio", "count"]
 Better = Literal["higher", "lower"]
@@ -38,8 +46,11 @@ TOKENIZER = "o200k"  # the one tokenizer every model's tokens are counted with (
 class Metric:
     """One figure: ``key`` as stored and exported, ``label`` as a reader sees it, ``unit``, which way is
     ``better`` (None: neither, a count or a context figure), ``rollup`` (the windows keep its values, so its
-    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none), and
-    ``definition``: one sentence with its formula, as /methodology prints it."""
+    board percentiles are exact), ``tokens`` (whose token count it is in: o200k, the server's, or none),
+    ``definition``: one sentence with its formula, as /methodology prints it, and ``short``, the label where a
+    column has no room. A reader takes what it shows from here: :attr:`header` where a header has room, the
+    label (or :attr:`narrow`) with the header in a title or a line under the table where it has not,
+    :attr:`noun` in a sentence."""
 
     key: str
     label: str
@@ -49,21 +60,52 @@ class Metric:
     rollup: bool = False
     tokens: Literal["o200k", "server"] | None = None
     qualifier: str = ""  # what the label alone leaves out: "after the first chunk"
+    short: str = ""  # the label where a column has no room ("E2E"); the label itself when empty
 
     @property
     def header(self) -> str:
         """A column header that says the definition: "Output speed (after the first chunk, o200k tok/s)"."""
-        unit: str = self.unit
+        return f"{self.label} ({self.detail})" if self.detail else self.label
+
+    @property
+    def detail(self) -> str:
+        """What the header adds to the label: qualifier and unit ("after the first chunk, o200k tok/s")."""
+        return ", ".join(part for part in (self.qualifier, self.unit_header) if part)
+
+    @property
+    def unit_header(self) -> str:
+        """The unit as a header says it, with whose tokens: "o200k tok/s", "ms per o200k token"; "" for a share
+        or a count."""
         if self.tokens and self.unit in ("tok/s", "tok"):
-            unit = f"{self.tokens} {self.unit}"
-        elif self.unit == "ms/tok":
-            unit = f"ms per {self.tokens} token" if self.tokens else "ms per token"
-        inside = ", ".join(part for part in (self.qualifier, unit) if part and part not in ("share", "count"))
-        return f"{self.label} ({inside})" if inside else self.label
+            return f"{self.tokens} {self.unit}"
+        if self.unit == "ms/tok":
+            return f"ms per {self.tokens} token" if self.tokens else "ms per token"
+        return "" if self.unit in ("share", "count") else self.unit
 
     @property
     def higher_better(self) -> bool:
         return self.better == "higher"
+
+    @property
+    def name(self) -> str:
+        """The figure's name as its definition gives it, before " = " and any parenthesis: "Success rate"."""
+        return re.sub(r" \(.*?\)", "", self.definition.split(" = ", 1)[0])
+
+    @property
+    def noun(self) -> str:
+        """:attr:`name` inside a sentence: "success rate", "output speed"; an abbreviation as it is ("TTFT")."""
+        name = self.name
+        return name if name.split(" ", 1)[0].isupper() else name[:1].lower() + name[1:]
+
+    @property
+    def narrow(self) -> str:
+        """The label where a column has no room: :attr:`short`, or the label when it is short already."""
+        return self.short or self.label
+
+    @property
+    def unit_text(self) -> str:
+        """The unit as a sentence writes it after a number: "ms", "tok/s", "%" (:data:`UNIT_TEXT`)."""
+        return UNIT_TEXT[self.unit]
 
 
 FIGURES: tuple[Metric, ...] = (
@@ -102,6 +144,7 @@ FIGURES: tuple[Metric, ...] = (
         "lower",
         "End-to-end = time the stream ended (its last byte or its error) - time the request was sent.",
         rollup=True,
+        short="E2E",
     ),
     Metric(
         "thinking_ms",
@@ -116,7 +159,10 @@ FIGURES: tuple[Metric, ...] = (
         "End-to-end for 500 tokens",
         "ms",
         "lower",
-        "End-to-end for 500 answer tokens = TTFT + thinking time + 500 / output speed, per request.",
+        "End-to-end for 500 answer tokens (Artificial Analysis) = TTFT + thinking time + 500 / output speed, each "
+        "request with its own thinking time (where Artificial Analysis models it from an average over 60 prompts, "
+        "tokenpace measures it per request, so the percentiles carry the spread of thinking too).",
+        rollup=True,
         tokens="o200k",
     ),
     Metric(
@@ -133,7 +179,8 @@ FIGURES: tuple[Metric, ...] = (
         "Gap p95 (per request)",
         "ms",
         "lower",
-        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks).",
+        "Gap p95 = the 95th percentile of one request's inter-chunk gaps (time between consecutive chunks); its n "
+        "is the request's chunk count - 1, exported beside it.",
     ),
     Metric("gap_max_ms", "Gap max (per request)", "ms", "lower", "Gap max = one request's longest inter-chunk gap."),
     Metric(
@@ -151,43 +198,16 @@ FIGURES: tuple[Metric, ...] = (
         None,
         "Token difference = o200k output tokens - the output tokens the provider's usage reported.",
     ),
-    # What a load test's level gives (load/figures.py): TPOT and output throughput in both token counts, o200k
-    # (what the board compares across tokenizers) and the server's own (what vLLM bench serve, SGLang and
-    # AIPerf count, so a deployment's figures compare with theirs).
     Metric(
-        "tpot",
-        "TPOT",
-        "ms/tok",
+        "copy_ratio",
+        "Copy ratio",
+        "share",
         "lower",
-        "TPOT = (E2E - TTFT) / (o200k output tokens - 1), per request.",
+        f"Copy ratio = the answer's {copying.N}-grams of o200k tokens found in the prompt / the answer's "
+        f"{copying.N}-grams, over the answer's first {copying.ANSWER_TOKENS_JUDGED:,} tokens (content and tool "
+        f"calls, not thinking) and the prompt's first {copying.PROMPT_TOKENS_SEARCHED:,}: what prompt-lookup "
+        "drafting could copy.",
         tokens="o200k",
-    ),
-    Metric(
-        "tpot_server",
-        "TPOT",
-        "ms/tok",
-        "lower",
-        "TPOT in server tokens = (E2E - TTFT) / (the output tokens the server's usage reported - 1), per request "
-        "that reported them; a model that hides its thinking counts those tokens but not their time.",
-        tokens="server",
-    ),
-    Metric(
-        "output_tokens_per_s",
-        "Output throughput",
-        "tok/s",
-        "higher",
-        "Output throughput = o200k output tokens of the successful measured requests / the measured window "
-        "(first send to last byte).",
-        tokens="o200k",
-    ),
-    Metric(
-        "output_tokens_per_s_server",
-        "Output throughput",
-        "tok/s",
-        "higher",
-        "Output throughput in server tokens = the output tokens the server's usage reported for the successful "
-        "measured requests / the measured window; only when every one of them reported usage.",
-        tokens="server",
     ),
     # What a window of samples gives (board/rows.py).
     Metric(
@@ -211,6 +231,124 @@ FIGURES: tuple[Metric, ...] = (
         "share",
         "higher",
         "Canary pass rate = answers that began with their prompt's own first line / answers judged.",
+    ),
+    # What a load level of `bench` gives over its measured requests (load/figures.py; board/compare.py judges them).
+    Metric(
+        "request_rate",
+        "Request rate",
+        "req/s",
+        "higher",
+        "Request rate = ok measured requests / the measured window (first measured send to last measured end).",
+        short="Rate",
+    ),
+    Metric(
+        "output_tokens_per_s",
+        "Output throughput",
+        "tok/s",
+        "higher",
+        "Output throughput = output tokens of the ok measured requests / the measured window, every request "
+        "together: not one request's output speed.",
+        tokens="o200k",
+        qualifier="over the whole run",
+        short="Throughput",
+    ),
+    Metric(
+        "output_tokens_per_s_server",
+        "Output throughput in server tokens",
+        "tok/s",
+        "higher",
+        "Output throughput in server tokens = the output tokens the server's usage reported for the ok measured "
+        "requests / the measured window; only when every one of them reported usage (as vLLM bench serve, SGLang "
+        "and AIPerf count them).",
+        tokens="server",
+        qualifier="over the whole run",
+        short="Throughput",
+    ),
+    Metric(
+        "goodput",
+        "Goodput",
+        "req/s",
+        "higher",
+        "Goodput = measured requests that met every bound of the SLO / the measured window.",
+    ),
+    Metric(
+        "slo_attainment",
+        "SLO attainment",
+        "share",
+        "higher",
+        "SLO attainment = measured requests that met every bound of the SLO / measured requests.",
+        short="SLO met",
+    ),
+    Metric(
+        "tpot_ms",
+        "TPOT",
+        "ms/tok",
+        "lower",
+        "TPOT = (E2E - TTFT) / (output tokens - 1), per request, its output tokens counted with o200k_base.",
+        tokens="o200k",
+    ),
+    Metric(
+        "tpot_server_ms",
+        "TPOT in server tokens",
+        "ms/tok",
+        "lower",
+        "TPOT in server tokens = (E2E - TTFT) / (the output tokens the server's usage reported - 1), per request "
+        "that reported them; a model that hides its thinking counts those tokens but not their time.",
+        tokens="server",
+        short="TPOT",
+    ),
+    Metric(
+        "itl_ms",
+        "ITL",
+        "ms",
+        "lower",
+        "ITL = the wait between two consecutive chunks of a request, pooled over every ok measured request.",
+    ),
+    Metric(
+        "error_share",
+        "Errors",
+        "share",
+        "lower",
+        "Error share = (measured requests - ok measured requests) / measured requests.",
+    ),
+    Metric(
+        "wait_ms",
+        "Dispatch delay",
+        "ms",
+        "lower",
+        "Dispatch delay = time the request was sent - its scheduled start: the client's own lateness.",
+        short="Dispatch",
+    ),
+    Metric(
+        "ttft_from_schedule_ms",
+        "TTFT from schedule",
+        "ms",
+        "lower",
+        "TTFT from schedule = time of the first token - the request's scheduled start = TTFT + dispatch delay.",
+    ),
+    Metric(
+        "e2e_from_schedule_ms",
+        "End-to-end from schedule",
+        "ms",
+        "lower",
+        "End-to-end from schedule = time the stream ended - the request's scheduled start = E2E + dispatch delay.",
+        short="E2E from schedule",
+    ),
+    Metric(
+        "concurrency_held",
+        "Concurrency held",
+        "count",
+        None,
+        "Concurrency held = the measured requests' end-to-end times added up / the measured window: the mean "
+        "number of requests in flight.",
+        short="In flight",
+    ),
+    Metric(
+        "offered_rate",
+        "Offered rate",
+        "req/s",
+        None,
+        "Offered rate = requests an open loop's schedule released / the time it released them over, as asked.",
     ),
 )
 BY_KEY: Mapping[str, Metric] = MappingProxyType({m.key: m for m in FIGURES})

@@ -15,6 +15,7 @@ from tokenpace.measure.timing import Event, EventKind, Timeline
 from tokenpace.prompts.tokens import count_tokens
 
 NS_PER_MS = 1_000_000
+ANSWER_TOKENS = 500  # the answer length of Artificial Analysis's end-to-end figure (its site's "500 output tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,19 @@ class Metrics:
     provider_output_tokens: int | None = None
     token_diff: int | None = None
     provider_cached_tokens: int | None = None  # input tokens the provider served from its prompt cache
+
+    # Computed from the stored figures, not stored themselves: the rollups compute them alike (store/rollup.DERIVED).
+    @property
+    def thinking_ms(self) -> float | None:
+        """:func:`thinking_time_ms` of this request; None without an answer token."""
+        if self.ttft_ms is None or self.ttfat_ms is None:
+            return None
+        return thinking_time_ms(self.ttft_ms, self.ttfat_ms)
+
+    @property
+    def e2e500_ms(self) -> float | None:
+        """:func:`e2e500` of this request."""
+        return e2e500(self.ttft_ms, self.ttfat_ms, self.output_speed)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -76,6 +90,27 @@ def output_speed(total_tokens: int, first_chunk_tokens: int, t_first_ns: int, t_
 def time_to_n_tokens_ms(ttft: float, speed: float, n: int = 100) -> float:
     """Time to n output tokens (Artificial Analysis) = TTFT + n / output speed."""
     return ttft + n / speed * 1000
+
+
+def thinking_time_ms(ttft: float, ttfat: float) -> float:
+    """Thinking time = time to the first answer token - TTFT, ms (0 where the first token is the answer's)."""
+    return ttfat - ttft
+
+
+def e2e_n_tokens_ms(ttft: float, thinking: float, speed: float, n: int = ANSWER_TOKENS) -> float:
+    """End-to-end for n answer tokens (Artificial Analysis) = TTFT + thinking time + n / output speed, ms."""
+    return ttft + thinking + n / speed * 1000
+
+
+def e2e500(ttft: float | None, ttfat: float | None, speed: float | None) -> float | None:
+    """One request's end-to-end for 500 answer tokens = TTFT + (TTFAT - TTFT) + 500 / output speed, ms.
+
+    Its own thinking time, not an average's. None unless all three are known and speed > 0: the rollups' SQL
+    (store/rollup.DERIVED) computes it with the same operations in the same order, so both give the same double.
+    """
+    if ttft is None or ttfat is None or speed is None or not speed > 0:
+        return None
+    return e2e_n_tokens_ms(ttft, thinking_time_ms(ttft, ttfat), speed)
 
 
 def itl_ms(times_ns: Sequence[int]) -> list[float]:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Literal
 
 from tokenpace.config.endpoints import Endpoint
+from tokenpace.measure.copying import text_copy_ratio
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.metrics import Metrics, compute
 from tokenpace.measure.timing import EventKind, Timeline
@@ -85,6 +86,9 @@ class Sample:
     cold: bool = False
     prefix_turn: int | None = None
     client_lag_ms: float | None = None  # how late its figures' timestamps may be, ms (None: not judged)
+    # The share of its answer's 8-grams found in its prompt (measure/copying.py): what prompt-lookup drafting
+    # could have streamed for free. None: no prompt known, or an answer of fewer than 8 tokens.
+    copy_ratio: float | None = None
 
     @property
     def cached(self) -> bool:
@@ -155,7 +159,7 @@ def make_sample(
         image_bytes=0 if prompt is None else prompt.image_bytes,
         image_pixels=0 if prompt is None else prompt.image_pixels,
         group_id=group_id,
-        prompt_text="\n\n".join(m.text for m in prompt.messages) if prompt is not None and keep_prompt else None,
+        prompt_text=prompt.text if prompt is not None and keep_prompt else None,
         source=source,
         published=published,
         client_bound=ALL if client_bound is True else Bound(client_bound),
@@ -170,7 +174,16 @@ def make_sample(
         canary=asked,
         canary_ok=canary_verdict(asked, timeline),
         prefix_turn=prefix_turn,
+        copy_ratio=answer_copy_ratio(prompt, timeline),
     )
+
+
+def answer_copy_ratio(prompt: Prompt | None, timeline: Timeline) -> float | None:
+    """copying.text_copy_ratio of the answer's content and tool calls (never its thinking) in the prompt's text; a
+    failed request's too, over what it answered before it failed."""
+    if prompt is None:
+        return None
+    return text_copy_ratio(timeline.text(EventKind.CONTENT, EventKind.TOOL_CALL), prompt.text)
 
 
 def canary_verdict(asked: str | None, timeline: Timeline) -> bool | None:

@@ -5,16 +5,23 @@ the samples at hand), the leaderboard's rolling windows (``store.windows``, in S
 load test's latencies (``load.figures``), so all report the same fields and judge success by the same formula.
 Pure (but for a warning when it leaves out values no measurement can produce); the lowest layer they all
 import.
+
+Every percentile written out carries its n, the number of values it was computed over (the successful requests
+that have the figure, not all requests): :func:`with_n` is the one rule every export writes a figure by.
+MLPerf's early stopping (:func:`early_stop`) says which tail those n values bound, at 99 % confidence.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import math
 import operator
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tokenpace.measure.bounds import LARGEST
 from tokenpace.measure.metrics import percentile_sorted
@@ -58,6 +65,13 @@ class Figure:
         """The headline's 95 % interval; None when there is none (fewer than two values)."""
         lo, hi = (self.mean_lo, self.mean_hi) if statistic == "mean" else (self.p50_lo, self.p50_hi)
         return None if lo is None or hi is None else (lo, hi)
+
+
+def with_n(f: Figure, fields: Sequence[str] | None = None) -> dict[str, Any]:
+    """A figure as every export writes it: "n" (the values its percentiles were computed over) beside ``fields``
+    (all of Figure's when None), each under its own name; a reader never meets a percentile without its n."""
+    names = [fld.name for fld in dataclasses.fields(Figure)] if fields is None else fields
+    return {"n": f.n} | {name: getattr(f, name) for name in names if name != "n"}
 
 
 def figure(values: Sequence[float]) -> Figure:
@@ -146,3 +160,106 @@ def availability(ok: int, samples: int, cancelled: int, rate_limited: int) -> fl
     # OpenRouter's definition: a 429 is the provider refusing this client its quota, not the endpoint failing.
     served = samples - cancelled - rate_limited
     return ok / served if served else None
+
+
+# MLPerf's early stopping (MLCommons LoadGen, loadgen/early_stopping.cc and results.cc): how far a tail percentile
+# of n independent requests can be trusted. The confidence is LoadGen's own, fixed at 99 %.
+ES_CONFIDENCE = 0.99
+
+
+def binomial_pmf(x: int, n: int, p: float) -> float:
+    """P(X = x), X ~ Binomial(n, p), 0 < p < 1: C(n, x) pˣ (1 - p)ⁿ⁻ˣ, through lgamma (no overflow at any n)."""
+    return math.exp(
+        math.lgamma(n + 1) - math.lgamma(x + 1) - math.lgamma(n - x + 1) + x * math.log(p) + (n - x) * math.log1p(-p)
+    )
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k), X ~ Binomial(n, p) = Σ_{x=0..k} binomial_pmf(x, n, p)."""
+    if k < 0:
+        return 0.0
+    if k >= n or p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 0.0
+    return min(1.0, math.fsum(binomial_pmf(x, n, p) for x in range(k + 1)))
+
+
+def early_stopping_odds(h: int, t: int, q: float) -> float:
+    """LoadGen's odds(h, t, q) = P(at most t of h + t requests beyond the q-quantile) = binomial_cdf(t, h + t, 1 - q)
+    (LoadGen writes it BetaRegularized[q, h, 1 + t]): the chance of doing this well were the quantile higher."""
+    return binomial_cdf(t, h + t, 1 - q)
+
+
+@functools.cache  # a few q and t asked again for every figure of every level
+def min_passing(t: int, q: float, confidence: float = ES_CONFIDENCE) -> int:
+    """LoadGen's find_min_passing: the fewest h with early_stopping_odds(h, t, q) <= 1 - c, so that h requests
+    under a bound and t over it show the q-quantile under it with confidence c. At t = 0 it is ⌈ln(1 - c) / ln q⌉:
+    459 at P99, 90 at P95. (LoadGen asks < 1 - c; the two differ only where the odds equal 1 - c exactly.)"""
+    if not (0.0 < q < 1.0 and 0.0 < confidence < 1.0 and t >= 0):
+        raise ValueError(f"early stopping needs 0 < q < 1, 0 < confidence < 1 and t >= 0 (q {q}, t {t})")
+    if t == 0:  # the closed form; the epsilon keeps an exact quotient (1.0000000000000002) from costing a sample
+        return max(1, math.ceil(math.log(1 - confidence) / math.log(q) - 1e-9))
+    low, high = 1, 2
+    while early_stopping_odds(high, t, q) > 1 - confidence:  # the odds fall as h grows: double, then halve
+        low, high = high + 1, high * 2
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if early_stopping_odds(mid, t, q) <= 1 - confidence else (mid + 1, high)
+    return low
+
+
+def overlatency(n: int, q: float, confidence: float = ES_CONFIDENCE) -> int:
+    """LoadGen's t for an estimate from n values: the largest t with n >= min_passing(t, q) + t, which is the
+    largest t with binomial_cdf(t, n, 1 - q) <= 1 - c (the same odds at h = n - t); 0 when not even t = 1 holds."""
+    if n <= 0:
+        return 0
+    total, t = 0.0, -1
+    for x in range(n + 1):  # the CDF rises with x: stop at the first term that takes it past 1 - c
+        total += binomial_pmf(x, n, 1 - q)
+        if total > 1 - confidence:
+            break
+        t = x
+    return max(t, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyStop:
+    """MLPerf's early-stopping estimate of the q-quantile from n values (LoadGen's SingleStream rule): ``bound``,
+    the ``over``-th largest value, is above the ``bounded`` quantile with probability ``confidence``.
+
+    ``bounded`` is q itself from ``needed`` values on (min_passing(1, q) + 1: 662 at P99); below that, the highest
+    quantile (to a tenth of a percent, from the median up) that n values bound, and None where they bound none.
+    """
+
+    q: float
+    n: int
+    needed: int
+    bounded: float | None = None
+    bound: float | None = None
+    over: int = 0  # t: values at or above the bound, the bound included (LoadGen's "overlatency" queries)
+    confidence: float = ES_CONFIDENCE
+
+
+def early_stop(ordered: Sequence[float], q: float = 0.99, confidence: float = ES_CONFIDENCE) -> EarlyStop:
+    """The early-stopping estimate of the q-quantile of ``ordered`` (ascending) = ordered[n - t], t =
+    :func:`overlatency`; below :attr:`EarlyStop.needed` values, the same for the highest quantile they bound."""
+    n, needed = len(ordered), min_passing(1, q, confidence) + 1
+    bounded = q if n >= needed else highest_bounded(n, q, confidence)
+    if bounded is None:
+        return EarlyStop(q, n, needed, confidence=confidence)
+    # At least 1: the test that chose ``bounded`` sums the same odds in another order (the last bit may differ).
+    t = max(1, overlatency(n, bounded, confidence))
+    return EarlyStop(q, n, needed, bounded, ordered[n - t], t, confidence)
+
+
+def highest_bounded(n: int, q: float, confidence: float = ES_CONFIDENCE) -> float | None:
+    """The highest quantile q' <= q, in thousandths from 0.5, whose early-stopping estimate n values give:
+    binomial_cdf(1, n, 1 - q') <= 1 - c (their largest bounds it); None below the median."""
+    low, high = 500, math.floor(q * 1000 + 1e-9)  # the thousandths searched; the CDF rises with q'
+    if high < low or binomial_cdf(1, n, 1 - low / 1000) > 1 - confidence:
+        return None
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if binomial_cdf(1, n, 1 - mid / 1000) <= 1 - confidence else (low, mid - 1)
+    return low / 1000

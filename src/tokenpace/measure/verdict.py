@@ -39,8 +39,15 @@ class Bound(enum.IntFlag):
 
 NONE = Bound(0)
 ALL = Bound.TTFT | Bound.SPEED | Bound.E2E  # what a sample flagged client-bound before issue 29 means
-# Which flag leaves each of the board's figures out, by its column's name.
-FIGURE_BOUND = {"ttft_ms": Bound.TTFT, "ttft_net_ms": Bound.TTFT, "output_speed": Bound.SPEED, "e2e_ms": Bound.E2E}
+# Which flags leave each of the board's figures out, by its column's name. End-to-end for 500 tokens is made of a
+# token's arrival early in the stream (the first answer token's, judged as the first token's) and the output speed.
+FIGURE_BOUND = {
+    "ttft_ms": Bound.TTFT,
+    "ttft_net_ms": Bound.TTFT,
+    "output_speed": Bound.SPEED,
+    "e2e_ms": Bound.E2E,
+    "e2e500_ms": Bound.TTFT | Bound.SPEED,
+}
 
 
 def tolerance_ms(span_ms: float) -> float:

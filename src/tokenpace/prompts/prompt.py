@@ -11,6 +11,12 @@ within 2% of the workload's target.
 
 A paired workload's two turns share everything but the task at the end: the same nonce and documents,
 sized for the longer of the two tasks, so the second turn repeats the first one's prefix to the character.
+
+Given a ``nonce_seed`` as well, the nonce is drawn from it alone and everything else from the seed: prompts
+built from one seed and different nonce seeds differ only in their first line (:func:`without_nonce` is the
+rest), which is how a scheduled round sends one prompt to every endpoint of a model (schedule/rounds.py). Such
+a prompt is sized with the seed's own nonce, whose digits its own then replace: its size may differ from the
+seed's by the few tokens the two numbers' digits take apart.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import random
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +36,7 @@ from tokenpace.prompts.image import bar_chart
 from tokenpace.prompts.tokens import count_tokens
 
 TOLERANCE = 0.02  # a prompt's size is within 2% of its workload's target
+_NONCE_LINE = re.compile(r"[0-9a-f]{16} [^\n]*\n")  # a fresh prompt's first line (see _build)
 _MIN_ROOM = 40  # tokens worth starting another section for: its heading and a sentence or two
 LANGUAGES = (
     *("French", "German", "Spanish", "Italian", "Portuguese", "Dutch", "Polish", "Russian", "Turkish"),
@@ -39,18 +47,23 @@ LANGUAGES = (
 # a full-length stream: {words} is the workload's max_tokens as words, ~1.3 times what the cap lets through
 # (English runs ~0.75 words an o200k token; other languages and code take more tokens a word). {a} and {b} are
 # the first two documents' titles; {questions}: words / 50, at least 30.
+# No task asks for the documents back (issue 31): a faithful answer copies little of its prompt, so a provider
+# drafting tokens from the prompt (measure/copying.py) gains no speed here that other prompts would not give it.
+# summarize explains in the model's own words, questions are answered without quoting, and translate leaves the
+# code blocks and grammar rules (much of CPython's reference) out rather than copying them unchanged.
 _TASKS = {
-    "summarize": "Summarize the documents above for a developer who has not read them. Cover each document in "
-    "turn, in full paragraphs, and write at least {words} words.",
+    "summarize": "Explain the documents above in your own words to a developer who has not read them. Cover "
+    "each document in turn, in full paragraphs; do not quote them or copy their code or grammar rules (where an "
+    "example helps, write a new one of your own), and write at least {words} words.",
     "questions": "Write at least {questions} numbered questions that test a careful reading of the documents "
-    "above. Follow each with a two- or three-sentence answer that names the document it comes from. Write at "
-    "least {words} words in all.",
+    "above. Follow each with a two- or three-sentence answer in your own words, without quoting, that names the "
+    "document it comes from. Write at least {words} words in all.",
     "compare": 'Write a comparative analysis of "{a}" and "{b}" (and of any other document above): what each '
     "covers, where they overlap, where they differ and how they depend on each other. Write at least {words} "
     "words in full paragraphs.",
-    "translate": 'Translate the documents above into {language}, starting with "{a}" and going on in order. '
-    "Keep code and identifiers as they are, translate everything else in full without summarizing, and write "
-    "at least {words} words of translation.",
+    "translate": 'Translate the prose of the documents above into {language}, starting with "{a}" and going on '
+    "in order, in full without summarizing. Leave code blocks and grammar rules out: in the place of each, say in "
+    "one {language} sentence what it shows. Write at least {words} words of translation.",
     "visual": "Create a visual artifact from the documents above: one self-contained HTML page with an inline "
     "SVG chart or diagram that presents at least 12 facts, names or figures from the text, with labels, a "
     "legend and a caption. Output the complete code, then explain in at least {words} words what it shows.",
@@ -86,6 +99,11 @@ class Prompt:
     image_pixels: int = 0
     canary: str | None = None  # the line the answer must begin with (prompts/canary.py); None: none asked
 
+    @property
+    def text(self) -> str:
+        """Its messages' text, a blank line between two: what ``--keep-prompts`` stores, what answers may copy."""
+        return "\n\n".join(m.text for m in self.messages)
+
 
 def chat_prompt(messages: Sequence[Message], max_tokens: int, tokens: Sequence[int] | None = None) -> Prompt:
     """A text prompt of ``messages``: input_tokens = sum of each message's o200k count (``tokens`` when known).
@@ -105,14 +123,23 @@ def build_prompt(workload: Workload, seed: int, corpus: Corpus | None = None) ->
     return build_turns(workload, seed, corpus)[0]
 
 
-def build_turns(workload: Workload, seed: int, corpus: Corpus | None = None) -> tuple[Prompt, ...]:
+def build_turns(
+    workload: Workload, seed: int, corpus: Corpus | None = None, nonce_seed: int | None = None
+) -> tuple[Prompt, ...]:
     """The prompts of request ``seed``: one, or a paired workload's two turns, each ending with one of two distinct
-    tasks drawn, their shared prefix built once."""
+    tasks drawn, their shared prefix built once; the nonce drawn from ``nonce_seed`` when given, else from ``seed``."""
     rng = random.Random(f"{workload.name}/{workload.input_tokens}/{seed}")
+    nonce = None if nonce_seed is None else random.Random(f"nonce/{workload.name}/{nonce_seed}")
     corpus = default_corpus() if corpus is None else corpus
     if not workload.paired:
-        return _build(workload, (rng.choice(workload.tasks),), rng, corpus)
-    return _build(workload, tuple(rng.sample(sorted(set(workload.tasks)), 2)), rng, corpus)
+        return _build(workload, (rng.choice(workload.tasks),), rng, corpus, nonce)
+    return _build(workload, tuple(rng.sample(sorted(set(workload.tasks)), 2)), rng, corpus, nonce)
+
+
+def without_nonce(text: str) -> str:
+    """A fresh prompt's text after its nonce line: what the prompts of one round share (other text as it is)."""
+    found = _NONCE_LINE.match(text)
+    return text if found is None else text[found.end() :]
 
 
 def _shuffled(corpus: Corpus, rng: random.Random) -> Iterator[Document]:
@@ -150,15 +177,17 @@ def _sections(docs: Iterator[Document], budget: int, cap: int, slack: int) -> li
     return out
 
 
-def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus) -> tuple[Prompt, ...]:
+def _build(
+    w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corpus, nonce_rng: random.Random | None
+) -> tuple[Prompt, ...]:
     """One prompt per task of ``tasks``: nonce line + document sections + the task's instruction + canary
     instruction, sized to ``w.input_tokens`` and leaving room for the longest of ``tasks`` (the sections, built once,
-    are the same whichever task ends the prompt); an image if ``w`` has one."""
+    are the same whichever task ends the prompt); an image if ``w`` has one. The nonce from ``nonce_rng`` if given."""
     if not corpus:
         raise ConfigError("the corpus holds no documents")
     if "compare" in tasks and len(corpus) < 2:
         raise ConfigError(f"workload {w.name}: the compare task needs a corpus of at least 2 documents")
-    nonce = f"{rng.getrandbits(64):016x}"
+    nonce = f"{rng.getrandbits(64):016x}"  # drawn either way: the prompt is sized with it (see below)
     order = rng.getrandbits(64)
     a, b, *_ = itertools.islice(_shuffled(corpus, random.Random(order)), 2)
     words = asked_words(w.max_tokens)
@@ -190,8 +219,12 @@ def _build(w: Workload, tasks: tuple[str, ...], rng: random.Random, corpus: Corp
         sized = (head_text, size), (again, count_tokens(again + longest))
         head_text, size = min(sized, key=lambda t: abs(t[1] - w.input_tokens))
     images = () if w.image is None else (bar_chart(rng.getrandbits(64), w.image).png,)
+    known: int | None = size
+    if nonce_rng is not None:  # sized with the seed's nonce, so the sections are the seed's: only the digits change
+        nonce, known = f"{nonce_rng.getrandbits(64):016x}", None  # their tokens may not: counted again
+        head_text = nonce + head_text[len(nonce) :]
     return tuple(
-        _prompt(w, task, head_text + instruction, size if instruction == longest else None, images, nonce)
+        _prompt(w, task, head_text + instruction, known if instruction == longest else None, images, nonce)
         for task, instruction in zip(tasks, instructions, strict=True)
     )
 

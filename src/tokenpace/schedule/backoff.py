@@ -16,13 +16,13 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import TypeVar
 
 from tokenpace.clients.ratelimits import MAX_RETRY_AFTER_S
 from tokenpace.measure.bounds import MAX_REQUEST_S
+from tokenpace.schedule.status import HoldStatus
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
 
@@ -50,15 +50,6 @@ def read_holds(store: Store, since: float, plan: Plan | None = None) -> dict[Pla
         if math.isfinite(until := held_until(started_at, e2e_ms, retry_after_s)):
             found[provider, name] = max(until, found.get((provider, name), until))
     return found
-
-
-@dataclass(frozen=True, slots=True)
-class HoldStatus:
-    provider: str
-    plan: str
-    until: datetime  # the latest hold's end, past or not
-    skipped: int  # runs skipped while held, since the sampler started
-    last_skip: datetime | None
 
 
 Read = Callable[[Callable[[], T]], Awaitable[T]]  # the sampler's: on a thread, or inline on a virtual clock

@@ -65,6 +65,9 @@ class Job:
     limits: tuple[Budget, ...] = ()  # the plan's stated limits, each with tokenpace's share: shared like budget
     price: Price | None = None  # the endpoint's, which prices its spend in dollars
     plan_every_s: float | None = None  # the plan's cadence (given, derived or billing's), which every_s is at least
+    model: str = ""  # the endpoint's canonical model (config/models.py): its endpoints share a round's prompts
+    round_s: float = 0.0  # the length of its model's prompt rounds (schedule/rounds.py); 0: a prompt per endpoint
+    round_seed: int | None = None  # set as a run is launched: its round's prompt seed, sent with it to an agent
 
     @property
     def budgets(self) -> tuple[Budget, ...]:
@@ -146,13 +149,23 @@ def jobs(config: Config, endpoints: Iterable[Endpoint]) -> list[Job]:
             wake = config.workload(WAKE_WORKLOAD) if config.wake_of(e) else None
             job = Job(e, workload, every, jitter, requests, plan.budget, limit, LOCAL, config.cold_after_of(e), wake)
             job = replace(job, limits=plan.limits, price=price, plan_every_s=plan.every_s)
+            job = replace(job, model=config.models.canonical(e.model))
             _check_budget(config.source, job)
             regional = [replace(job, region=r.name) for r in config.regions] or [job]
             demands[e.provider, e.plan] += [Demand(cadence.every_s or 0.0, jitter, j.worst_case()) for j in regional]
             out += regional
     paces = {key: pace(f"{config.source}: {_where(*key)}", plans[key], found) for key, found in demands.items()}
     paced = [_paced(job, paces[job.key[:2]], config) for job in out]
-    return paced if config.speedup == 1 else [_faster(job, config.speedup, config.source) for job in paced]
+    paced = paced if config.speedup == 1 else [_faster(job, config.speedup, config.source) for job in paced]
+    return _in_rounds(paced) if config.schedule.one_prompt_per_round else paced
+
+
+def _in_rounds(jobs: list[Job]) -> list[Job]:
+    """Each job with round_s = the shortest every_s among the jobs of its model and workload (schedule/rounds.py)."""
+    shortest: dict[tuple[str, str], float] = {}
+    for j in jobs:
+        shortest[j.model, j.workload.name] = min(shortest.get((j.model, j.workload.name), math.inf), j.every_s)
+    return [replace(j, round_s=shortest[j.model, j.workload.name]) for j in jobs]
 
 
 def _faster(job: Job, speedup: float, source: str) -> Job:

@@ -65,7 +65,9 @@ class Dispatcher:
     async def __call__(self, job: Job) -> str:
         """Queue the job's order and return how it ended: a procrastinate status, ``dropped`` or ``overdue``."""
         deadline = self.clock() + start_within(job)
-        order = RunOrder(job.endpoint.name, job.workload.name, job.region, job.requests, deadline, job.idle_s)
+        order = RunOrder(
+            job.endpoint.name, job.workload.name, job.region, job.requests, deadline, job.idle_s, job.round_seed
+        )
         job_id = await self.queue.defer(order)
         self.counts["queued"] += 1
         end: asyncio.Future[str] = asyncio.get_running_loop().create_future()

@@ -17,7 +17,6 @@ import math
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol, TypeVar
@@ -28,15 +27,13 @@ from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.load.send import Refusals
 from tokenpace.prompts.corpus import Corpus
-from tokenpace.schedule import backoff
-from tokenpace.schedule.cadence import Job, Slot, jobs, next_due, stale_after
+from tokenpace.schedule import backoff, rounds
+from tokenpace.schedule.cadence import Job, Slot, next_due
+from tokenpace.schedule.status import BudgetStatus, JobStatus, Status
 from tokenpace.schedule.wake import Waker
 from tokenpace.store import recent
 from tokenpace.store.database import Store, utc
 from tokenpace.store.usage import spent, spent_since
-
-__all__ = ["Budget", "BudgetStatus", "Clock", "Job", "JobStatus", "Sampler", "Spend", "Status", "SystemClock"]
-__all__ += ["job_last_started", "jobs", "next_due", "stale_after", "usage"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -73,34 +70,6 @@ class SystemClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
-
-
-@dataclass(frozen=True, slots=True)
-class JobStatus:
-    job: Job
-    next_due: datetime | None  # None while it runs
-    running: bool
-    last_started: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetStatus:
-    provider: str
-    plan: str
-    budgets: tuple[Budget, ...]  # its 24 h budget and its limits, each over its own window
-    used: tuple[Spend, ...]  # of each, over its window before the last check
-    skipped: int  # runs skipped because they would not fit, since the sampler started: above 0, the cap bit
-    last_skip: datetime | None
-    recent_skips: int = 0  # of those, the ones in the last 24 h: above 0, the cap still bites
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    started_at: datetime
-    jobs: tuple[JobStatus, ...]
-    budgets: tuple[BudgetStatus, ...]
-    failures: int = 0  # exceptions the sampler caught (a run, a read, a bug), logged and survived
-    holds: tuple[backoff.HoldStatus, ...] = ()  # plans a 429 held, and the runs skipped meanwhile
 
 
 RunJob = Callable[[Job], Awaitable[object]]
@@ -169,10 +138,12 @@ class Sampler:
         self._failures = 0
         self.holds = backoff.Holds(store, self._read, self._failed)
         self.lateness: deque[float] = deque(maxlen=10_000)  # seconds from due to launch, the latest runs'
+        self.round_salt = rounds.new_salt()  # each round's prompts follow it (schedule/rounds.py)
 
     async def _measure(self, job: Job) -> None:
-        # The parallel workload sets its own concurrency.
-        options = RunOptions(job.requests, 1, source="scheduled", publish=True, command="tokenpace serve")
+        options = RunOptions(  # the parallel workload sets its own concurrency
+            job.requests, 1, source="scheduled", publish=True, command="tokenpace serve", round_seed=job.round_seed
+        )
         done = await run_workload(
             [job.endpoint], job.workload, options, self.store, corpus=self.corpus, refusals=self.refused_fields,
             cold=self.cold,
@@ -263,7 +234,8 @@ class Sampler:
             self.lateness.append(self.clock.now() - t)
             self._in_flight[provider] += job.width
             self._all_in_flight += job.width
-            self._running[job.slot] = asyncio.create_task(self._run_one(job, now), name=f"tokenpace {job.name}")
+            launched = rounds.seeded(job, now, self.round_salt)
+            self._running[job.slot] = asyncio.create_task(self._run_one(launched, now), name=f"tokenpace {job.name}")
         return blocked, waiting
 
     async def _spent(self, plan: tuple[str, str], now: float) -> tuple[Spend, ...]:

@@ -69,7 +69,8 @@ class Waker:
             log.info("%s: idle for %.0f s, sending a wake request first", job.name, idle)
             self.sent += 1
             try:
-                await run_job(replace(job, workload=job.wake, requests=1, idle_s=idle))
+                # A prompt of its own: the round's seed is of the run's workload (schedule/rounds.py).
+                await run_job(replace(job, workload=job.wake, requests=1, idle_s=idle, round_seed=None))
             except Exception as exc:  # a wake that failed must not cost the run
                 self._failed(f"wake request of {job.name} failed", exc)
 

@@ -31,8 +31,8 @@ import aiohttp
 
 from tokenpace.board.changes import CHANGE_LABELS, CHANGE_UNITS, Change, Kept, change_dict, change_figure
 from tokenpace.config.alerts import host
+from tokenpace.config.windows import RowKey
 from tokenpace.store.database import Store
-from tokenpace.store.windows import RowKey
 from tokenpace.web.paths import endpoint_path
 
 log = logging.getLogger(__name__)

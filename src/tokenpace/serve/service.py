@@ -51,7 +51,8 @@ from tokenpace.prompts.corpus import Corpus, default_corpus, load_corpus, tokeni
 from tokenpace.prompts.prompt import build_prompt
 from tokenpace.schedule import cadence
 from tokenpace.schedule.dispatch import Dispatcher
-from tokenpace.schedule.sampler import MEASURED_AT_ONCE, Sampler, Status
+from tokenpace.schedule.sampler import MEASURED_AT_ONCE, Sampler
+from tokenpace.schedule.status import Status
 from tokenpace.serve import discover
 from tokenpace.serve.alerts import Sender, Watcher, alerting, body
 from tokenpace.store.database import Store

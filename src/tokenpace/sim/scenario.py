@@ -7,6 +7,7 @@ format, and a truth compares with what any client measured, event by event.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import random
 import typing
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tokenpace.config.settings import SIM_MODEL
 from tokenpace.errors import ConfigError, SimulatorError
 from tokenpace.measure.metrics import NS_PER_MS
+from tokenpace.prompts.prompt import without_nonce
 
 if TYPE_CHECKING:
     from tokenpace.config.endpoints import Config
@@ -37,6 +39,11 @@ NON_ASCII_WORDS: tuple[str, ...] = (
     " café", " naïve", " über", " façade", " Zürich", " ñandú", " 日本", " 東京", " 速度", " 你好",
     " привет", " Ελλάδα", " 🚀", " ✨",
 )  # fmt: skip
+
+
+def asked_fingerprint(prompt: str) -> str:
+    """What a prompt asks: the first 16 hex digits of the sha256 of its text less its nonce line (prompts/prompt.py)."""
+    return hashlib.sha256(without_nonce(prompt).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,15 @@ class Scenario:
     # is reported in each protocol's own field. Cached tokens cost prompt tokens / cached_tokens_per_s (None: free).
     prefix_cache: bool = False
     cached_tokens_per_s: float | None = None
+    # Speculative decoding's easy case (measure/copying.py): right after any canary line, the content copies one
+    # run of the prompt's own tokens, from a place drawn per request, so that this share of the content's 8-grams
+    # (of o200k tokens) are found in the prompt: round(share x (content tokens - 7)) + 7 tokens; as many as the
+    # prompt and the cap hold. 0: no copying.
+    copy_share: float = 0.0
+    # The answer's length follows what was asked, as a real model's does: output_tokens times a log-normal factor
+    # of this sigma drawn from the prompt less its nonce line, so prompts that differ only there (one round's,
+    # schedule/rounds.py) get answers of one length. 0: every answer output_tokens long.
+    answer_spread: float = 0.0
 
     def drawn(self, rng: random.Random) -> Scenario:
         """This request's scenario: TTFT and speed drawn with ``spread`` (itself when 0; draws nothing then, so
@@ -100,6 +116,15 @@ class Scenario:
             self, ttft_ms=self.ttft_ms * slower, prefill_tokens_per_s=prefill, cached_tokens_per_s=cached,
             tokens_per_s=self.tokens_per_s / slower_tokens, spread=0.0,
         )  # fmt: skip
+
+    def answer_tokens(self, prompt: str) -> int:
+        """Content tokens = round(output_tokens x e^(answer_spread x N)), N ~ N(0, 1) seeded by the prompt's
+        :func:`asked_fingerprint` (output_tokens when answer_spread is 0)."""
+        if not self.answer_spread:
+            return self.output_tokens
+        return round(
+            self.output_tokens * math.exp(self.answer_spread * random.Random(asked_fingerprint(prompt)).gauss())
+        )
 
     def first_token_ns(self, prompt_tokens: int, cached_tokens: int = 0) -> int:
         """Scheduled TTFT = ttft_ms + uncached prompt tokens / prefill rate + cached ones / cached rate (each term
@@ -128,7 +153,9 @@ class Scenario:
             (self.retry_after.isprintable(), "retry_after must be printable text, one line"),
             ((self.canary_wrong_after or 0) >= 0, "canary_wrong_after must be >= 0"),
             (0 <= self.canary_wrong_rate <= 1, "canary_wrong_rate must be between 0 and 1"),
+            (0 <= self.copy_share <= 1, "copy_share must be between 0 and 1"),
             ((self.loop_after_tokens or 0) >= 0, "loop_after_tokens must be >= 0"),
+            (0 <= self.answer_spread < math.inf, "answer_spread must be >= 0"),
             (self.max_streams is None or self.max_streams >= 1, "max_streams must be >= 1"),
             (
                 self.max_requests_per_s is None or 0 < self.max_requests_per_s < math.inf,
@@ -151,6 +178,7 @@ class Truth:
     completion_tokens: int = 0  # tokens written so far (reasoning included)
     cold_start_ms: float = 0.0  # how long it waited for its model to load (scale to zero); 0: it was warm
     cached_tokens: int = 0  # prompt tokens its prefix cache served (scenario prefix_cache), not prefilled
+    asked: str = ""  # the prompt's :func:`asked_fingerprint`: prompts that differ only in their nonce line share it
 
     @property
     def uncached_tokens(self) -> int:
@@ -176,7 +204,7 @@ class Truth:
         events = [(int(t), str(kind), str(text)) for t, kind, text in doc["events"]]
         cold, cached = float(doc.get("cold_start_ms", 0.0)), int(doc.get("cached_tokens", 0))
         counts = doc["prompt_tokens"], doc["completion_tokens"], cold, cached
-        return cls(doc["id"], doc["t_received_ns"], events, *counts)
+        return cls(doc["id"], doc["t_received_ns"], events, *counts, str(doc.get("asked", "")))
 
 
 def from_table(table: Mapping[str, Any]) -> Scenario:

@@ -26,9 +26,10 @@ from typing import Any
 from aiohttp import web
 
 from tokenpace.errors import SimulatorError
+from tokenpace.measure import copying
 from tokenpace.measure.metrics import NS_PER_MS
 from tokenpace.prompts import canary
-from tokenpace.prompts.tokens import count_tokens, token_ids, token_texts
+from tokenpace.prompts.tokens import count_tokens, encoding, token_ids, token_texts
 from tokenpace.sim.anthropic import AnthropicWire
 from tokenpace.sim.gemini import GeminiWire
 from tokenpace.sim.ollama import OLLAMA_VERSION, OllamaWire
@@ -36,7 +37,7 @@ from tokenpace.sim.openai_chat import ChatWire
 from tokenpace.sim.openai_completions import CompletionsWire
 from tokenpace.sim.openai_responses import ResponsesWire
 from tokenpace.sim.prefix import PrefixCache
-from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth
+from tokenpace.sim.scenario import DEFAULT_MODEL, NON_ASCII_WORDS, TRUTH_KEPT, WORDS, Scenario, Truth, asked_fingerprint
 from tokenpace.sim.stream import ServedRequest, complete, reply_at_once, stream
 from tokenpace.sim.wire import Ask, Reply, Wire, dumps
 
@@ -201,7 +202,7 @@ class Simulator:
         # held each later request's handler back by up to ~100 ms (bench/fidelity.py's transit). The count is
         # the simulated prefill's work: it happens within the TTFT, which is scheduled from t_received anyway.
         tokens = await asyncio.get_running_loop().run_in_executor(None, token_ids, ask.prompt)
-        truth.prompt_tokens = len(tokens)
+        truth.prompt_tokens, truth.asked = len(tokens), asked_fingerprint(ask.prompt)
         if s.prefix_cache:  # the cache is the model's, as a server's KV cache is: shared by its protocols
             truth.cached_tokens = self.caches.setdefault(ask.model, PrefixCache()).serve(tokens)
         if error in ("429", "500"):
@@ -209,7 +210,7 @@ class Simulator:
             body_text = dumps(wire.error_doc(status))
             return await reply_at_once(request, truth, status, body_text, [("error", error)], headers)
 
-        reasoning, content, capped = s.reasoning_tokens, s.output_tokens, False
+        reasoning, content, capped = s.reasoning_tokens, s.answer_tokens(ask.prompt), False
         if ask.cap is not None and reasoning + content > ask.cap:  # reasoning counts toward the cap everywhere
             reasoning, content, capped = min(reasoning, ask.cap), max(0, ask.cap - reasoning), True
         due = (s.usage == "always" or (s.usage == "auto" and ask.usage_asked)) if ask.stream else s.usage != "never"
@@ -217,6 +218,9 @@ class Simulator:
             s, truth, ask.model, reasoning, 10**15 if error == "endless" else content, ask.cap, capped, due,
             int(time.time()),
         )  # fmt: skip
+        if s.copy_share:  # its own draw, so that other scenarios' texts stay as they were
+            copy_rng = random.Random(f"{s.seed}:{self._served}:copy")
+            opening += copied(tokens, s.copy_share, content, content - len(opening), copy_rng)
         words: Iterator[str] = iter(lambda: word_rng.choice(vocabulary), None)
         if s.loop_after_tokens is not None:
             phrase = [word_rng.choice(vocabulary) for _ in range(LOOP_WORDS)]
@@ -256,6 +260,19 @@ class Simulator:
     @staticmethod
     async def _answer(call: ServedRequest, streamed: bool) -> web.StreamResponse:
         return await (stream(call) if streamed else complete(call))
+
+
+def copied(prompt: list[int], share: float, content: int, room: int, rng: random.Random) -> tuple[str, ...]:
+    """A run of the prompt's tokens, each as its text, from a drawn place: round(share x (content - n + 1)) + n - 1
+    tokens (n = copying.N), so that ``share`` of a content of ``content`` tokens' n-grams are the prompt's; at most
+    ``room`` tokens and the prompt's own length, and none where that leaves no n-gram to copy."""
+    n = copying.N
+    size = min(round(share * (content - n + 1)) + n - 1, room, len(prompt)) if content >= n else 0
+    if size < n:
+        return ()
+    start = rng.randrange(len(prompt) - size + 1)
+    enc = encoding()
+    return tuple(enc.decode([t]) for t in prompt[start : start + size])
 
 
 @contextlib.asynccontextmanager

@@ -42,6 +42,7 @@ TRUTH_COLUMNS = (*LATER_METRICS, *SAMPLE_TRUTH)  # what was timed, beyond timing
 LAG_COLUMNS = ("client_lag_ms",)  # how late its timestamps may be (migration 15)
 # A 429's Retry-After in seconds and its rate-limit headers as a JSON object (migration 16, clients/ratelimits.py)
 RATE_LIMIT_COLUMNS = ("retry_after_s", "ratelimits")
+COPY_COLUMNS = ("copy_ratio",)  # the share of its answer's 8-grams found in its prompt (measure/copying.py)
 SAMPLE_COLUMNS = (
     *("id", "run_id", *ENDPOINT_COLUMNS, "workload", "started_at"),
     *("ok", "error_kind", "error_message", "http_status", *METRIC_COLUMNS, "timeline", "tool_version"),
@@ -52,6 +53,7 @@ SAMPLE_COLUMNS = (
     *TRUTH_COLUMNS,
     *LAG_COLUMNS,
     *RATE_LIMIT_COLUMNS,
+    *COPY_COLUMNS,
 )
 HIDDEN = frozenset({"base_url", "api_key_env", "prompt_text", "timeline"})  # stored, never exported
 EXPORTED = tuple(c for c in SAMPLE_COLUMNS if c not in HIDDEN)
@@ -75,6 +77,7 @@ def sample_values(s: Sample) -> dict[str, Any]:
         c: getattr(s, c) for c in (*SAMPLE_TRUTH, *LAG_COLUMNS)
     }
     values |= {"retry_after_s": s.retry_after_s, "ratelimits": json.dumps(dict(s.ratelimits)) if s.ratelimits else None}
+    values |= {c: getattr(s, c) for c in COPY_COLUMNS}
     return values
 
 
@@ -118,6 +121,7 @@ def sample_from(row: dict[str, Any]) -> Sample:
         cold=bool(row["cold"]),
         prefix_turn=row["prefix_turn"],
         client_lag_ms=row["client_lag_ms"],
+        **{f: row[f] for f in COPY_COLUMNS},
     )
 
 

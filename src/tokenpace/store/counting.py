@@ -28,7 +28,7 @@ COUNTED = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simu
 
 def _new(name: str) -> str:
     """A metric of the new row, as SQL (rollup.DERIVED's over its columns)."""
-    return "NEW." + rollup.DERIVED.get(name, name).replace(" - ", " - NEW.")
+    return rollup.DERIVED[name].format(row="NEW.") if name in rollup.DERIVED else f"NEW.{name}"
 
 
 def _metric(name: str) -> str:
@@ -73,7 +73,7 @@ def _upsert(level: rollup.RollupLevel, shape: rollup.Shape) -> str:
     return f"INSERT INTO {level.table} ({', '.join(columns)}) VALUES ({', '.join(values)}) {conflict};"  # noqa: S608
 
 
-def function_sql(schema: str, shape: rollup.Shape = rollup.CURRENT) -> str:
+def function_sql(schema: str, shape: rollup.Shape) -> str:
     """The trigger's function, its search_path fixed to ``schema`` (quoted) and pg_temp last."""
     body = "\n    ".join(_upsert(level, shape) for level in rollup.LEVELS)
     return f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger
@@ -97,11 +97,11 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def install(conn: Any, ph: str, shape: rollup.Shape = rollup.CURRENT) -> None:
+def install(conn: Any, ph: str, *, shape: rollup.Shape) -> None:
     """On PostgreSQL (nothing on SQLite): the counting trigger writing a shape, the ``role`` columns' default,
     and no role but the owner left able to write the rollups (an agent of an older version then fails its
-    writes, kept and retried, instead of counting its samples twice beside the trigger). Migration 13 installs
-    it again for the shape it made."""
+    writes, kept and retried, instead of counting its samples twice beside the trigger). Each migration that
+    changes the rollups' shape installs it again for the shape it made."""
     if ph == "?":  # SQLite: one writer, counting in Python
         return
     ((schema,),) = conn.execute("SELECT current_schema()").fetchall()
@@ -124,8 +124,3 @@ def install(conn: Any, ph: str, shape: rollup.Shape = rollup.CURRENT) -> None:
     for (grantee,) in writers:
         who = "PUBLIC" if grantee == "PUBLIC" else quoted(grantee)
         conn.execute(f"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON {', '.join(names)} FROM {who}")
-
-
-def install_tenth(conn: Any, ph: str) -> None:
-    """Migration 11: the trigger as it was first installed, writing migration 10's shape (rollup.TENTH)."""
-    install(conn, ph, rollup.TENTH)

@@ -1,18 +1,15 @@
 """Samples out, with the same columns everywhere (``columns.EXPORTED``): files for ``run --output`` (CSV for
 spreadsheets, JSON Lines with the raw timeline for re-analysis) and rows for the web's ``/samples.csv``.
 
-Every CSV tokenpace writes (these, ``/samples.csv`` and ``/leaderboard.csv``) goes through :func:`csv_row`: a
-name or an error message is a server's or a config's text, and a spreadsheet runs a cell that begins with
-``=``, ``+``, ``-`` or ``@`` as a formula (``=cmd|' /C calc'!A0`` starts a program). Such a text cell gets a
-leading single quote, OWASP's rule for CSV injection; numbers stay numbers. Control characters are shown as
-the pages show them (text.printable): a raw ESC reaches whoever cats the file.
+Every CSV tokenpace writes (these, ``/samples.csv`` and ``/leaderboard.csv``) goes through ``text.csv_row``: a
+spreadsheet runs a text cell that begins with ``=`` as a formula.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,22 +18,11 @@ from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import Sample
 from tokenpace.store.columns import EXPORTED, sample_values
 from tokenpace.store.database import Store
-from tokenpace.text import printable
+from tokenpace.text import csv_row
 
 SAMPLE_FORMATS = (".csv", ".jsonl")
 BATCH = 5000  # rows per query: memory stays flat however many samples there are
 _STARTED, _ID = EXPORTED.index("started_at"), EXPORTED.index("id")
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP: what a spreadsheet reads as the start of a formula
-
-
-def csv_row(values: Iterable[Any]) -> list[Any]:
-    """A row as a spreadsheet may open it: text cells cleaned of control characters, and a formula's start quoted."""
-    return [_spreadsheet_text(v) if isinstance(v, str) else v for v in values]
-
-
-def _spreadsheet_text(text: str) -> str:
-    text = printable(text)  # CR becomes "␍" here; a leading tab stays, and is quoted below
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def export_row(sample: Sample) -> dict[str, Any]:

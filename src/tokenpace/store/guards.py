@@ -41,8 +41,6 @@ FOURTEENTH: dict[str, tuple[float, float]] = {
     "output_speed": (0.0, 1_000_000.0),
     "idle_s": (0.0, 10 * 365 * 86400.0),
 }
-# Migration 14's rollup columns (rollup.CURRENT then): the counts and the metrics' texts.
-METRICS_14 = ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
 REFUSED = "a figure no measurement can produce (tokenpace measure/bounds.py)"
 
 
@@ -53,7 +51,7 @@ def _bounded(row: str = "") -> str:
     )
 
 
-def _whole(row: str, size: str) -> str:
+def _whole(row: str, size: str, shape: rollup.Shape) -> str:
     """True when a rollup row's counts are within their totals and its texts whole values, no more than its ok;
     ``size`` gives a text's length in bytes (``{}`` the text), read without scanning it: a day's row holds
     megabytes, and the check runs at every upsert."""
@@ -62,7 +60,7 @@ def _whole(row: str, size: str) -> str:
         f" AND {row}one_shot <= {row}samples AND {row}first_at <= {row}last_at AND {row}canary_passed >= 0"
         f" AND {row}canary_passed <= {row}canary_checked AND {row}canary_checked <= {row}samples"
     )
-    texts = (f"{size.format(row + m)} % 16 = 0 AND {size.format(row + m)} <= 16 * {row}ok" for m in METRICS_14)
+    texts = (f"{size.format(row + m)} % 16 = 0 AND {size.format(row + m)} <= 16 * {row}ok" for m in shape.metrics)
     return " AND ".join((counts, *texts))
 
 
@@ -82,14 +80,15 @@ def _refuse(conn: Any, ph: str, table: str, name: str, new_ok: str, ok: str) -> 
     conn.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({ok})")
 
 
-def guard_rollups(conn: Any, ph: str) -> None:
-    """On PostgreSQL each rollup refuses a row no samples can make (migration 14; again after a migration recreates
-    them). Not on SQLite: its one writer is tokenpace's own (rollup.add, of bounded samples), and the triggers cost
-    a third of its writes' speed (3,000 samples: ~250/s against ~400/s without), reading back each row's texts."""
+def guard_rollups(conn: Any, ph: str, *, shape: rollup.Shape) -> None:
+    """On PostgreSQL each rollup, of the shape a migration made, refuses a row no samples can make (migration 14;
+    again after a migration recreates them). Not on SQLite: its one writer is tokenpace's own (rollup.add, of
+    bounded samples), and the triggers cost a third of its writes' speed (3,000 samples: ~250/s against ~400/s
+    without), reading back each row's texts."""
     if ph == "?":
         return
     for level in rollup.LEVELS:
-        sqlite, postgres = _whole("NEW.", "length(CAST({} AS BLOB))"), _whole("", "octet_length({})")
+        sqlite, postgres = _whole("NEW.", "length(CAST({} AS BLOB))", shape), _whole("", "octet_length({})", shape)
         _refuse(conn, ph, level.table, f"{level.table}_whole", sqlite, postgres)
 
 

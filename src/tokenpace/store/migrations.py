@@ -14,6 +14,12 @@ migration that changes published samples' counted columns (``rollup.RAW``) must 
 that both rollups still equal a recompute from ``samples``; one that changes the rollups' shape must end with
 ``counting.install`` too, so that PostgreSQL's counting trigger writes the new shape, and ``guards.guard_rollups``
 after it, so that recreated rollups still refuse rows no samples can make.
+
+The rollups' shapes are spelt out here too (:data:`SHAPE_6`, :data:`SHAPE_10`, :data:`SHAPE_13`,
+:data:`SHAPE_18`), and every step that builds, rebuilds or counts rollup rows is given the one its migration
+made: the code's own shape (``rollup.CURRENT``) grows with each figure the rollups keep, and a step reading it
+would rebuild an old migration's tables in the new shape (migration 13 once did). A new shape is a new constant
+and a new migration.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tokenpace.errors import StoreError
@@ -28,6 +35,21 @@ from tokenpace.store import counting, guards, rollup
 from tokenpace.store.dialects import Connection, Dialect
 
 Step = str | Callable[[Any, str], None]  # SQL, or f(connection, placeholder)
+
+# The rollups' shapes as migrations made them (rollup.Shape: key columns, figures kept, key tags, canary counts).
+SHAPE_6 = rollup.Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_ms", "e2e_ms"))  # 6 to 8
+SHAPE_10 = rollup.Shape(  # 10 and 11: by region, and TTFT less the network round trip kept
+    ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
+)
+SHAPE_13 = rollup.Shape(  # 13 and 14: keyed by the prompt cache and the cold start, counting the canary's verdicts
+    ("provider", "plan", "model", "workload", "region"),
+    ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms"),
+    ("cached", "cold"),
+    ("canary_checked", "canary_passed"),
+)
+SHAPE_18 = rollup.Shape(  # 18: end-to-end for 500 answer tokens kept too (rollup.DERIVED)
+    SHAPE_13.ident, (*SHAPE_13.metrics, "e2e500_ms"), SHAPE_13.tags, SHAPE_13.checks
+)
 
 # Outside the history because it is how the history is read.
 BOOTSTRAP = (
@@ -146,24 +168,24 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         6,
         (
             # The hourly rollup the windows read (rollup.py), built from the samples already there.
-            *rollup.SCHEMA,
-            rollup.rebuild_hours,
+            *rollup.HOURS.schema(SHAPE_6),
+            partial(rollup.rebuild, levels=(rollup.HOURS,), shape=SHAPE_6),
         ),
     ),
     (
         7,
         (
             # The daily rollup (rollup.py): a 72 h window reads its whole days from it, 14 days of 100k too.
-            *rollup.DAYS.schema(rollup.FIRST),
-            rollup.rebuild_days,
+            *rollup.DAYS.schema(SHAPE_6),
+            partial(rollup.rebuild, levels=(rollup.DAYS,), shape=SHAPE_6),  # the hourly one is already right
         ),
     ),
     (
         8,
         (
             # The 6-hour rollup (rollup.py): a window's day edges read a few quarters and hours, not 23 hours.
-            *rollup.QUARTERS.schema(rollup.FIRST),
-            rollup.rebuild_quarters,
+            *rollup.QUARTERS.schema(SHAPE_6),
+            partial(rollup.rebuild, levels=(rollup.QUARTERS,), shape=SHAPE_6),
         ),
     ),
     (
@@ -202,7 +224,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
         (
             # The rollups keyed by region too (a board per region), and keeping TTFT less the network round trip
             # (rollup.DERIVED) so its percentiles are exact like the others: dropped, recreated and rebuilt.
-            rollup.recreate_tenth,
+            partial(rollup.recreate, shape=SHAPE_10),
         ),
     ),
     (
@@ -213,7 +235,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # that an agent's role needs no right on them.
             "ALTER TABLE agents ADD COLUMN role TEXT",
             "ALTER TABLE runs ADD COLUMN role TEXT",
-            counting.install_tenth,
+            partial(counting.install, shape=SHAPE_10),
         ),
     ),
     (
@@ -237,8 +259,8 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # cache and whether the sample was a cold start (rollup.TAGS: fresh figures are rows with both 0),
             # and counting the canary's verdicts (rollup.CHECKS): dropped, recreated, rebuilt, and the counting
             # trigger installed again for the new shape.
-            rollup.recreate,
-            counting.install,
+            partial(rollup.recreate, shape=SHAPE_13),
+            partial(counting.install, shape=SHAPE_13),
         ),
     ),
     (
@@ -249,9 +271,9 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             # rebuilt without them (a deleted sample's value too) and refusing rows no samples can make, and the
             # counting trigger installed again, refusing them as well.
             guards.mend_samples,
-            rollup.rebuild,
-            guards.guard_rollups,
-            counting.install,
+            partial(rollup.rebuild, shape=SHAPE_13),
+            partial(guards.guard_rollups, shape=SHAPE_13),
+            partial(counting.install, shape=SHAPE_13),
         ),
     ),
     (
@@ -277,6 +299,25 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             "ALTER TABLE samples ADD COLUMN retry_after_s DOUBLE PRECISION"
             " CHECK (retry_after_s >= 0 AND retry_after_s <= 86400)",
             "ALTER TABLE samples ADD COLUMN ratelimits TEXT",
+        ),
+    ),
+    (
+        17,
+        (
+            # The copy ratio (issue 31): the share of the answer's 8-grams of o200k tokens found in its prompt
+            # (measure/copying.py), what prompt-lookup drafting speeds up; a share, so from 0 to 1.
+            "ALTER TABLE samples ADD COLUMN copy_ratio DOUBLE PRECISION CHECK (copy_ratio >= 0 AND copy_ratio <= 1)",
+        ),
+    ),
+    (
+        18,
+        (
+            # End-to-end for 500 answer tokens (issue 31): the rollups keep each sample's, computed from its TTFT,
+            # first answer token and output speed (rollup.DERIVED), so the board's percentiles of it are exact:
+            # dropped, recreated and rebuilt, counted by the trigger in the new shape, and guarded again.
+            partial(rollup.recreate, shape=SHAPE_18),
+            partial(counting.install, shape=SHAPE_18),
+            partial(guards.guard_rollups, shape=SHAPE_18),
         ),
     ),
 )

@@ -13,7 +13,8 @@ per job (``FOR UPDATE SKIP LOCKED``), worker heartbeats, graceful shutdown. toke
   failed; the database's unique (job_id, job_seq) keeps a retried job's requests from being stored twice, and an
   agent does not run again a retried job whose requests are all stored (agent/worker.py).
 
-An order names its endpoint and workload, never a key: each agent reads keys from its own environment.
+An order names its endpoint and workload, never a key: each agent reads keys from its own environment. In a
+round of shared prompts it carries the round's seed too, so the agent builds the round's prompts.
 procrastinate's errors become :class:`StoreError` here, as the store's own do.
 """
 
@@ -34,6 +35,14 @@ log = logging.getLogger(__name__)
 TASK = "tokenpace.measure"  # procrastinate's name of the one task: measure an order
 DONE = frozenset({"succeeded", "failed", "cancelled", "aborted"})
 RETRIES = 1  # a stalled job is retried this many times, then recorded as failed
+ROUND_SEED_BITS = 31  # a round's prompt seed (schedule/rounds.py) is below 2**31, as a run's own seed is
+
+
+def _order_int(value: object) -> int:
+    """An order's whole number as JSON brings it (TypeError for anything else: a float, a bool, text)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"a whole number expected, got {type(value).__name__}")
+    return value
 
 
 def queue_name(region: str) -> str:
@@ -51,6 +60,7 @@ class RunOrder:
     requests: int
     deadline: float  # UTC epoch seconds: taken later, the order is dropped and counted
     idle_s: float | None = None  # a wake order's idle time as the sampler saw it (schedule/wake.py)
+    round_seed: int | None = None  # its round's prompt seed (schedule/rounds.py); None: prompts of its own
 
     @property
     def lock(self) -> str:
@@ -65,11 +75,14 @@ class RunOrder:
                 str(kwargs["endpoint"]), str(kwargs["workload"]), str(kwargs["region"]),
                 int(kwargs["requests"]), float(kwargs["deadline"]),
                 None if kwargs.get("idle_s") is None else float(kwargs["idle_s"]),
+                None if kwargs.get("round_seed") is None else _order_int(kwargs["round_seed"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a tokenpace order: {type(exc).__name__} {exc}") from None
         idle_ok = order.idle_s is None or 0 <= order.idle_s <= MAX_IDLE_S  # NaN fails both comparisons
-        if not 1 <= order.requests <= 10_000 or len(order.endpoint) > 1000 or len(order.workload) > 200 or not idle_ok:
+        seed_ok = order.round_seed is None or 0 <= order.round_seed < 1 << ROUND_SEED_BITS
+        sizes_ok = 1 <= order.requests <= 10_000 and len(order.endpoint) <= 1000 and len(order.workload) <= 200
+        if not (sizes_ok and idle_ok and seed_ok):
             raise ValueError("not a tokenpace order: a value is out of bounds")
         return order
 

@@ -41,7 +41,7 @@ _INTEGERS |= {"concurrency", "requested", "completed", "cold"}
 _REALS = {"started_at", "finished_at", "ttft_ms", "ttfb_ms", "connect_ms", "ttfat_ms", "output_speed", "e2e_ms"}
 _REALS |= {"net_connect_ms", "net_tls_ms", "net_rtt_ms", "idle_s", "client_lag_ms", "retry_after_s"}
 _REALS |= {"t100_ms", "gap_p50_ms", "gap_p95_ms", "gap_max_ms", "loop_lag_p50_ms", "loop_lag_p99_ms"}
-_REALS |= {"loop_lag_max_ms", "cpu_us_per_event"}
+_REALS |= {"loop_lag_max_ms", "cpu_us_per_event", "copy_ratio"}
 _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")  # an escaped NUL, not an escaped backslash before "u0000"
 # Refusals that name the record, not the database: a retry of the same values fails the same way.
 _DATA_ERRORS: tuple[type[Exception], ...] = (sqlite3.DataError, sqlite3.IntegrityError, ValueError, TypeError)

@@ -6,10 +6,10 @@ client_bound, cached, cold) of the *published* samples (:data:`TAGS`: served fro
 cold start; the board's figures are of rows with both 0): how many, how many ok and one-shot, the first and last
 time, the protocol and simulated flag (their maxima, as the windows report them), the failures' kinds (`` kind``
 each), how many had a canary verdict and how many passed (:data:`CHECKS`), and for the ok samples each metric's
-values themselves (TTFT less the network round trip too: :data:`DERIVED`), NULLs skipped, as
-text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every float exactly,
-concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds (:func:`decode`;
-``float()`` of decimal text took ten times as long).
+values themselves (TTFT less the network round trip and end-to-end for 500 tokens too: :data:`DERIVED`), NULLs
+skipped, as text: 16 hex digits per value, its IEEE 754 bits big-endian (:func:`encode`). That round-trips every
+float exactly, concatenates as text in both databases, and decodes ~200,000 values in a few milliseconds
+(:func:`decode`; ``float()`` of decimal text took ten times as long).
 ``sample_days`` is the same per day = floor(started_at / 86400) (a :class:`RollupLevel` each): a 72 h window holds
 two or three whole days, so it reads a few day rows and the hours at the day edges instead of 72 hour rows
 per endpoint, and ``sample_quarters`` per quarter = 6 hours, so those day edges are at most 5 hours and
@@ -38,19 +38,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.measure.bounds import within
-from tokenpace.measure.metrics import corrected_ttft
+from tokenpace.measure.catalogue import ROLLUP_KEYS
+from tokenpace.measure.metrics import ANSWER_TOKENS, corrected_ttft, e2e500
 from tokenpace.measure.sample import CACHED_MIN_TOKENS, is_cached
 from tokenpace.store.columns import SAMPLE_COLUMNS
 from tokenpace.store.dialects import Connection
 
 HOUR = 3600
 DAY = 24 * HOUR
-STORED = ("output_speed", "ttft_ms", "e2e_ms")  # the leaderboard's figures that are columns of ``samples``
-# Figures computed from a sample's columns, as SQL both databases evaluate alike (IEEE doubles, NULL in, NULL out)
-# and as the writer computes them in Python (measure/sample.corrected_ttft): kept like the others, so their
-# percentiles are as exact. TTFT less the network round trip the agent measured before the run.
-DERIVED = {"ttft_net_ms": "ttft_ms - net_rtt_ms"}
-METRICS = (*STORED, *DERIVED)
+# Figures computed from a sample's columns (``{row}`` their prefix, as in TAGS), as SQL both databases evaluate
+# alike (IEEE doubles, NULL in, NULL out) and as the writer computes them in Python (measure/metrics: corrected_ttft,
+# e2e500, the same operations in the same order): kept like the others, so their percentiles are as exact. TTFT
+# less the network round trip the agent measured; end-to-end for 500 tokens (none without a speed above 0).
+DERIVED = {
+    "ttft_net_ms": "{row}ttft_ms - {row}net_rtt_ms",
+    "e2e500_ms": "CASE WHEN {row}output_speed > 0 THEN {row}ttft_ms + ({row}ttfat_ms - {row}ttft_ms) + "
+    f"{float(ANSWER_TOKENS)!r} / {{row}}output_speed * 1000.0 END",
+}
+# Which figures the rollups keep is the catalogue's to say (its rows marked ``rollup``, measure/catalogue.py); their
+# columns keep the order the tables have had since migration 10 (store/tally.py reads rows by position), a figure
+# added later after them.
+_FIRST = ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
+METRICS = tuple(sorted(ROLLUP_KEYS, key=lambda k: _FIRST.index(k) if k in _FIRST else len(_FIRST)))
+STORED = tuple(m for m in METRICS if m not in DERIVED)  # the leaderboard's figures that are columns of ``samples``
 COUNTS = ("samples", "ok", "one_shot", "first_at", "last_at", "protocol", "simulated", "failures")
 log = logging.getLogger(__name__)
 UNKNOWN = "unknown"  # a failure's kind when the sample has none, as the windows have always shown it
@@ -78,8 +88,9 @@ class Shape:
     """What a rollup row is keyed by (besides its unit and client_bound) and which figures it keeps.
 
     The tables' shape changed (migration 10 added the region and corrected TTFT, migration 13 the cached and cold
-    tags and the canary's counts): each migration builds the shape it built (:data:`FIRST` for 6-8,
-    :data:`TENTH` for 10 and 11), so the history means what it meant; the code reads :data:`CURRENT`.
+    tags and the canary's counts, migration 18 end-to-end for 500 tokens): each migration names the shape it
+    builds, spelt out in the migration (migrations.py), so the history means what it meant; the code reads
+    :data:`CURRENT`.
     """
 
     ident: tuple[str, ...]
@@ -95,16 +106,11 @@ class Shape:
     @property
     def raw(self) -> str:
         """The SELECT list of :attr:`names` over samples: the windows read their edge hours with the same columns."""
-        return ", ".join(TAGS[c].format(row="") if c in TAGS else DERIVED.get(c, c) for c in self.names)
+        return ", ".join((TAGS | DERIVED)[c].format(row="") if c in TAGS or c in DERIVED else c for c in self.names)
 
 
-# The old shapes spelt out, not read off STORED and METRICS: a metric added later must not change what an old
-# migration builds.
-FIRST = Shape(("provider", "plan", "model", "workload"), ("output_speed", "ttft_ms", "e2e_ms"))  # migrations 6-8
-TENTH = Shape(  # migrations 10 and 11
-    ("provider", "plan", "model", "workload", "region"), ("output_speed", "ttft_ms", "e2e_ms", "ttft_net_ms")
-)
-CURRENT = Shape(TENTH.ident, METRICS, tuple(TAGS), CHECKS)  # migration 13
+# The shape the code writes and reads; the migration that last changed the tables built it (a test checks).
+CURRENT = Shape(("provider", "plan", "model", "workload", "region"), METRICS, tuple(TAGS), CHECKS)
 RAW = CURRENT.raw
 
 
@@ -134,7 +140,7 @@ class RollupLevel:
         """The unit holding t (exactly, as :func:`hour_of`)."""
         return hour_of(t) // (self.seconds // HOUR)
 
-    def schema(self, shape: Shape = CURRENT) -> tuple[str, str]:
+    def schema(self, shape: Shape) -> tuple[str, str]:
         texts = {"provider", "plan", "model", "workload", "region", "protocol", "failures", *shape.metrics}
         kinds = {"first_at": "DOUBLE PRECISION", "last_at": "DOUBLE PRECISION"}
         cols = ",\n        ".join(
@@ -159,7 +165,6 @@ HOURS = RollupLevel("sample_hours", "hour", HOUR)
 QUARTERS = RollupLevel("sample_quarters", "quarter", 6 * HOUR)  # 6 hours: a day's edges read a few rows, not 23
 DAYS = RollupLevel("sample_days", "day", DAY)
 LEVELS = (HOURS, QUARTERS, DAYS)
-SCHEMA = HOURS.schema(FIRST)  # migration 6
 _PUBLISHED = SAMPLE_COLUMNS.index("published")
 
 
@@ -307,7 +312,8 @@ def _raw(values: Sequence[Any]) -> dict[str, Any]:
     get = dict(zip(SAMPLE_COLUMNS, values, strict=True))
     raw = {c: get[c] for c in (*CURRENT.ident, *_COUNTED, "canary_ok", *STORED)}
     raw |= {"cached": int(is_cached(get["provider_cached_tokens"])), "cold": int(get["cold"])}
-    return raw | {"ttft_net_ms": corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])}
+    raw |= {"ttft_net_ms": corrected_ttft(get["ttft_ms"], get["net_rtt_ms"])}
+    return raw | {"e2e500_ms": e2e500(get["ttft_ms"], get["ttfat_ms"], get["output_speed"])}
 
 
 def add(conn: Connection, ph: str, values: Sequence[Any]) -> None:
@@ -359,30 +365,10 @@ def rebuild(
         at = conn.execute(nxt, (end,)).fetchone()[0]
 
 
-def recreate(conn: Connection, ph: str, shape: Shape = CURRENT) -> None:
-    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10 and 13)."""
+def recreate(conn: Connection, ph: str, *, shape: Shape) -> None:
+    """Every level dropped, made again in a shape and rebuilt from ``samples`` (migrations 10, 13 and 18)."""
     for level in LEVELS:
         conn.execute(f"DROP TABLE {level.table}")
         for sql in level.schema(shape):
             conn.execute(sql)
     rebuild(conn, ph, shape=shape)
-
-
-def recreate_tenth(conn: Connection, ph: str) -> None:
-    """Migration 10: the rollups keyed by region too and keeping TTFT less the round trip (:data:`TENTH`)."""
-    recreate(conn, ph, TENTH)
-
-
-def rebuild_hours(conn: Connection, ph: str) -> None:
-    """Migration 6: the hourly rollup alone (the daily one came later)."""
-    rebuild(conn, ph, (HOURS,), shape=FIRST)
-
-
-def rebuild_days(conn: Connection, ph: str) -> None:
-    """Migration 7: the daily rollup, from the samples (the hourly one is already right)."""
-    rebuild(conn, ph, (DAYS,), shape=FIRST)
-
-
-def rebuild_quarters(conn: Connection, ph: str) -> None:
-    """Migration 8: the 6-hour rollup, from the samples (the others are already right)."""
-    rebuild(conn, ph, (QUARTERS,), shape=FIRST)

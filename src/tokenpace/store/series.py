@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tokenpace.config.endpoints import endpoint_name
 from tokenpace.measure.bounds import within
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.verdict import ALL, NONE, Bound
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.windows import endpoint_name
 
-_BOUND_NAMES = ((Bound.TTFT, "TTFT"), (Bound.SPEED, "output speed"), (Bound.E2E, "end-to-end"))
+# Each client-bound flag's figure, named as the catalogue names it in a sentence.
+_BOUND_FIGURES = ((Bound.TTFT, "ttft_ms"), (Bound.SPEED, "output_speed"), (Bound.E2E, "e2e_ms"))
+_BOUND_NAMES = tuple((bound, metric(key).noun) for bound, key in _BOUND_FIGURES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,7 @@ class SamplePoint:
     output_tokens: int | None = None
     canary_ok: bool | None = None  # its answer began with the canary's line (None: none asked, or it failed)
     client_lag_ms: float | None = None  # how late its timestamps may be (None: not judged)
+    copy_ratio: float | None = None  # the share of its answer's 8-grams found in its prompt (measure/copying.py)
 
     def charted(self, include_client_bound: bool = False) -> bool:
         """Whether a chart draws it: published, successful and (unless included) with a figure not client-bound."""
@@ -124,6 +128,16 @@ def model_series(
     named = [dict(zip(_NAMED, r, strict=True)) for r in rows]
     points = [(endpoint_name(v.pop("provider"), v.pop("plan"), model), _point(v)) for v in named]
     return [(name, p) for name, p in points if p is not None]
+
+
+def copy_ratios(store: Store, *, since: datetime, workload: str | None = None) -> list[tuple[Any, ...]]:
+    """(provider, plan, model, workload, copy ratio) of every published successful sample with a copy ratio since
+    a time (of one workload, or every one), every region pooled, oldest first."""
+    sql = (
+        "SELECT provider, plan, model, workload, copy_ratio FROM samples WHERE started_at >= ? AND published = 1"
+        " AND ok = 1 AND copy_ratio IS NOT NULL"
+    )
+    return store.query(*_narrowed(sql, [epoch(since)], workload, None))
 
 
 def latest(store: Store, *, provider: str, plan: str, model: str, workload: str, limit: int) -> list[SamplePoint]:

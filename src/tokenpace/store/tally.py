@@ -27,7 +27,7 @@ from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 TallyGroup = tuple[int, int, int]
 FRESH: TallyGroup = (0, 0, 0)
 TTFT = METRICS.index("ttft_ms")
-_FLAG = tuple(FIGURE_BOUND[m] for m in METRICS)  # the verdict's bit that leaves each metric's values out
+_FLAG = tuple(FIGURE_BOUND[m] for m in METRICS)  # the verdict's bits that leave each metric's values out
 log = logging.getLogger(__name__)
 _NONE = figure_sorted([])
 
@@ -57,6 +57,7 @@ class HourRow(NamedTuple):
     ttft_ms: str
     e2e_ms: str
     ttft_net_ms: str
+    e2e500_ms: str
 
 
 class SampleRow(NamedTuple):
@@ -81,6 +82,7 @@ class SampleRow(NamedTuple):
     ttft_ms: float | None
     e2e_ms: float | None
     ttft_net_ms: float | None
+    e2e500_ms: float | None
 
 
 _metric_values = attrgetter(*METRICS)  # a row's METRICS, in order, by name

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from tokenpace.config.prices import Price
 from tokenpace.config.settings import Spend
+from tokenpace.config.windows import RowKey
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import MAX_TOKEN_COUNT, token_count
 from tokenpace.store.database import Store
 from tokenpace.store.rollup import HOUR
-from tokenpace.store.windows import RowKey
 
 
 def _sane(column: str) -> str:

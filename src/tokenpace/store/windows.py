@@ -1,7 +1,7 @@
 """Rolling windows per endpoint x workload: exact figures from the hourly rollup and the raw edge hours.
 
-A window is the span (now - seconds, now]; long-context workloads may use a longer span (Artificial Analysis
-measures its 100k workload over 14 days instead of 72 hours). Only published samples are read: what the
+A window (config/windows.py) is the span (now - seconds, now], longer for long-context workloads in some. Only
+published samples are read: what the
 service's schedule took, and one-shot runs published on purpose (``run --publish``), counted apart per row.
 Figures come from successful *fresh* samples: not served (in part) from the provider's prompt cache (a cached
 prompt's TTFT is not a fresh prompt's: counted and shown apart), not a cold start after the endpoint sat idle
@@ -22,58 +22,23 @@ the edge hours' samples instead of ranking ~70,000 samples. Measured by bench/ag
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
-from tokenpace.config.endpoints import Endpoint
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import EACH, RowKey, Window
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure, availability, commonest, success_rate
 from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
-from tokenpace.store.rollup import DAY, HOUR, RAW, cover
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)
+from tokenpace.store.rollup import RAW, cover
 from tokenpace.store.tally import HourRow, SampleRow, Tally, tally
 
 NO_FIGURE = Figure(0)
-EACH = "*"  # as a region: one row per (endpoint, region) rather than one filtered or pooled
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """A trailing span of time and the statistic that is its headline figure."""
-
-    name: str
-    seconds: int
-    statistic: Literal["mean", "median"]
-    label: str
-    long_seconds: int | None = None  # the span for long-context workloads, when it differs
-
-    def span(self, workload: str, long_workloads: Collection[str] = ()) -> int:
-        """Seconds this window covers for a workload: long_seconds for a long one, if set, else seconds."""
-        return self.long_seconds if self.long_seconds and workload in long_workloads else self.seconds
-
-
-WINDOWS: dict[str, Window] = {
-    w.name: w
-    for w in (
-        Window("24h", DAY, "mean", "24 h mean"),  # as TokenDyno's board
-        Window("72h", 72 * HOUR, "median", "72 h median", long_seconds=14 * DAY),  # as Artificial Analysis
-        Window("7d", 7 * DAY, "median", "7 d median"),
-    )
-}
-DEFAULT_WINDOW = "72h"
-
-
-RowKey = tuple[str, str, str, str]  # (provider, plan, model, workload): one row of a window, as caches key it
-
-
-def endpoint_name(provider: str, plan: str, model: str) -> str:
-    """``provider/model`` or ``provider:plan/model``: the one naming rule, Endpoint.name's."""
-    return Endpoint(provider, model, "", plan).name
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +73,7 @@ class EndpointRow:
     canary_checked: int = 0  # samples whose correctness canary has a verdict
     canary_passed: int = 0
     rate_limited: int = 0  # failures of kind "rate_limited" (HTTP 429): left out of the availability
+    e2e500_ms: Figure = NO_FIGURE  # end-to-end for 500 answer tokens, each with its own thinking time
 
     @property
     def canary_rate(self) -> float | None:
@@ -267,7 +233,7 @@ def endpoint_rows(
         provider, plan, model, workload = named["provider"], named["plan"], named["model"], named["workload"]
         kinds = commonest(t.kinds)
         cancelled = t.kinds.get(ErrorKind.CANCELLED.value, 0)
-        output_speed, ttft_ms, e2e_ms, ttft_net_ms = t.figures(include_client_bound)
+        output_speed, ttft_ms, e2e_ms, ttft_net_ms, e2e500_ms = t.figures(include_client_bound)
         rows.append(
             EndpointRow(
                 provider, plan, model, workload, t.protocol, bool(t.simulated),
@@ -281,80 +247,7 @@ def endpoint_rows(
                 ttft_net_ms=ttft_net_ms, region=named.get("region"),
                 cached=t.cached, cold=t.cold, cold_ttft_ms=t.cold_ttft(include_client_bound),
                 canary_checked=t.checked, canary_passed=t.passed,
-                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0),
+                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0), e2e500_ms=e2e500_ms,
             )
         )  # fmt: skip
     return rows
-
-
-@dataclass(frozen=True, slots=True)
-class ModelRow:
-    """A model on one workload: the median across its endpoints of each endpoint's headline figure, and the
-    success rate over every sample of every endpoint serving it."""
-
-    model: str
-    workload: str
-    providers: int  # endpoints (provider x plan) that contributed
-    samples: int  # their samples, summed
-    output_speed: float | None
-    ttft_ms: float | None
-    e2e_ms: float | None
-    success_rate: float | None
-    simulated: bool = False  # any contributing endpoint is a simulator
-    region: str | None = None  # its rows' region (None: every region pooled)
-    canary_checked: int = 0  # every endpoint's canary verdicts, pooled as the success rate is
-    canary_passed: int = 0
-
-    @property
-    def canary_rate(self) -> float | None:
-        """passed / checked of the canary over every endpoint serving the model; None when none was judged."""
-        return canary.pass_rate(self.canary_passed, self.canary_checked)
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
-
-
-def model_rows(
-    rows: Sequence[EndpointRow],
-    statistic: str,
-    *,
-    min_samples: int = 1,
-    canonical: Callable[[str], str] = str,
-    speaks: Callable[[EndpointRow], bool] = lambda r: True,
-) -> list[ModelRow]:
-    """Per (model, workload, region): median across endpoints of their headline figures, sorted by model, workload.
-
-    ``canonical`` names the model a provider's id means (config.models: one name for the same weights), so
-    ``llama-3.1-8b-instant`` and ``llama3.1-8b`` are one model row; by default every id is its own model.
-
-    Endpoints with fewer than ``min_samples`` counted samples are left out of the figures: too few to speak
-    for a model; so are those ``speaks`` refuses (the board's failing ones: a failing provider's figure alone
-    was a model's headline while three endpoints served it). The success rate and the canary's pass rate pool
-    every endpoint's samples: a provider that fails every request has no counted sample, and the median of the
-    others' rates would hide it.
-    """
-    every: dict[tuple[str, str, str], list[EndpointRow]] = {}
-    for r in rows:  # per region too when rows are (an endpoint's region is not another endpoint)
-        every.setdefault((canonical(r.model), r.workload, r.region or ""), []).append(r)
-    found = []
-    for (model, workload, _), group in sorted(every.items()):
-        speaking = [r for r in group if r.counted >= min_samples and speaks(r)]
-        if speaking or any(r.counted >= min_samples for r in group):  # only failing ones: a row, its failures shown
-            found.append(_model_row(model, workload, speaking, group, statistic))
-    return found
-
-
-def _model_row(
-    model: str, workload: str, group: Sequence[EndpointRow], every: Sequence[EndpointRow], statistic: str
-) -> ModelRow:
-    def med(metric: str) -> float | None:
-        return _median(r.figure(metric).headline(statistic) for r in group)
-
-    pooled = success_rate(sum(r.ok for r in every), sum(r.samples for r in every), sum(r.cancelled for r in every))
-    return ModelRow(
-        model, workload, len(group), sum(r.samples for r in group),
-        med("output_speed"), med("ttft_ms"), med("e2e_ms"), pooled, any(r.simulated for r in every), every[0].region,
-        sum(r.canary_checked for r in every), sum(r.canary_passed for r in every),
-    )  # fmt: skip

@@ -34,13 +34,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tokenpace.board.changes import Kept
+from tokenpace.board.rules import StaleAfter
 from tokenpace.board.rules import rules as board_rules
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
-from tokenpace.schedule import sampler
-from tokenpace.schedule.sampler import Status
+from tokenpace.schedule import cadence
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
-from tokenpace.store.windows import EndpointRow
 from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, prom, promptcache, render
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
@@ -72,13 +72,13 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _scheduled_jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[sampler.Job], str | None]:
+def _scheduled_jobs(config: Config, status: Callable[[], Status] | None) -> tuple[list[cadence.Job], str | None]:
     """The sampler's jobs (fixed for its life), else the ones the config describes; none, and why, for a config
     the sampler would refuse: it has no cadence to be late for."""
     if status is not None:
         return [j.job for j in status().jobs], None
     try:
-        return sampler.jobs(config, config.endpoints), None
+        return cadence.jobs(config, config.endpoints), None
     except ConfigError as exc:
         return [], str(exc)
 
@@ -264,7 +264,7 @@ def create_app(
     *,
     status: Callable[[], Status] | None = None,
     now: Callable[[], datetime] = _utcnow,
-    stale_after: Callable[[EndpointRow], float | None] | None = None,
+    stale_after: StaleAfter | None = None,
     page_refresh_s: float = PAGE_REFRESH_S,
     render_store: str | None = None,
 ) -> Starlette:

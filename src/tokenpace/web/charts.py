@@ -22,6 +22,7 @@ from markupsafe import Markup
 from pygal.style import Style
 
 from tokenpace.board import sufficiency
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import SamplePoint
 
@@ -335,7 +336,7 @@ def over_time(
                  _svg(chart, chart_id))  # fmt: skip
 
 
-_METRICS = (("speed", "output_speed", "Output speed", "tok/s"), ("ttft", "ttft_ms", "Time to first token", "ms"))
+_METRICS = (("speed", "output_speed"), ("ttft", "ttft_ms"))  # a chart id's part and the catalogue's figure
 
 
 def sample_charts(
@@ -352,14 +353,15 @@ def sample_charts(
     shades of its one colour, their lines ``dashed``).
     """
     out = []
-    for key, attr, label, unit in _METRICS:
+    for key, attr in _METRICS:
+        m = metric(attr)
         values = {
             group: [(p.started_at, v) for p in points if (v := getattr(p, attr)) is not None]
             for group, points in groups.items()
         }
-        out.append(
-            over_time(f"chart-{key}", f"{label} over time", unit, values, markers.get(attr, ()), series_colours, dashed)
-        )
+        marked = markers.get(attr, ())
+        out.append(over_time(f"chart-{key}", f"{m.label} over time", m.detail, values, marked, series_colours, dashed))
         spread = {group: figure([v for _, v in vs]) for group, vs in values.items()}
-        out.append(boxes(f"chart-{key}-dist", f"{label}: median, P25-P75, {TAILS_TITLE}", unit, spread, series_colours))
+        title = f"{m.label}: median, P25-P75, {TAILS_TITLE}"
+        out.append(boxes(f"chart-{key}-dist", title, m.detail, spread, series_colours))
     return out

@@ -17,7 +17,9 @@ from tokenpace.board.changes import describe
 from tokenpace.board.endpoint_page import EndpointPage, read_endpoint_page
 from tokenpace.board.model_page import ModelPage, read_model_page
 from tokenpace.board.pageparts import PageRegion
-from tokenpace.store.windows import Window, endpoint_name
+from tokenpace.config.endpoints import endpoint_name
+from tokenpace.config.windows import Window
+from tokenpace.measure.catalogue import metric
 from tokenpace.web import charts
 from tokenpace.web.paths import endpoint_path, model_path
 from tokenpace.web.render import Page
@@ -64,6 +66,8 @@ def endpoint_context(
         "include_client_bound": m.include_client_bound,
         "uptime": m.uptime,
         "canary": data["canary"],
+        "copying": data["copy_ratio"],
+        "copy_metric": metric("copy_ratio"),
         "standings": m.standings,
         "cover": m.cover,
         "bursts": m.bursts,

@@ -10,33 +10,43 @@ from typing import Any
 from tokenpace.board import changes, ranking, regions
 from tokenpace.board.allowance import allowance_dict
 from tokenpace.board.leaderboard_page import ranked, read_leaderboard_page
-from tokenpace.board.query import SORTS, Query
+from tokenpace.board.query import METRIC_OF, SORTS, Query
 from tokenpace.board.rows import WRONG_BELOW, fast_but_wrong
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import EACH, WINDOWS
 from tokenpace.config.workloads import ordered
-from tokenpace.store.export import csv_row
-from tokenpace.store.windows import EACH, WINDOWS
+from tokenpace.measure.catalogue import metric
+from tokenpace.text import csv_row
 from tokenpace.web import charts
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, window_menu
+
+# A figure column's catalogue row (measure/catalogue.py): its label heads the column, short enough for a phone;
+# the header's title carries what the label leaves out (unit, whose tokens) and the definition.
+FIGURE_OF = {**METRIC_OF, "ttft_net": "ttft_net_ms", "success": "success_rate", "canary": "canary_pass_rate"}
+
+
+def _figure_column(key: str, cls: str) -> tuple[str, str, str]:
+    return (key, metric(FIGURE_OF[key]).label, cls)
+
 
 # Column key, label, CSS class; a key in query.SORTS makes the header a sort link. "wide": left out on a
 # phone's width, where the endpoint's name already says its provider, plan and model.
 BOARD_COLUMNS = (
     ("name", "Endpoint", "name"),  # provider:plan/model, so the provider and plan need no columns of their own
     ("model", "Model", "wide"),
-    ("speed", "Output speed", "num"),
-    ("ttft", "TTFT", "num"),
-    ("e2e", "End-to-end", "num wide"),
-    ("success", "Success", "num"),
-    ("canary", "Canary", "num wide"),  # only when some row's canary has a verdict
+    _figure_column("speed", "num"),
+    _figure_column("ttft", "num"),
+    _figure_column("e2e", "num wide"),
+    _figure_column("success", "num"),
+    _figure_column("canary", "num wide"),  # only when some row's canary has a verdict
     ("samples", "Samples", "num wide"),
     ("price", "Price, $/1M (3:1)", "num wide"),
     ("cost", "$ per request", "num wide"),
     ("last", "Last sample", "num"),
 )
 # Shown beside TTFT when the rows measured the network (probe agents, clients/network.py).
-TTFT_NET = ("ttft_net", "TTFT \u2212 RTT", "num")  # a minus sign, not a hyphen
+TTFT_NET = _figure_column("ttft_net", "num")
 TTFT_NET_TITLE = (
     "TTFT less one network round trip the probe agent measured just before the run (the fastest of a few cheap "
     "requests): the distance to the provider taken off. It cannot take off the provider's queueing or prompt "
@@ -47,8 +57,8 @@ CANARY_TITLE = (
     f"answers that did. Under {WRONG_BELOW:.0%} the endpoint is marked fast but wrong."
 )
 _ARROWS = {"asc": "▲", "desc": "▼"}
-_SORTED_BY = {"speed": "output speed", "ttft": "TTFT", "e2e": "end-to-end time", "success": "success rate",
-              "samples": "sample count", "name": "endpoint name"}  # fmt: skip
+_SORTED_BY = {key: metric(FIGURE_OF[key]).noun for key in ("speed", "ttft", "e2e", "success")}
+_SORTED_BY |= {"samples": "sample count", "name": "endpoint name"}
 
 
 def _href(query: Query, **changes: Any) -> str:
@@ -82,6 +92,9 @@ def _headers(query: Query, net: bool = False, priced: bool = True, canary: bool 
         head = {"key": key, "label": label, "cls": cls, "href": "", "state": "", "arrow": "↕", "title": ""}
         if key in ("ttft_net", "canary"):
             head["title"] = TTFT_NET_TITLE if key == "ttft_net" else CANARY_TITLE
+        elif key in FIGURE_OF:
+            m = metric(FIGURE_OF[key])
+            head["title"] = f"{m.header}: {m.definition}"
         if key in SORTS:
             active = key == query.sort
             flipped = "asc" if current == "desc" else "desc"
@@ -125,24 +138,25 @@ def board_charts(board: ranking.Board, configured: Sequence[str]) -> list[charts
     cut = f" (the first {len(boxed)} of {len(shown)})" if len(boxed) < len(shown) else ""
     # one colour per endpoint (its rows in each region alike), the same on its own page and its model's
     colour = charts.endpoint_colours(configured, [e.row.name for e in shown])
+    speed, ttft = metric("output_speed"), metric("ttft_ms")
     speeds = charts.boxes(
-        "chart-board-speed", f"Output speed by endpoint{cut}: median, P25-P75, {charts.TAILS_TITLE}", "tok/s",
+        "chart-board-speed", f"{speed.label} by endpoint{cut}: median, P25-P75, {charts.TAILS_TITLE}", speed.detail,
         {_label(board, e): e.row.output_speed for e in boxed}, {_label(board, e): colour[e.row.name] for e in boxed},
     )  # fmt: skip
-    headline = [(e, speed) for e in shown if (speed := e.row.output_speed.headline(statistic)) is not None]
+    headline = [(e, s) for e in shown if (s := e.row.output_speed.headline(statistic)) is not None]
     timed = [
         charts.Dot(e.row.name, _label(board, e), t, s) for e, s in headline if (t := e.row.ttft_ms.headline(statistic))
     ]
-    out = [speeds, charts.scatter("chart-board-ttft-speed", f"TTFT against output speed, {label}", "TTFT (ms)",
-                                  "output speed (tok/s)", timed, series_colours=colour)]  # fmt: skip
+    out = [speeds, charts.scatter("chart-board-ttft-speed", f"{ttft.label} against {speed.noun}, {label}",
+                                  ttft.header, speed.header, timed, series_colours=colour)]  # fmt: skip
     priced = [
         charts.Dot(e.row.name, _label(board, e), price, s)
         for e, s in headline
         if e.cost is not None and (price := e.cost.blended) is not None
     ]
     if priced:  # no chart of nothing: prices come from config and presets, and simulators have none
-        title = f"Output speed against blended price (3:1 input:output), {label}"
-        out.append(charts.scatter("chart-board-price-speed", title, "$ per 1M tokens", "output speed (tok/s)", priced,
+        title = f"{speed.label} against blended price (3:1 input:output), {label}"
+        out.append(charts.scatter("chart-board-price-speed", title, "$ per 1M tokens", speed.header, priced,
                                   series_colours=colour))  # fmt: skip
     return out
 

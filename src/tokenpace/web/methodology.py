@@ -1,7 +1,7 @@
 """The methodology page, written from the running configuration so it cannot drift from what is measured.
 
-Formulas are the docstrings of the functions that compute them (measure/metrics.py), cadences are the scheduler's
-own jobs, windows are store/windows.WINDOWS: change the code and this page changes with it.
+Formulas are the figure catalogue's definitions (measure/catalogue.py), cadences are the scheduler's own jobs,
+windows are config/windows.WINDOWS: change the code and this page changes with it.
 """
 
 from __future__ import annotations
@@ -13,19 +13,22 @@ from typing import Any
 from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
+from tokenpace.board.copying import copy_table
 from tokenpace.board.platforms import platform_dict, platforms
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
+from tokenpace.config.endpoints import Config
 from tokenpace.config.headers import FRESH_VALUE
 from tokenpace.config.presets import PRESETS
 from tokenpace.config.prices import STALE_DAYS
 from tokenpace.config.settings import DEFAULT_COLD_AFTER_S
+from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS
 from tokenpace.config.workloads import AA_OUTPUT_TOKENS
-from tokenpace.measure import metrics
+from tokenpace.measure import catalogue, metrics
+from tokenpace.measure.catalogue import metric
 from tokenpace.prompts.tokens import ENCODING
 from tokenpace.schedule import pacing
 from tokenpace.schedule.backoff import DEFAULT_HOLD_S
-from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
@@ -34,19 +37,8 @@ def _doc(fn: Any) -> str:
     return str(fn.__doc__ or "").strip()
 
 
-FORMULAS = (
-    ("TTFT", _doc(metrics.ttft_ms)),
-    ("Output speed", _doc(metrics.output_speed)),
-    ("End-to-end", "End-to-end = time the stream ended (its last byte or its error) - time the request was sent."),
-    ("Time to 100 tokens", _doc(metrics.time_to_n_tokens_ms)),
-    ("Percentiles", _doc(metrics.percentile)),
-    ("Success rate", "Success rate = successful samples / (samples - samples cancelled at shutdown), per window."),
-    (
-        "Availability excluding rate limits",
-        "Availability excluding rate limits = successful samples / (samples - samples cancelled at shutdown - "
-        "rate-limited samples), per window.",
-    ),
-)
+# Every figure by its definition as the catalogue states it (measure/catalogue.py), then how percentiles are taken.
+FORMULAS = (*((m.name, m.definition) for m in catalogue.FIGURES), ("Percentiles", _doc(metrics.percentile)))
 # Rate limits (issue 30): what a 429 is on the board and what it does to the schedule (schedule/backoff.py).
 RATE_LIMITS = (
     "A request the provider refuses with HTTP 429 is a rate-limited sample: it counts against the success rate, "
@@ -127,6 +119,34 @@ TRUTH = (
     ),
 )
 
+# Speculative decoding's easy case (issue 31): what the copy ratio is for (measure/copying.py, board/copying.py).
+COPYING = (
+    "A provider may draft tokens by looking them up in the prompt (prompt-lookup or n-gram speculative "
+    "decoding) and check several in one step: an answer that copies its prompt then streams faster than one the "
+    "model has to write, so on prompts whose answers copy, output speed favours such providers. Artificial "
+    "Analysis tests its prompts against this; here every sample stores its copy ratio beside its timings, and "
+    "each endpoint's median per workload is shown below and on its page. The tasks ask for the model's own "
+    "words (a summary explains rather than restates, answers to questions do not quote, a translation leaves "
+    "code blocks and grammar rules out), so a faithful answer copies little: a high median says the speeds on "
+    "that workload are partly the copying's."
+)
+# One prompt per round (issue 31): why a model's endpoints share their prompts in a round (schedule/rounds.py).
+ONE_PROMPT = (
+    "In one round of the schedule, every endpoint of a model (its providers' ids joined under one canonical name) "
+    "is sent the same documents and task of a workload, as Artificial Analysis runs one prompt, generated at the "
+    "time of the test, on all endpoints: a document that is slower to read or a task that draws a longer answer "
+    "then weighs on every provider of the model alike, so their figures differ by how they serve, not by what "
+    "they were asked. Only the first line differs, each request's own reference number (its nonce), and the "
+    "canary line the answer must begin with follows it: no two requests share a cacheable prefix, and two "
+    "resellers that share a cache cannot answer one from the other. A round is a window of the clock as long as "
+    "the shortest interval among the model's jobs of that workload; every run launched within it shares the "
+    "round's prompts, drawn from a seed no one knows ahead (a region's agent is sent the seed with its order). "
+    "tokenpace run and tokenpace bench draw prompts per endpoint."
+)
+ONE_PROMPT_OFF = (
+    " This configuration turns it off (one_prompt_per_round = false): each endpoint gets prompts of its own."
+)
+
 
 def _job_rows(site: Site) -> tuple[list[dict[str, Any]], str | None]:
     """The scheduler's jobs (with next due times when it runs), else the ones the config describes."""
@@ -172,6 +192,12 @@ def _faq(site: Site) -> dict[str, Any]:
     }
 
 
+def _rounds(cfg: Config) -> tuple[str, str, str]:
+    """The one-prompt-per-round row of the fresh-prompt section, saying whether this configuration has it on."""
+    text = ONE_PROMPT + ("" if cfg.schedule.one_prompt_per_round else ONE_PROMPT_OFF)
+    return "rounds", "One prompt per round", text
+
+
 SPEND_DAYS = 7
 PACING = {"runs": pacing.runs_in, "worst": pacing.window_worst, "densest": pacing.densest}  # a plan's pace, in order
 
@@ -200,6 +226,10 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
          "long_span": numbers.interval(w.long_seconds) if w.long_seconds else None}
         for w in WINDOWS.values()
     ]  # fmt: skip
+    window = WINDOWS[DEFAULT_WINDOW]
+    copies = site.memo.get(("copying", window.name), lambda: copy_table(site, window))
+    copy_figure = metric("copy_ratio")
+    copying = {"label": copy_figure.label, "definition": copy_figure.definition, "why": COPYING}
     data = {
         "source": Path(cfg.source).name,  # the file's name only: where it lies on the server is not the page's
         "tokenizer": ENCODING,
@@ -223,7 +253,8 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "not_measured": list(NOT_MEASURED),
         "network": NETWORK,
         "rate_limits": RATE_LIMITS,
-        "truth": [{"id": key, "title": title, "text": text} for key, title, text in TRUTH],
+        "truth": [{"id": key, "title": title, "text": text} for key, title, text in (*TRUTH, _rounds(cfg))],
+        "copying": copying | copies.data() | {"window_label": window.label},
         "prices": prices,
         "spend": [cost.plan_day_dict(d) for d in spend],
         "faq": _faq(site),

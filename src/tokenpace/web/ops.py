@@ -2,7 +2,7 @@
 
 The CSV has the columns every export has (``store.columns.EXPORTED``, as ``run --output`` writes them), which
 leave out what could leak or bloat. Cells are also scrubbed of every secret this process knows (key variables'
-values, header values), in case a provider echoed one in an error, and made safe for a spreadsheet (export.csv_row).
+values, header values), in case a provider echoed one in an error, and made safe for a spreadsheet (text.csv_row).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from tokenpace.errors import BadRequest, StoreError
 from tokenpace.store import recent
 from tokenpace.store.columns import EXPORTED
 from tokenpace.store.database import Store, epoch
-from tokenpace.store.export import Filter, csv_row, sample_batches
+from tokenpace.store.export import Filter, sample_batches
+from tokenpace.text import csv_row
 
 RAW_COLUMNS = EXPORTED  # raw means every sample: source, published and client_bound say which the board counts
 _STARTED = RAW_COLUMNS.index("started_at")

@@ -19,11 +19,13 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from tokenpace.board.changes import Kept
 from tokenpace.board.numbers import printable
 from tokenpace.config.settings import SPEND_NAMES
+from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.stats import QUANTILES, Figure
 from tokenpace.schedule.pacing import window_text
-from tokenpace.schedule.sampler import Status
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
-from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, endpoint_rows
+from tokenpace.store.windows import EndpointRow, endpoint_rows
 from tokenpace.web.memo import Memo
 
 LABELS = ["provider", "plan", "model", "workload", "simulated"]
@@ -64,13 +66,11 @@ class LeaderboardCollector(Collector):
         now = self._now()
         rows = self._memo.get(("rows", window.name, None), lambda: endpoint_rows(self._store, window, now, self._long))
         where = f"over the default window ({window.label})"
-        speed = GaugeMetricFamily(
-            "tokenpace_output_speed_tokens_per_second", f"Output speed {where}", labels=[*LABELS, "statistic"]
-        )
-        ttft = GaugeMetricFamily(
-            "tokenpace_ttft_seconds", f"Time to first token {where}", labels=[*LABELS, "statistic"]
-        )
-        e2e = GaugeMetricFamily("tokenpace_e2e_seconds", f"End-to-end time {where}", labels=[*LABELS, "statistic"])
+        said = {key: f"{metric(key).label} {where}" for key in ("output_speed", "ttft_ms", "e2e_ms")}
+        statistic = [*LABELS, "statistic"]
+        speed = GaugeMetricFamily("tokenpace_output_speed_tokens_per_second", said["output_speed"], labels=statistic)
+        ttft = GaugeMetricFamily("tokenpace_ttft_seconds", said["ttft_ms"], labels=statistic)
+        e2e = GaugeMetricFamily("tokenpace_e2e_seconds", said["e2e_ms"], labels=statistic)
         success = GaugeMetricFamily("tokenpace_success_ratio", f"Successful / judged samples {where}", labels=LABELS)
         samples = GaugeMetricFamily("tokenpace_samples", f"Samples {where}, by outcome", labels=[*LABELS, "outcome"])
         age = GaugeMetricFamily("tokenpace_last_sample_age_seconds", "Seconds since the last sample", labels=LABELS)

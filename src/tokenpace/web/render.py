@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from tokenpace.board import numbers, regions, sufficiency
 from tokenpace.config.endpoints import plan_name
+from tokenpace.measure import catalogue
 from tokenpace.version import __version__
 from tokenpace.web.paths import endpoint_path, model_path
 
@@ -71,6 +72,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(fmt=numbers.figure_text, pct=numbers.percent, when=numbers.when, dollars=numbers.dollars)
     env.filters.update(rate=numbers.rate, cut=numbers.cut, withheld=sufficiency.tails_withheld)
+    env.filters.update(percentile=numbers.percentile_name)
     env.globals.update(
         version=__version__,
         # a row of one region links to its endpoint's page of that region
@@ -80,6 +82,7 @@ def environment() -> jinja2.Environment:
         model_url=model_path,
         plan_name=plan_name,
         tails_need=sufficiency.samples_needed(0.95),  # P5's and P95's, by symmetry
+        figure=catalogue.metric,  # a figure's label, header and definition, as the catalogue spells them
     )
     return env
 

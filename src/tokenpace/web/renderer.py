@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message
 from tokenpace.children import child_started, deaf_children
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import WorkerError
-from tokenpace.schedule.sampler import Status
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store, open_store
 
 NICENESS = 10  # rendering is background work: on a busy machine, serving and timing get the CPU first

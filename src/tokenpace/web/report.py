@@ -3,8 +3,10 @@
 Everything is inside the file: the styles inline, the charts inline SVG drawn on the server (web/report_charts.py),
 no script and no URL to fetch, so it reads offline and on paper. Every figure shown is one the result carries,
 formatted as the board formats figures (board/numbers.py), each table cell keeping the exact value in a
-``data-value`` attribute. All text from the result (endpoint, command, tags, error kinds) is escaped by the
-template, and bounded: a hand-written or tampered result cannot make the report unbounded.
+``data-value`` attribute and, for a percentile, its n (the values it was computed over) in ``data-n``; each
+point's P99s stand beside MLPerf's early-stopping estimate (load/figures.py). All text from the result (endpoint,
+command, tags, error kinds) is escaped by the template, and bounded: a hand-written or tampered result cannot make
+the report unbounded.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tokenpace.board.loadtable import label, saturation_line, server_tokens
-from tokenpace.load.figures import TagFigures
+from tokenpace.board.loadtable import load_label, saturation_line, server_tokens
+from tokenpace.load.figures import EARLY_STOPPED, TagFigures
 from tokenpace.load.results import BenchPoint, BenchResult
-from tokenpace.measure.catalogue import metric
+from tokenpace.measure.stats import ES_CONFIDENCE, EarlyStop, Figure
 from tokenpace.web import report_charts
 from tokenpace.web.charts import Chart
 from tokenpace.web.render import environment
@@ -38,6 +40,7 @@ class PointView:
     tags_left_out: int
     errors: tuple[tuple[str, int], ...]
     errors_left_out: int
+    tails: tuple[tuple[str, Figure, EarlyStop], ...] = ()  # each P99 with its n and early-stopping estimate
 
 
 def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
@@ -46,18 +49,18 @@ def point_view(point: BenchPoint, index: int, budget: int) -> PointView:
     return PointView(
         index=index,
         point=point,
-        label=label(point),
+        label=load_label(point),
         charts=tuple(report_charts.point_charts(point, index, budget)),
         tags=point.figures.by_tag[:MAX_TAGS],
         tags_left_out=max(0, len(point.figures.by_tag) - MAX_TAGS),
         errors=tuple(errors[:MAX_ERROR_KINDS]),
         errors_left_out=max(0, len(errors) - MAX_ERROR_KINDS),
+        tails=tuple(
+            (name, getattr(point.figures, name), es)
+            for name in EARLY_STOPPED
+            if (es := point.figures.early_stopping.get(name)) is not None
+        ),
     )
-
-
-# The figures counted in tokens, as the catalogue names them: each header says whose tokens (o200k, the server's),
-# its title the definition.
-TOKEN_COUNTED = {k: metric(k) for k in ("tpot", "tpot_server", "output_tokens_per_s", "output_tokens_per_s_server")}
 
 
 def render_report(result: BenchResult) -> str:
@@ -79,6 +82,6 @@ def render_report(result: BenchResult) -> str:
             max_command=MAX_COMMAND,
             saturation=saturation_line(result),
             server=server_tokens(bounded),
-            counted=TOKEN_COUNTED,
+            es_confidence=ES_CONFIDENCE,
         )
     )

@@ -19,6 +19,7 @@ from typing import TypeGuard, TypeVar
 
 from tokenpace.load.figures import Figures
 from tokenpace.load.results import BenchPoint, BenchResult
+from tokenpace.measure.catalogue import metric
 from tokenpace.measure.stats import Figure
 from tokenpace.web.charts import Chart, Dot, bars, scatter
 
@@ -38,9 +39,17 @@ OKABE_ITO = {
     "blue": "#0072B2", "orange": "#E69F00", "vermillion": "#D55E00", "bluish green": "#009E73",
     "reddish purple": "#CC79A7", "sky blue": "#56B4E9", "black": "#000000",
 }  # fmt: skip
+
+
+def series_name(key: str, stat: str) -> str:
+    """A latency series' name: the figure's narrow label (measure/catalogue.py) and its statistic, "TTFT p99"."""
+    return f"{metric(key).narrow} {stat}"
+
+
 SERIES_COLOURS = {
-    "TTFT p50": OKABE_ITO["blue"], "TTFT p90": OKABE_ITO["orange"], "TTFT p99": OKABE_ITO["vermillion"],
-    "E2E p50": OKABE_ITO["bluish green"], "TPOT p50": OKABE_ITO["blue"], "TPOT p99": OKABE_ITO["vermillion"],
+    series_name("ttft_ms", "p50"): OKABE_ITO["blue"], series_name("ttft_ms", "p90"): OKABE_ITO["orange"],
+    series_name("ttft_ms", "p99"): OKABE_ITO["vermillion"], series_name("e2e_ms", "p50"): OKABE_ITO["bluish green"],
+    series_name("tpot_ms", "p50"): OKABE_ITO["blue"], series_name("tpot_ms", "p99"): OKABE_ITO["vermillion"],
     "achieved": OKABE_ITO["blue"], "achieved = offered": OKABE_ITO["black"],
     "ok": OKABE_ITO["blue"], "failed": OKABE_ITO["vermillion"],
 }  # fmt: skip
@@ -72,7 +81,7 @@ def swept(result: BenchResult) -> tuple[str, list[tuple[BenchPoint, float]]]:
     by_rate = result.sweep in ("rate", "auto") or (
         result.sweep is None and all(p.load.rate is not None for p in result.points)
     )
-    title = "offered rate (req/s)" if by_rate else "concurrency"
+    title = metric("offered_rate").header if by_rate else "concurrency"
     values = [(p, (p.load.rate or p.figures.request_rate) if by_rate else p.load.concurrency) for p in result.points]
     found = [(p, float(v)) for p, v in values if v is not None and math.isfinite(v) and v > 0]
     return title, sorted(found, key=lambda pv: pv[1])
@@ -90,20 +99,19 @@ def _dots(label: str, x: float, lines: Sequence[tuple[str, float | None]]) -> li
 
 
 def _against_throughput(
-    result: BenchResult, chart_id: str, title: str, y_title: str, label: str, figure: Callable[[Figures], Figure]
+    result: BenchResult, chart_id: str, title: str, key: str, figure: Callable[[Figures], Figure]
 ) -> Chart:
-    """Each point at its achieved output tok/s, against the p50 and p99 of ``figure``, joined in the order of
-    the swept value."""
+    """Each point at its achieved output throughput, against the p50 and p99 of ``figure`` (the catalogue's
+    ``key``), joined in the order of the swept value."""
+    p50, p99 = series_name(key, "p50"), series_name(key, "p99")
     dots = [
         d
         for p, _ in swept(result)[1]
         for d in _dots(
-            level_name(p),
-            p.figures.output_tokens_per_s,
-            ((f"{label} p50", figure(p.figures).p50), (f"{label} p99", figure(p.figures).p99)),
+            level_name(p), p.figures.output_tokens_per_s, ((p50, figure(p.figures).p50), (p99, figure(p.figures).p99))
         )
     ]
-    return _sweep_chart(chart_id, title, "output tok/s", y_title, _by_group(dots), f"{label} p50")
+    return _sweep_chart(chart_id, title, metric("output_tokens_per_s").header, metric(key).header, _by_group(dots), p50)
 
 
 def _sweep_chart(chart_id: str, title: str, x_title: str, y_title: str, dots: list[Dot], printed: str) -> Chart:
@@ -112,15 +120,15 @@ def _sweep_chart(chart_id: str, title: str, x_title: str, y_title: str, dots: li
 
 
 def throughput_latency(result: BenchResult) -> Chart:
-    """TTFT p50 and p99 against achieved output tok/s."""
-    return _against_throughput(result, "chart-sweep-throughput", "Throughput vs TTFT", "ms", "TTFT", lambda f: f.ttft)
+    """TTFT p50 and p99 against achieved output throughput."""
+    return _against_throughput(result, "chart-sweep-throughput", "Throughput vs TTFT", "ttft_ms", lambda f: f.ttft)
 
 
 def throughput_tpot(result: BenchResult) -> Chart:
-    """TPOT p50 and p99 against achieved output tok/s, on an axis of their own: a TPOT of 20 ms drawn on TTFT's
-    2,000 ms axis is a flat line at the bottom."""
+    """TPOT p50 and p99 against achieved output throughput, on an axis of their own: a TPOT of 20 ms drawn on
+    TTFT's 2,000 ms axis is a flat line at the bottom."""
     title = "Throughput vs time per output token"
-    return _against_throughput(result, "chart-sweep-tpot", title, "TPOT ms", "TPOT", lambda f: f.tpot)
+    return _against_throughput(result, "chart-sweep-tpot", title, "tpot_ms", lambda f: f.tpot)
 
 
 def latency_by_load(result: BenchResult) -> Chart:
@@ -133,26 +141,26 @@ def latency_by_load(result: BenchResult) -> Chart:
             level_name(p),
             x,
             (
-                ("TTFT p50", p.figures.ttft.p50),
-                ("TTFT p90", p.figures.ttft.p90),
-                ("TTFT p99", p.figures.ttft.p99),
-                ("E2E p50", p.figures.e2e.p50),
+                (series_name("ttft_ms", "p50"), p.figures.ttft.p50),
+                (series_name("ttft_ms", "p90"), p.figures.ttft.p90),
+                (series_name("ttft_ms", "p99"), p.figures.ttft.p99),
+                (series_name("e2e_ms", "p50"), p.figures.e2e.p50),
             ),
         )
     ]
-    return _sweep_chart(
-        "chart-sweep-latency", "Latency percentiles vs load", x_title, "ms", _by_group(dots), "TTFT p50"
-    )
+    printed = series_name("ttft_ms", "p50")
+    return _sweep_chart("chart-sweep-latency", "Latency percentiles vs load", x_title, "ms", _by_group(dots), printed)
 
 
 def achieved_offered(result: BenchResult) -> Chart:
-    """Achieved req/s against the offered rate, beside the line where they are equal (y = x)."""
+    """The request rate achieved against the rate offered, beside the line where they are equal (y = x)."""
     _, values = swept(result)
     dots = [d for p, rate in values for d in _dots(level_name(p), rate, (("achieved", p.figures.request_rate),))]
     top = max([d.x for d in dots] + [d.y for d in dots], default=0.0)
     ideal = [Dot("achieved = offered", "y = x", v, v) for v in (0.0, top)] if top > 0 else []
     title = "Achieved vs offered rate"
-    return _sweep_chart("chart-sweep-achieved", title, "offered req/s", "achieved req/s", dots + ideal, "achieved")
+    offered, achieved = metric("offered_rate").header, metric("request_rate").header
+    return _sweep_chart("chart-sweep-achieved", title, offered, achieved, dots + ideal, "achieved")
 
 
 def _by_group(dots: list[Dot]) -> list[Dot]:
@@ -166,7 +174,7 @@ def sweep_charts(result: BenchResult) -> list[Chart]:
     if len(result.points) < 2:
         return []
     out = [throughput_latency(result), throughput_tpot(result), latency_by_load(result)]
-    if swept(result)[0].startswith("offered"):
+    if swept(result)[0] == metric("offered_rate").header:
         out.append(achieved_offered(result))
     return out
 
@@ -188,8 +196,9 @@ def ttft_over_run(point: BenchPoint, chart_id: str, budget: int) -> Chart:
         dots.append(Dot("failed", label, r.t_s, r.ttft_ms if _finite(r.ttft_ms) else 0.0))
     drawn = len(ok) + len(failed)
     shown = f" ({drawn:,} of {len(point.rows):,} requests)" if drawn < len(point.rows) else ""
-    title = f"TTFT over the run, {point.load.describe()}{shown}"
-    return scatter(chart_id, title, "s into the run", "TTFT ms", dots, dot_size=2.5, series_colours=SERIES_COLOURS)
+    ttft = metric("ttft_ms")
+    title = f"{ttft.label} over the run, {point.load.describe()}{shown}"
+    return scatter(chart_id, title, "s into the run", ttft.header, dots, dot_size=2.5, series_colours=SERIES_COLOURS)
 
 
 def ladder(latency: Figure) -> dict[str, float]:
@@ -199,8 +208,9 @@ def ladder(latency: Figure) -> dict[str, float]:
 
 def ttft_ladder(point: BenchPoint, chart_id: str) -> Chart:
     """The point's TTFT figures (every measured request, not the rows) as bars from zero."""
-    title = f"TTFT distribution, {point.load.describe()} (n={point.figures.ttft.n:,})"
-    return bars(chart_id, title, "ms", ladder(point.figures.ttft))
+    ttft = metric("ttft_ms")
+    title = f"{ttft.label} distribution, {point.load.describe()} (n={point.figures.ttft.n:,})"
+    return bars(chart_id, title, ttft.unit_text, ladder(point.figures.ttft))
 
 
 def point_charts(point: BenchPoint, index: int, budget: int) -> list[Chart]:

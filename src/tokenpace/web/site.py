@@ -10,11 +10,13 @@ import jinja2
 
 from tokenpace.board.changes import Kept
 from tokenpace.board.query import Query, window
+from tokenpace.board.rules import StaleAfter
 from tokenpace.config.endpoints import Config
+from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS, Window
 from tokenpace.config.workloads import ordered
-from tokenpace.schedule.sampler import Job, Status
+from tokenpace.schedule.cadence import Job
+from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
-from tokenpace.store.windows import DEFAULT_WINDOW, WINDOWS, EndpointRow, Window
 from tokenpace.web.limits import ViewPool
 from tokenpace.web.memo import Memo
 from tokenpace.web.renderer import Renderer
@@ -26,7 +28,7 @@ class Site:
     config: Config
     status: Callable[[], Status] | None
     now: Callable[[], datetime]
-    stale_after: Callable[[EndpointRow], float | None]
+    stale_after: StaleAfter
     long_workloads: Collection[str]
     min_samples: int
     default_workload: str

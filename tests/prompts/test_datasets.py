@@ -10,10 +10,10 @@ import pytest
 from tests.simkit import send
 from tokenpace.config.workloads import BUILTIN
 from tokenpace.errors import ConfigError
-from tokenpace.load.chains import FreshPrompts
-from tokenpace.load.datafiles import FileDataset
-from tokenpace.load.datasets import GRAMMAR, open_dataset
-from tokenpace.load.synthetic import Lengths, MultiTurn, SharedPrefix, Synthetic
+from tokenpace.prompts.chains import FreshPrompts
+from tokenpace.prompts.datafiles import FileDataset
+from tokenpace.prompts.datasets import GRAMMAR, open_dataset
+from tokenpace.prompts.synthetic import Lengths, MultiTurn, SharedPrefix, Synthetic
 
 W = BUILTIN["1k"]
 OUT = Lengths(200)

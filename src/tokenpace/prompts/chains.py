@@ -49,12 +49,17 @@ class Dataset(Protocol):
 @dataclass(frozen=True)
 class FreshPrompts:
     """The default: a workload's fresh prompt per request (prompts/prompt.py), never two alike; a paired workload's
-    (cached-10k) chains are its two turns, built from one seed: the same prefix, a different task."""
+    (cached-10k) chains are its two turns, built from one seed: the same prefix, a different task.
+
+    With a ``round_seed`` (a scheduled round's, schedule/rounds.py), chain i's documents and task come from
+    round_seed + i and only its nonce from seed + i: every endpoint of the round gets the same prompt but its first
+    line."""
 
     workload: Workload
     seed: int
     corpus: Corpus | None = None
     requests: int | None = None  # a run's request count: a paired workload's last chain holds what is left of it
+    round_seed: int | None = None
 
     @property
     def name(self) -> str:
@@ -65,7 +70,10 @@ class FreshPrompts:
         return None
 
     def chain(self, i: int) -> Chain:
-        prompts = build_turns(self.workload, self.seed + i, self.corpus)
+        if self.round_seed is None:
+            prompts = build_turns(self.workload, self.seed + i, self.corpus)
+        else:
+            prompts = build_turns(self.workload, self.round_seed + i, self.corpus, nonce_seed=self.seed + i)
         if self.workload.paired:
             left = len(prompts) if self.requests is None else self.requests - 2 * i  # an odd count's last: turn 1
             return tuple(Request(p, prefix_turn=t) for t, p in enumerate(prompts[:left], 1))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tokenpace.errors import ConfigError
-from tokenpace.load import jsonrecords
-from tokenpace.load.jsonrecords import array_items, json_lines, open_bounded
+from tokenpace.prompts import jsonrecords
+from tokenpace.prompts.jsonrecords import array_items, json_lines, open_bounded
 
 ITEMS = [{"n": i, "text": "ünïcödé ✓ " * i, "nested": {"list": [1, 2, {"deep": "x"}]}} for i in range(40)]
 

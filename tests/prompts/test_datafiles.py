@@ -11,8 +11,8 @@ import pytest
 
 from tests.simkit import send
 from tokenpace.errors import ConfigError
-from tokenpace.load import datafiles, jsonrecords
-from tokenpace.load.datafiles import FileDataset, open_file
+from tokenpace.prompts import datafiles, jsonrecords
+from tokenpace.prompts.datafiles import FileDataset, open_file
 from tokenpace.prompts.prompt import Message
 from tokenpace.prompts.tokens import count_tokens
 

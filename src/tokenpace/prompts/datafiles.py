@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from tokenpace.errors import ConfigError
-from tokenpace.load import jsonrecords
-from tokenpace.load.chains import Chain, Request
-from tokenpace.load.jsonrecords import bad
+from tokenpace.prompts import jsonrecords
+from tokenpace.prompts.chains import Chain, Request
+from tokenpace.prompts.jsonrecords import bad
 from tokenpace.prompts.prompt import Message, chat_prompt
 from tokenpace.prompts.tokens import count_tokens
 

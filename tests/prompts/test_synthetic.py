@@ -13,8 +13,9 @@ from tokenpace.clients.openai_completions import completion_text
 from tokenpace.config.endpoints import PROTOCOLS
 from tokenpace.config.presets import ProtocolName
 from tokenpace.errors import ConfigError
-from tokenpace.load.chains import Chain, Dataset
-from tokenpace.load.synthetic import (
+from tokenpace.prompts.chains import Chain, Dataset
+from tokenpace.prompts.corpus import Document
+from tokenpace.prompts.synthetic import (
     MAX_TOKENS,
     MIN_INPUT,
     Lengths,
@@ -23,7 +24,6 @@ from tokenpace.load.synthetic import (
     Synthetic,
     slack,
 )
-from tokenpace.prompts.corpus import Document
 from tokenpace.prompts.tokens import count_tokens
 
 OUT = Lengths(200)

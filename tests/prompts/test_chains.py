@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from tokenpace.config.workloads import BUILTIN
-from tokenpace.load.chains import Dataset, FreshPrompts, Request
 from tokenpace.prompts import prompt
+from tokenpace.prompts.chains import Dataset, FreshPrompts, Request
 from tokenpace.prompts.corpus import Document
 from tokenpace.prompts.prompt import build_prompt, build_turns
 

@@ -24,7 +24,7 @@ import random
 from dataclasses import dataclass
 
 from tokenpace.errors import ConfigError
-from tokenpace.load.chains import Chain, Dataset, Request
+from tokenpace.prompts.chains import Chain, Dataset, Request
 from tokenpace.prompts.corpus import Corpus, default_corpus, token_starts
 from tokenpace.prompts.prompt import Message, Prompt, chat_prompt
 from tokenpace.prompts.tokens import count_tokens

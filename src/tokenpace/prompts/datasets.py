@@ -1,13 +1,13 @@
 """Which dataset a load test sends, from a one-value spec (``--dataset``), GuideLLM-style.
 
-    jsonl:PATH                                     a JSONL file's prompts (load/datafiles.py)
+    jsonl:PATH                                     a JSONL file's prompts (prompts/datafiles.py)
     sharegpt:PATH[,turns=N]                        a ShareGPT file's first turns, or chats of up to N turns
     synthetic:input=N,output=N[,input_stdev=N][,output_stdev=N]
-    prefix:prefix=N,suffix=N,per_group=N,output=N  groups sharing a prefix (load/synthetic.py)
+    prefix:prefix=N,suffix=N,per_group=N,output=N  groups sharing a prefix (prompts/synthetic.py)
     multiturn:turns=N,input=N,output=N[,input_stdev=N][,output_stdev=N]
 
 Lengths are o200k_base tokens; ``input`` and ``output`` may also be a range ``A-B`` (uniform). No spec: the
-workload's fresh prompts (load/chains.py's FreshPrompts).
+workload's fresh prompts (prompts/chains.py's FreshPrompts).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import re
 
 from tokenpace.config.workloads import Workload
 from tokenpace.errors import ConfigError
-from tokenpace.load.chains import Dataset, FreshPrompts
-from tokenpace.load.datafiles import open_file
-from tokenpace.load.synthetic import MAX_TOKENS, MIN_INPUT, Lengths, MultiTurn, SharedPrefix, Synthetic
+from tokenpace.prompts.chains import Dataset, FreshPrompts
 from tokenpace.prompts.corpus import Corpus
+from tokenpace.prompts.datafiles import open_file
+from tokenpace.prompts.synthetic import MAX_TOKENS, MIN_INPUT, Lengths, MultiTurn, SharedPrefix, Synthetic
 
 GRAMMAR = (
     "give jsonl:PATH, sharegpt:PATH[,turns=N], synthetic:input=N,output=N[,input_stdev=N][,output_stdev=N], "
