@@ -32,8 +32,9 @@ def test_repeat_keeps_each_run_and_compare_judges_outside_the_noise(
     result = result_in(a.parent)
     assert result.repeat == 3 and [p.repeat for p in result.points] == [1, 2, 3]
     assert len({p.run_id for p in result.points}) == 3 and all(p.figures.ok == 20 for p in result.points)
-    # What the simulator served: 60 requests, each 100 ms to its first token, as the figures say.
-    assert len(base.simulator.truth) == 60
+    # What the simulator served: 60 measured requests and each run's warm-up request (bench's default 1), each
+    # 100 ms to its first token, as the figures say.
+    assert len(base.simulator.truth) == 60 + 3
     assert all(100 <= (p.figures.ttft.p50 or 0) < 200 for p in result.points)
 
     again = bench(tmp_path, base, "again", *repeat)

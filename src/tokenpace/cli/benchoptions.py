@@ -78,8 +78,9 @@ LOAD_OPTIONS = opt.option_group(
     opt.requests("Measured requests per level [default: 100, or no cap with --duration].",
                  click.IntRange(1, 1_000_000)),
     click.option("--duration", help="Stop releasing requests after this long per level (60s, 5m)."),
-    click.option("--warmup", default=0, show_default=True, type=click.IntRange(0, 100_000),
-                 help="Requests sent first under the same load, stored, and left out of the figures."),
+    click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 100_000),
+                 help="Requests sent first under the same load, per level, with prompts of their own: stored, "
+                      "and left out of the figures (0: none)."),
 )  # fmt: skip
 
 
