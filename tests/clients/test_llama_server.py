@@ -25,6 +25,7 @@ from tokenpace.prompts import canary
 from tokenpace.prompts.synthetic import Lengths, Synthetic
 
 MAX_TOKENS = 128
+LONG_TOKENS = 512  # a TPOT compared within 2 %: long enough that a few ms of delivery are a small share
 
 
 def event_rate(s: Sample) -> float:
@@ -56,9 +57,10 @@ async def test_bench_tpot_in_server_tokens_is_what_llama_servers_own_timings_imp
     a token, predicted_ms / (predicted_n - 1): its clock starts when the first token is sampled (that token comes
     free with the prompt's last batch), so predicted_ms spans n - 1 decode steps (the llama.cpp built here says
     so in predicted_per_token_ms; older ones divided by n). E2E - TTFT adds what that clock does not hold: the
-    last token's delivery and the finish, usage and [DONE] chunks, less the first token's delivery."""
+    last token's delivery and the finish, usage and [DONE] chunks, less the first token's delivery. Those are
+    milliseconds whatever the length (12 ms on a busy CI machine): 512 tokens keep them a small share of it."""
     endpoint = Endpoint("llama.cpp", "tiny", llama_server)
-    dataset = Synthetic(Lengths(64), Lengths(MAX_TOKENS), seed=3)
+    dataset = Synthetic(Lengths(64), Lengths(LONG_TOKENS), seed=3)
     load = Load(concurrency=1, requests=8, warmup=1)
     result = await run_load(endpoint, dataset, load, RunOptions(timeouts=Timeouts(5, 30, 30, 60)))
     f = figures(result.done)
@@ -67,7 +69,7 @@ async def test_bench_tpot_in_server_tokens_is_what_llama_servers_own_timings_imp
     implied = []
     for s in measured:
         timings = s.timeline.server_timings
-        assert timings is not None and timings["predicted_n"] == s.metrics.provider_output_tokens == MAX_TOKENS
+        assert timings is not None and timings["predicted_n"] == s.metrics.provider_output_tokens == LONG_TOKENS
         implied.append(timings["predicted_ms"] / (timings["predicted_n"] - 1))
     assert f.tpot_server.p50 == pytest.approx(statistics.median(implied), rel=0.02)
 

@@ -117,13 +117,22 @@ LIMITS = Timeouts(connect=2, first_token=10, idle=10, total=30)
 COPYING = Workload("copying", 400, input_tokens=1000)
 
 
-async def _measured(share: float, n: int) -> tuple[sim.Simulator, list[Sample]]:
-    """n samples of a simulator that copies ``share`` of its answers' 8-grams from the prompt, prompts kept."""
+async def _measured(share: float, n: int, publish: bool = True) -> tuple[sim.Simulator, list[Sample]]:
+    """n samples of a simulator that copies ``share`` of its answers' 8-grams from the prompt, prompts kept;
+    published (the board's, whose copy ratio is judged) unless told otherwise."""
     simulator = sim.Simulator(sim.Scenario(ttft_ms=0, tokens_per_s=20_000, output_tokens=400, copy_share=share))
+    options = RunOptions(n, 1, LIMITS, keep_prompts=True, seed=7, publish=publish)
     async with sim.serve(simulator) as url:
         endpoint = Endpoint("sim", "sim", url, simulated=True)
-        result = await run_workload([endpoint], COPYING, RunOptions(n, 1, LIMITS, keep_prompts=True, seed=7))
+        result = await run_workload([endpoint], COPYING, options)
     return simulator, list(result.samples)
+
+
+async def test_a_run_off_the_board_spends_no_cpu_on_the_copy_ratio() -> None:
+    """Only the board shows copy ratios: a one-shot run left unpublished (and a load test) does not tokenize each
+    prompt again for one, so that CPU stays with the timing."""
+    _, samples = await _measured(0.5, 2, publish=False)
+    assert [s.ok for s in samples] == [True, True] and [s.copy_ratio for s in samples] == [None, None]
 
 
 @pytest.mark.parametrize("share", [0.0, 0.25, 0.5, 0.9])

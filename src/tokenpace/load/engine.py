@@ -261,6 +261,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             source=options.source, published=published, client_bound=verdict.bound, client_lag_ms=verdict.lag_ms,
             origin=options.origin, seq=i,
             idle_s=r.idle_s, cold=cold is not None and cold.tag(endpoint, r.idle_s), prefix_turn=req.prefix_turn,
+            copying=published,
         )  # fmt: skip
         return Done(sample, req.tag, r.warmup, r.asked_ns, chain)
 

@@ -139,11 +139,13 @@ def make_sample(
     idle_s: float | None = None,
     cold: bool = False,
     prefix_turn: int | None = None,
+    copying: bool = True,
 ) -> Sample:
     """A sample with a fresh id and its metrics computed from the timeline; ``seq`` numbers it in a job;
     ``idle_s`` and ``cold``: the endpoint's idle time before it and the tag it makes (load/coldstart.py);
     ``prefix_turn``: which send of a repeated prefix it was (a paired workload's); ``client_bound``: its flagged
-    figures (True: every one, as a client-bound sample was before figures were judged apart)."""
+    figures (True: every one, as a client-bound sample was before figures were judged apart); ``copying``: judge
+    its copy ratio (the board's samples: it tokenizes the whole prompt again, CPU a load test keeps for timing)."""
     origin = origin or Origin()
     asked = None if prompt is None else prompt.canary
     return Sample(
@@ -174,7 +176,7 @@ def make_sample(
         canary=asked,
         canary_ok=canary_verdict(asked, timeline),
         prefix_turn=prefix_turn,
-        copy_ratio=answer_copy_ratio(prompt, timeline),
+        copy_ratio=answer_copy_ratio(prompt, timeline) if copying else None,
     )
 
 
