@@ -77,9 +77,10 @@ def test_auto_sweep_brackets_a_servers_known_capacity(tmp_path: Path, sim_thread
     out = tmp_path / "out"
     # A client on a loaded 2-core machine may send an overloaded level's requests late (an invalid level stops
     # the sweep: tests/load/test_sweep.py); the simulator's schedule absorbs that lateness, so allow a second.
+    # No warm-up: its request would take a slot of the simulator's schedule ahead of each level's first.
     run = invoke("bench", "--base-url", s.url, "--model", "m", "--sweep", "auto", "-n", str(n), "--arrival",
                  "constant", "--max-dispatch-p99", "1000", "--db", str(tmp_path / "t.db"), "--out", str(out),
-                 "--data", "synthetic:input=32,output=8", "-q")  # fmt: skip
+                 "--data", "synthetic:input=32,output=8", "--warmup", "0", "-q")  # fmt: skip
     assert run.exit_code == 0, run.output
     result = result_in(out)
     bracket = result.bracket

@@ -28,6 +28,7 @@ from tokenpace.store.database import Store, open_store
 from tokenpace.store.queue import Queue
 
 WAKE = BUILTIN["1k"]
+QUEUED_AFTER_S = 2.0  # the idle threshold of a run through the queue and an agent
 
 
 @pytest.fixture
@@ -128,15 +129,18 @@ async def test_a_region_run_wakes_by_the_regions_samples_once_and_within_the_pro
 
 async def test_a_region_agent_measures_the_wake_order_cold_and_the_runs_warm(pg_url: str, tmp_path: Path) -> None:
     """End to end through the queue: serve's sampler queues the wake (a 1k order of one) and then the run's
-    order; the region's agent measures both, the wake paying the simulator's load, the run's request warm."""
+    order; the region's agent measures both, the wake paying the simulator's load, the run's request warm.
+    The idle threshold is seconds here, not AFTER_S: between the wake's end and the run's request lie two polls
+    of the queue and the agent's prompt, 0.3-0.5 s on a busy machine."""
     path = tmp_path / "c.toml"
     path.write_text(
-        '[providers.far]\nbase_url = "http://127.0.0.1:9/v1"\nmodels = ["m"]\nevery = "1h"\ncold_after = "0.3s"\n'
+        '[providers.far]\nbase_url = "http://127.0.0.1:9/v1"\nmodels = ["m"]\nevery = "1h"\n'
+        f'cold_after = "{QUEUED_AFTER_S}s"\n'
         "[workloads.small]\ninput_tokens = 300\nmax_tokens = 50\n"
         '[schedule]\nworkloads = ["small"]\njitter = 0\n[regions.eu]\n'
     )
     cfg = read_config(path)
-    simulator = sim.Simulator(SCALES_TO_ZERO)
+    simulator = sim.Simulator(dataclasses.replace(SCALES_TO_ZERO, cold_after_s=QUEUED_AFTER_S))
     queue = Queue(pg_url)
     await queue.open()
     await queue.install()
@@ -150,7 +154,7 @@ async def test_a_region_agent_measures_the_wake_order_cold_and_the_runs_warm(pg_
             store.flush()
             agent = Agent(cfg, endpoints, store, queue, "eu", name="here", heartbeat_s=0.5)
             working = asyncio.create_task(agent.run(grace_s=1))
-            await asyncio.sleep(IDLE_S)  # the simulator's model unloads
+            await asyncio.sleep(QUEUED_AFTER_S + IDLE_S)  # the simulator's model unloads
             sampler = Sampler([regional], store, run_job=dispatcher, grace_s=5)
             try:
                 measured = await sample_until(sampler, store, lambda found: len(found) == 2)
