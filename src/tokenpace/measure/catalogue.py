@@ -24,7 +24,7 @@ from typing import Literal
 
 from tokenpace.measure import copying
 
-Unit = Literal["ms", "ms/tok", "tok/s", "tok", "share", "req/s", "ratio", "count"]
+Unit = Literal["ms", "ms/tok", "tok/s", "tok", "share", "req/s", "count"]
 Better = Literal["higher", "lower"]
 # How a figure of each unit is written after its number, where a sentence says it ("812 ms", "99.5 %").
 UNIT_TEXT: Mapping[Unit, str] = MappingProxyType(
@@ -35,7 +35,6 @@ UNIT_TEXT: Mapping[Unit, str] = MappingProxyType(
         "tok": "tokens",
         "share": "%",
         "req/s": "req/s",
-        "ratio": "x",
         "count": "",
     }
 )
@@ -358,11 +357,3 @@ ROLLUP_KEYS: tuple[str, ...] = tuple(m.key for m in FIGURES if m.rollup)
 def metric(key: str) -> Metric:
     """The catalogue's row for ``key``; a KeyError names the key when no row has it."""
     return BY_KEY[key]
-
-
-def label(key: str) -> str:
-    return BY_KEY[key].label
-
-
-def unit(key: str) -> Unit:
-    return BY_KEY[key].unit
