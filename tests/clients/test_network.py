@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import logging
-import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -16,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import free_port
+from tests.tlskit import tls_simulator
 from tokenpace import sim
 from tokenpace.clients.network import RTT_BYTES, measure_network
 from tokenpace.clients.transport import Timeouts
@@ -50,50 +48,11 @@ async def test_through_a_20ms_proxy_the_round_trip_is_two_one_ways_and_the_conne
     assert corrected_ttft(100.0, net.rtt_ms) == 100.0 - net.rtt_ms
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 signed by its own key, and the key (PEM files)."""
-    x509 = pytest.importorskip("cryptography.x509")
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tokenpace test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_file, key_file
-
-
 @pytest.fixture
 async def tls_sim(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     """The simulator over HTTPS with a self-signed certificate: its /v1 base URL and the certificate's file."""
-    cert_file, key_file = _self_signed(tmp_path)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert_file, key_file)
-    runner = web.AppRunner(sim.Simulator().app(), access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
-    try:
-        yield f"https://127.0.0.1:{port}/v1", cert_file
-    finally:
-        await runner.cleanup()
+    async with tls_simulator(tmp_path) as served:
+        yield served
 
 
 async def test_tls_handshake_is_timed_and_costs_one_round_trip(

@@ -6,11 +6,11 @@ import asyncio
 import threading
 import time
 
-from tokenpace.load.lag import CLIENT_BOUND_P99_MS, LoopLag
+from tokenpace.load.lag import CLIENT_BOUND_P99_MS, READ_LAGS_KEPT, LoopLag
 
 
 async def test_a_blocked_loop_is_flagged_client_bound() -> None:
-    lag = LoopLag(interval=0.002)
+    lag = LoopLag(interval=0.002, watch=True)
     lag.start()
     for _ in range(20):
         await asyncio.sleep(0.003)
@@ -29,7 +29,7 @@ async def test_no_samples_is_not_client_bound() -> None:
 async def test_a_timestamp_taken_after_a_stall_is_bounded_by_the_stall() -> None:
     """A stream read once the loop is free again was read at least as late as the stall was long, and the
     decoder thread can say so while the loop is still stalled: no wake-up after the timestamp is needed."""
-    lag = LoopLag(interval=0.001)
+    lag = LoopLag(interval=0.001, watch=True)
     lag.start()
     await asyncio.sleep(0.02)
     before = time.perf_counter_ns()
@@ -45,7 +45,7 @@ async def test_a_timestamp_taken_after_a_stall_is_bounded_by_the_stall() -> None
 
 
 async def test_a_quiet_loop_bounds_a_timestamp_by_about_its_interval() -> None:
-    lag = LoopLag(interval=0.001)
+    lag = LoopLag(interval=0.001, watch=True)
     lag.start()
     await asyncio.sleep(0.05)
     t = time.perf_counter_ns()
@@ -57,7 +57,7 @@ async def test_a_quiet_loop_bounds_a_timestamp_by_about_its_interval() -> None:
 async def test_overlapping_runs_share_one_watch_and_keep_their_own_lags() -> None:
     """Runs timed on one loop at once (serve) add one watch between them, not one each; each run's lags are the
     wake-ups between its own start and stop, and the watch ends with the last run."""
-    first, second = LoopLag(), LoopLag()
+    first, second = LoopLag(watch=True), LoopLag(watch=True)
     first.start()
     await asyncio.sleep(0.02)
     second.start()
@@ -71,3 +71,22 @@ async def test_overlapping_runs_share_one_watch_and_keep_their_own_lags() -> Non
     assert len(second.lags_ms) > 0
     await second.stop()
     assert watches[0].done()
+
+
+async def test_where_the_kernel_stamps_reads_their_lateness_is_the_lag_and_nothing_runs_between() -> None:
+    lag = LoopLag(watch=False)
+    lag.start()
+    for late_ms in (0.1, 0.2, 30.0):
+        lag.read(round(late_ms * 1e6))
+    await asyncio.sleep(0.01)
+    await lag.stop()
+    assert sorted(lag.lags_ms) == [0.1, 0.2, 30.0]  # the reads' own: no wake-up of a watch among them
+    assert lag.max_ms == 30.0 and lag.bound({})(time.perf_counter_ns()) == 0.0  # one-packet reads: the kernel's times
+
+
+async def test_read_lags_are_kept_in_a_bounded_uniform_sample() -> None:
+    lag = LoopLag(watch=False)
+    for i in range(3 * READ_LAGS_KEPT):
+        lag.read(50_000 if i % 100 == 0 else 1_000)  # 1 % of reads 0.05 ms late, the rest 0.001 ms
+    assert len(lag.lags_ms) == READ_LAGS_KEPT
+    assert 0.005 < sum(x > 0.01 for x in lag.lags_ms) / READ_LAGS_KEPT < 0.02  # still about 1 % of the sample

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenpace.clients.connect import split
+from tokenpace.clients.http1 import encode_head
 from tokenpace.clients.scrub import redact, scrub, scrub_events
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.headers import FRESH_VALUE
@@ -31,10 +33,21 @@ HAS_TOKEN_PREFIX = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
+    """A POST, and its request line and headers as they go on the wire (``head``), built with it: off the clock."""
+
     url: str
     headers: Mapping[str, str] = field(repr=False)  # they hold the key
     body: bytes = field(repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)  # the key and header values, to scrub wherever echoed
+    head: bytes = field(init=False, repr=False, compare=False)  # b"" where the URL is none (the send says so)
+
+    def __post_init__(self) -> None:
+        try:
+            origin, target = split(self.url)
+            head = encode_head("POST", target, origin.authority, dict(self.headers), len(self.body))
+        except ValueError:
+            head = b""
+        object.__setattr__(self, "head", head)
 
 
 def timeline(

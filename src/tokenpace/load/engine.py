@@ -251,7 +251,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             timeline = proto.decode(rec)
         except Exception as exc:  # a decoder's bug must not lose the request: it still ends as a sample
             timeline = undecodable(rec, exc)
-        verdict = judge_figures(stamps(timeline), run.lag.lag_at)
+        verdict = judge_figures(stamps(timeline), run.lag.bound(rec.doubt))
         chain = -1 if r.warmup and warmups else options.first_chain + r.chain - warmups
         group = f"{run.id[:12]}-{r.burst}" if r.burst is not None else None
         if req.prefix_turn is not None:  # a paired workload's turns: the pair is the group
@@ -297,7 +297,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
 
     pool = load.concurrency or load.max_concurrency or MAX_CONCURRENCY
     gate = DecodeGate()
-    session = new_session(pool, options.timeouts, gate.written)
+    session = new_session(pool, options.timeouts, gate.written, None if run.lag.watching else run.lag)
     try:
         await chains.fill(ahead, needed=1)
         if cold is not None:
@@ -335,7 +335,7 @@ def run_record(
         completed=len(samples),
         loop_lag_p50_ms=lag.p(50),
         loop_lag_p99_ms=lag.p(99),
-        loop_lag_max_ms=max(lag.lags_ms, default=None),
+        loop_lag_max_ms=lag.max_ms,
         cpu_us_per_event=cpu_s * 1e6 / events if events else None,
         client_bound=lag.client_bound,
         seed=run.options.seed,

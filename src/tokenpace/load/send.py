@@ -7,9 +7,8 @@ import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import aiohttp
-
 from tokenpace.clients.base import HttpRequest, WireProtocol, one_line
+from tokenpace.clients.pool import Client
 from tokenpace.clients.transport import Limits, Timeouts, record
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.presets import served_elsewhere
@@ -42,7 +41,7 @@ class Refusals:
 
 
 async def send_request(
-    session: aiohttp.ClientSession, proto: WireProtocol, endpoint: Endpoint, request: HttpRequest,
+    session: Client, proto: WireProtocol, endpoint: Endpoint, request: HttpRequest,
     timeouts: Timeouts, limits: Limits, refusals: Refusals, ended: Callable[[Recording, datetime], None],
     gate: DecodeGate,
 ) -> None:  # fmt: skip
@@ -68,7 +67,7 @@ async def send_request(
 
 
 async def _record(
-    session: aiohttp.ClientSession, request: HttpRequest, timeouts: Timeouts, rec: Recording, proto: WireProtocol,
+    session: Client, request: HttpRequest, timeouts: Timeouts, rec: Recording, proto: WireProtocol,
     limits: Limits, gate: DecodeGate,
 ) -> None:  # fmt: skip
     """transport.record, decoding held back (``gate``) from the moment it is asked for until it is written."""
