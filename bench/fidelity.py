@@ -213,8 +213,8 @@ def print_level(r: dict[str, Any]) -> None:
         print(f"  {label:<30}" + "".join(f"{cell(r[c]):>20}" for c in COLUMNS) + f"{versus:>24}")
     for g in r["goals"]:
         verdict = {True: "met", False: "MISSED", None: "not measured"}[g["met"]]
-        print(f"  goal {g['goal']}: {fmt(g['value'], 3)} (tokenpace {fmt(g['tokenpace'], 3)}, reference "
-              f"{fmt(g['reference'], 3)}): {verdict}")  # fmt: skip
+        print(f"  goal {g['goal']}: {fmt(g['value'], 3)} (tokenpace {fmt(g['tokenpace'], 3)}, "
+              f"{g['against'].replace('_', ' ')} {fmt(g['reference'], 3)}): {verdict}")  # fmt: skip
 
 
 def main() -> None:

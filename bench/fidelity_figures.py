@@ -135,7 +135,8 @@ def goals(level: int, tp: dict[str, Any], ref: dict[str, Any], ref_warm: dict[st
     def goal(name: str, key: str, value: float | None, limit: float, vs: dict[str, Any], most: bool = True) -> None:
         met = None if value is None else (value <= limit if most else value >= limit)
         out.append({"goal": name, "value": value, "limit": limit, "met": met, "tokenpace": tp.get(key),
-                    "reference": vs.get(key)})  # fmt: skip
+                    "reference": vs.get(key),
+                    "against": "reference_warm" if vs is ref_warm else "reference"})  # fmt: skip
 
     wait, gap, cpu = tp.get("with_wait_p99_ms"), tp.get("gap_err_p99_ms"), tp.get("cpu_us_per_event")
     if level in WAIT_GOAL_MS:
