@@ -1,30 +1,45 @@
-"""How far tokenpace's timings are from the truth, at concurrency 1, 32, 256 and 512.
+"""How far tokenpace's timings are from the truth, at concurrency 1, 32, 256 and 512, beside a bare reference client.
 
-A truth server runs in its own process on one core and records when it sent every event; tokenpace runs
-here on the other core. --server lean (default) is bench/truth_server.py, a bare asyncio streaming server that
-keeps up with 512 streams x 50 events/s; --server sim is the product's simulator (``tokenpace sim``, aiohttp),
-which at ~57 µs an event tops out near 15k events/s on one core. Server and client read CLOCK_MONOTONIC
-(perf_counter_ns), so times compare directly. Per level:
+A truth server runs in its own process, pinned to the last core, and records when it sent every event; the clients
+run here, pinned to the first. --server lean (default) is bench/truth_server.py, a bare asyncio streaming server
+that keeps up with 512 streams x 50 events/s; --server sim is the product's simulator (``tokenpace sim``, aiohttp),
+which at ~57 µs an event tops out near 15k events/s on one core. Server and clients read CLOCK_MONOTONIC
+(perf_counter_ns), so times compare directly.
 
-- TTFT error: measured TTFT - true TTFT, where true TTFT = simulator's first-token send time - the time
-  the client wrote the request to its socket (tokenpace's "request sent"). It is the error of the client's
-  two timestamps; client-side queueing before the write is reported apart ("queued"), never in TTFT.
-- TTFT error incl. wait: the same error measured from the moment the caller asked for the request (error +
-  queued), as every other client measures it: the figure the goals are set on.
-- transit: simulator's handler start - client write. Loopback is ~0.1 ms; more means the simulator itself was
-  queueing requests (its single core parsing a burst), which delays the stream but is no client error.
-- event-arrival error: client arrival timestamp - simulator send time, over every event; ITL error: the
-  error of each inter-token latency (client gap - simulator gap), what output-speed and ITL figures depend on.
-- client CPU per event, the client's event-loop lag (p99) and whether the run was flagged client-bound;
-- achieved vs requested load: streams held (mean streams in flight / requested concurrency), and events/s;
-- the server's CPU over the level (% of its one core, and µs per token event): near 100 % it cannot keep
-  its schedule, and the events/s achieved falls short of the requested.
+Each level runs two clients in turn against the same server in this one process, the same closed loop (same
+streams, requests, prompts and stagger): first the reference (bench/reference_client.py: uvloop, asyncio's
+Protocol API, a timestamp first thing per read, SSE events counted, nothing decoded; the floor this machine and
+server allow a client, measured now, so that a slow or busy machine can neither hide a regression nor fake a gain),
+then tokenpace (its engine, ``run_workload``). The reference is no client: it parses only this server's shape of
+HTTP/1.1 and SSE, so its CPU per event is a lower bound no real client meets. Both are judged by the same code
+(bench/fidelity_figures.py), from the server's record:
 
-- with --raw N, then N requests one at a time from a bare asyncio client: the first-token error this machine
-  and simulator allow (both get preempted under other load), so what exceeds it is the client's own.
+- TTFT error: measured TTFT - true TTFT, where true TTFT = the server's first-token write - the time the client
+  wrote the request to its socket. Client-side queueing before the write is reported apart ("queued").
+- TTFT error incl. wait: the same error counted from the moment the client's loop asked for the request (error +
+  queued), as every other client measures it: the figure the goals are set on. tokenpace's "asked" is when its
+  closed loop's worker released the request; the reference's is the read that ended the stream's last request
+  (or, in the first round, when its staggered start was due), which counts more as its wait, never less.
+- transit: server's request received - client write (loopback ~0.1 ms; more: the server itself was queueing).
+- event-arrival error: client arrival - server send, every event; gap error: |client gap - server gap| between
+  consecutive events, what output-speed and ITL figures depend on.
+- CPU per event: this process's CPU (all threads; time.process_time) from the call that runs the client's level
+  until it returns, prompt building and connection set-up included for both, / the server's events for the
+  requests that ended well (the goals' figure); beside it, both less what the reference's requests took to build
+  (1k-token prompts cost ~1 ms each, ~10 µs an event of 100 tokens; tokenpace builds the same prompts with the
+  same code, so its share is about the same, though not measured apart); streams held: Σ (end - sent) / wall /
+  streams; events/s achieved vs requested; the server's CPU over the level (% of its core, µs per event).
+- the reference's "warm" figures: its requests after the first round (connections already used, not the first
+  burst); tokenpace's warm figures are shown beside, for the reader (its chains >= the level's streams).
+
+Then each goal of issue 32 is marked met or missed, as an absolute and against the reference: incl. wait p99 <= 1 /
+2 / 5 / 10 ms at 1 / 32 / 256 / 512 streams, and within 1 ms of the reference's warm p99 at every level above one;
+gap error p99 within 1 ms of the reference's; CPU per event within 1.2x the reference's at 256 streams and <= 15 µs
+at 256 and 512; >= 99 % of streams held at 512. --json PATH writes every figure and verdict, to compare runs.
+(The old --raw, a bare client's requests one at a time, is the reference's 1-stream level now.)
 
     uv run python bench/fidelity.py [--levels 1,32,256,512] [--server lean|sim] [--tokens-per-s 50]
-        [--output-tokens 100] [--raw 40] [--stagger-ms 0.5] [--hold-decode-ms 500]
+        [--output-tokens 100] [--stagger-ms 0.5] [--hold-decode-ms 500] [--json figures.json]
 """
 
 from __future__ import annotations
@@ -32,24 +47,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+import fidelity_figures as ff
+import reference_client
 from tokenpace.clients.transport import Timeouts
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.load import decodegate, release
 from tokenpace.load.engine import RunOptions, RunResult, run_workload
 from tokenpace.load.interpreter import event_loop_factory
-from tokenpace.measure.metrics import percentile
 from tokenpace.sim import Truth
-
-MS = 1_000_000
-LATE_MS = 2.0  # a first token stamped this late is counted: the one-stream hiccups were 3-4 ms
 
 
 def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[bytes]:
@@ -95,99 +110,111 @@ def truth_of(port: int, response_id: str) -> Truth:
         return Truth.from_dict(json.load(resp))
 
 
-def fmt(v: float | None, digits: int = 2) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
+def truths_of(port: int, measured: list[ff.Measured]) -> dict[str, Truth]:
+    """Asked right after each client's level: the server keeps only its last 4,096 (lean: --truth-kept)."""
+    return {m.request_id: truth_of(port, m.request_id) for m in measured}
 
 
-def report(level: int, result: RunResult, port: int, tokens_per_s: float, sim_cpu_s: float) -> dict[str, object]:
-    ttft_err, with_wait, arrival_err, gap_err, transit, queued = [], [], [], [], [], []
-    busy_ns = 0
-    events = 0
-    for s in result.samples:
-        if not s.ok or s.timeline.response_id is None:
-            continue
-        truth = truth_of(port, s.timeline.response_id)
-        sent = [t for t, _, _ in truth.events]
-        seen = sorted(e.t_ns for e in s.timeline.events)
-        # One decoded event per simulator event here (one token per chunk, finish, usage, [DONE]).
-        arrival_err += [(a - b) / MS for a, b in zip(seen, sent, strict=False)]
-        gap_err += [(a1 - a0 - (b1 - b0)) / MS for a0, a1, b0, b1 in zip(seen, seen[1:], sent, sent[1:], strict=False)]
-        first_sent = next(t for t, kind, _ in truth.events if kind in ("content", "reasoning"))
-        assert s.metrics.ttft_ms is not None
-        ttft_err.append(s.metrics.ttft_ms - (first_sent - s.timeline.t_sent_ns) / MS)
-        transit.append((truth.t_received_ns - s.timeline.t_sent_ns) / MS)
-        queued.append(s.timeline.queued_ns / MS)
-        with_wait.append(ttft_err[-1] + queued[-1])
-        busy_ns += s.timeline.t_end_ns - s.timeline.t_sent_ns
-        events += len(s.timeline.token_events)
-    ok = [s for s in result.samples if s.ok]
-    wall_ns = max(s.timeline.t_end_ns for s in ok) - min(s.timeline.t_sent_ns for s in ok)
-    run = result.run
-    return {
-        "concurrency": level,
-        "samples": len(result.samples),
-        "ok": len(ok),
-        "ttft_err_p50_ms": percentile(ttft_err, 50),
-        "ttft_err_p99_ms": percentile(ttft_err, 99),
-        "ttft_err_max_ms": max(ttft_err),
-        "ttft_late": sum(e > LATE_MS for e in ttft_err),
-        "with_wait_p50_ms": percentile(with_wait, 50),
-        "with_wait_p99_ms": percentile(with_wait, 99),
-        "with_wait_max_ms": max(with_wait),
-        "transit_p50_ms": percentile(transit, 50),
-        "transit_p99_ms": percentile(transit, 99),
-        "queued_p50_ms": percentile(queued, 50),
-        "queued_p99_ms": percentile(queued, 99),
-        "arrival_err_p50_ms": percentile(arrival_err, 50),
-        "arrival_err_p99_ms": percentile(arrival_err, 99),
-        "gap_err_p99_ms": percentile([abs(g) for g in gap_err], 99),
-        "cpu_us_per_event": run.cpu_us_per_event,
-        "loop_lag_p99_ms": run.loop_lag_p99_ms,
-        "client_bound": run.client_bound,
-        "held_concurrency": busy_ns / wall_ns / level,
-        "events_per_s": events / (wall_ns / 1e9),
-        "requested_events_per_s": level * tokens_per_s,
-        "server_cpu_pct": 100 * sim_cpu_s / (wall_ns / 1e9),
-        "server_cpu_us_per_event": sim_cpu_s * 1e6 / events if events else None,
-    }
-
-
-async def raw_reference(port: int, n: int, input_tokens: int, output_tokens: int) -> list[float]:
-    """First-token arrival error (ms) of ``n`` requests, one at a time, from a bare asyncio client on one
-    connection: the floor this machine and simulator allow, to tell the client's lateness from theirs."""
-    from tokenpace.prompts.prompt import build_prompt
-
-    workload = Workload("fidelity-raw", output_tokens, input_tokens=input_tokens)
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    errors = []
-    try:
-        for i in range(n):
-            messages = [{"role": m.role, "content": m.text} for m in build_prompt(workload, i).messages]
-            body = json.dumps({"model": "sim", "stream": True, "messages": messages}).encode()
-            head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            first = None
-            headers = await reader.readuntil(b"\r\n\r\n")
-            while b"[DONE]" not in (event := await reader.readuntil(b"\n\n")):
-                if first is None and b'"content":"' in event and b'"content":""' not in event:
-                    first = time.perf_counter_ns()
-            await reader.readuntil(b"0\r\n\r\n")  # the chunked body's end: the connection is free again
-            rid = next(h.split(b": ")[1] for h in headers.split(b"\r\n") if h.lower().startswith(b"x-request-id"))
-            truth = truth_of(port, rid.decode())
-            sent = next(t for t, kind, _ in truth.events if kind == "content")
-            assert first is not None
-            errors.append((first - sent) / MS)
-    finally:
-        writer.close()
-    return errors
-
-
-async def one_level(args: argparse.Namespace, url: str, level: int) -> RunResult:
+async def tokenpace_level(args: argparse.Namespace, url: str, level: int, requests: int) -> RunResult:
     endpoint = Endpoint("sim", "sim", url, simulated=True)
-    requests = args.requests_per_level or max(level, 20)
     plan = RunOptions(requests, level, Timeouts(10, 60, 30, 120), seed=1)
     workload = Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens)
     return await run_workload([endpoint], workload, plan)
+
+
+def one_level(args: argparse.Namespace, port: int, sim: subprocess.Popen[bytes], level: int) -> dict[str, Any]:
+    """The reference's level, then tokenpace's, each timed the same way; their figures and the goals' verdicts."""
+    requests = args.requests_per_level or max(level, 20)
+    workload = Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens)  # tokenpace's prompts: seed 1
+    stream_s = args.ttft_ms / 1000 + args.output_tokens / args.tokens_per_s
+    timeout_s = 60 + 3 * math.ceil(requests / level) * stream_s + level * release.CLOSED_LOOP_STAGGER_S
+    sim0, cpu0 = cpu_s(sim.pid), time.process_time()
+    done = reference_client.run("127.0.0.1", port, workload, streams=level, requests=requests, seed=1,
+                                stagger_s=release.CLOSED_LOOP_STAGGER_S, timeout_s=timeout_s)  # fmt: skip
+    ref_cpu, ref_sim = time.process_time() - cpu0, cpu_s(sim.pid) - sim0
+    ref, ref_sent = ff.from_reference(done.sent)
+    built = done.build_cpu_s  # tokenpace builds the same prompts with the same code: its share is about the same
+    ref_truths = truths_of(port, ref)
+
+    sim0, cpu0 = cpu_s(sim.pid), time.process_time()
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        result = runner.run(tokenpace_level(args, f"http://127.0.0.1:{port}/v1", level, requests))
+    tp_cpu, tp_sim = time.process_time() - cpu0, cpu_s(sim.pid) - sim0
+    tp, tp_sent = ff.from_tokenpace(result, level)
+    tp_truths = truths_of(port, tp)
+
+    rate = args.tokens_per_s
+    own = {"loop_lag_p99_ms": result.run.loop_lag_p99_ms, "client_bound": result.run.client_bound,
+           "cpu_us_per_event_own": result.run.cpu_us_per_event}  # fmt: skip
+    rows = {
+        "tokenpace": {"sent": tp_sent} | ff.timing(tp, tp_truths) | ff.load(tp, tp_truths, level, tp_cpu, built,
+                                                                            tp_sim, rate) | own,
+        "tokenpace_warm": ff.timing([m for m in tp if m.warm], tp_truths),
+        "reference": {"sent": ref_sent} | ff.timing(ref, ref_truths) | ff.load(ref, ref_truths, level, ref_cpu, built,
+                                                                               ref_sim, rate),
+        "reference_warm": ff.timing([m for m in ref if m.warm], ref_truths),
+    }  # fmt: skip
+    goals = ff.goals(level, rows["tokenpace"], rows["reference"], rows["reference_warm"])
+    return {"concurrency": level, "requests": requests} | rows | {"goals": goals}
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    return str(v) if isinstance(v, int) else f"{v:.{digits}f}"
+
+
+def _versus(how: str, a: Any, b: Any) -> str:
+    """tokenpace against the reference: a difference (ms, points) or a ratio."""
+    if a is None or b is None or isinstance(a, bool):
+        return "-"
+    if how == "ratio":
+        return f"x{a / b:.2f}" if b else "-"
+    if how == "pct":
+        return f"{100 * (a - b):+.1f} pts"
+    return f"{a - b:+.{0 if isinstance(a, int) else 2}f}"
+
+
+ROWS: tuple[tuple[str, tuple[str, ...], str], ...] = (  # label, keys, how tokenpace is set against the reference
+    ("TTFT err p50/p99/max ms", ("ttft_err_p50_ms", "ttft_err_p99_ms", "ttft_err_max_ms"), "diff"),
+    (f"first tokens > {ff.LATE_MS:g} ms late", ("ttft_late",), "diff"),
+    ("incl. wait p50/p99/max ms", ("with_wait_p50_ms", "with_wait_p99_ms", "with_wait_max_ms"), "diff"),
+    ("queued p50/p99 ms", ("queued_p50_ms", "queued_p99_ms"), "diff"),
+    ("transit p50/p99 ms", ("transit_p50_ms", "transit_p99_ms"), "diff"),
+    ("event-arrival err p50/p99 ms", ("arrival_err_p50_ms", "arrival_err_p99_ms"), "diff"),
+    ("gap err p99 ms", ("gap_err_p99_ms",), "diff"),
+    ("CPU µs/event", ("cpu_us_per_event",), "ratio"),
+    ("  less the requests' building", ("cpu_us_per_event_less_building",), "ratio"),
+    ("streams held", ("held_concurrency",), "pct"),
+    ("events/s achieved", ("events_per_s",), "ratio"),
+    ("server CPU % / µs per event", ("server_cpu_pct", "server_cpu_us_per_event"), "diff"),
+)
+COLUMNS = ("tokenpace", "tokenpace_warm", "reference", "reference_warm")
+
+
+def print_level(r: dict[str, Any]) -> None:
+    tp, ref = r["tokenpace"], r["reference"]
+    print(f"\n{r['concurrency']} streams, {r['requests']} requests each: ok tokenpace {tp['requests']}/{tp['sent']} "
+          f"(warm {r['tokenpace_warm']['requests']}), reference {ref['requests']}/{ref['sent']} (warm "
+          f"{r['reference_warm']['requests']}); tokenpace's loop lag p99 {fmt(tp['loop_lag_p99_ms'])} ms"
+          f"{', client-bound' if tp['client_bound'] else ''}, its own CPU figure {fmt(tp['cpu_us_per_event_own'], 1)} "
+          f"µs/event; {fmt(tp.get('requested_events_per_s'), 0)} events/s requested")  # fmt: skip
+    print(f"  {'figure':<30}" + "".join(f"{c.replace('_', ' '):>20}" for c in COLUMNS) + f"{'tokenpace vs ref':>24}")
+    for label, keys, how in ROWS:
+        digits = 1 if how == "ratio" else 2
+
+        def cell(row: dict[str, Any], keys: tuple[str, ...] = keys, digits: int = digits, how: str = how) -> str:
+            if not all(k in row for k in keys):
+                return "-"
+            pct = how == "pct"
+            return "/".join(f"{row[k]:.1%}" if pct and row[k] is not None else fmt(row[k], digits) for k in keys)
+
+        versus = "/".join(_versus(how, tp.get(k), ref.get(k)) for k in keys[: 1 if how == "ratio" else None])
+        print(f"  {label:<30}" + "".join(f"{cell(r[c]):>20}" for c in COLUMNS) + f"{versus:>24}")
+    for g in r["goals"]:
+        verdict = {True: "met", False: "MISSED", None: "not measured"}[g["met"]]
+        print(f"  goal {g['goal']}: {fmt(g['value'], 3)} (tokenpace {fmt(g['tokenpace'], 3)}, "
+              f"{g['against'].replace('_', ' ')} {fmt(g['reference'], 3)}): {verdict}")  # fmt: skip
 
 
 def main() -> None:
@@ -200,67 +227,42 @@ def main() -> None:
     parser.add_argument("--output-tokens", type=int, default=100)
     parser.add_argument("--input-tokens", type=int, default=1000, help="prompt size (o200k tokens)")
     parser.add_argument("--requests-per-level", type=int, default=0, help="default: max(level, 20)")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--raw", type=int, default=0, help="then this many requests from a bare asyncio client")
+    parser.add_argument("--json", type=Path, help="also write the figures and verdicts here")
     parser.add_argument("--stagger-ms", type=float, default=release.CLOSED_LOOP_STAGGER_S * 1000,
-                        help="closed-loop streams start this far apart (0: all at once, as before)")  # fmt: skip
+                        help="closed-loop streams start this far apart (0: all at once), both clients")  # fmt: skip
     parser.add_argument("--hold-decode-ms", type=float, default=decodegate.MAX_HOLD_S * 1000,
-                        help="longest decoding waits for requests being written (0: never)")  # fmt: skip
+                        help="tokenpace's longest decoding waits for requests being written (0: never)")  # fmt: skip
     args = parser.parse_args()
     release.CLOSED_LOOP_STAGGER_S = args.stagger_ms / 1000  # A/B, one knob each, for every closed loop
     decodegate.MAX_HOLD_S = args.hold_decode_ms / 1000
     cores = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cores[0]})  # the client gets one core, the simulator another
+    os.sched_setaffinity(0, {cores[0]})  # the clients get one core, the server another
+    from tokenpace.prompts.prompt import build_turns
     from tokenpace.prompts.tokens import preload
 
     preload()
+    build_turns(Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens), 0)  # the corpus, once
     port = 18000 + os.getpid() % 1000
     sim = start_simulator(args, port)
-    rows = []
-    raw: list[float] = []
     try:
-        for level in (int(x) for x in args.levels.split(",")):
-            sim_cpu0 = cpu_s(sim.pid)
-            with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-                result = runner.run(one_level(args, f"http://127.0.0.1:{port}/v1", level))
-            rows.append(report(level, result, port, args.tokens_per_s, cpu_s(sim.pid) - sim_cpu0))
-        if args.raw:
-            raw = asyncio.run(raw_reference(port, args.raw, args.input_tokens, args.output_tokens))
+        levels = [one_level(args, port, sim, int(x)) for x in args.levels.split(",")]
     finally:
         sim.terminate()
         sim.wait()
+    load_average = os.getloadavg()
     print(
         f"truth server {args.server}: TTFT {args.ttft_ms:g} ms, {args.tokens_per_s:g} events/s per stream, "
-        f"{args.tokens_per_chunk} token(s) per event, {args.output_tokens} tokens; client on 1 core"
+        f"{args.tokens_per_chunk} token(s) per event, {args.output_tokens} tokens; clients on 1 core, reference first"
     )
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (this machine, at the end)")
-    head = ("conc", "ok", "TTFT err p50/p99/max ms", f"err > {LATE_MS:g} ms", "incl. wait p50/p99/max ms",
-            "arrival err p50/p99 ms", "ITL err p99 ms", "transit p50/p99 ms", "queued p50/p99 ms", "CPU µs/event",
-            "loop lag p99 ms", "streams held", "events/s (req)", "server CPU, µs/event")  # fmt: skip
-    print(" | ".join(head))
-    for r in rows:
-        print(" | ".join((
-            str(r["concurrency"]), f"{r['ok']}/{r['samples']}",
-            f"{fmt(r['ttft_err_p50_ms'])}/{fmt(r['ttft_err_p99_ms'])}/{fmt(r['ttft_err_max_ms'])}",  # type: ignore[arg-type]
-            f"{r['ttft_late']}",
-            f"{fmt(r['with_wait_p50_ms'])}/{fmt(r['with_wait_p99_ms'])}/{fmt(r['with_wait_max_ms'])}",  # type: ignore[arg-type]
-            f"{fmt(r['arrival_err_p50_ms'])}/{fmt(r['arrival_err_p99_ms'])}",  # type: ignore[arg-type]
-            fmt(r["gap_err_p99_ms"]),  # type: ignore[arg-type]
-            f"{fmt(r['transit_p50_ms'])}/{fmt(r['transit_p99_ms'])}",  # type: ignore[arg-type]
-            f"{fmt(r['queued_p50_ms'])}/{fmt(r['queued_p99_ms'])}",  # type: ignore[arg-type]
-            fmt(r["cpu_us_per_event"], 1), fmt(r["loop_lag_p99_ms"]),  # type: ignore[arg-type]
-            f"{r['held_concurrency']:.1%}" + (" client-bound" if r["client_bound"] else ""),
-            f"{r['events_per_s']:.0f} ({r['requested_events_per_s']:.0f})",
-            f"{r['server_cpu_pct']:.0f}%, {fmt(r['server_cpu_us_per_event'], 1)}",  # type: ignore[arg-type]
-        )))  # fmt: skip
-    if raw:
-        late = sum(e > LATE_MS for e in raw)
-        print(
-            f"bare asyncio client, 1 stream: first-token arrival error p50/p99/max "
-            f"{fmt(percentile(raw, 50))}/{fmt(percentile(raw, 99))}/{fmt(max(raw))} ms, > {LATE_MS:g} ms: {late}"
-        )
+    print(f"load average {' '.join(f'{x:.2f}' for x in load_average)} (this machine, at the end)")
+    for r in levels:
+        print_level(r)
+    verdicts = [g["met"] for r in levels for g in r["goals"]]
+    print(f"\ngoals: {verdicts.count(True)} met, {verdicts.count(False)} missed, {verdicts.count(None)} not measured")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        settings = {k: v for k, v in vars(args).items() if k != "json"}
+        doc = {"settings": settings, "load_average": load_average, "levels": levels}
+        args.json.write_text(json.dumps(doc, indent=2))
 
 
 if __name__ == "__main__":
