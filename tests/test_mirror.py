@@ -9,6 +9,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "tokenpace"
 
 TESTED_THROUGH = {
+    "clients/connect.py": "clients/test_tls.py",
+    "clients/http1.py": "clients/test_hostile_wire.py",
+    "clients/pool.py": "clients/test_tls.py",
+    "clients/wire.py": "clients/test_hostile_wire.py",
     "board/coverage.py": "board/test_first_minutes.py",
     "board/query.py": "board/test_ranking.py",
     "board/rules.py": "board/test_first_minutes.py",

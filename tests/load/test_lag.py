@@ -77,7 +77,7 @@ async def test_where_the_kernel_stamps_reads_their_lateness_is_the_lag_and_nothi
     lag = LoopLag(watch=False)
     lag.start()
     for late_ms in (0.1, 0.2, 30.0):
-        lag.read(round(late_ms * 1e6))
+        lag.read(time.perf_counter_ns(), round(late_ms * 1e6))
     await asyncio.sleep(0.01)
     await lag.stop()
     assert sorted(lag.lags_ms) == [0.1, 0.2, 30.0]  # the reads' own: no wake-up of a watch among them
@@ -87,6 +87,6 @@ async def test_where_the_kernel_stamps_reads_their_lateness_is_the_lag_and_nothi
 async def test_read_lags_are_kept_in_a_bounded_uniform_sample() -> None:
     lag = LoopLag(watch=False)
     for i in range(3 * READ_LAGS_KEPT):
-        lag.read(50_000 if i % 100 == 0 else 1_000)  # 1 % of reads 0.05 ms late, the rest 0.001 ms
+        lag.read(0, 50_000 if i % 100 == 0 else 1_000)  # 1 % of reads 0.05 ms late, the rest 0.001 ms
     assert len(lag.lags_ms) == READ_LAGS_KEPT
     assert 0.005 < sum(x > 0.01 for x in lag.lags_ms) / READ_LAGS_KEPT < 0.02  # still about 1 % of the sample

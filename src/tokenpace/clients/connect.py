@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from tokenpace.clients.wire import ConnectFailed, ConnectTimedOut
 
 MAX_PROXY_HEAD = 16 * 1024  # a proxy's answer to CONNECT is a status line and a few headers
-READ_BYTES = 256 * 1024
+RECV_BYTES = 256 * 1024
 _PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True, slots=True)
-class Origin:
+class WebOrigin:
     """Where a request goes: scheme, host and port (the redirect rule and the pool compare these)."""
 
     scheme: str
@@ -46,7 +46,7 @@ class Origin:
         return f"{self.scheme}://{self.authority}"
 
 
-def split(url: str) -> tuple[Origin, str]:
+def split(url: str) -> tuple[WebOrigin, str]:
     """The origin of ``url`` and its request target (path and query); ValueError when it is no http(s) URL."""
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
@@ -54,12 +54,12 @@ def split(url: str) -> tuple[Origin, str]:
         raise ValueError("not an http:// or https:// URL")
     port = parts.port or _PORTS[scheme]  # .port raises ValueError for a port out of range
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Origin(scheme, parts.hostname, port), target
+    return WebOrigin(scheme, parts.hostname, port), target
 
 
 @dataclass(frozen=True, slots=True)
 class Proxy:
-    origin: Origin
+    origin: WebOrigin
     authorization: str | None = field(default=None, repr=False)  # holds the proxy's credentials
 
 
@@ -72,7 +72,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def proxy_for(origin: Origin) -> Proxy | None:
+def proxy_for(origin: WebOrigin) -> Proxy | None:
     """The proxy the environment names for ``origin``, or None (no proxy, exempt, or loopback)."""
     bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # public, not in typeshed
     if _loopback(origin.host) or bypass(origin.host):
@@ -90,7 +90,7 @@ def proxy_for(origin: Origin) -> Proxy | None:
         user = urllib.parse.unquote(parts.username)
         secret = urllib.parse.unquote(parts.password or "")
         auth = "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
-    return Proxy(Origin("http", parts.hostname, parts.port or 80), auth)
+    return Proxy(WebOrigin("http", parts.hostname, parts.port or 80), auth)
 
 
 @dataclass(slots=True)
@@ -103,7 +103,7 @@ class Link:
     outgoing: ssl.MemoryBIO | None = None
 
 
-async def open_link(origin: Origin, timeout_s: float, context: ssl.SSLContext | None) -> Link:
+async def open_link(origin: WebOrigin, timeout_s: float, context: ssl.SSLContext | None) -> Link:
     """A connection to ``origin`` within ``timeout_s``; TLS with ``context`` for https://."""
     proxy = proxy_for(origin)
     hop = proxy.origin if proxy is not None else origin
@@ -132,7 +132,7 @@ async def open_link(origin: Origin, timeout_s: float, context: ssl.SSLContext | 
         raise
 
 
-async def _tcp(origin: Origin) -> socket.socket:
+async def _tcp(origin: WebOrigin) -> socket.socket:
     """A socket connected to the first of the host's addresses that answers."""
     loop = asyncio.get_running_loop()
     try:
@@ -164,7 +164,7 @@ def _reason(error: OSError | None) -> str:
     return error.strerror or type(error).__name__
 
 
-async def _tunnel(sock: socket.socket, origin: Origin, proxy: Proxy) -> None:
+async def _tunnel(sock: socket.socket, origin: WebOrigin, proxy: Proxy) -> None:
     """CONNECT through the proxy; any answer but 2xx, or more than MAX_PROXY_HEAD bytes of one, fails."""
     loop = asyncio.get_running_loop()
     lines = [f"CONNECT {origin.authority} HTTP/1.1", f"Host: {origin.authority}"]
@@ -183,7 +183,7 @@ async def _tunnel(sock: socket.socket, origin: Origin, proxy: Proxy) -> None:
         raise ConnectFailed(f"the proxy {proxy.origin.authority} refused a tunnel to {origin.authority} (HTTP {code})")
 
 
-async def _handshake(link: Link, origin: Origin, context: ssl.SSLContext) -> None:
+async def _handshake(link: Link, origin: WebOrigin, context: ssl.SSLContext) -> None:
     """TLS over memory buffers: what the handshake writes is sent, what it waits for is read, until done."""
     loop = asyncio.get_running_loop()
     link.incoming, link.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -195,7 +195,7 @@ async def _handshake(link: Link, origin: Origin, context: ssl.SSLContext) -> Non
         except ssl.SSLWantReadError:
             if pending := link.outgoing.read():
                 await loop.sock_sendall(link.sock, pending)
-            data = await loop.sock_recv(link.sock, READ_BYTES)
+            data = await loop.sock_recv(link.sock, RECV_BYTES)
             if not data:
                 closed = f"TLS handshake with {origin.authority}: the server closed the connection"
                 raise ConnectFailed(closed) from None

@@ -26,14 +26,14 @@ import httptools
 
 from tokenpace.clients import stamps
 from tokenpace.clients.body import Limits, size
-from tokenpace.clients.connect import READ_BYTES, Link
+from tokenpace.clients.connect import RECV_BYTES, Link
 from tokenpace.clients.wire import BadResponse, Disconnected, IdleTimedOut, WireError
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.timing import Recording
 
-MAX_HEAD = 2**20  # the status line and every header: MAX_HEADERS of the longest a proxy would pass
+MAX_HEAD = 2**20  # the status line and every header: MAX_RESPONSE_HEADERS of the longest a proxy would pass
 MAX_HEADER_LINE = 8190  # one header's name and value, as aiohttp and nginx allow
-MAX_HEADERS = 128  # as aiohttp allows
+MAX_RESPONSE_HEADERS = 128  # as aiohttp allows
 _SEGMENTS_IN = struct.Struct("=I")  # struct tcp_info's tcpi_data_segs_in (Linux 4.6+): data packets received
 _SEGMENTS_AT = 152
 _INFO_BYTES = _SEGMENTS_AT + _SEGMENTS_IN.size
@@ -72,11 +72,12 @@ def encode_head(method: str, target: str, authority: str, headers: dict[str, str
 class Reads(Protocol):
     """Who is told how late the loop read what arrived (load/lag.py's LoopLag)."""
 
-    def read(self, late_ns: int) -> None: ...
-    def batched(self, now_ns: int) -> None: ...
+    def read(self, now_ns: int, late_ns: int, earlier_ns: int) -> None:
+        """A read at ``now_ns`` whose last packet came ``late_ns`` before; where it brought several, its first
+        may have come up to ``earlier_ns`` before that (0: one packet)."""
 
 
-class Connection:
+class HttpConnection:
     """One kept-alive connection; one request on it at a time (``send``), read in the loop's reader callback."""
 
     def __init__(self, link: Link, reads: Reads | None = None) -> None:
@@ -161,7 +162,7 @@ class Connection:
 
     def _readable(self) -> None:
         try:
-            data, ancillary, _, _ = self.sock.recvmsg(READ_BYTES, self._anc)
+            data, ancillary, _, _ = self.sock.recvmsg(RECV_BYTES, self._anc)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -172,13 +173,12 @@ class Connection:
         t = now
         if ancillary and ex is not None:
             t = stamps.arrival(ancillary, now, real, ex.floor_ns)
-            if self._packets() > 1:  # its first bytes came after the previous read, and maybe long before t
-                if (earliest := t - max(self._last_read_ns, ex.floor_ns)) > 0:
-                    ex.rec.doubt[t] = (earliest, now)
-                if self._reads is not None:
-                    self._reads.batched(now)
+            earlier = 0
+            # Several packets: its first bytes came after the connection's previous read, and maybe long before t.
+            if self._packets() > 1 and (earlier := t - max(self._last_read_ns, ex.floor_ns)) > 0:
+                ex.rec.doubt[t] = (earlier, now)
             if self._reads is not None:
-                self._reads.read(now - t)
+                self._reads.read(now, now - t, max(0, earlier))
         self._last_read_ns = now
         if not data:
             self._eof()
@@ -211,7 +211,7 @@ class Connection:
         out = []
         try:
             while True:
-                out.append(self.link.tls.read(READ_BYTES))
+                out.append(self.link.tls.read(RECV_BYTES))
                 if not out[-1]:  # the server's TLS close_notify: the connection is over
                     self._eof()
                     break
@@ -252,7 +252,7 @@ class _Exchange:
     """One request's response as it is parsed; llhttp calls the ``on_*`` methods during ``feed``."""
 
     def __init__(
-        self, conn: Connection, rec: Recording, limits: Limits, stream: bool, keep: int, cap: int, idle_s: float
+        self, conn: HttpConnection, rec: Recording, limits: Limits, stream: bool, keep: int, cap: int, idle_s: float
     ) -> None:
         self.conn, self.rec, self.limits, self.stream, self.keep, self.cap = conn, rec, limits, stream, keep, cap
         self.done: asyncio.Future[Response] = conn.loop.create_future()
@@ -330,8 +330,8 @@ class _Exchange:
             self.error = self.error or BadResponse(
                 f"bad response: a response header line is over {MAX_HEADER_LINE} bytes"
             )
-        elif len(self.response.headers) >= MAX_HEADERS:
-            self.error = self.error or BadResponse(f"bad response: more than {MAX_HEADERS} headers")
+        elif len(self.response.headers) >= MAX_RESPONSE_HEADERS:
+            self.error = self.error or BadResponse(f"bad response: more than {MAX_RESPONSE_HEADERS} headers")
         else:
             self.response.headers.append((name.decode("latin-1").lower(), value.decode("latin-1").strip()))
 

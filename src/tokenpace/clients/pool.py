@@ -15,8 +15,8 @@ from collections.abc import Callable
 from types import TracebackType
 
 from tokenpace.clients.body import Limits
-from tokenpace.clients.connect import Origin, open_link
-from tokenpace.clients.http1 import Connection, Reads, Response, encode_head
+from tokenpace.clients.connect import WebOrigin, open_link
+from tokenpace.clients.http1 import HttpConnection, Reads, Response, encode_head
 from tokenpace.measure.timing import Recording
 
 
@@ -33,8 +33,8 @@ class Client:
         self.limit = max(1, limit)
         self.connect_s = connect_s
         self.on_sent, self.reads = on_sent, reads
-        self._idle: dict[Origin, list[Connection]] = {}
-        self._open: set[Connection | _Opening] = set()
+        self._idle: dict[WebOrigin, list[HttpConnection]] = {}
+        self._open: set[HttpConnection | _Opening] = set()
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()  # requests past the limit
         self._context: ssl.SSLContext | None = None
         self._closed = False
@@ -50,7 +50,7 @@ class Client:
     async def close(self) -> None:
         self._closed = True
         for conn in list(self._open):
-            if isinstance(conn, Connection):
+            if isinstance(conn, HttpConnection):
                 conn.close()
         self._open.clear()
         self._idle.clear()
@@ -64,7 +64,7 @@ class Client:
             self._context = context
         return self._context
 
-    async def connection(self, origin: Origin, rec: Recording | None = None) -> Connection:
+    async def connection(self, origin: WebOrigin, rec: Recording | None = None) -> HttpConnection:
         """An idle connection to ``origin``, or a new one (its opening timed into ``rec``)."""
         for conn in reversed(idle := self._idle.get(origin, [])):
             idle.remove(conn)
@@ -78,7 +78,7 @@ class Client:
             rec.t_connect_start_ns = time.perf_counter_ns()
         self._open.add(placeholder := _Opening())  # the slot is taken while the connection opens
         try:
-            conn = Connection(await open_link(origin, self.connect_s, context), self.reads)
+            conn = HttpConnection(await open_link(origin, self.connect_s, context), self.reads)
         finally:
             self._forget(placeholder)
         if rec is not None:
@@ -95,14 +95,14 @@ class Client:
                 return True
         return False
 
-    def _forget(self, conn: Connection | _Opening) -> None:
+    def _forget(self, conn: HttpConnection | _Opening) -> None:
         self._open.discard(conn)
         while self._waiting:
             if not (waiter := self._waiting.popleft()).done():
                 waiter.set_result(None)
                 break
 
-    def give_back(self, origin: Origin, conn: Connection) -> None:
+    def give_back(self, origin: WebOrigin, conn: HttpConnection) -> None:
         """A connection whose response was read whole: kept for the next request, unless it closed."""
         if not conn.reusable or self._closed:
             self._forget(conn)
@@ -113,7 +113,7 @@ class Client:
     async def send(
         self,
         method: str,
-        origin: Origin,
+        origin: WebOrigin,
         target: str,
         headers: dict[str, str],
         body: bytes,
@@ -125,8 +125,8 @@ class Client:
         cap: int,
         idle_s: float,
         head: bytes | None = None,
-    ) -> tuple[Response, Connection]:
-        """One request on a connection of the pool; the response once read (see Connection.send).
+    ) -> tuple[Response, HttpConnection]:
+        """One request on a connection of the pool; the response once read (see HttpConnection.send).
 
         ``head``: the request line and headers built ahead for ``target``, else built here. The connection goes
         back to the pool when the response was read whole.

@@ -98,11 +98,6 @@ class LoopLag:
         self._reads = 0
         self._max = 0.0
 
-    def batched(self, now_ns: int) -> None:
-        """A read brought several packets: the loop is busy, and the watch runs a while (see the module)."""
-        if self._watch is not None:
-            self._watch.poke(now_ns)
-
     def bound(self, doubt: dict[int, tuple[int, int]]) -> Callable[[int], float]:
         """A recording's bound on each timestamp's error, ms: its watch's where timestamps are the loop's; else 0
         for a read of one packet, and for a read of several (``doubt``: stamp -> (stamp - the connection's
@@ -118,9 +113,14 @@ class LoopLag:
 
         return at
 
-    def read(self, late_ns: int) -> None:
-        """A read, ``late_ns`` after its bytes arrived: kept in a uniform sample of READ_LAGS_KEPT (Algorithm R)."""
+    def read(self, now_ns: int, late_ns: int, earlier_ns: int = 0) -> None:
+        """A read at ``now_ns``, ``late_ns`` after its last packet came; ``earlier_ns`` > 0: it brought several, the
+        first up to that much earlier, and is as late as that or as the watch saw the loop, whichever is less (the
+        watch then runs a while). Kept in a uniform sample of READ_LAGS_KEPT (Algorithm R)."""
         self._reads += 1
+        if earlier_ns and self._watch is not None:
+            late_ns = min(late_ns + earlier_ns, round(self.lag_at(now_ns) * 1e6))
+            self._watch.poke(now_ns)
         ms = late_ns / 1e6
         self._max = max(self._max, ms)
         if len(self._kept) < READ_LAGS_KEPT:
