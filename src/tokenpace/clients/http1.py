@@ -88,7 +88,8 @@ class HttpConnection:
         self.used = 0  # requests sent on it: one sent on a used connection may meet a stale one
         self._reads = reads
         self._anc = stamps.ANCILLARY_BYTES if self.kernel else 0
-        self._segments = 0  # data packets received so far, as of the last read
+        self._segments = 0  # data packets received so far, as of the last count
+        self._skipped = 0  # reads since then that were not counted (see _readable)
         self._last_read_ns = 0
         self._ex: _Exchange | None = None
         self._pending = memoryview(b"")
@@ -170,16 +171,8 @@ class HttpConnection:
             return
         now, real = time.perf_counter_ns(), time.time_ns()
         ex = self._ex
-        t = now
-        if ancillary and ex is not None:
-            t = stamps.arrival(ancillary, now, real, ex.floor_ns)
-            earlier = 0
-            # Several packets: its first bytes came after the connection's previous read, and maybe long before t.
-            if self._packets() > 1 and (earlier := t - max(self._last_read_ns, ex.floor_ns)) > 0:
-                ex.rec.doubt[t] = (earlier, now)
-            if self._reads is not None:
-                self._reads.read(now, now - t, max(0, earlier))
-        self._last_read_ns = now
+        t = stamps.arrival(ancillary, now, real, ex.floor_ns) if ancillary and ex is not None else now
+        previous, self._last_read_ns = self._last_read_ns, now
         if not data:
             self._eof()
             return
@@ -192,6 +185,18 @@ class HttpConnection:
             return
         ex.last_read_ns = now
         ex.feed(t, data)
+        if not ancillary:
+            return
+        earlier = 0
+        if ex.one_record:  # the last byte completed the one event it holds: the stamp is exact for it
+            self._skipped += 1
+        elif self._packets() > 1 and (earlier := t - max(previous, ex.floor_ns)) > 0:
+            ex.rec.doubt[t] = (
+                earlier,
+                now,
+            )  # several packets: the first came after the previous read, maybe long before t
+        if self._reads is not None:
+            self._reads.read(now, now - t, max(0, earlier))
 
     def _packets(self) -> int:
         """Data packets received since the last read (one more than this read took, at worst: never fewer)."""
@@ -201,9 +206,10 @@ class HttpConnection:
             return 2  # unknown: judged as a read of several
         if len(info) < _INFO_BYTES:
             return 2
-        total = _SEGMENTS_IN.unpack_from(info, _SEGMENTS_AT)[0]
-        n, self._segments = total - self._segments, total
-        return int(n)
+        total = int(_SEGMENTS_IN.unpack_from(info, _SEGMENTS_AT)[0])
+        # Reads of one record were not counted: each took a packet at least (more would only count as several here).
+        n, self._segments, self._skipped = total - self._segments - self._skipped, total, 0
+        return n
 
     def _decrypt(self, data: bytes) -> bytes:
         assert self.link.tls is not None and self.link.incoming is not None
@@ -263,12 +269,18 @@ class _Exchange:
         self.head_done = self.until_close = False
         self.head_bytes = self.total = self.line = 0
         self.t = 0  # the arrival time of the read being parsed
+        self.pieces, self.whole = 0, False  # body pieces the read gave, and whether the last was one whole record
         self.inflate: zlib._Decompress | None = None
         self.error: WireError | None = None
         self.stopped = False  # a cap was passed: the rest of the response is not read
         self.idle_ns = round(idle_s * 1e9)
         self.last_read_ns = time.perf_counter_ns()
         self.idle = conn.loop.call_later(idle_s, self.check_idle)
+
+    @property
+    def one_record(self) -> bool:
+        """The last read brought no body, or one piece of it holding one whole event that ends it."""
+        return self.pieces == 0 or (self.pieces == 1 and self.whole)
 
     def check_idle(self) -> None:
         quiet = time.perf_counter_ns() - self.last_read_ns
@@ -284,6 +296,7 @@ class _Exchange:
 
     def feed(self, t: int, data: bytes) -> None:
         self.t = t
+        self.pieces, self.whole = 0, False
         if not self.head_done:
             room = MAX_HEAD - self.head_bytes
             self.head_bytes += len(data)
@@ -367,6 +380,9 @@ class _Exchange:
                 self.stopped = True
             return
         self.rec.chunks.append((self.t, body))
+        self.pieces += 1
+        # One SSE event ("\n\n") or NDJSON line, ending the read: the packet that came last completed it.
+        self.whole = body.endswith(b"\n") and (body.count(b"\n\n") if b"\n\n" in body else body.count(b"\n")) == 1
         self.total += len(body)
         end = body.rfind(b"\n")
         if end < 0:

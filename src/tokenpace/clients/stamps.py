@@ -35,9 +35,9 @@ def enable(sock: socket.socket) -> bool:
 def arrival(ancillary: list[tuple[int, int, bytes]], now_ns: int, real_ns: int, floor_ns: int) -> int:
     """arrival = kernel stamp - (real_ns - now_ns), the two clocks read back to back at the read, kept within
     [floor_ns, now_ns]; now_ns itself when the read carried no stamp."""
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
-            stamp = int(seconds) * 1_000_000_000 + int(nanoseconds) - (real_ns - now_ns)
-            return min(now_ns, max(floor_ns, stamp))
+    for level, kind, data in ancillary:  # the stamp is the only item asked for: one turn, on the timed path
+        if kind == SO_TIMESTAMPNS and level == socket.SOL_SOCKET and len(data) == _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack(data)
+            stamp: int = seconds * 1_000_000_000 + nanoseconds - real_ns + now_ns
+            return now_ns if stamp > now_ns else floor_ns if stamp < floor_ns else stamp
     return now_ns
