@@ -72,9 +72,11 @@ def encode_head(method: str, target: str, authority: str, headers: dict[str, str
 class Reads(Protocol):
     """Who is told how late the loop read what arrived (load/lag.py's LoopLag)."""
 
-    def read(self, now_ns: int, late_ns: int, earlier_ns: int) -> None:
-        """A read at ``now_ns`` whose last packet came ``late_ns`` before; where it brought several, its first
-        may have come up to ``earlier_ns`` before that (0: one packet)."""
+    def read(self, now_ns: int, late_ns: int) -> None:
+        """A read at ``now_ns`` whose first bytes came up to ``late_ns`` before."""
+
+    def busy(self, since_ns: int) -> int | None:
+        """At most how long the loop could have been kept from reading since ``since_ns``, ns; None: unknown."""
 
 
 class HttpConnection:
@@ -190,13 +192,14 @@ class HttpConnection:
         earlier = 0
         if ex.one_record:  # the last byte completed the one event it holds: the stamp is exact for it
             self._skipped += 1
-        elif self._packets() > 1 and (earlier := t - max(previous, ex.floor_ns)) > 0:
-            ex.rec.doubt[t] = (
-                earlier,
-                now,
-            )  # several packets: the first came after the previous read, maybe long before t
+        elif self._packets() > 1:  # its first bytes came after the previous read, and after the loop last could read
+            since = max(previous, ex.floor_ns)
+            busy = self._reads.busy(since) if self._reads is not None else None
+            earlier = max(0, min(t - since, t - since if busy is None else busy))
+            if earlier:
+                ex.rec.doubt[t] = earlier
         if self._reads is not None:
-            self._reads.read(now, now - t, max(0, earlier))
+            self._reads.read(now, now - t + earlier)
 
     def _packets(self) -> int:
         """Data packets received since the last read (one more than this read took, at worst: never fewer)."""

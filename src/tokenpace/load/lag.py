@@ -1,22 +1,25 @@
 """How late the client's own event loop runs: how long bytes may have waited before the client read them.
 
-Where the kernel stamps each read (clients/stamps.py, Linux), arrival times are the kernel's, which no busy loop
-moves, and each read says how late the loop got to it (read time - kernel stamp): the loop's lag is measured on
-the reads themselves, with nothing running between them. One stamp is exact for a read that brought one
-packet; a read that brought several (the loop was busy while they came) has the stamp of the last, and its
-first bytes may have come as early as the connection's previous read. Only then does a watch run: it sleeps
-:data:`WATCH_INTERVAL_S` at a time while reads keep coming in batches (QUIET_S after the last), keeping when each
-wake-up was due and how late it came, and :meth:`LoopLag.bound` takes the tighter of the two bounds.
+Where the kernel stamps reads (clients/stamps.py, Linux), arrival times are the kernel's, which no busy loop
+moves, and each read says how late the loop got to it (read time - its last packet's arrival): the loop's lag is
+measured on the reads themselves, with nothing running between them. A read that brought several packets (the
+kernel counts them) has the last one's stamp, and its first bytes may have come earlier: no earlier than the
+connection's previous read, nor earlier than the loop could have been kept from reading, which is at most what
+this process spent on the CPU and waited for it since (:class:`Busy`: its CPU time and the loop thread's wait in
+the run queue, sampled at most every millisecond as reads come). The lesser is the read's bound, kept with the
+recording; a read of one packet is exact.
 
-Where reads carry no stamp, every timestamp is the loop's own, late by however long the loop was busy (or the
-process was not scheduled) before it, and the watch runs throughout: :meth:`LoopLag.lag_at` bounds each
-timestamp's lateness from it. Either way measure/verdict.py judges each figure of a sample by its timestamps.
+Where reads carry no stamp, a timestamp is taken when the loop gets round to the bytes, late by however long the
+loop was busy (or the process was not scheduled) before it. A watch then sleeps :data:`WATCH_INTERVAL_S` at a
+time and keeps when each wake-up was due and how late it came; :meth:`LoopLag.lag_at` bounds one timestamp's
+lateness from them. Either way measure/verdict.py judges each figure of a sample by the timestamps it is made of.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import os
 import random
 import time
 from array import array
@@ -33,31 +36,22 @@ CLIENT_BOUND_P99_MS = 5.0
 # cost the loop 3-4 % of a core (measured on the 2-core development machine) and 16 bytes each.
 WATCH_INTERVAL_S = 0.001
 READ_LAGS_KEPT = 1 << 16  # read lags kept per run (a uniform sample past this): p99 to well under a percent
-QUIET_NS = 100_000_000  # the watch stops this long after the last read that brought several packets
+BUSY_EVERY_NS = 1_000_000  # how often the process's CPU and wait are sampled, at most: a read's bound's resolution
+BUSY_KEPT = 1 << 14  # samples kept: the last 16 s or more; a read whose connection was quiet longer is bounded by that
 
 
 class _Watch:
     """The one watch of an event loop (at one interval), shared by every run timed on it: overlapping runs under
     serve would each add a thousand wake-ups a second to the loop they time, and make it the bottleneck."""
 
-    def __init__(self, interval: float, always: bool) -> None:
+    def __init__(self, interval: float) -> None:
         self.interval = interval
         # when each wake-up came (perf_counter_ns, ascending) and how late (ms), replaced whole when trimmed so
         # that a reader on another thread holding the pair keeps a consistent one
         self.series: tuple[array[int], array[float]] = (array("q"), array("d"))
         self.started_ns = time.perf_counter_ns()
         self.views: list[LoopLag] = []
-        self.loop = asyncio.get_running_loop()
-        self.until_ns = 1 << 62 if always else 0  # it sleeps and wakes until then
-        self.task: asyncio.Task[None] | None = None
-        if always:
-            self.task = self.loop.create_task(self._watch())
-
-    def poke(self, now_ns: int) -> None:
-        """Reads come in batches: watch for the next QUIET_NS."""
-        self.until_ns = now_ns + QUIET_NS
-        if self.task is None or self.task.done():
-            self.task = self.loop.create_task(self._watch())
+        self.task = asyncio.get_running_loop().create_task(self._watch())
 
     async def _watch(self) -> None:
         clock, interval_ns = time.perf_counter_ns, round(self.interval * 1e9)
@@ -69,8 +63,6 @@ class _Watch:
             # Appended in this order, and read by other threads only up to len(woke): the pairs stay aligned.
             lags.append(max(0, t1 - t0 - interval_ns) / 1e6)
             woke.append(t1)
-            if t1 > self.until_ns:
-                return
 
     def trim(self) -> None:
         """Forget the wake-ups before the earliest run still watching: memory in proportion to the runs open."""
@@ -80,13 +72,48 @@ class _Watch:
             self.series = (woke[k:], lags[k:])
 
 
-_watches: dict[tuple[asyncio.AbstractEventLoop, float, bool], _Watch] = {}
+_watches: dict[tuple[asyncio.AbstractEventLoop, float], _Watch] = {}
+
+
+class Busy:
+    """How long this process could have kept its loop from reading, sampled as reads come: its CPU time (all its
+    threads: one holding the interpreter keeps the loop waiting too) plus the loop thread's wait in the run queue
+    (``/proc/thread-self/schedstat``, opened on the loop's thread), at most every BUSY_EVERY_NS."""
+
+    def __init__(self) -> None:
+        try:
+            self._schedstat: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self._schedstat = None
+        self._when, self._spent = array("q"), array("q")
+
+    def _now(self) -> int:
+        waited = int(os.pread(self._schedstat, 64, 0).split()[1]) if self._schedstat is not None else 0
+        return time.process_time_ns() + waited
+
+    def sample(self, now_ns: int) -> None:
+        if self._schedstat is None or (self._when and now_ns - self._when[-1] < BUSY_EVERY_NS):
+            return
+        if len(self._when) >= BUSY_KEPT:
+            self._when, self._spent = self._when[BUSY_KEPT // 2 :], self._spent[BUSY_KEPT // 2 :]
+        self._when.append(now_ns)
+        self._spent.append(self._now())
+
+    def since(self, since_ns: int) -> int | None:
+        """At most how long the loop was kept busy since ``since_ns``, ns; None where no sample is that old."""
+        k = bisect.bisect_right(self._when, since_ns) - 1
+        return None if k < 0 or self._schedstat is None else self._now() - self._spent[k]
+
+    def close(self) -> None:
+        if self._schedstat is not None:
+            os.close(self._schedstat)
+            self._schedstat = None
 
 
 class LoopLag:
-    """One run's loop lag: its reads' lateness where the kernel stamps reads, else its view of the loop's watch
-    (``watch``), which sleeps ``interval`` at a time in the background, keeping when each wake-up came and how
-    late: the wake-ups between the run's start and stop are its own."""
+    """One run's loop lag: how late its reads were read where the kernel stamps them (``read``), else its view of
+    the loop's watch (``watching``), which sleeps ``interval`` at a time in the background, keeping when each
+    wake-up came and how late: the wake-ups between the run's start and stop are its own."""
 
     def __init__(self, interval: float = WATCH_INTERVAL_S, watch: bool | None = None) -> None:
         self.interval = interval
@@ -94,33 +121,16 @@ class LoopLag:
         self.since_ns = 0
         self._until_ns: int | None = None
         self._watch: _Watch | None = None
-        self._kept = array("d")  # the run's own lags, kept when it stops; the reads' sample, as they come
+        self._busy: Busy | None = None
+        self._kept = array("d")  # the watch's lags once the run stops; the reads' sample as they come
         self._reads = 0
         self._max = 0.0
 
-    def bound(self, doubt: dict[int, tuple[int, int]]) -> Callable[[int], float]:
-        """A recording's bound on each timestamp's error, ms: its watch's where timestamps are the loop's; else 0
-        for a read of one packet, and for a read of several (``doubt``: stamp -> (stamp - the connection's
-        previous read, read time)) the least of that and what the watch says of the loop at the read."""
-        if self.watching:
-            return self.lag_at
-
-        def at(t_ns: int) -> float:
-            if (seen := doubt.get(t_ns)) is None:
-                return 0.0
-            earliest_ns, read_ns = seen
-            return min(earliest_ns / 1e6, max(0.0, self.lag_at(read_ns) - (read_ns - t_ns) / 1e6))
-
-        return at
-
-    def read(self, now_ns: int, late_ns: int, earlier_ns: int = 0) -> None:
-        """A read at ``now_ns``, ``late_ns`` after its last packet came; ``earlier_ns`` > 0: it brought several, the
-        first up to that much earlier, and is as late as that or as the watch saw the loop, whichever is less (the
-        watch then runs a while). Kept in a uniform sample of READ_LAGS_KEPT (Algorithm R)."""
+    def read(self, now_ns: int, late_ns: int) -> None:
+        """A read at ``now_ns`` that waited ``late_ns``: kept in a uniform sample of READ_LAGS_KEPT (Algorithm R)."""
+        if self._busy is not None:
+            self._busy.sample(now_ns)
         self._reads += 1
-        if earlier_ns and self._watch is not None:
-            late_ns = min(late_ns + earlier_ns, round(self.lag_at(now_ns) * 1e6))
-            self._watch.poke(now_ns)
         ms = late_ns / 1e6
         self._max = max(self._max, ms)
         if len(self._kept) < READ_LAGS_KEPT:
@@ -128,38 +138,54 @@ class LoopLag:
         elif (k := random.randrange(self._reads)) < READ_LAGS_KEPT:
             self._kept[k] = ms
 
+    def busy(self, since_ns: int) -> int | None:
+        """At most how long the loop could have been kept from reading since ``since_ns`` (see Busy), ns."""
+        return None if self._busy is None else self._busy.since(since_ns)
+
+    def bound(self, doubt: dict[int, int]) -> Callable[[int], float]:
+        """A recording's bound on each timestamp's error, ms: where the kernel stamped its reads, the bound of the read
+        that gave it (``doubt``: stamp -> ns; 0 for a read of one packet); else the watch's (lag_at)."""
+        if self.watching:
+            return self.lag_at
+        return lambda t_ns: doubt.get(t_ns, 0) / 1e6
+
     @property
     def max_ms(self) -> float | None:
         lags = self.lags_ms
         return None if not lags else max(self._max, max(lags))
 
     def start(self) -> None:
-        key = (asyncio.get_running_loop(), self.interval, self.watching)
-        self._watch = _watches.get(key) or _watches.setdefault(key, _Watch(self.interval, self.watching))
         self.since_ns = time.perf_counter_ns()
+        if not self.watching:
+            self._busy = Busy()
+            self._busy.sample(self.since_ns)
+            return
+        key = (asyncio.get_running_loop(), self.interval)
+        self._watch = _watches.get(key) or _watches.setdefault(key, _Watch(self.interval))
         self._watch.views.append(self)
 
     async def stop(self) -> None:
+        if self._busy is not None:
+            self._busy.close()
+            self._busy = None
         watch = self._watch
         if watch is None or self._until_ns is not None:
             return
-        if self.watching:
-            self._kept = self.lags_ms
+        self._kept = self.lags_ms
         self._until_ns = time.perf_counter_ns()
         watch.views.remove(self)
         if watch.views:
             watch.trim()
             return
-        del _watches[(watch.loop, self.interval, self.watching)]
-        if watch.task is not None:
-            watch.task.cancel()
-            await asyncio.gather(watch.task, return_exceptions=True)
+        del _watches[(watch.task.get_loop(), self.interval)]
+        watch.task.cancel()
+        await asyncio.gather(watch.task, return_exceptions=True)
 
     @property
     def lags_ms(self) -> array[float]:
-        """How late each read came (a sample of them), or with no stamps how late each wake-up since the run's start
-        came, ms (until its stop, once stopped)."""
-        if not self.watching or self._watch is None or self._until_ns is not None:
+        """How late each read was read (a sample of them), or without stamps how late each wake-up since the run's
+        start came, ms (until its stop, once stopped)."""
+        if self._watch is None or self._until_ns is not None:
             return self._kept
         woke, lags = self._watch.series
         lo = bisect.bisect_left(woke, self.since_ns, 0, len(woke))
@@ -183,7 +209,7 @@ class LoopLag:
         resolution is the interval. Safe to call from another thread (the decoder) while the watch runs.
         """
         if self._watch is None:
-            return 0.0 if self.watching else float("inf")  # a run not started; reads never watched say nothing
+            return 0.0
         woke, lags = self._watch.series  # one pair: the loop may replace it meanwhile (trim), or append to it
         n = len(woke)  # a snapshot: the loop keeps appending meanwhile, lags first
         k = bisect.bisect_right(woke, t_ns, 0, n) - 1

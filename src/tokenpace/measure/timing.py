@@ -86,9 +86,9 @@ class Recording:
     http_status: int | None = None
     request_id: str | None = None  # the server's x-request-id header, for streams that carry no id
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
-    # Reads that brought several packets, whose stamp is the last packet's: stamp -> (how much earlier their
-    # first bytes may have come, ns; when the loop read them). Empty while the loop keeps up (load/lag.py).
-    doubt: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Reads that brought several packets, stamped with the last: stamp -> how much earlier their first bytes may
+    # have come, ns. Empty while the loop keeps up (load/lag.py).
+    doubt: dict[int, int] = field(default_factory=dict)
     failure: Failure | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)  # the request's key and header values, to scrub
 
