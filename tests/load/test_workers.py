@@ -145,6 +145,7 @@ def test_bench_with_workers_keeps_each_workers_verdict(tmp_path: Path, sim_threa
     (point,) = read_result(next(out.glob("*.json"))).points
     assert point.figures.requests == 20 and [w.worker for w in point.workers] == [0, 1]
     assert point.cpu_us_per_event is not None and all(w.loop_lag_p99_ms is not None for w in point.workers)
+    assert "concurrency 4 on 2 workers: #0 (2 streams) loop lag P99 " in run.output
     with open_store(db) as store:
         samples, runs = store.samples(), store.runs()
     assert len(samples) == 21 and {x.run_id for x in samples} == {point.run_id} == {r.id for r in runs}
