@@ -28,7 +28,7 @@ from tokenpace.config.workloads import BUILTIN
 from tokenpace.load.engine import RunOptions, RunResult
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.results import from_json, read_result, to_json
-from tokenpace.load.sharing import Strided, merged_record, most_workers, parts, split_problem
+from tokenpace.load.sharing import Strided, merged_record, most_workers, packed, parts, split_problem, unpacked
 from tokenpace.load.workers import run_shared
 from tokenpace.measure.sample import RunRecord
 from tokenpace.prompts.chains import Dataset
@@ -111,6 +111,7 @@ def test_two_workers_send_exactly_the_requests_asked_each_once_as_one_run_on_one
     assert {d.sample.run_id for d in done} == {result.run.id} and result.run.completed == 32
     assert [(w.worker, w.concurrency, w.requests) for w in result.workers] == [(0, 2, 16), (1, 2, 16)]
     assert all(w.events > 0 and w.cpu_us_per_event is not None for w in result.workers)
+    assert all(unpacked(*packed(d)) == d for d in done)  # what crossed the pipe is what was measured
     assert result.run.requested == 32 and result.run.cpu_us_per_event is not None
     # One clock: every worker's send and end lie within this process's window around the run, and the server
     # (a thread of this process) received each request after its worker sent it and wrote before it arrived.

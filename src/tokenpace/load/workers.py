@@ -48,7 +48,7 @@ from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import event_loop_factory, yield_to_the_loop
 from tokenpace.load.send import Refusals
-from tokenpace.load.sharing import Part, Strided, merged_record, most_workers, parts, verdict
+from tokenpace.load.sharing import Part, Strided, merged_record, most_workers, packed, parts, unpacked, verdict
 from tokenpace.measure.sample import RunRecord, Sample
 from tokenpace.prompts.chains import Dataset
 
@@ -156,7 +156,7 @@ class _Crew:
     def _take(self, w: _Worker, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == _DONE:
-            d: Done = message[1]
+            d = unpacked(*message[1])
             w.requests += 1
             w.events += len(d.sample.timeline.events)
             self.keep(d)
@@ -252,7 +252,7 @@ async def _work(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refu
             await asyncio.sleep(rest / 1e9)
 
     def shipped(d: Done) -> None:
-        out.put((_DONE, dataset.placed(d, part.options.run_id or "")))
+        out.put((_DONE, packed(dataset.placed(d, part.options.run_id or ""))))
 
     measuring = run_load(endpoint, dataset, part.load, part.options, _Shipped(out), shipped, refusals, ready)
     job = asyncio.ensure_future(measuring)
