@@ -29,7 +29,7 @@ from tokenpace.load.engine import RunOptions, RunResult
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.results import from_json, read_result, to_json
 from tokenpace.load.sharing import Strided, merged_record, most_workers, packed, parts, split_problem, unpacked
-from tokenpace.load.workers import run_shared
+from tokenpace.load.workers import listen, run_shared
 from tokenpace.measure.sample import RunRecord
 from tokenpace.prompts.chains import Dataset
 from tokenpace.prompts.datasets import open_dataset
@@ -95,6 +95,26 @@ def test_the_runs_record_is_its_workers_merged() -> None:
     assert (merged.loop_lag_p99_ms, merged.loop_lag_max_ms, merged.requested, merged.completed) == (7.0, 14.0, 20, 20)
     assert merged.cpu_us_per_event == pytest.approx((4000 + 30_000 + 150_000) / 4000)  # parent's too
     assert merged.seed == OPTIONS.seed
+
+
+def test_a_pipe_listened_to_stays_blocking() -> None:
+    """uvloop made a watched pipe non-blocking: a big batch read in parts then passed for a worker gone, and a
+    worker's send to a full pipe for a parent gone (seen under load: "load worker 0 stopped")."""
+    import multiprocessing
+
+    async def watched() -> bool:
+        ours, theirs = multiprocessing.Pipe()
+        loop = asyncio.get_running_loop()
+        listen(loop, ours, lambda: None)
+        try:
+            return os.get_blocking(ours.fileno())
+        finally:
+            loop.remove_reader(ours.fileno())
+            ours.close()
+            theirs.close()
+
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        assert runner.run(watched())
 
 
 def test_two_workers_send_exactly_the_requests_asked_each_once_as_one_run_on_one_clock(

@@ -46,7 +46,7 @@ from tokenpace.config.traffic import Load
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import Done
-from tokenpace.load.interpreter import event_loop_factory, yield_to_the_loop
+from tokenpace.load.interpreter import event_loop_factory, quiet_interpreter, yield_to_the_loop
 from tokenpace.load.send import Refusals
 from tokenpace.load.sharing import Part, Strided, merged_record, most_workers, packed, parts, unpacked, verdict
 from tokenpace.measure.sample import RunRecord, Sample
@@ -86,10 +86,11 @@ async def run_shared(
     started, cpu0 = datetime.now(UTC), time.process_time()
     crew = _Crew(endpoint, dataset, shares, refusals, keep)
     try:
-        await crew.until(lambda w: w.ready or w.ended)
-        if not crew.failed():  # (a failure told every worker to stop)
-            crew.tell((_GO, time.perf_counter_ns() + START_AHEAD_NS))
-        await crew.until(lambda w: w.ended)
+        with quiet_interpreter():  # no collection walking every Done kept so far, again and again
+            await crew.until(lambda w: w.ready or w.ended)
+            if not crew.failed():  # (a failure told every worker to stop)
+                crew.tell((_GO, time.perf_counter_ns() + START_AHEAD_NS))
+            await crew.until(lambda w: w.ended)
     except BaseException:  # stopped (cancelled) or broken: every worker ends its requests as samples first
         crew.tell((_STOP,))
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
@@ -140,7 +141,7 @@ class _Crew:
                 child.close()  # the child holds its end: our copy closed, EOF here means the child is gone
                 self.all.append(_Worker(part, process, conn))
         for w in self.all:
-            self.loop.add_reader(w.conn.fileno(), self._heard, w)
+            listen(self.loop, w.conn, self._heard, w)
 
     def _heard(self, w: _Worker) -> None:
         try:
@@ -256,7 +257,7 @@ async def _work(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refu
 
     measuring = run_load(endpoint, dataset, part.load, part.options, _Shipped(out), shipped, refusals, ready)
     job = asyncio.ensure_future(measuring)
-    loop.add_reader(conn.fileno(), heard)
+    listen(loop, conn, heard)
     failure: BaseException | str | None = None
     try:
         await job
@@ -291,6 +292,14 @@ def _ship(conn: Any, out: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
         if batch[-1] is None:
             conn.close()
             return
+
+
+def listen(loop: asyncio.AbstractEventLoop, conn: Any, heard: Callable[..., None], *args: Any) -> None:
+    """Call ``heard`` whenever ``conn`` has something to read, the pipe left blocking: uvloop (libuv) makes a
+    watched descriptor non-blocking, and a message read in parts then failed as if the other side had gone, as
+    did the worker's sends when the parent's buffer was full."""
+    loop.add_reader(conn.fileno(), heard, *args)
+    os.set_blocking(conn.fileno(), True)
 
 
 def usable_cpus() -> int:
