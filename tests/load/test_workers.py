@@ -29,7 +29,7 @@ from tokenpace.load.engine import RunOptions, RunResult
 from tokenpace.load.interpreter import event_loop_factory
 from tokenpace.load.results import from_json, read_result, to_json
 from tokenpace.load.sharing import Strided, merged_record, most_workers, packed, parts, split_problem, unpacked
-from tokenpace.load.workers import listen, run_shared
+from tokenpace.load.workers import run_shared, watch_pipe
 from tokenpace.measure.sample import RunRecord
 from tokenpace.prompts.chains import Dataset
 from tokenpace.prompts.datasets import open_dataset
@@ -105,7 +105,7 @@ def test_a_pipe_listened_to_stays_blocking() -> None:
     async def watched() -> bool:
         ours, theirs = multiprocessing.Pipe()
         loop = asyncio.get_running_loop()
-        listen(loop, ours, lambda: None)
+        watch_pipe(loop, ours, lambda: None)
         try:
             return os.get_blocking(ours.fileno())
         finally:

@@ -28,7 +28,7 @@ from tokenpace.measure.timing import Event, EventKind
 from tokenpace.prompts.chains import Chain, Dataset
 
 Columns = tuple[list[int], str, list[str]]  # a timeline's events as columns: times, kinds (a letter each), texts
-KINDS = {k.value: k for k in EventKind}
+KIND_OF_LETTER = {k.value: k for k in EventKind}
 SEED_STEP = 1_000_003  # worker i's seed = the run's + i x this, within a database's INTEGER
 SEEDS = 1 << 31
 MOST_WORKERS = 1 << 16  # an open loop with no cap and no request count splits over any number
@@ -98,7 +98,7 @@ def packed(d: Done) -> tuple[Done, Columns]:
 def unpacked(bare: Done, columns: Columns) -> Done:
     """The Done :func:`packed` took apart, whole again."""
     times, kinds, texts = columns
-    events = tuple(map(Event, times, map(KINDS.__getitem__, kinds), texts))
+    events = tuple(map(Event, times, map(KIND_OF_LETTER.__getitem__, kinds), texts))
     t = dataclasses.replace(bare.sample.timeline, events=events)
     return dataclasses.replace(bare, sample=dataclasses.replace(bare.sample, timeline=t))
 

@@ -141,7 +141,7 @@ class _Crew:
                 child.close()  # the child holds its end: our copy closed, EOF here means the child is gone
                 self.all.append(_Worker(part, process, conn))
         for w in self.all:
-            listen(self.loop, w.conn, self._heard, w)
+            watch_pipe(self.loop, w.conn, self._heard, w)
 
     def _heard(self, w: _Worker) -> None:
         try:
@@ -257,7 +257,7 @@ async def _work(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refu
 
     measuring = run_load(endpoint, dataset, part.load, part.options, _Shipped(out), shipped, refusals, ready)
     job = asyncio.ensure_future(measuring)
-    listen(loop, conn, heard)
+    watch_pipe(loop, conn, heard)
     failure: BaseException | str | None = None
     try:
         await job
@@ -294,7 +294,7 @@ def _ship(conn: Any, out: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
             return
 
 
-def listen(loop: asyncio.AbstractEventLoop, conn: Any, heard: Callable[..., None], *args: Any) -> None:
+def watch_pipe(loop: asyncio.AbstractEventLoop, conn: Any, heard: Callable[..., None], *args: Any) -> None:
     """Call ``heard`` whenever ``conn`` has something to read, the pipe left blocking: uvloop (libuv) makes a
     watched descriptor non-blocking, and a message read in parts then failed as if the other side had gone, as
     did the worker's sends when the parent's buffer was full."""
