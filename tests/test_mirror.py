@@ -17,6 +17,7 @@ TESTED_THROUGH = {
     "board/query.py": "board/test_ranking.py",
     "board/rules.py": "board/test_first_minutes.py",
     "children.py": "sim/test_process.py",
+    "load/sharing.py": "load/test_workers.py",
     "measure/bounds.py": "store/test_guards.py",
     "config/price_tables.py": "config/test_prices.py",
     "config/gateways.py": "config/test_protocols.py",

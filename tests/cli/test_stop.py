@@ -156,8 +156,9 @@ def test_ctrl_c_in_a_terminal_stops_serve_with_one_line_and_130(
     [
         (("run", "--sim", "-n", "400", "-c", "1"), "measuring"),
         (("bench", "--sim", "-c", "2", "--duration", "60s", "--requests", "10000"), "concurrency 2"),
+        (("bench", "--sim", "-c", "2", "--workers", "2", "--duration", "60s", "--requests", "10000"), "concurrency 2"),
     ],
-    ids=["run", "bench"],
+    ids=["run", "bench", "bench-workers"],
 )
 def test_ctrl_c_in_a_terminal_stops_run_and_bench_with_130(tmp_path: Path, args: tuple[str, ...], ready: str) -> None:
     command = tokenpace(*args, "--db", str(tmp_path / "t.db"), *(["--out", str(tmp_path / "o")] * (args[0] == "bench")))

@@ -38,11 +38,10 @@ if TYPE_CHECKING:
     from tokenpace.clients.transport import Timeouts
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.traffic import Load, Slo, Sweep
-    from tokenpace.load.engine import SampleSink
+    from tokenpace.load.engine import RunResult, SampleSink
     from tokenpace.load.figures import Done, Figures
     from tokenpace.load.results import BenchPoint, BenchResult
     from tokenpace.load.sweep import Sweeper
-    from tokenpace.measure.sample import RunRecord
     from tokenpace.prompts.chains import Dataset
 
 
@@ -77,6 +76,7 @@ def bench(
 
     base = shape.load()
     sweep = levels.sweep()
+    workers = shape.workers_for(base, sweep)
     slo = objectives.slo()
     cfg = target.config()
     endpoint = target.one(cfg)
@@ -84,7 +84,7 @@ def bench(
     dataset = prompts.dataset(cfg, seed)
     output.check()
     job = _Job(endpoint, target.scenarios(cfg), dataset, base, sweep, slo, seed, sending.timeouts(), sending.cold,
-               output.out_dir, output.quiet, levels.repeat, objectives.max_dispatch_ms)  # fmt: skip
+               output.out_dir, output.quiet, levels.repeat, objectives.max_dispatch_ms, workers)  # fmt: skip
     _measure_and_report(job, output.db)
 
 
@@ -105,6 +105,7 @@ class _Job:
     quiet: bool
     repeat: int = 1
     max_dispatch_ms: float | None = None
+    workers: int = 1  # processes sharing each level (load/workers.py)
 
 
 def _measure_and_report(job: _Job, db: str | None) -> None:
@@ -161,7 +162,7 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
         async with contextlib.AsyncExitStack() as stack:
             (target,) = await sim.started_for([job.endpoint], job.scenarios, stack)
             sweeper = Sweeper(target, job.dataset, options, job.slo, store, live.done, live.level,
-                              job.max_dispatch_ms, job.repeat)  # fmt: skip
+                              job.max_dispatch_ms, job.repeat, job.workers)  # fmt: skip
             held.append(sweeper)
             if job.sweep is not None and job.sweep.auto:
                 await sweeper.auto(job.base)
@@ -183,7 +184,7 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
     from tokenpace.version import __version__
 
     points = [
-        _bench_point(level.result.load, level.result.done, level.figures, level.repeat, level.invalid, level.result.run)
+        _bench_point(level.result.load, level.result.done, level.figures, level.repeat, level.invalid, level.result)
         for level in (sweeper.levels if sweeper is not None else [])
     ]
     finished = {p.run_id for p in points}
@@ -203,20 +204,21 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
 
 
 def _bench_point(
-    load: Load, done: list[Done], f: Figures, repeat: int, invalid: str, run: RunRecord | None = None
+    load: Load, done: list[Done], f: Figures, repeat: int, invalid: str, result: RunResult | None = None
 ) -> BenchPoint:
-    """A level's point: its figures, rows and released rate, and the client's health from its ``run`` record (a
-    level stopped in progress has none yet: its samples' run id, no health)."""
+    """A level's point: its figures, rows and released rate, and the client's health from its run's record and
+    each worker process's verdict (a level stopped in progress has none yet: its samples' run id, no health)."""
     from tokenpace.load.results import BenchPoint, rows_of
     from tokenpace.load.sweep import released_rate
 
+    run = None if result is None else result.run
     return BenchPoint(
         load, f, done[0].sample.run_id if run is None else run.id,
         client_bound=run is not None and run.client_bound,
         cpu_us_per_event=None if run is None else run.cpu_us_per_event,
         loop_lag_p99_ms=None if run is None else run.loop_lag_p99_ms,
         rows=rows_of(done, _first_sent(done)), released_rate=released_rate(done) if load.rate else None,
-        repeat=repeat, invalid=invalid,
+        repeat=repeat, invalid=invalid, workers=() if result is None else result.workers,
     )  # fmt: skip
 
 

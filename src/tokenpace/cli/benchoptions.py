@@ -44,6 +44,7 @@ class LoadShape:
     requests: int | None
     duration: str | None
     warmup: int
+    workers: int = 1
 
     def load(self) -> Load:
         from tokenpace.config import traffic as loadcfg
@@ -64,6 +65,19 @@ class LoadShape:
             max_concurrency=self.max_concurrency,
         )
 
+    def workers_for(self, base: Load, sweep: Sweep | None) -> int:
+        """--workers, checked against the CPUs here and each level it must split (an auto sweep's concurrency-1
+        level runs in this process)."""
+        from tokenpace.load.sharing import split_problem
+        from tokenpace.load.sweep import levels
+        from tokenpace.load.workers import usable_cpus
+
+        given = levels(base, sweep) if sweep is not None and sweep.values else [base]
+        for load in given:
+            if why := split_problem(load, self.workers, usable_cpus()):
+                raise ConfigError(f"--workers {self.workers}: {why}")
+        return self.workers
+
 
 LOAD_OPTIONS = opt.option_group(
     "shape", LoadShape,
@@ -81,6 +95,9 @@ LOAD_OPTIONS = opt.option_group(
     click.option("--warmup", default=1, show_default=True, type=click.IntRange(0, 100_000),
                  help="Requests sent first under the same load, per level, with prompts of their own: stored, "
                       "and left out of the figures (0: none)."),
+    click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 1024),
+                 help="Processes sharing each level's streams, each timing its own on a loop of its own "
+                      "(for loads past one core: see docs/load-tests.md)."),
 )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ Returned = TypeVar("Returned")
 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 TERMINATED = 143  # 128 + SIGTERM
+SAME_SIGNAL_S = 1.0  # a SIGTERM this soon after the first is the first again (uv's copy of its group's)
 CODES: dict[int, int] = {signal.SIGINT: INTERRUPTED, signal.SIGTERM: TERMINATED}
 
 
@@ -87,7 +88,9 @@ def run_async(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned:
     async def guarded() -> Returned:
         if handler is not raise_terminated:  # not under the command group: SIGTERM is left as it was
             return await main()
-        with cancelled_by(signal.SIGTERM, heard=heard):
+        # `uv run` passes on a SIGTERM its group had already: that copy must not cut short what the first asked,
+        # a stopped bench's worker processes ending their requests as samples (load/workers.py).
+        with cancelled_by(signal.SIGTERM, heard=heard, repeat_s=SAME_SIGNAL_S):
             return await main()
 
     try:

@@ -26,7 +26,7 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +46,7 @@ from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
 from tokenpace.load.release import Release, ReleaseBudget, release
+from tokenpace.load.results import WorkerVerdict
 from tokenpace.load.send import Refusals, send_request
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
@@ -84,6 +85,7 @@ class RunOptions:
     command: str = ""  # as stored with the run
     first_chain: int = 0  # the dataset's chain to start from: a sweep's points never send the same prompts
     round_seed: int | None = None  # a scheduled round's: its documents and tasks, shared (load/chains.py)
+    run_id: str | None = None  # the run's id; None: a fresh one (the worker processes of one run share it)
 
 
 @dataclass
@@ -93,6 +95,7 @@ class RunResult:
     run: RunRecord
     load: Load
     done: list[Done] = field(default_factory=list)
+    workers: tuple[WorkerVerdict, ...] = ()  # a run shared by worker processes: each one's verdict (load/workers.py)
 
     @property
     def samples(self) -> list[Sample]:
@@ -118,6 +121,7 @@ class _Run:
     ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
     whole_chains: bool  # a workload run: chains built before the first release, each sent whole (a pair's turns)
     in_flight: int = 0  # requests of the run sent and not yet ended
+    ready: Callable[[], Awaitable[None]] | None = None  # awaited once set up, before the first release
 
 
 async def run_workload(
@@ -162,14 +166,20 @@ async def run_load(
     sink: SampleSink | None = None,
     on_done: Callable[[Done], None] | None = None,
     refusals: Refusals | None = None,
+    ready: Callable[[], Awaitable[None]] | None = None,
 ) -> RunResult:
-    """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done."""
+    """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done.
+
+    ``ready``: awaited once the chains are built and the connections open, just before the first release (a
+    worker process waits there for its run's common start, load/workers.py).
+    """
     last = None if load.requests is None else load.warmup + load.requests
     options = options or RunOptions()
     target = [(endpoint, dataset)]
     return await _measure_all(
-        target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None, whole_chains=False
-    )
+        target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None, whole_chains=False,
+        ready=ready,
+    )  # fmt: skip
 
 
 async def _measure_all(
@@ -184,6 +194,7 @@ async def _measure_all(
     last: int | None,
     ahead_bytes: int | None,
     whole_chains: bool,
+    ready: Callable[[], Awaitable[None]] | None = None,
 ) -> RunResult:
     """Each target measured in turn under one run id, one loop-lag watch and one decoder thread; the run's
     record written at the end, also when stopped."""
@@ -202,7 +213,9 @@ async def _measure_all(
     idle_decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode-idle")
     refusals = Refusals() if refusals is None else refusals
     decoders = (decoder, idle_decoder)
-    run = _Run(uuid.uuid4().hex, load, options, refusals, cold, lag, *decoders, keep, last, ahead_bytes, whole_chains)
+    run_id = options.run_id or uuid.uuid4().hex  # the worker processes of one run share theirs (load/workers.py)
+    run = _Run(run_id, load, options, refusals, cold, lag, *decoders, keep, last, ahead_bytes, whole_chains)
+    run.ready = ready
     lag.start()
     try:
         with quiet_interpreter():
@@ -306,6 +319,8 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
             await warm(session, proto.warm_url(endpoint), first.headers, warm_n, options.timeouts)
         try:
+            if run.ready is not None:
+                await run.ready()
             await release(load, options.seed or 0, budget, run_chain, idle)
         except BaseExceptionGroup as group:  # a mistake found mid-way (a file's prompt too long) is one line
             if (mistakes := group.subgroup(TokenpaceError)) is None:

@@ -7,9 +7,9 @@ figure is derived (load/figures.py) from samples that are also stored in the dat
 The file is JSON (:func:`to_json`), read back by :func:`from_json` / :func:`read_result` as hostile input: at most
 MAX_BYTES, a known ``format``, every field of its type (strict: no "5" for 5), every number finite and in
 0..MAX_NUMBER, every text at most MAX_TEXT characters, at most MAX_BENCH_POINTS points and MAX_ROWS items in any list.
-Anything else is one ConfigError naming the field. Fields added since format 1 (a point's ``repeat`` and
-``invalid``, figures from schedule, the auto sweep's ``bracket``, TPOT and throughput in the server's tokens) have
-defaults, so a document written before them still reads, and a tokenpace that predates them reads a newer one
+Anything else is one ConfigError naming the field. Fields added since format 1 (a point's ``repeat``, ``invalid``
+and ``workers``, figures from schedule, the auto sweep's ``bracket``, TPOT and throughput in the server's tokens)
+have defaults, so a document written before them still reads, and a tokenpace that predates them reads a newer one
 as a document of one run per point (and its ``saturation``, the bracket's lower end, as the highest rate kept up
 with).
 """
@@ -54,6 +54,20 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerVerdict:
+    """One worker process of a level shared by several (``bench --workers``): its part and the client's health in it."""
+
+    worker: int  # 0..N-1
+    concurrency: int | None  # its streams (closed loop) or its cap (open loop, if any)
+    rate: float | None  # its share of an open loop's rate, req/s
+    requests: int  # requests it sent that ended, warm-up included
+    events: int  # events it read: its CPU per event's denominator
+    client_bound: bool
+    loop_lag_p99_ms: float | None
+    cpu_us_per_event: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class BenchPoint:
     """One load level: how it was loaded, its figures, and the client's health while it ran."""
 
@@ -67,6 +81,7 @@ class BenchPoint:
     released_rate: float | None = None  # an open loop's rate as its schedule really released it, req/s
     repeat: int = 0  # which run of ``bench --repeat N`` this is (1..N); 0 when the level ran once
     invalid: str = ""  # why the level's figures are not the load asked for (dispatch delay); "" valid
+    workers: tuple[WorkerVerdict, ...] = ()  # ``bench --workers N``: each worker's own verdict; () in one process
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ a guess:
 A level whose dispatch delay P99 passes the bound (load/figures.py's :func:`dispatch_problem`) is invalid:
 the client did not release the load asked for, so the level says nothing of the server, and the auto sweep
 stops there and says why (bisecting on it would bracket the client, not the server). ``repeat`` runs each given
-level that many times back to back, a level each.
+level that many times back to back, a level each; ``workers`` shares each level out to that many processes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
 from tokenpace.load.results import Bracket
 from tokenpace.load.send import Refusals
+from tokenpace.load.workers import run_shared
 from tokenpace.prompts.chains import Dataset
 
 KEEP_UP = 0.9  # completed requests/s over offered requests/s
@@ -105,10 +106,12 @@ class Sweeper:
         on_level: Callable[[Load], None] | None = None,
         max_dispatch_p99_ms: float | None = DISPATCH_P99_MS,
         repeat: int = 1,
+        workers: int = 1,
     ) -> None:
         self.endpoint, self.dataset, self.options, self.slo = endpoint, dataset, options, slo
         self.sink, self.on_done, self.on_level = sink, on_done, on_level
         self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
+        self.workers = workers  # processes each level is shared by (load/workers.py); 1: this one
         self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
         self.levels: list[SweepLevel] = []
         self.bracket: Bracket | None = None  # what the auto sweep found
@@ -121,7 +124,8 @@ class Sweeper:
         if self.on_level is not None:
             self.on_level(load)
         options = dataclasses.replace(self.options, first_chain=self._next_chain)
-        result = await run_load(self.endpoint, self.dataset, load, options, self.sink, self.on_done, self.refusals)
+        args = (self.endpoint, self.dataset, load, options, self.sink, self.on_done, self.refusals)
+        result = await (run_load(*args) if self.workers == 1 else run_shared(*args, workers=self.workers))
         self._next_chain = max((d.chain + 1 for d in result.done if not d.warmup), default=self._next_chain)
         f = figures(result.done, self.slo, load.rate)
         level = SweepLevel(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
