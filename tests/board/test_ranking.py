@@ -237,8 +237,9 @@ async def test_board_from_real_simulator_runs(tmp_path: Path) -> None:
     plan = RunOptions(requests=3, warm_connections=False, timeouts=timeouts, source="scheduled")
     with open_store(str(tmp_path / "t.db")) as store:
         async with (
-            sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=2000, output_tokens=12))) as fast_url,
-            sim.serve(sim.Simulator(sim.Scenario(ttft_ms=60, tokens_per_s=200, output_tokens=12))) as slow_url,
+            # Tokens 2.5 ms apart at the fastest: a busy machine's loop still reads them apart, so speed is measured.
+            sim.serve(sim.Simulator(sim.Scenario(ttft_ms=5, tokens_per_s=400, output_tokens=12))) as fast_url,
+            sim.serve(sim.Simulator(sim.Scenario(ttft_ms=60, tokens_per_s=100, output_tokens=12))) as slow_url,
         ):
             endpoints = [Endpoint("slow", "m", slow_url, simulated=True), Endpoint("fast", "m", fast_url)]
             await run_workload(endpoints, workload, plan, Steady(store))
