@@ -17,8 +17,10 @@ their own, never the dataset's (prompts/synthetic.py's WarmedUp). Either way:
 - every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
   adds), also when the run is stopped, and the run's record is written then too;
 - memory follows the concurrency, not the request count: chains are built just ahead of their release within
-  a bound of bytes, each Done goes to the sink (the store) and into the run's running figures
-  (load/running.py) as it ends, and is kept whole only where the caller asks (``RunOptions.keep_done``).
+  a bound of bytes; requests ended and not yet decoded are at most as many as may be in flight (a decoder
+  that falls behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the
+  store) and into the run's running figures (load/running.py) as it ends, and is kept whole only where the
+  caller asks (``RunOptions.keep_done``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from tokenpace.load.ahead import ChainsAhead, chains_ahead
 from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.decodegate import DecodeGate
 from tokenpace.load.figures import Done
-from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
+from tokenpace.load.interpreter import quiet_interpreter, request_ended, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
 from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.running import RunningFigures
@@ -217,6 +219,7 @@ async def _measure_all(
             sink.add_sample(d.sample)
         if on_done is not None:
             on_done(d)
+        request_ended()
 
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
     decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
@@ -262,6 +265,9 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
     ahead = chains_ahead(load, run.last)
     # Futures of the requests being decoded, each dropped once decoded: what is held follows the concurrency.
     budget, decoding, seq = ReleaseBudget(load), set[asyncio.Future[Done]](), iter(range(1 << 62))
+    streams = load.concurrency or load.max_concurrency or MAX_CONCURRENCY  # the most in flight
+    room = asyncio.Event()  # set while fewer than ``streams`` ended requests wait for the decoder
+    room.set()
     broken: list[BaseException] = []  # a decoder's own failure (its futures are dropped as they end)
     published = options.publish or options.source == "scheduled"
 
@@ -290,6 +296,8 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
 
     def decoded(future: asyncio.Future[Done]) -> None:
         decoding.discard(future)
+        if len(decoding) < streams:
+            room.set()
         if future.cancelled():
             return
         if (exc := future.exception()) is not None:
@@ -298,6 +306,8 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
         run.keep(future.result())
 
     async def send(req: Request, http: HttpRequest, r: Release) -> None:
+        while not room.is_set():  # each recording waiting to be decoded holds its bytes: the backlog is bounded
+            await room.wait()
         i = next(seq)
 
         def ended(rec: Recording, when: datetime) -> None:
@@ -307,6 +317,8 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             pool = run.decoder if run.in_flight else run.idle_decoder
             future = loop.run_in_executor(pool, decode, rec, when, req, r, i)
             decoding.add(future)
+            if len(decoding) >= streams:
+                room.clear()
             future.add_done_callback(decoded)
 
         run.in_flight += 1  # no await before send_request: its ``ended`` always balances this
@@ -323,15 +335,14 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
                 r = dataclasses.replace(r, asked_ns=time.perf_counter_ns(), warmup=warmup, idle_s=idle(), burst=None)
             await send(req, http, r)
 
-    pool = load.concurrency or load.max_concurrency or MAX_CONCURRENCY
     gate = DecodeGate()
-    session = new_session(pool, options.timeouts, gate.written)
+    session = new_session(streams, options.timeouts, gate.written)
     try:
         await chains.fill(ahead, needed=1)
         if cold is not None:
             await cold.recall(endpoint)  # the store's word on its idle time, once per endpoint
         if options.warm_connections and (first := chains.first_request) is not None:
-            warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
+            warm_n = min(streams, OPEN_WARM) if load.rate is not None else streams
             await warm(session, proto.warm_url(endpoint), first.headers, warm_n, options.timeouts)
         try:
             await release(load, options.seed or 0, budget, run_chain, idle)
