@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tokenpace.config.traffic import Slo
+from tokenpace.load import results
 from tokenpace.load.figures import (
     EARLY_STOPPED,
     TAIL_Q,
@@ -38,7 +39,7 @@ from tokenpace.load.figures import (
     tpot_ms,
     wait_ms,
 )
-from tokenpace.load.results import MAX_ROWS, Row, thin_evenly
+from tokenpace.load.results import Row, thin_evenly
 from tokenpace.measure.metrics import NS_PER_MS
 from tokenpace.measure.quantiles import Quantiles
 from tokenpace.measure.stats import early_stop
@@ -75,7 +76,7 @@ class RunningFigures:
 
     def __init__(self, slo: Slo | None = None, rows: int | None = None) -> None:
         self.slo = slo
-        self.rows_limit = MAX_ROWS if rows is None else rows
+        self.rows_limit = results.MAX_ROWS if rows is None else rows
         self.run_id = ""  # the first request's run: a level stopped in progress is written under it
         self.warmups = 0  # warm-up requests ended
         self.requests = 0  # measured requests ended, ok or not
