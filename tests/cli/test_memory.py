@@ -164,7 +164,7 @@ def test_sigterm_while_prompts_are_built_stops_within_a_prompt(tmp_path: Path) -
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(
         600
-    ):  # the store is opened just before the prompts are built (~11 s of CPU for these, the most a run may hold)
+    ):  # the store is opened just before the prompts are built (~11 s of CPU for these, the first 64 MiB of them)
         if db.exists():
             break
         time.sleep(0.05)
