@@ -42,8 +42,11 @@ def test_a_runs_bursts_kept_as_they_come_are_the_same_figures(monkeypatch: pytes
     from tokenpace.board import bursts as module
 
     rng = random.Random(4)
-    members = [(f"g{i // 3}", Member(i // 3 + rng.random(), rng.uniform(100, 900), rng.randint(1, 50),
-                rng.choice([None, rng.uniform(10, 90)]))) for i in range(3 * 40 + 2)]  # fmt: skip
+
+    def drawn(i: int) -> Member:
+        return Member(i // 3 + rng.random(), rng.uniform(100, 900), rng.randint(1, 50), rng.choice([None, 50.0]))
+
+    members: list[tuple[str | None, Member]] = [(f"g{i // 3}", drawn(i)) for i in range(3 * 40 + 2)]
     members.insert(7, (None, Member(0.0, 1.0, 1, 1.0)))
     for size, most_open in ((3, 1), (None, 41)):
         tally, held = module.BurstTally(size), 0
