@@ -3,7 +3,7 @@ kind and their commonest messages, each with a hint where the message suggests a
 
 A run's summary is kept as its samples come (:class:`SummaryTally`), in memory that does not grow with their
 count: each figure's values in a measure/quantiles.py Quantiles (exact while they fit, a sketch within 0.5 %
-past that), each burst as its sums (board/bursts.py), at most MAX_MESSAGES distinct messages per error kind.
+past that), each burst as its sums (board/bursts.py), at most DISTINCT_MESSAGES distinct messages per error kind.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tokenpace.prompts import canary
 
 TOP_MESSAGES = 3  # per error kind
 MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
-MAX_MESSAGES = 1_000  # distinct messages counted per error kind; later new ones are not (ids in them, say)
+DISTINCT_MESSAGES = 1_000  # distinct messages counted per error kind; later new ones are not (ids in them, say)
 
 # The figures a run's summary shows, in their order: fields of Metrics, each named by its catalogue row.
 SUMMARY_KEYS = (
@@ -95,11 +95,11 @@ def messages(samples: Sequence[Sample]) -> dict[str, list[ErrorMessage]]:
 
 
 def count_message(counts: dict[str, Counter[_MessageKey]], s: Sample) -> None:
-    """Count a failed sample's message under its kind (at most MAX_MESSAGES distinct ones a kind)."""
+    """Count a failed sample's message under its kind (at most DISTINCT_MESSAGES distinct ones a kind)."""
     if not s.ok and s.error_kind != ErrorKind.CANCELLED:
         key = (_message_line(s.error_message or ""), s.http_status, s.endpoint.protocol)
         kind = counts.setdefault(str(s.error_kind), Counter())
-        if key in kind or len(kind) < MAX_MESSAGES:
+        if key in kind or len(kind) < DISTINCT_MESSAGES:
             kind[key] += 1
 
 

@@ -201,7 +201,7 @@ def take(
 
     from tokenpace import sim
     from tokenpace.board.summary import SummaryTally
-    from tokenpace.board.warmcold import MAX_TURNS, of_samples
+    from tokenpace.board.warmcold import RUN_TURNS, of_samples
     from tokenpace.cli.commandline import safe_command
     from tokenpace.cli.signals import run_stoppable
     from tokenpace.load.coldstart import ColdStarts, default_cold_after
@@ -225,7 +225,7 @@ def take(
             if not seen:
                 seen.append(s.run_id)
             tallies.setdefault(s.endpoint.name, SummaryTally(s.endpoint.name, burst)).add(s)
-            if len(turns) < MAX_TURNS:
+            if len(turns) < RUN_TURNS:
                 turns.extend(of_samples([s]))
             progress.advance(task)
 
