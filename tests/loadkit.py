@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.traffic import Load, Slo
-from tokenpace.load.figures import Done, figures
+from tokenpace.load.figures import Done
 from tokenpace.load.results import BenchPoint, BenchResult, rows_of
+from tokenpace.load.running import figures
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.measure.timing import Event, EventKind, Timeline, Usage

@@ -32,3 +32,32 @@ def test_bursts_are_figures_over_the_groups_and_loners_are_left_out() -> None:
     assert found.speed.n == 2 and found.speed.p50 == pytest.approx((20.0 + 20.0) / 2)
     assert found.ttft_spread.p95 is not None and found.ttft_spread.p95 <= 20.0
     assert bursts({}) is None
+
+
+def test_a_runs_bursts_kept_as_they_come_are_the_same_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tokenpace run` folds each burst into its figures once whole (its size known), so a run holds the bursts
+    still open, not every member; a burst left open (the run stopped) counts as it stands."""
+    import random
+
+    from tokenpace.board import bursts as module
+
+    rng = random.Random(4)
+
+    def drawn(i: int) -> Member:
+        return Member(i // 3 + rng.random(), rng.uniform(100, 900), rng.randint(1, 50), rng.choice([None, 50.0]))
+
+    members: list[tuple[str | None, Member]] = [(f"g{i // 3}", drawn(i)) for i in range(3 * 40 + 2)]
+    members.insert(7, (None, Member(0.0, 1.0, 1, 1.0)))
+    for size, most_open in ((3, 1), (None, 41)):
+        tally, held = module.BurstTally(size), 0
+        for group, member in members:
+            tally.add(group, member)
+            held = max(held, len(tally.open))
+        assert tally.result() == bursts(grouped(members)) and held == most_open
+    monkeypatch.setattr(module, "OPEN_BURSTS", 5)
+    tally = module.BurstTally()
+    for group, member in members:
+        tally.add(group, member)
+        assert len(tally.open) <= 5  # past it the oldest is taken as whole
+    found = tally.result()
+    assert found is not None and found.count == 41

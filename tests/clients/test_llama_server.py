@@ -17,7 +17,7 @@ from tokenpace.config.presets import ProtocolName
 from tokenpace.config.traffic import Load
 from tokenpace.config.workloads import BUILTIN, Workload
 from tokenpace.load.engine import RunOptions, run_load, run_workload
-from tokenpace.load.figures import figures
+from tokenpace.load.running import figures
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.sample import Sample
 from tokenpace.measure.timing import EventKind

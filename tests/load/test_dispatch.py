@@ -20,8 +20,9 @@ from tests.simkit import served
 from tokenpace import sim
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.traffic import Load
-from tokenpace.load.figures import Done, dispatch_problem, figures
+from tokenpace.load.figures import Done, dispatch_problem
 from tokenpace.load.interpreter import event_loop_factory
+from tokenpace.load.running import figures
 from tokenpace.load.sweep import Sweeper, SweepLevel
 
 SLOW_FIRST = sim.Scenario(ttft_ms=150, tokens_per_s=2000, output_tokens=5)

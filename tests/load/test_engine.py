@@ -190,7 +190,7 @@ def test_goodput_counts_exactly_the_requests_that_met_the_slo(sim_thread: Callab
     # successful ones, as the simulator's own record of each request says; a loaded machine adds far less than
     # the 360 ms between a short one and the objective.
     from tokenpace.config.traffic import Slo
-    from tokenpace.load.figures import figures
+    from tokenpace.load.running import figures
 
     scenario = sim.Scenario(
         ttft_ms=20, prefill_tokens_per_s=2_500, tokens_per_s=1000, output_tokens=5, error="500", error_rate=0.2

@@ -9,7 +9,8 @@ import pytest
 
 from tests.loadkit import done
 from tokenpace.config.traffic import Load, Slo
-from tokenpace.load.figures import Done, figures, latency, meets, tpot_ms, window_s
+from tokenpace.load.figures import Done, latency, meets, tpot_ms, window_s
+from tokenpace.load.running import figures
 from tokenpace.measure.failures import ErrorKind
 from tokenpace.measure.stats import Figure
 

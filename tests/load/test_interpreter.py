@@ -53,5 +53,33 @@ def test_a_run_collects_the_whole_heap_at_most_every_quiet_max_s(monkeypatch: py
     assert calls == [1, 2, 1] and gc.isenabled()
 
 
+def test_garbage_a_run_makes_is_collected_between_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collection off for a whole run held every request's cyclic garbage to its end: memory grew with the
+    request count. Past GARBAGE_OBJECTS new objects a request's end collects them; the heap from before the run
+    is frozen, so that collection walks only what the run made."""
+    monkeypatch.setattr(interpreter, "GARBAGE_OBJECTS", 500)
+    before = Node()
+    before.me = before
+    kept = weakref.ref(before)
+    with interpreter.quiet_interpreter():
+        del before  # garbage now, but frozen with the heap as the run found it: not walked while it runs
+        made = []
+        for _ in range(200):
+            node = Node()
+            node.me = node
+            made.append(weakref.ref(node))
+        del node
+        interpreter.request_ended()  # 200 nodes and their dicts: still under 500 new objects
+        assert all(r() is not None for r in made)
+        for _ in range(400):
+            node = Node()
+            node.me = node
+        del node
+        interpreter.request_ended()
+        assert all(r() is None for r in made) and kept() is not None and not gc.isenabled()
+    gc.collect()
+    assert kept() is None and gc.isenabled()  # unfrozen when the run ends
+
+
 class Node:
     me: object = None

@@ -128,15 +128,15 @@ class Agent:
         command = f"tokenpace agent {self.region}"
         options = RunOptions(
             order.requests, source="scheduled", publish=True, timeouts=self.timeouts, origin=origin, command=command,
-            round_seed=order.round_seed,
+            round_seed=order.round_seed, keep_done=False,
         )  # fmt: skip
         done = await run_workload(
             [endpoint], workload, options, self.store, corpus=self.corpus, refusals=self.refusals, cold=self.cold
         )
         await self._stored_or_kept(str(job.id))
         self.counts.done += 1
-        ok = sum(s.ok for s in done.samples)
-        log.info("job %s: %s %s, %d samples, %d ok", job.id, endpoint.name, workload.name, len(done.samples), ok)
+        ok, taken = done.summary.ok, done.run.completed
+        log.info("job %s: %s %s, %d samples, %d ok", job.id, endpoint.name, workload.name, taken, ok)
 
     async def _stored_or_kept(self, job_id: str) -> None:
         """Wait for the job's samples to be written; those the database does not take (its link cut) are tried

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tokenpace.measure.quantiles import Quantiles
 from tokenpace.measure.sample import Sample
-from tokenpace.measure.stats import Figure, figure
+from tokenpace.measure.stats import Figure, figure, figure_of
 from tokenpace.store.series import SamplePoint
 
 
@@ -77,3 +78,61 @@ def grouped(members: Iterable[tuple[str | None, Member]]) -> dict[str, list[Memb
         if group is not None:
             out.setdefault(group, []).append(member)
     return out
+
+
+# Bursts whose members may still come, at most: past it the oldest is taken as whole (a run's closed loop has at
+# most 4096 chains in flight, so a burst this many bursts old has ended).
+OPEN_BURSTS = 10_000
+
+
+@dataclass(slots=True)
+class _Open:
+    """A burst's members so far, as :func:`aggregate_speed` and :func:`ttft_spread_ms` read them."""
+
+    members: int
+    start: float
+    end: float
+    tokens: int
+    ttft_lo: float | None
+    ttft_hi: float | None
+
+
+class BurstTally:
+    """:func:`bursts` of members as they come: each burst's sums until it is whole (``size`` members; the last,
+    and any left when the run stops, at :meth:`result`), then its two figures' values."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size
+        self.open: dict[str, _Open] = {}
+        self.count = 0
+        self.speeds, self.spreads = Quantiles(), Quantiles()
+
+    def add(self, group: str | None, m: Member) -> None:
+        if group is None:
+            return
+        end, ttft = m.started_s + (m.e2e_ms or 0) / 1000, m.ttft_ms
+        if (b := self.open.get(group)) is None:
+            self.count += 1
+            b = self.open[group] = _Open(0, m.started_s, end, 0, ttft, ttft)
+            if len(self.open) > OPEN_BURSTS:
+                self._close(next(iter(self.open)))
+        b.members, b.tokens = b.members + 1, b.tokens + m.output_tokens
+        b.start, b.end = min(b.start, m.started_s), max(b.end, end)
+        if ttft is not None:
+            b.ttft_lo = ttft if b.ttft_lo is None else min(b.ttft_lo, ttft)
+            b.ttft_hi = ttft if b.ttft_hi is None else max(b.ttft_hi, ttft)
+        if b.members == self.size:
+            self._close(group)
+
+    def _close(self, group: str) -> None:
+        b = self.open.pop(group)
+        if b.end > b.start:  # aggregate_speed's formula
+            self.speeds.add(b.tokens / (b.end - b.start))
+        if b.ttft_lo is not None and b.ttft_hi is not None:  # ttft_spread_ms's
+            self.spreads.add(b.ttft_hi - b.ttft_lo)
+
+    def result(self) -> Bursts | None:
+        """The figures over every burst so far, those still open taken as they are; None without any."""
+        for group in list(self.open):
+            self._close(group)
+        return Bursts(self.count, figure_of(self.speeds), figure_of(self.spreads)) if self.count else None

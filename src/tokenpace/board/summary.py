@@ -1,5 +1,10 @@
 """Summaries of a set of samples: P5 / P50 / P95 / mean per figure, success rate, canary pass rate, errors by
-kind and their commonest messages, each with a hint where the message suggests a usual mistake."""
+kind and their commonest messages, each with a hint where the message suggests a usual mistake.
+
+A run's summary is kept as its samples come (:class:`SummaryTally`), in memory that does not grow with their
+count: each figure's values in a measure/quantiles.py Quantiles (exact while they fit, a sketch within 0.5 %
+past that), each burst as its sums (board/bursts.py), at most DISTINCT_MESSAGES distinct messages per error kind.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +13,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenpace.board.bursts import Bursts, bursts, grouped, sample_member
+from tokenpace.board.bursts import Bursts, BurstTally, sample_member
 from tokenpace.clients import protocol_for
 from tokenpace.config.presets import ProtocolName
 from tokenpace.measure.catalogue import Metric, metric
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.measure.quantiles import Quantiles
 from tokenpace.measure.sample import Sample
-from tokenpace.measure.stats import Figure, figure, success_rate, with_n
+from tokenpace.measure.stats import Figure, figure_of, success_rate, with_n
 from tokenpace.prompts import canary
 
 TOP_MESSAGES = 3  # per error kind
 MESSAGE_CHARS = 200  # a provider's message is the provider's: long enough to read, never a page of HTML
+DISTINCT_MESSAGES = 1_000  # distinct messages counted per error kind; later new ones are not (ids in them, say)
 
 # The figures a run's summary shows, in their order: fields of Metrics, each named by its catalogue row.
 SUMMARY_KEYS = (
@@ -76,13 +83,28 @@ def _message_line(text: str) -> str:
     return clean if len(clean) <= MESSAGE_CHARS else clean[: MESSAGE_CHARS - 1] + "…"
 
 
+_MessageKey = tuple[str, int | None, ProtocolName]
+
+
 def messages(samples: Sequence[Sample]) -> dict[str, list[ErrorMessage]]:
     """Per error kind, its TOP_MESSAGES commonest messages, commonest first (cancelled ones say nothing new)."""
-    counts: dict[str, Counter[tuple[str, int | None, ProtocolName]]] = {}
+    counts: dict[str, Counter[_MessageKey]] = {}
     for s in samples:
-        if not s.ok and s.error_kind != ErrorKind.CANCELLED:
-            key = (_message_line(s.error_message or ""), s.http_status, s.endpoint.protocol)
-            counts.setdefault(str(s.error_kind), Counter())[key] += 1
+        count_message(counts, s)
+    return commonest_messages(counts)
+
+
+def count_message(counts: dict[str, Counter[_MessageKey]], s: Sample) -> None:
+    """Count a failed sample's message under its kind (at most DISTINCT_MESSAGES distinct ones a kind)."""
+    if not s.ok and s.error_kind != ErrorKind.CANCELLED:
+        key = (_message_line(s.error_message or ""), s.http_status, s.endpoint.protocol)
+        kind = counts.setdefault(str(s.error_kind), Counter())
+        if key in kind or len(kind) < DISTINCT_MESSAGES:
+            kind[key] += 1
+
+
+def commonest_messages(counts: dict[str, Counter[_MessageKey]]) -> dict[str, list[ErrorMessage]]:
+    """Per error kind, its TOP_MESSAGES commonest messages counted, commonest first, each with its hint."""
     return {
         kind: [
             ErrorMessage(text, n, hint(kind, status, proto)) for (text, status, proto), n in c.most_common(TOP_MESSAGES)
@@ -107,11 +129,10 @@ class Cold:
 
 def cold(samples: Sequence[Sample], after_s: float) -> Cold | None:
     """TTFT of the cold samples and of the warm ones apart; None when no sample is cold."""
-    if not (count := sum(s.cold for s in samples)):
-        return None
-    ttft = {tag: [v for s in samples if s.ok and s.cold is tag and (v := s.metrics.ttft_ms) is not None]
-            for tag in (True, False)}  # fmt: skip
-    return Cold(count, after_s, figure(ttft[True]), figure(ttft[False]))
+    tally = SummaryTally("")
+    for s in samples:
+        tally.add(s)
+    return tally.cold_figures(after_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,22 +180,64 @@ def summarise(
 ) -> Summary:
     """Figures over successful samples only; failures count towards the success rate (cancelled ones apart);
     cold samples' TTFT apart as well (``cold_after_s``: the threshold they were tagged by, for the reader)."""
-    ok = [s for s in samples if s.ok]
-    figures = {}
-    for m in SUMMARY_FIGURES:
-        figures[m.key] = figure([v for s in ok if (v := getattr(s.metrics, m.key)) is not None])
-    errors = Counter(str(s.error_kind) for s in samples if not s.ok)
-    verdicts = [s.canary_ok for s in samples if s.canary_ok is not None]
-    return Summary(
-        endpoint,
-        len(samples),
-        len(ok),
-        dict(sorted(errors.items())),
-        figures,
-        bursts(grouped(sample_member(s) for s in samples)),
-        messages(samples),
-        truth,
-        cold(samples, cold_after_s),
-        verdicts.count(True),
-        len(verdicts),
-    )
+    tally = SummaryTally(endpoint)
+    for s in samples:
+        tally.add(s)
+    return tally.summary(truth, cold_after_s)
+
+
+class SummaryTally:
+    """One endpoint's :func:`summarise` kept as its samples come. ``burst``: the members of a whole burst (the
+    parallel workload's concurrency, 2 for a paired one's turns), so that each is folded into its figures once
+    whole; None keeps every burst open to the end."""
+
+    def __init__(self, endpoint: str, burst: int | None = None) -> None:
+        self.endpoint = endpoint
+        self.samples = self.ok = 0
+        self.errors: Counter[str] = Counter()
+        self.figures = {m.key: Quantiles() for m in SUMMARY_FIGURES}
+        self.bursts = BurstTally(burst)
+        self.messages: dict[str, Counter[_MessageKey]] = {}
+        self.cold = 0
+        self.ttft_cold, self.ttft_warm = Quantiles(), Quantiles()
+        self.canary_passed = self.canary_checked = 0
+
+    def add(self, s: Sample) -> None:
+        self.samples += 1
+        self.bursts.add(*sample_member(s))
+        self.cold += bool(s.cold)
+        if s.canary_ok is not None:
+            self.canary_checked += 1
+            self.canary_passed += s.canary_ok
+        if not s.ok:
+            self.errors[str(s.error_kind)] += 1
+            count_message(self.messages, s)
+            return
+        self.ok += 1
+        for key, q in self.figures.items():
+            if (v := getattr(s.metrics, key)) is not None:
+                q.add(v)
+        if (ttft := s.metrics.ttft_ms) is not None:
+            (self.ttft_cold if s.cold else self.ttft_warm).add(ttft)
+
+    def cold_figures(self, after_s: float) -> Cold | None:
+        """:func:`cold` of the samples so far."""
+        if not self.cold:
+            return None
+        return Cold(self.cold, after_s, figure_of(self.ttft_cold), figure_of(self.ttft_warm))
+
+    def summary(self, truth: dict[str, float] | None = None, cold_after_s: float = 0.0) -> Summary:
+        """The summary of the samples so far (see :func:`summarise`)."""
+        return Summary(
+            self.endpoint,
+            self.samples,
+            self.ok,
+            dict(sorted(self.errors.items())),
+            {key: figure_of(q) for key, q in self.figures.items()},
+            self.bursts.result(),
+            commonest_messages(self.messages),
+            truth,
+            self.cold_figures(cold_after_s),
+            self.canary_passed,
+            self.canary_checked,
+        )

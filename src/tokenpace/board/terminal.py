@@ -109,7 +109,7 @@ def print_run(out: Console, err: Console, result: RunResult, where: str) -> None
             "Lower --concurrency or run on a less busy machine."
         )
     # soft_wrap: one line however narrow the terminal or pipe, so the run id and the seed stay whole.
-    line = f"saved {len(result.samples)} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})"
+    line = f"saved {r.completed} samples to {where} (run {r.id[:12]}, --seed {r.seed}; {lag})"
     out.print(line, soft_wrap=True, highlight=False)
 
 

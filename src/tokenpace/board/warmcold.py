@@ -17,6 +17,7 @@ from tokenpace.store.database import Store
 from tokenpace.store.prefixturns import Turn, turns
 
 WINDOW = timedelta(days=14)  # as long-context workloads' span: a pair runs at a workload's slow cadence
+RUN_TURNS = 100_000  # a run's turns its table is over, the first ones (~20 MB): a run's memory stays bounded
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from tokenpace.config.endpoints import Endpoint
     from tokenpace.config.traffic import Load, Slo, Sweep
     from tokenpace.load.engine import RunResult, SampleSink
-    from tokenpace.load.figures import Done, Figures
+    from tokenpace.load.figures import Figures
     from tokenpace.load.results import BenchPoint, BenchResult
+    from tokenpace.load.running import RunningFigures
     from tokenpace.load.sweep import Sweeper
     from tokenpace.prompts.chains import Dataset
 
@@ -127,8 +128,8 @@ def _measure_and_report(job: _Job, db: str | None) -> None:
     finally:  # also when a dataset's file turned out bad mid-way: what was measured is written
         close_store(store)
         sweeper = held[0] if held else None
-        if live.current or (sweeper is not None and sweeper.levels):
-            result = _result(job, sweeper, live, command, started)
+        if sweeper is not None and (sweeper.levels or (sweeper.running is not None and sweeper.running.run_id)):
+            result = _result(job, sweeper, command, started)
             print_result(Console(), result)
             json_path, html_path = _write(job.out_dir, result, started)
             err.print(f"wrote {json_path} and {html_path}; samples in {store.url}")
@@ -155,7 +156,10 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
     from tokenpace.load.engine import RunOptions
     from tokenpace.load.sweep import Sweeper
 
-    options = RunOptions(timeouts=job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command)
+    # Only the running figures of each level are kept: a million requests hold what a hundred do.
+    options = RunOptions(
+        timeouts=job.timeouts, warm_connections=not job.cold, seed=job.seed, command=command, keep_done=False
+    )
 
     async def go() -> None:
         # A signal cancels this task: each level's cleanup keeps what was taken.
@@ -177,23 +181,22 @@ def _run(job: _Job, store: SampleSink, command: str, live: Live, held: list[Swee
     return None
 
 
-def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, started: datetime) -> BenchResult:
+def _result(job: _Job, sweeper: Sweeper, command: str, started: datetime) -> BenchResult:
     """The result document: a point per finished level, and the level in progress if the run was stopped."""
-    from tokenpace.load.figures import dispatch_problem, figures
+    from tokenpace.load.figures import dispatch_problem
     from tokenpace.load.results import BenchResult
     from tokenpace.version import __version__
 
     points = [
-        _bench_point(level.result.load, level.result.done, level.figures, level.repeat, level.invalid, level.result)
-        for level in (sweeper.levels if sweeper is not None else [])
+        _bench_point(lv.result.load, lv.result.summary, lv.figures, lv.repeat, lv.invalid, lv.result)
+        for lv in sweeper.levels
     ]
     finished = {p.run_id for p in points}
-    if live.load is not None and live.current and live.current[0].sample.run_id not in finished:
-        done, load = live.current, live.load
-        f = figures(done, job.slo, load.rate)
-        repeat = sweeper.running_repeat if sweeper is not None else 0
-        points.append(_bench_point(load, done, f, repeat, dispatch_problem(f, job.max_dispatch_ms)))
-    e, bracket = job.endpoint, None if sweeper is None else sweeper.bracket
+    running, load = sweeper.running, sweeper.running_load
+    if running is not None and load is not None and running.run_id and running.run_id not in finished:
+        f = running.figures(load.rate)
+        points.append(_bench_point(load, running, f, sweeper.running_repeat, dispatch_problem(f, job.max_dispatch_ms)))
+    e, bracket = job.endpoint, sweeper.bracket
     return BenchResult(
         endpoint=e.name, model=e.model, protocol=e.protocol, dataset=job.dataset.name,
         started_at=started.isoformat(timespec="seconds"), tool_version=__version__, command=command, slo=job.slo,
@@ -204,27 +207,21 @@ def _result(job: _Job, sweeper: Sweeper | None, live: Live, command: str, starte
 
 
 def _bench_point(
-    load: Load, done: list[Done], f: Figures, repeat: int, invalid: str, result: RunResult | None = None
+    load: Load, summary: RunningFigures, f: Figures, repeat: int, invalid: str, result: RunResult | None = None
 ) -> BenchPoint:
     """A level's point: its figures, rows and released rate, and the client's health from its run's record and
     each worker process's verdict (a level stopped in progress has none yet: its samples' run id, no health)."""
-    from tokenpace.load.results import BenchPoint, rows_of
-    from tokenpace.load.sweep import released_rate
+    from tokenpace.load.results import BenchPoint
 
     run = None if result is None else result.run
     return BenchPoint(
-        load, f, done[0].sample.run_id if run is None else run.id,
+        load, f, summary.run_id if run is None else run.id,
         client_bound=run is not None and run.client_bound,
         cpu_us_per_event=None if run is None else run.cpu_us_per_event,
         loop_lag_p99_ms=None if run is None else run.loop_lag_p99_ms,
-        rows=rows_of(done, _first_sent(done)), released_rate=released_rate(done) if load.rate else None,
+        rows=summary.rows(), released_rate=summary.released_rate() if load.rate else None,
         repeat=repeat, invalid=invalid, workers=() if result is None else result.workers,
     )  # fmt: skip
-
-
-def _first_sent(done: list[Done]) -> int:
-    measured = [d.sample.timeline.t_sent_ns for d in done if not d.warmup]
-    return min(measured, default=0)
 
 
 def _write(out_dir: Path, result: BenchResult, started: datetime) -> tuple[Path, Path]:

@@ -24,20 +24,18 @@ class Live:
         self.progress = progress
         self.task: TaskID | None = None
         self.load: Load | None = None
-        self.current: list[Done] = []  # the level in progress: what an interruption must still write
         self._ends: deque[float] = deque()
         self._ttfts: deque[float] = deque(maxlen=LIVE_TTFTS)
         self._since = time.monotonic()
 
     def level(self, load: Load) -> None:
-        self.load, self.current, self._since = load, [], time.monotonic()
+        self.load, self._since = load, time.monotonic()
         self._ends.clear()
         self._ttfts.clear()
         total = load.warmup + load.requests if load.requests is not None else None
         self.task = self.progress.add_task(load.describe(), total=total, live="")
 
     def done(self, d: Done) -> None:
-        self.current.append(d)
         now = time.monotonic()
         self._ends.append(now)
         while self._ends[0] < now - LIVE_WINDOW_S:

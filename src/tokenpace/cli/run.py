@@ -1,7 +1,9 @@
 """`tokenpace run`: one-shot runs, from the command line's values to the printed summary and exit code.
 
 Its measuring shows a progress bar, starts a simulator per simulated provider for the run, and stops on Ctrl-C
-or SIGTERM with what was taken stored and summarised.
+or SIGTERM with what was taken stored and summarised. Each sample goes to the store and into its endpoint's
+summary as it ends (board/summary.py's SummaryTally), never into a list: memory follows the concurrency, not
+``-n``; ``--output`` reads the run's samples back from the store.
 """
 
 from __future__ import annotations
@@ -32,14 +34,14 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from tokenpace import sim
-    from tokenpace.board.summary import Summary
+    from tokenpace.board.summary import Summary, SummaryTally
     from tokenpace.config.endpoints import Config, Endpoint
     from tokenpace.config.workloads import Workload
     from tokenpace.load.engine import RunOptions, RunResult
     from tokenpace.load.figures import Done
-    from tokenpace.measure.sample import Sample
     from tokenpace.prompts.corpus import Corpus
     from tokenpace.store.database import Store
+    from tokenpace.store.prefixturns import Turn
 
 
 @click.command()
@@ -64,14 +66,14 @@ def run(target: Target, size: RunSize, prompts: Prompts, sending: Sending, outpu
       130  interrupted by Ctrl-C (SIGINT): what was measured is stored and summarised
       143  stopped by SIGTERM: the same
     """
-    from tokenpace.board import terminal
 
     cfg = target.config()
     asked = _asked(cfg, target, size, prompts, sending, output)
     taken, store_url = _measure(asked, output)
-    summaries = terminal.summaries(taken.samples, asked.truth, {e.name: cfg.cold_after_of(e) for e in asked.chosen})
+    after = {e.name: cfg.cold_after_of(e) for e in asked.chosen}
+    summaries = [t.summary(asked.truth.get(name), after.get(name, 0.0)) for name, t in taken.tallies.items()]
     _report(summaries, taken, store_url, output.as_json)
-    output.write(taken.samples, store_url)  # last, so a file that cannot be written costs neither summary nor samples
+    output.write(taken.run_id, store_url)  # last, so a file that cannot be written costs neither summary nor samples
     _exit(taken, summaries)
 
 
@@ -101,9 +103,8 @@ def _asked(cfg: Config, target: Target, size: RunSize, prompts: Prompts, sending
         err.print(note)
     options = RunOptions(size.requests, size.concurrency, sending.timeouts(), warm_connections=not sending.cold,
                          seed=prompts.seed, keep_prompts=output.keep_prompts, publish=output.publish,
-                         limits=sending.limits())  # fmt: skip
+                         limits=sending.limits(), keep_done=False)  # fmt: skip
     chosen, scenarios = with_sim(cfg, chosen, target.use_sim, target.protocol)
-    size.check(workload, len(chosen))
     truth = {e.name: _truth(scenarios[e.provider]) for e in chosen if e.simulated and e.provider in scenarios}
     return _Asked(cfg, chosen, scenarios, truth, workload, texts, options)
 
@@ -138,11 +139,11 @@ def _report(summaries: list[Summary], taken: Taken, store_url: str, as_json: boo
     from tokenpace.board import terminal, warmcold
     from tokenpace.board.console import Console
 
-    result, kept = taken.result, taken.samples
-    cache = warmcold.table(warmcold.of_samples(kept))  # a paired workload's (cached-10k): warm vs cold TTFT
+    result = taken.result
+    cache = warmcold.table(taken.turns)  # a paired workload's (cached-10k): warm vs cold TTFT
     if as_json:
         doc = {  # an interrupted run's id is on its samples (the run record was stored all the same)
-            "run_id": result.run.id if result is not None else kept[0].run_id if kept else None,
+            "run_id": result.run.id if result is not None else taken.run_id,
             "client_bound": None if result is None else result.run.client_bound,
             "seed": None if result is None else result.run.seed,
             "endpoints": [s.as_dict() for s in summaries],
@@ -169,10 +170,14 @@ def _truth(scenario: sim.Scenario) -> dict[str, float]:
 
 @dataclasses.dataclass(frozen=True)
 class Taken:
-    """What a run took: its result (None when it was stopped), and every sample, also those of a stopped run."""
+    """What a run took: its result (None when it was stopped), each endpoint's summary in the order they were
+    measured, and the paired turns (warm vs cold), also of a stopped run."""
 
     result: RunResult | None
-    samples: list[Sample]
+    tallies: dict[str, SummaryTally]
+    turns: list[Turn]
+    run_id: str | None  # the samples' run (None: no sample came)
+    count: int  # samples taken
     stopped: Stop | None  # by Ctrl-C or SIGTERM (then result is None)
 
 
@@ -195,6 +200,8 @@ def take(
     from functools import partial
 
     from tokenpace import sim
+    from tokenpace.board.summary import SummaryTally
+    from tokenpace.board.warmcold import RUN_TURNS, of_samples
     from tokenpace.cli.commandline import safe_command
     from tokenpace.cli.signals import run_stoppable
     from tokenpace.load.coldstart import ColdStarts, default_cold_after
@@ -204,13 +211,22 @@ def take(
 
     options = dataclasses.replace(options, command=safe_command(sys.argv[1:], store.url))
     progress = _progress_bar(show_progress)
-    kept: list[Sample] = []  # also what survives a Ctrl-C
+    burst = workload.concurrency or (2 if workload.paired else None)  # a whole burst's (a pair's) members
+    # Also what survives a Ctrl-C: each endpoint's summary, the paired turns, the count and the run.
+    tallies = {e.name: SummaryTally(e.name, burst) for e in chosen}
+    turns: list[Turn] = []
+    seen: list[str] = []  # the run's id once a sample came
 
     async def go() -> RunResult:
         task = progress.add_task("measuring", total=options.requests * len(chosen))
 
         def keep(done: Done) -> None:
-            kept.append(done.sample)
+            s = done.sample
+            if not seen:
+                seen.append(s.run_id)
+            tallies.setdefault(s.endpoint.name, SummaryTally(s.endpoint.name, burst)).add(s)
+            if len(turns) < RUN_TURNS:
+                turns.extend(of_samples([s]))
             progress.advance(task)
 
         async with contextlib.AsyncExitStack() as stack:
@@ -221,10 +237,12 @@ def take(
 
     with progress:  # a signal cancels go(), whose cleanup stores what was taken (cancelled samples included)
         done = run_stoppable(go)
+    taken = {name: t for name, t in tallies.items() if t.samples}  # the endpoints that sent, in their order
+    count, run_id = sum(t.samples for t in taken.values()), seen[0] if seen else None
     if isinstance(done, Stop):
-        err.print(f"{done.said}: the {len(kept)} samples taken so far (cancelled ones included) are kept")
-        return Taken(None, kept, done)
-    return Taken(done, kept, None)
+        err.print(f"{done.said}: the {count} samples taken so far (cancelled ones included) are kept")
+        return Taken(None, taken, turns, run_id, count, done)
+    return Taken(done, taken, turns, run_id, count, None)
 
 
 def _progress_bar(show: bool) -> Progress:

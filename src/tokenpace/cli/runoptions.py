@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -18,10 +17,6 @@ from tokenpace.cli.measureoptions import MAX_RESPONSE_BYTES, Prompts, Sending, T
 from tokenpace.cli.options import Finite
 from tokenpace.cli.stderr import err
 from tokenpace.errors import ConfigError, StoreError
-
-if TYPE_CHECKING:
-    from tokenpace.config.workloads import Workload
-    from tokenpace.measure.sample import Sample
 
 RUN_TARGET_OPTIONS = opt.option_group(
     "target", Target,
@@ -33,17 +28,11 @@ RUN_TARGET_OPTIONS = opt.option_group(
 
 @dataclasses.dataclass(frozen=True)
 class RunSize:
-    """How many requests each endpoint is sent, and how many of them at once."""
+    """How many requests each endpoint is sent, and how many of them at once (memory follows the second: prompts
+    are built just ahead of their release and the summary is kept as samples come, whatever the first)."""
 
     requests: int
     concurrency: int
-
-    def check(self, workload: Workload, endpoints: int) -> None:
-        """An endpoint's prompts are all built before its first is sent, and every sample is kept to the summary."""
-        from tokenpace.config.workloads import check_requests
-
-        n = self.requests
-        check_requests(workload, n * endpoints, "-n" if endpoints == 1 else f"-n {n} x {endpoints} endpoints =")
 
 
 RUN_SIZE_OPTIONS = opt.option_group(
@@ -101,16 +90,22 @@ class RunOutput:
         if self.output is not None and not self.output.absolute().parent.is_dir():
             raise ConfigError(f"--output {self.output}: the folder {self.output.absolute().parent} does not exist")
 
-    def write(self, samples: list[Sample], store_url: str) -> None:
-        """--output's file, if given; one that cannot be written is one line (the samples are stored)."""
-        from tokenpace.store.export import write_samples
+    def write(self, run_id: str | None, store_url: str) -> None:
+        """--output's file, if given, of the run's samples read back from the store a batch at a time (none were
+        kept); one that cannot be written is one line (the samples are stored)."""
+        from tokenpace.cli.store import close_store
+        from tokenpace.store.database import open_store
+        from tokenpace.store.export import run_samples, write_samples
 
         if self.output is None:
             return
+        store = open_store(self.db)
         try:
-            write_samples(self.output, samples)
+            write_samples(self.output, run_samples(store, run_id) if run_id is not None else ())
         except OSError as exc:
             raise StoreError(f"--output {self.output}: {exc.strerror or exc}; the samples are in {store_url}") from None
+        finally:
+            close_store(store)
         err.print(f"wrote {self.output}")
 
 

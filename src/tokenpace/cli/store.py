@@ -23,8 +23,25 @@ def close_store(store: Store) -> None:
     except StoreError as exc:
         problem = exc
     if store.unsaved or store.unsaved_runs:
-        count = store.rescue_unsaved(str(problem) if problem else "the store had not taken it when tokenpace stopped")
+        count = rescue_unsaved(store, str(problem) if problem else "the store had not taken it when tokenpace stopped")
         why = f"{problem}; " if problem else ""
         raise StoreError(f"{why}{count} records the store did not take were written to {store.rescue_path}")
     if problem is not None:
         raise problem
+
+
+def rescue_unsaved(store: Store, why: str) -> int:
+    """Append every record still unsaved to the rescue file (for a closed store); returns how many went."""
+    from tokenpace.store.refusals import rescue
+
+    count = 0
+    for unsaved in (store.unsaved, store.unsaved_runs):
+        while unsaved:
+            try:
+                rescue(store.rescue_path, unsaved[0], why)
+            except OSError as exc:
+                where = f"cannot write the rescue file {store.rescue_path}"
+                raise StoreError(f"{where}: {exc.strerror or exc}") from None
+            unsaved.pop(0)
+            count += 1
+    return count

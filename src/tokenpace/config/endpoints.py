@@ -112,7 +112,7 @@ from tokenpace.config.settings import (
 )
 from tokenpace.config.tables import FileTable, PlanTable, ProviderTable
 from tokenpace.config.tomlfile import read_toml
-from tokenpace.config.workloads import BUILTIN, Workload, check_requests, workload_from_config
+from tokenpace.config.workloads import BUILTIN, Workload, workload_from_config
 from tokenpace.errors import ConfigError
 
 
@@ -317,14 +317,6 @@ def _endpoints(source: str, name: str, p: ProviderTable, share: float) -> _Found
     return out
 
 
-def _check_plan_requests(path: Path, found: _Found, known: dict[str, Workload], scheduled: tuple[str, ...]) -> None:
-    """A plan's ``requests`` are built up front each scheduled run: refused here when they would not fit."""
-    sequential = [known[name] for name in scheduled if known[name].concurrency is None]
-    for e, settings, _ in found:
-        for w in sequential:
-            check_requests(w, settings.requests, f"{path}: plan {plan_name(e.provider, e.plan)}'s requests =")
-
-
 def read_config(path: str | Path) -> Config:
     """Read and validate a config file; any mistake becomes one ConfigError line naming file and key."""
     path = Path(path)
@@ -344,7 +336,6 @@ def read_config(path: str | Path) -> Config:
         table = model_table(parsed.models)
     except (ConfigError, ValueError) as exc:  # each message starts with the key it is about
         raise ConfigError(f"{path}: {exc}") from None
-    _check_plan_requests(path, found, {**BUILTIN, **workloads}, schedule.workloads)
     simulators = {name: p.simulate for name, p in parsed.providers.items() if p.simulate is not None}
     return Config(
         endpoints=tuple(e for e, _, _ in found),

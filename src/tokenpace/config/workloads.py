@@ -26,12 +26,6 @@ IMAGE_TASK = "describe"
 MIN_INPUT_TOKENS = 300  # nonce line and task take up to ~150 of them
 MAX_INPUT_TOKENS = 2_000_000  # ten times the longest context offered; such a prompt is ~9 MB of text
 MAX_CONCURRENCY = 4096  # requests in flight at once, as bench's -c
-RUN_MEMORY = 256 << 20  # bytes the requests of one run may hold: prompts built up front, samples kept to the end
-# Measured (peak RSS over -n against the simulator): ~24 bytes a prompt token (its text as a string and as the
-# request body, and what building it leaves), ~150 bytes an output token (a timed event each), 16 KB the rest.
-_PER_INPUT_TOKEN = 24
-_PER_OUTPUT_TOKEN = 150
-_PER_REQUEST = 16 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,29 +72,6 @@ def _problem(w: Workload) -> str | None:
     if (w.image is not None) != (w.tasks == (IMAGE_TASK,)):
         return f"tasks: a workload with an image runs the {IMAGE_TASK!r} task only, and {IMAGE_TASK!r} needs an image"
     return None
-
-
-def request_bytes(w: Workload) -> int:
-    """About the memory one request of ``w`` holds in a run: its prompt built up front, image included (a
-    chart's PNG, ~1/30 of a byte a pixel, and its base64 in the body: 1/8 allows for busier ones), and its
-    sample, kept to the end of the run."""
-    image = 0 if w.image is None else w.image[0] * w.image[1] // 8
-    return w.input_tokens * _PER_INPUT_TOKEN + w.max_tokens * _PER_OUTPUT_TOKEN + _PER_REQUEST + image
-
-
-def most_requests(w: Workload) -> int:
-    """The most requests of ``w`` one run may take: RUN_MEMORY's worth."""
-    return max(1, RUN_MEMORY // request_bytes(w))
-
-
-def check_requests(w: Workload, requests: int, what: str) -> None:
-    """Refuse ``requests`` requests of ``w`` in one run when they would hold more than RUN_MEMORY."""
-    if requests > (most := most_requests(w)):
-        mib = requests * request_bytes(w) / 2**20
-        raise ConfigError(
-            f"{what} {requests}: {w.name} requests would hold ~{mib:,.0f} MiB, over the {RUN_MEMORY >> 20} MiB "
-            f"a run may hold; at most {most} requests of {w.name} (and its max_tokens) per run"
-        )
 
 
 # Artificial Analysis's minimum output per workload (its methodology, issue 22): output speed leaves out the first

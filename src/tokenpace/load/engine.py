@@ -15,7 +15,12 @@ their own, never the dataset's (prompts/synthetic.py's WarmedUp). Either way:
   measured, not hidden; the event loop's lag is watched, so each figure a busy client could have moved too far
   is flagged rather than trusted (load/lag.py, measure/verdict.py);
 - every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
-  adds), also when the run is stopped, and the run's record is written then too.
+  adds), also when the run is stopped, and the run's record is written then too;
+- memory follows the concurrency, not the request count: chains are built just ahead of their release within
+  a bound of bytes; requests ended and not yet decoded are at most as many as may be in flight (a decoder
+  that falls behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the
+  store) and into the run's running figures (load/running.py) as it ends, and is kept whole only where the
+  caller asks (``RunOptions.keep_done``).
 """
 
 from __future__ import annotations
@@ -37,16 +42,17 @@ from tokenpace.clients.base import HttpRequest, undecodable
 from tokenpace.clients.transport import Limits, Timeouts, new_session, warm
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.traffic import Load
-from tokenpace.config.workloads import MAX_CONCURRENCY, RUN_MEMORY, Workload
+from tokenpace.config.workloads import MAX_CONCURRENCY, Workload
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.ahead import ChainsAhead, chains_ahead
 from tokenpace.load.coldstart import ColdStarts
 from tokenpace.load.decodegate import DecodeGate
 from tokenpace.load.figures import Done
-from tokenpace.load.interpreter import quiet_interpreter, yield_to_the_loop
+from tokenpace.load.interpreter import quiet_interpreter, request_ended, yield_to_the_loop
 from tokenpace.load.lag import LoopLag
 from tokenpace.load.release import Release, ReleaseBudget, release
 from tokenpace.load.results import WorkerVerdict
+from tokenpace.load.running import RunningFigures
 from tokenpace.load.send import Refusals, send_request
 from tokenpace.measure.sample import Origin, RunRecord, Sample, Source, make_sample
 from tokenpace.measure.timing import Recording
@@ -86,16 +92,21 @@ class RunOptions:
     first_chain: int = 0  # the dataset's chain to start from: a sweep's points never send the same prompts
     round_seed: int | None = None  # a scheduled round's: its documents and tasks, shared (load/chains.py)
     run_id: str | None = None  # the run's id; None: a fresh one (the worker processes of one run share it)
+    # Every Done in RunResult.done (a library caller's small run); False: only the run's running figures, so its
+    # memory does not grow with its requests (tokenpace's commands and service: the samples are in the store).
+    keep_done: bool = True
 
 
 @dataclass
 class RunResult:
-    """A run's record and every request it sent, warm-up included (``Done.warmup``), in the order they ended."""
+    """A run's record, its running figures (every request's) and, with ``RunOptions.keep_done``, every request it
+    sent, warm-up included (``Done.warmup``), in the order they ended."""
 
     run: RunRecord
     load: Load
     done: list[Done] = field(default_factory=list)
     workers: tuple[WorkerVerdict, ...] = ()  # a run shared by worker processes: each one's verdict (load/workers.py)
+    summary: RunningFigures = field(default_factory=RunningFigures)
 
     @property
     def samples(self) -> list[Sample]:
@@ -119,9 +130,11 @@ class _Run:
     keep: Callable[[Done], None]
     last: int | None  # the most chains an endpoint's release can take; None: no end
     ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
-    whole_chains: bool  # a workload run: chains built before the first release, each sent whole (a pair's turns)
+    whole_chains: bool  # a workload run: each chain sent whole (a pair's turns), none of it warm-up
     in_flight: int = 0  # requests of the run sent and not yet ended
     ready: Callable[[], Awaitable[None]] | None = None  # awaited once set up, before the first release
+    completed: int = 0  # requests ended (and decoded)
+    events: int = 0  # their timelines' events
 
 
 async def run_workload(
@@ -152,9 +165,8 @@ async def run_workload(
         (e, FreshPrompts(workload, seed + k * n, corpus, n, options.round_seed)) for k, e in enumerate(endpoints)
     ]
     cold = ColdStarts() if cold is None else cold
-    # A workload run's requests were checked to fit RUN_MEMORY (config/workloads.py): all built up front.
     return await _measure_all(
-        targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=RUN_MEMORY, whole_chains=True
+        targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=None, whole_chains=True
     )
 
 
@@ -166,12 +178,15 @@ async def run_load(
     sink: SampleSink | None = None,
     on_done: Callable[[Done], None] | None = None,
     refusals: Refusals | None = None,
+    summary: RunningFigures | None = None,
     ready: Callable[[], Awaitable[None]] | None = None,
 ) -> RunResult:
     """Release the dataset's requests under ``load`` until it is over; every request sent ends as a Done.
 
     ``ready``: awaited once the chains are built and the connections open, just before the first release (a
-    worker process waits there for its run's common start, load/workers.py).
+    worker process waits there for its run's common start, load/workers.py). ``summary``: where the level's
+    figures are kept as its requests end (a new one, without an SLO, if None); a caller that holds it can still
+    read a level that was stopped in progress.
     """
     last = None if load.requests is None else load.warmup + load.requests
     options = options or RunOptions()
@@ -179,6 +194,7 @@ async def run_load(
     return await _measure_all(
         target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None, whole_chains=False,
         ready=ready,
+        summary=summary,
     )  # fmt: skip
 
 
@@ -195,18 +211,25 @@ async def _measure_all(
     ahead_bytes: int | None,
     whole_chains: bool,
     ready: Callable[[], Awaitable[None]] | None = None,
+    summary: RunningFigures | None = None,
 ) -> RunResult:
     """Each target measured in turn under one run id, one loop-lag watch and one decoder thread; the run's
     record written at the end, also when stopped."""
     preload_tokenizer()
     done: list[Done] = []
+    summary = RunningFigures() if summary is None else summary
 
     def keep(d: Done) -> None:
-        done.append(d)
+        run.completed += 1
+        run.events += len(d.sample.timeline.events)
+        summary.add(d)
+        if options.keep_done:
+            done.append(d)
         if sink is not None:
             sink.add_sample(d.sample)
         if on_done is not None:
             on_done(d)
+        request_ended()
 
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
     decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
@@ -230,12 +253,12 @@ async def _measure_all(
         elif load.requests is not None:
             requested = (load.warmup + load.requests) * len(targets)
         else:
-            requested = len(done)
+            requested = run.completed
         concurrency = load.concurrency or load.max_concurrency or 0
-        record = run_record(run, started, concurrency, requested, [d.sample for d in done], time.process_time() - cpu0)
+        record = run_record(run, started, concurrency, requested, time.process_time() - cpu0)
         if sink is not None:
             sink.add_run(record)
-    return RunResult(record, load, done)
+    return RunResult(record, load, done, summary=summary)
 
 
 async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> None:
@@ -251,8 +274,13 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
     if warmups:  # release i < warmups is warm-up i (WarmedUp): the dataset's chains are all measured
         dataset, start = WarmedUp(dataset, warmups, start, options.seed or 0), 0
     chains = ChainsAhead(dataset, start, build, run.decoder, run.last, run.ahead_bytes)
-    ahead = run.last if run.whole_chains and run.last is not None else chains_ahead(load, run.last)
-    budget, decoding, seq = ReleaseBudget(load), list[asyncio.Future[Done]](), iter(range(1 << 62))
+    ahead = chains_ahead(load, run.last)
+    # Futures of the requests being decoded, each dropped once decoded: what is held follows the concurrency.
+    budget, decoding, seq = ReleaseBudget(load), set[asyncio.Future[Done]](), iter(range(1 << 62))
+    streams = load.concurrency or load.max_concurrency or MAX_CONCURRENCY  # the most in flight
+    room = asyncio.Event()  # set while fewer than ``streams`` ended requests wait for the decoder
+    room.set()
+    broken: list[BaseException] = []  # a decoder's own failure (its futures are dropped as they end)
     published = options.publish or options.source == "scheduled"
 
     def idle() -> float | None:
@@ -279,10 +307,19 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
         return Done(sample, req.tag, r.warmup, r.asked_ns, chain)
 
     def decoded(future: asyncio.Future[Done]) -> None:
-        if not future.cancelled() and future.exception() is None:
-            run.keep(future.result())
+        decoding.discard(future)
+        if len(decoding) < streams:
+            room.set()
+        if future.cancelled():
+            return
+        if (exc := future.exception()) is not None:
+            broken.append(exc)  # raised once the run's requests have all ended, as it would have been
+            return
+        run.keep(future.result())
 
     async def send(req: Request, http: HttpRequest, r: Release) -> None:
+        while not room.is_set():  # each recording waiting to be decoded holds its bytes: the backlog is bounded
+            await room.wait()
         i = next(seq)
 
         def ended(rec: Recording, when: datetime) -> None:
@@ -291,8 +328,10 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             run.in_flight -= 1
             pool = run.decoder if run.in_flight else run.idle_decoder
             future = loop.run_in_executor(pool, decode, rec, when, req, r, i)
+            decoding.add(future)
+            if len(decoding) >= streams:
+                room.clear()
             future.add_done_callback(decoded)
-            decoding.append(future)
 
         run.in_flight += 1  # no await before send_request: its ``ended`` always balances this
         if cold is not None:
@@ -308,15 +347,14 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
                 r = dataclasses.replace(r, asked_ns=time.perf_counter_ns(), warmup=warmup, idle_s=idle(), burst=None)
             await send(req, http, r)
 
-    pool = load.concurrency or load.max_concurrency or MAX_CONCURRENCY
     gate = DecodeGate()
-    session = new_session(pool, options.timeouts, gate.written, None if run.lag.watching else run.lag)
+    session = new_session(streams, options.timeouts, gate.written, None if run.lag.watching else run.lag)
     try:
         await chains.fill(ahead, needed=1)
         if cold is not None:
             await cold.recall(endpoint)  # the store's word on its idle time, once per endpoint
         if options.warm_connections and (first := chains.first_request) is not None:
-            warm_n = min(pool, OPEN_WARM) if load.rate is not None else pool
+            warm_n = min(streams, OPEN_WARM) if load.rate is not None else streams
             await warm(session, proto.warm_url(endpoint), first.headers, warm_n, options.timeouts)
         try:
             if run.ready is not None:
@@ -328,18 +366,17 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             raise mistakes.exceptions[0] from None
         finally:  # also when stopped: every request sent ends as a sample
             await asyncio.gather(*decoding)
+        if broken:
+            raise broken[0]
     finally:
         chains.stop.set()  # a chain being built ahead is the last one: stopping waits for no more
         await session.close()
 
 
-def run_record(
-    run: _Run, started: datetime, concurrency: int, requested: int, samples: Sequence[Sample], cpu_s: float
-) -> RunRecord:
+def run_record(run: _Run, started: datetime, concurrency: int, requested: int, cpu_s: float) -> RunRecord:
     """The run's record: what it asked for and took, and the client's own health meanwhile (loop lag, CPU per
     event = process CPU / events decoded)."""
-    events = sum(len(s.timeline.events) for s in samples)
-    lag = run.lag
+    events, lag = run.events, run.lag
     return RunRecord(
         id=run.id,
         started_at=started,
@@ -347,7 +384,7 @@ def run_record(
         command=run.options.command,
         concurrency=concurrency,
         requested=requested,
-        completed=len(samples),
+        completed=run.completed,
         loop_lag_p50_ms=lag.p(50),
         loop_lag_p99_ms=lag.p(99),
         loop_lag_max_ms=lag.max_ms,

@@ -1,6 +1,7 @@
 """A load test's figures, from what each request did: throughput, latency percentiles, goodput and SLO attainment.
 
-Pure functions over :class:`Done` records (the load engine's output); each formula in its docstring. The field's
+Pure functions over :class:`Done` records (the load engine's output), each formula in its docstring; a level's
+figures over them are kept as its requests end (load/running.py). The field's
 vocabulary, as vLLM's ``bench serve`` and GuideLLM report it:
 
 - TTFT: first token - request sent (the client's own wait before sending is reported apart, as ``wait``);
@@ -29,16 +30,15 @@ below two tokens) fails its bound, so an SLO never passes a request it could not
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tokenpace.config.traffic import Slo
 from tokenpace.measure.catalogue import metric
 from tokenpace.measure.metrics import NS_PER_MS, chunk_times, itl_ms, percentile_sorted
+from tokenpace.measure.quantiles import Quantiles
 from tokenpace.measure.sample import Sample
-from tokenpace.measure.stats import EarlyStop, Figure, early_stop
+from tokenpace.measure.stats import EarlyStop, Figure
 
 # A level whose dispatch delay P99 is above this is invalid (``bench --max-dispatch-p99``). A healthy client's
 # delay is its loop's timer resolution and a request's building, about a millisecond (the 5 ms loop-lag P99 of
@@ -104,14 +104,21 @@ class Figures:
     early_stopping: dict[str, EarlyStop] = field(default_factory=dict)
 
 
-def latency(values: Sequence[float]) -> Figure:
-    """A latency's figure over the measured requests (ms): n, mean, P50/P90/P95/P99 (metrics.percentile: linear
-    between closest ranks) and max of the values."""
-    ordered = sorted(values)
-    if not ordered:
+def latency(values: Iterable[float]) -> Figure:
+    """A latency's figure over the measured requests (ms): :func:`latency_of` the values."""
+    q = Quantiles()
+    q.extend(values)
+    return latency_of(q)
+
+
+def latency_of(q: Quantiles) -> Figure:
+    """A latency's figure (ms): n, mean, P50/P90/P95/P99 (metrics.percentile: linear between closest ranks, over
+    the values while held, else their ranks in the sketch: measure/quantiles.py) and max."""
+    if not q.n:
         return Figure()
-    p50, p90, p95, p99 = (percentile_sorted(ordered, q) for q in (50, 90, 95, 99))
-    return Figure(len(ordered), statistics.fmean(ordered), p50=p50, p90=p90, p95=p95, p99=p99, max=ordered[-1])
+    ordered, hi = q.ordered(), q.hi
+    p50, p90, p95, p99 = (percentile_sorted(ordered, x) for x in (50, 90, 95, 99))
+    return Figure(q.n, q.mean(), p50=p50, p90=p90, p95=p95, p99=p99, max=hi)
 
 
 def tpot_from(ttft_ms: float | None, e2e_ms: float | None, output_tokens: int) -> float | None:
@@ -130,13 +137,6 @@ def server_tpot_ms(s: Sample) -> float | None:
     """A request's TPOT in the server's tokens = (E2E - TTFT) / (usage output tokens - 1), ms; None without usage."""
     n = s.metrics.provider_output_tokens
     return None if n is None else tpot_from(s.metrics.ttft_ms, s.metrics.e2e_ms, n)
-
-
-def server_output_tokens(ok: Sequence[Sample]) -> int | None:
-    """Output tokens by the server's count = the sum of the requests' usage output tokens; None when any request
-    lacks it (a sum over some would pass for a lower throughput)."""
-    counts = [s.metrics.provider_output_tokens for s in ok]
-    return None if not counts or None in counts else sum(c or 0 for c in counts)
 
 
 def request_itl_ms(s: Sample) -> list[float]:
@@ -163,10 +163,6 @@ def dispatch_problem(f: Figures, bound_ms: float | None) -> str:
     return f"{delay} P99 {p99:.0f} ms > {bound_ms:g} ms: the client sent late, the load was not the one asked"
 
 
-def _from_schedule(done: Sequence[Done], name: str) -> list[float]:
-    return [v for d in done if (v := from_schedule_ms(d, getattr(d.sample.metrics, name))) is not None]
-
-
 def window_s(done: Sequence[Done]) -> float:
     """Measured window = last end - first send over the requests, seconds (0 with none)."""
     if not done:
@@ -187,65 +183,3 @@ def meets(s: Sample, slo: Slo) -> bool:
 def per_second(count: float, window: float) -> float:
     """A rate = count / window; 0 when the window is empty (no request, or all at one instant)."""
     return count / window if window > 0 else 0.0
-
-
-def _ok_values(ok: Sequence[Sample]) -> tuple[list[float], list[float], list[float]]:
-    """TTFT, TPOT and E2E of the ok requests that have each, in EARLY_STOPPED's order."""
-    ttft = [m for s in ok if (m := s.metrics.ttft_ms) is not None]
-    tpot = [t for s in ok if (t := tpot_ms(s)) is not None]
-    e2e = [m for s in ok if (m := s.metrics.e2e_ms) is not None]
-    return ttft, tpot, e2e
-
-
-def _ok_latencies(ok: Sequence[Sample]) -> tuple[Figure, Figure, Figure]:
-    ttft, tpot, e2e = _ok_values(ok)
-    return latency(ttft), latency(tpot), latency(e2e)
-
-
-def tag_figures(tag: str, done: Sequence[Done]) -> TagFigures:
-    """One tag's request count, ok count, and TTFT, TPOT and E2E over its ok requests."""
-    ok = [d.sample for d in done if d.sample.ok]
-    return TagFigures(tag, len(done), len(ok), *_ok_latencies(ok))
-
-
-def figures(done: Sequence[Done], slo: Slo | None = None, offered_rate: float | None = None) -> Figures:
-    """A load level's figures over its measured (non-warm-up) requests; see the module docstring for each formula.
-
-    Latencies (TTFT, TPOT, ITL, E2E, output speed) are over ok requests; ``wait`` and ``concurrency_held`` over
-    every measured request, ok or not: both are about the load offered, not the answers.
-    """
-    measured = [d for d in done if not d.warmup]
-    ok_done = [d for d in measured if d.sample.ok]
-    ok = [d.sample for d in ok_done]
-    window = window_s(measured)
-    errors = Counter(str(d.sample.error_kind) for d in measured if not d.sample.ok)
-    values = _ok_values(ok)
-    ttft, tpot, e2e = (latency(v) for v in values)
-    good = None if slo is None else sum(meets(d.sample, slo) for d in measured)
-    server_tokens = server_output_tokens(ok)
-    tags = sorted({d.tag for d in measured})
-    return Figures(
-        requests=len(measured),
-        ok=len(ok),
-        errors=dict(sorted(errors.items())),
-        duration_s=window,
-        request_rate=per_second(len(ok), window),
-        output_tokens_per_s=per_second(sum(s.metrics.output_tokens for s in ok), window),
-        input_tokens_per_s=per_second(sum(s.input_tokens or 0 for s in ok), window),
-        concurrency_held=per_second(sum((d.sample.metrics.e2e_ms or 0.0) / 1000 for d in measured), window),
-        ttft=ttft,
-        tpot=tpot,
-        itl=latency([g for s in ok for g in request_itl_ms(s)]),
-        e2e=e2e,
-        wait=latency([wait_ms(d) for d in measured]),
-        output_speed=latency([v for s in ok if (v := s.metrics.output_speed) is not None]),
-        goodput=None if good is None else per_second(good, window),
-        slo_attainment=None if good is None or not measured else good / len(measured),
-        by_tag=tuple(tag_figures(t, [d for d in measured if d.tag == t]) for t in tags) if tags != [""] else (),
-        offered_rate=offered_rate,
-        ttft_from_schedule=latency(_from_schedule(ok_done, "ttft_ms")),
-        e2e_from_schedule=latency(_from_schedule(ok_done, "e2e_ms")),
-        tpot_server=latency([t for s in ok if (t := server_tpot_ms(s)) is not None]),
-        output_tokens_per_s_server=None if server_tokens is None else per_second(server_tokens, window),
-        early_stopping={name: early_stop(sorted(v), TAIL_Q) for name, v in zip(EARLY_STOPPED, values, strict=True)},
-    )

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.traffic import Load, Slo, Sweep
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
-from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem, figures
+from tokenpace.load.figures import DISPATCH_P99_MS, Done, Figures, dispatch_problem
 from tokenpace.load.results import Bracket
+from tokenpace.load.running import RunningFigures, release_rate
 from tokenpace.load.send import Refusals
 from tokenpace.load.workers import run_shared
 from tokenpace.prompts.chains import Dataset
@@ -59,14 +60,14 @@ def levels(base: Load, sweep: Sweep) -> list[Load]:
 
 
 def released_rate(done: Sequence[Done]) -> float | None:
-    """Rate the schedule really released = (measured requests - 1) / (last release - first release), req/s.
+    """Rate the schedule really released = (measured requests - 1) / (last release - first release), req/s
+    (load/running.py's release_rate; RunningFigures.released_rate keeps it as the requests end).
 
     A Poisson schedule of 100 arrivals at rate R releases them at R +- 10 %: the server is judged against what it
     was offered, not against the nominal rate.
     """
     asked = [d.asked_ns for d in done if not d.warmup]
-    span = (max(asked) - min(asked)) / 1e9 if len(asked) > 1 else 0.0
-    return (len(asked) - 1) / span if span > 0 else None
+    return release_rate(len(asked), min(asked), max(asked)) if asked else None
 
 
 def kept_up(f: Figures, offered: float, unloaded_ttft_ms: float | None) -> bool:
@@ -113,6 +114,8 @@ class Sweeper:
         self.max_dispatch_p99_ms, self.repeat = max_dispatch_p99_ms, repeat
         self.workers = workers  # processes each level is shared by (load/workers.py); 1: this one
         self.running_repeat = 0  # the repeat of the level in progress: an interrupted one is written with it
+        self.running_load: Load | None = None  # the level in progress, and its figures so far
+        self.running: RunningFigures | None = None
         self.levels: list[SweepLevel] = []
         self.bracket: Bracket | None = None  # what the auto sweep found
         self.refusals = Refusals()  # learnt once for the whole sweep
@@ -120,14 +123,15 @@ class Sweeper:
 
     async def point(self, load: Load, repeat: int = 0) -> SweepLevel:
         """One load test at ``load``, its prompts after every earlier point's (``repeat``: which run of it)."""
-        self.running_repeat = repeat
+        self.running_repeat, self.running_load, self.running = repeat, load, RunningFigures(self.slo)
         if self.on_level is not None:
             self.on_level(load)
         options = dataclasses.replace(self.options, first_chain=self._next_chain)
-        args = (self.endpoint, self.dataset, load, options, self.sink, self.on_done, self.refusals)
+        args = (self.endpoint, self.dataset, load, options, self.sink, self.on_done, self.refusals, self.running)
         result = await (run_load(*args) if self.workers == 1 else run_shared(*args, workers=self.workers))
-        self._next_chain = max((d.chain + 1 for d in result.done if not d.warmup), default=self._next_chain)
-        f = figures(result.done, self.slo, load.rate)
+        if (end := result.summary.chains_end) is not None:
+            self._next_chain = end
+        f = result.summary.figures(load.rate)
         level = SweepLevel(result, f, repeat, dispatch_problem(f, self.max_dispatch_p99_ms))
         self.levels.append(level)
         return level
@@ -153,7 +157,7 @@ class Sweeper:
             if level.invalid:
                 stopped = f"the client could not send {rate:g} req/s (an invalid level): it says nothing of the server"
                 break
-            if kept_up(level.figures, released_rate(level.result.done) or rate, ttft1):
+            if kept_up(level.figures, level.result.summary.released_rate() or rate, ttft1):
                 low = rate
             else:
                 high = rate

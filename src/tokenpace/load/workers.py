@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -47,6 +48,7 @@ from tokenpace.errors import TokenpaceError
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import Done
 from tokenpace.load.interpreter import event_loop_factory, quiet_interpreter, yield_to_the_loop
+from tokenpace.load.running import RunningFigures
 from tokenpace.load.send import Refusals
 from tokenpace.load.sharing import Part, Strided, merged_record, most_workers, packed, parts, unpacked, verdict
 from tokenpace.measure.sample import RunRecord, Sample
@@ -65,19 +67,24 @@ async def run_shared(
     sink: SampleSink | None = None,
     on_done: Callable[[Done], None] | None = None,
     refusals: Refusals | None = None,
+    summary: RunningFigures | None = None,
     workers: int = 2,
 ) -> RunResult:
-    """:func:`run_load` shared by ``workers`` processes (fewer if the load splits over fewer); one run, one record."""
+    """:func:`run_load` shared by ``workers`` processes (fewer if the load splits over fewer); one run, one record,
+    its figures kept in ``summary`` (see run_load) as the workers' requests come back."""
     options = options or RunOptions()
     n = min(workers, most_workers(load))
     if n <= 1:
-        return await run_load(endpoint, dataset, load, options, sink, on_done, refusals)
+        return await run_load(endpoint, dataset, load, options, sink, on_done, refusals, summary=summary)
     run_id = options.run_id or uuid.uuid4().hex
     shares = parts(load, options, n, run_id)
     done: list[Done] = []
+    summary = RunningFigures() if summary is None else summary
 
     def keep(d: Done) -> None:
-        done.append(d)
+        summary.add(d)
+        if options.keep_done:
+            done.append(d)
         if sink is not None:
             sink.add_sample(d.sample)
         if on_done is not None:
@@ -102,7 +109,7 @@ async def run_shared(
         if sink is not None:
             sink.add_run(record)
     crew.raise_failure()
-    return RunResult(record, load, done, workers=tuple(verdict(*end) for end in crew.ends()))
+    return RunResult(record, load, done, workers=tuple(verdict(*end) for end in crew.ends()), summary=summary)
 
 
 class _Worker:
@@ -255,7 +262,8 @@ async def _work(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refu
     def shipped(d: Done) -> None:
         out.put((_DONE, packed(dataset.placed(d, part.options.run_id or ""))))
 
-    measuring = run_load(endpoint, dataset, part.load, part.options, _Shipped(out), shipped, refusals, ready)
+    options = dataclasses.replace(part.options, keep_done=False)  # each Done goes to the parent as it ends
+    measuring = run_load(endpoint, dataset, part.load, options, _Shipped(out), shipped, refusals, ready=ready)
     job = asyncio.ensure_future(measuring)
     watch_pipe(loop, conn, heard)
     failure: BaseException | str | None = None

@@ -25,6 +25,7 @@ from typing import Any
 
 from tokenpace.measure.bounds import LARGEST
 from tokenpace.measure.metrics import percentile_sorted
+from tokenpace.measure.quantiles import Quantiles
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,20 @@ def figure_sorted(ordered: Sequence[float]) -> Figure:
     return Figure(len(ordered), mean, p5, p25, p50, p75, p95, mean_lo, mean_hi, p50_lo, p50_hi)
 
 
+def figure_of(q: Quantiles) -> Figure:
+    """:func:`figure` of a stream's values (measure/quantiles.py): the same while it holds them all; past that,
+    each percentile and the median's interval from its ranks (within its relative error), the mean and its
+    interval exact (from its sums)."""
+    if q.exact or not q.n:
+        return figure_sorted(q.ordered())
+    ordered, mean = q.ordered(), q.mean()
+    assert mean is not None
+    p5, p25, p50, p75, p95 = (percentile_sorted(ordered, x) for x in QUANTILES)
+    mean_lo, mean_hi = mean_interval_of(q.n, mean, q.sum_of_squares())
+    p50_lo, p50_hi = median_interval(ordered)
+    return Figure(q.n, mean, p5, p25, p50, p75, p95, mean_lo, mean_hi, p50_lo, p50_hi)
+
+
 def _measurable(ordered: Sequence[float]) -> list[float]:
     """The values within +-LARGEST (no figure comes near), NaN and Infinity out, sorted; what was left out logged.
 
@@ -108,10 +123,15 @@ def mean_interval(values: Sequence[float], mean: float) -> tuple[float | None, f
     """95 % interval of the mean = mean ± Z95 · s / √n (s: sample standard deviation); none below two values."""
     if len(values) < 2:
         return None, None
-    n = len(values)
-    # s² = (Σx² - n·mean²) / (n - 1), both sums exact-rounded by fsum: statistics.stdev sums exact fractions,
-    # ~100x slower over a board's values. Cancellation costs ~1e-16·mean²/s² of s², nothing for timings.
-    squares = math.fsum(map(operator.mul, values, values))
+    # Σx² exact-rounded by fsum: statistics.stdev sums exact fractions, ~100x slower over a board's values.
+    return mean_interval_of(len(values), mean, math.fsum(map(operator.mul, values, values)))
+
+
+def mean_interval_of(n: int, mean: float, squares: float) -> tuple[float | None, float | None]:
+    """:func:`mean_interval` from n, the mean and Σx²: s² = (Σx² - n·mean²) / (n - 1); none below two values."""
+    if n < 2:
+        return None, None
+    # Cancellation costs ~1e-16·mean²/s² of s², nothing for timings.
     half = Z95 * math.sqrt(max(0.0, squares - n * mean * mean) / (n - 1) / n)
     return mean - half, mean + half
 

@@ -141,15 +141,16 @@ class Sampler:
         self.round_salt = rounds.new_salt()  # each round's prompts follow it (schedule/rounds.py)
 
     async def _measure(self, job: Job) -> None:
-        options = RunOptions(  # the parallel workload sets its own concurrency
-            job.requests, 1, source="scheduled", publish=True, command="tokenpace serve", round_seed=job.round_seed
-        )
+        options = RunOptions(  # the parallel workload sets its own concurrency; the samples are in the store
+            job.requests, 1, source="scheduled", publish=True, command="tokenpace serve", round_seed=job.round_seed,
+            keep_done=False,
+        )  # fmt: skip
         done = await run_workload(
             [job.endpoint], job.workload, options, self.store, corpus=self.corpus, refusals=self.refused_fields,
             cold=self.cold,
         )  # fmt: skip
-        ok = sum(s.ok for s in done.samples)
-        log.info("%s: %d samples, %d ok%s", job.name, len(done.samples), ok, " (client-bound)" * done.run.client_bound)
+        ok, bound = done.summary.ok, " (client-bound)" * done.run.client_bound
+        log.info("%s: %d samples, %d ok%s", job.name, done.run.completed, ok, bound)
 
     async def _read(self, fn: Callable[[], T]) -> T:
         # A read waits on the store's writer thread; on the loop it would delay the streams being timed.

@@ -13,7 +13,8 @@ every commit to disk.
 
 Foreign errors (sqlite3, psycopg, OS) become :class:`StoreError` here and nowhere else, as one line that never
 holds the URL's password. A write that fails is not lost: its record stays in ``Store.unsaved`` (samples) or
-``Store.unsaved_runs``, the next :meth:`Store.flush` raises, and it goes in with the next write that succeeds.
+``Store.unsaved_runs``, the next :meth:`Store.flush` raises, and it goes in with the next write that succeeds
+(past UNSAVED_KEPT waiting, to the rescue file instead); past MAX_QUEUED writes queued, a write waits for them.
 A PostgreSQL connection lost to a restart or a dropped link is opened again. Values are made storable first
 (``refusals``); a record refused all the same for its data, which no retry could fix, goes to the rescue file
 (``Store.rescue_path``) instead, with the reason logged and raised by the next flush.
@@ -46,6 +47,8 @@ from tokenpace.store.refusals import default_rescue_path, is_data_error, rescue,
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 RESCUED_KEPT = 10_000  # rescued samples remembered (lightly) so that budgets still count them
+MAX_QUEUED = 1_000  # writes queued and not done past which add_sample waits (each holds its sample)
+UNSAVED_KEPT = 1_000  # records a failed write keeps in memory for the next one; more go to the rescue file
 ACCEPTED = "a file path, sqlite:///ABSOLUTE/PATH.db or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB"
 _FOREIGN: tuple[type[Exception], ...] = (sqlite3.Error, OSError)  # and the driver's: Dialect.errors
 _SAMPLE_COLUMNS = columns.SAMPLE_COLUMNS
@@ -213,13 +216,15 @@ class Store:
             why += ": the timeline keeps what was sent"
             log.warning("%s %s: %s stored sanitised (%s)", table.kind, record.id, ", ".join(changed), why)
 
-    def _refusal(self, table: _Table, record: Any, exc: Exception) -> bool:
-        """After a failed write: a record refused for its own data goes to the rescue file (True); else False."""
+    def _refusal(self, table: _Table, record: Any, exc: Exception, new: bool = False) -> bool:
+        """After a failed write: a record refused for its own data, or a ``new`` one with UNSAVED_KEPT waiting
+        already, goes to the rescue file (True); else False."""
         with contextlib.suppress(Exception):
             self._conn.rollback()
-        if not is_data_error(exc, self._data_errors):
+        data = is_data_error(exc, self._data_errors)
+        if not data and not (new and len(table.unsaved) >= UNSAVED_KEPT):
             return False
-        why = self._say(exc)
+        why = self._say(exc) + ("" if data else f"; {UNSAVED_KEPT} records waited in Store.unsaved already")
         try:
             rescue(self.rescue_path, record, why)
         except Exception as failed:  # the rescue file cannot be written either: the record is kept in memory
@@ -236,7 +241,7 @@ class Store:
             try:
                 self._on_connection(lambda: self._write(table, item))
             except Exception as exc:  # anything at all: rescue a data refusal, keep the record otherwise
-                if not self._refusal(table, item, exc):
+                if not self._refusal(table, item, exc, new=True):
                     table.unsaved.append(item)
                     self._errors.append(f"{self._say(exc)}; the records are kept in Store.unsaved")
                 return
@@ -244,6 +249,7 @@ class Store:
 
         if self._closed:
             raise StoreError(f"{self.url}: the store is closed")
+        self._order.wait_below(MAX_QUEUED)
         self._pool.submit(self._order.queue(write))
 
     def _write_unsaved(self) -> None:
@@ -290,20 +296,6 @@ class Store:
         if errors:
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise StoreError(f"write failed: {errors[0]}{more}")
-
-    def rescue_unsaved(self, why: str) -> int:
-        """Append every record still unsaved to the rescue file (for a closed store); returns how many went."""
-        count = 0
-        for unsaved in (self.unsaved, self.unsaved_runs):
-            while unsaved:
-                try:
-                    rescue(self.rescue_path, unsaved[0], why)
-                except OSError as exc:
-                    where = f"cannot write the rescue file {self.rescue_path}"
-                    raise StoreError(f"{where}: {exc.strerror or exc}") from None
-                unsaved.pop(0)
-                count += 1
-        return count
 
     def query(
         self, sql: str, params: Sequence[Any] = (), *, fresh: bool = False, ordered: bool = True

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tokenpace.errors import ConfigError
 from tokenpace.measure.sample import Sample
-from tokenpace.store.columns import EXPORTED, sample_values
+from tokenpace.store.columns import EXPORTED, SAMPLE_COLUMNS, sample_from, sample_values
 from tokenpace.store.database import Store
 from tokenpace.text import csv_row
 
@@ -36,7 +36,7 @@ def jsonl_row(sample: Sample) -> dict[str, Any]:
     return {**export_row(sample), "timeline": json.loads(sample.timeline.to_json())}
 
 
-def write_samples(path: Path, samples: Sequence[Sample]) -> None:
+def write_samples(path: Path, samples: Iterable[Sample]) -> None:
     """Write by extension: ``.csv`` (flat rows) or ``.jsonl`` (rows plus the decoded timeline)."""
     suffix = path.suffix.lower()
     if suffix not in SAMPLE_FORMATS:
@@ -88,3 +88,18 @@ def sample_batches(store: Store, where: Filter = Filter(), batch: int = BATCH) -
         if len(rows) < batch:
             return
         after = (rows[-1][_STARTED], rows[-1][_ID])
+
+
+def run_samples(store: Store, run_id: str, batch: int = BATCH) -> Iterator[Sample]:
+    """One run's samples, oldest first, read ``batch`` at a time by (started_at, id): a run of any size is
+    written out (``run --output``) in the memory of one batch."""
+    sql = f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM samples WHERE run_id = ?"  # noqa: S608 (column names only)
+    sql += f" AND (started_at > ? OR (started_at = ? AND id > ?)) ORDER BY started_at, id LIMIT {int(batch)}"
+    started, key = SAMPLE_COLUMNS.index("started_at"), SAMPLE_COLUMNS.index("id")
+    after: tuple[float, str] = (float("-inf"), "")
+    while True:
+        rows = store.query(sql, [run_id, after[0], after[0], after[1]])
+        yield from (sample_from(dict(zip(SAMPLE_COLUMNS, r, strict=True))) for r in rows)
+        if len(rows) < batch:
+            return
+        after = (rows[-1][started], rows[-1][key])

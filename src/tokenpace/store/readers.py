@@ -91,6 +91,11 @@ class WriteOrder:
 
         return counted
 
+    def wait_below(self, pending: int) -> None:
+        """Until fewer than ``pending`` writes are queued and not finished."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._queued - self._done < pending)
+
     def wait(self) -> None:
         """Until every write queued so far has finished."""
         with self._changed:
