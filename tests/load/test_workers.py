@@ -236,3 +236,34 @@ def _left_in(session: int) -> list[int]:
                 found.append(int(stat.parent.name))
         time.sleep(0.1)
     return found
+
+
+def test_a_workers_outbox_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parent behind its workers (it stores every request) holds each worker back at OUTBOX messages, never
+    letting a worker's memory grow with its requests; with its shipper gone (the parent gone) nothing waits."""
+    import threading
+
+    from tokenpace.load import workers
+
+    monkeypatch.setattr(workers, "OUTBOX", 2)
+    box = workers._Outbox()
+    for message in (("a",), ("b",), ("c",)):  # no shipper: the third is dropped rather than waited for
+        box.put(message)
+    assert box.queue.qsize() == 2
+    taken: list[tuple[str, ...] | None] = []
+    release = threading.Event()
+
+    def ship() -> None:
+        release.wait(10)
+        taken.extend(box.queue.get() for _ in range(3))
+
+    box.shipper = threading.Thread(target=ship)
+    box.shipper.start()
+    putting = threading.Thread(target=box.put, args=(("d",),))
+    putting.start()
+    putting.join(0.3)
+    assert putting.is_alive()  # full: it waits for the shipper
+    release.set()
+    putting.join(10)
+    box.shipper.join(10)
+    assert taken == [("a",), ("b",), ("d",)]

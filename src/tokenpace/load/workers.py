@@ -47,7 +47,7 @@ from tokenpace.config.traffic import Load
 from tokenpace.errors import TokenpaceError
 from tokenpace.load.engine import RunOptions, RunResult, SampleSink, run_load
 from tokenpace.load.figures import Done
-from tokenpace.load.interpreter import event_loop_factory, quiet_interpreter, yield_to_the_loop
+from tokenpace.load.interpreter import event_loop_factory, quiet_interpreter, request_ended, yield_to_the_loop
 from tokenpace.load.running import RunningFigures
 from tokenpace.load.send import Refusals
 from tokenpace.load.sharing import Part, Strided, merged_record, most_workers, packed, parts, unpacked, verdict
@@ -56,6 +56,7 @@ from tokenpace.prompts.chains import Dataset
 
 START_AHEAD_NS = 50_000_000  # the common start, this far after the last worker said it was ready
 WORKER_STOP_S = 60.0  # how long a stopped worker may take to end its requests and send them; then it is killed
+OUTBOX = 4_096  # messages a worker holds for its parent at most: past it, its loop waits for its shipper
 _READY, _DONE, _RUN, _END, _GO, _STOP = "ready", "done", "run", "end", "go", "stop"
 
 
@@ -89,6 +90,7 @@ async def run_shared(
             sink.add_sample(d.sample)
         if on_done is not None:
             on_done(d)
+        request_ended()
 
     started, cpu0 = datetime.now(UTC), time.process_time()
     crew = _Crew(endpoint, dataset, shares, refusals, keep)
@@ -225,7 +227,7 @@ def _child(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refusals 
 class _Shipped:
     """The worker's sink: samples go back as Dones (with what a load test reads besides), the record at the end."""
 
-    def __init__(self, out: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
+    def __init__(self, out: _Outbox) -> None:
         self.out = out
 
     def add_sample(self, sample: Sample) -> None:
@@ -237,8 +239,8 @@ class _Shipped:
 
 async def _work(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refusals | None, conn: Any) -> None:
     loop = asyncio.get_running_loop()
-    out: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-    sender = threading.Thread(target=_ship, args=(conn, out), name="tokenpace-ship", daemon=True)
+    out = _Outbox()
+    sender = out.shipper = threading.Thread(target=_ship, args=(conn, out.queue), name="tokenpace-ship", daemon=True)
     sender.start()
     go: asyncio.Future[int] = loop.create_future()
 
@@ -283,7 +285,26 @@ async def _work(endpoint: Endpoint, dataset: Strided, part: Part, refusals: Refu
         await asyncio.to_thread(sender.join)
 
 
-def _ship(conn: Any, out: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
+class _Outbox:
+    """What a worker has for its parent, at most OUTBOX messages: a parent behind (storing every request) holds
+    the worker back, its loop waiting (which its lag shows), never its memory growing with the requests; with the
+    shipper gone (the parent gone) nothing waits."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[tuple[Any, ...] | None] = queue.Queue(OUTBOX)
+        self.shipper: threading.Thread | None = None
+
+    def put(self, message: tuple[Any, ...] | None) -> None:
+        while True:
+            try:
+                self.queue.put(message, timeout=0.1)
+                return
+            except queue.Full:
+                if self.shipper is None or not self.shipper.is_alive():
+                    return
+
+
+def _ship(conn: Any, out: queue.Queue[tuple[Any, ...] | None]) -> None:
     """Send what the worker has for its parent, as many messages at once as are waiting; None ends it."""
     yield_to_the_loop()  # pickling waits while the loop has streams to time
     while True:
