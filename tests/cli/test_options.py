@@ -53,7 +53,7 @@ def test_bench_takes_a_value_per_group() -> None:
     assert list(bench.callback.__wrapped__.__annotations__) == [  # type: ignore[attr-defined]
         "target", "shape", "levels", "objectives", "prompts", "sending", "output", "return",
     ]  # fmt: skip
-    assert len(bench.params) == 32  # every flag and the argument, as before the groups
+    assert len(bench.params) == 33  # every flag and the argument, as before the groups, and --workers
 
 
 @dataclasses.dataclass(frozen=True)

@@ -422,3 +422,17 @@ async def test_discovery_reads_a_strangers_model_list_within_bounds() -> None:
             GUARD_S,
         )
     assert [e.model for e in found] == [f"m{i}" for i in range(discover.MAX_MODELS)]
+
+
+async def test_a_kept_connection_the_server_closed_frees_its_place_for_a_new_one() -> None:
+    """A server that answers each connection once and hangs up: the pool of one stream must open a new connection
+    for every request, never wait on the one gone (issue 32: llama-server closes idle ones after 5 s)."""
+
+    async def once(writer: asyncio.StreamWriter) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(OK_STREAM)
+        writer.write(head + OK_STREAM)
+        await writer.drain()
+
+    async with raw_server(once) as root, asyncio.timeout(GUARD_S):
+        result = await run_workload([Endpoint("p", "m", f"{root}/v1")], SHORT, RunOptions(4, 1, FAST))
+    assert [s.error_kind for s in result.samples] == [None] * 4

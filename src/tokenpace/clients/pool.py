@@ -66,10 +66,11 @@ class Client:
 
     async def connection(self, origin: WebOrigin, rec: Recording | None = None) -> HttpConnection:
         """An idle connection to ``origin``, or a new one (its opening timed into ``rec``)."""
-        for conn in reversed(idle := self._idle.get(origin, [])):
-            idle.remove(conn)
-            if not conn.closed:
+        idle = self._idle.get(origin, [])
+        while idle:  # the most recently used first; one the server has closed meanwhile frees its slot
+            if not (conn := idle.pop()).closed:
                 return conn
+            self._forget(conn)
         while len(self._open) >= self.limit and not self._close_oldest_idle():
             self._waiting.append(waiter := asyncio.get_running_loop().create_future())
             await waiter
