@@ -17,8 +17,8 @@ their own, never the dataset's (prompts/synthetic.py's WarmedUp). Either way:
 - every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
   adds), also when the run is stopped, and the run's record is written then too;
 - memory follows the concurrency, not the request count: chains are built just ahead of their release within
-  a bound of bytes; requests ended and not yet decoded are at most as many as may be in flight (a decoder
-  that falls behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the
+  a bound of bytes; requests ended and not yet decoded are at most four per stream (64 at least; a decoder
+  that falls that far behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the
   store) and into the run's running figures (load/running.py) as it ends, and is kept whole only where the
   caller asks (``RunOptions.keep_done``).
 """
@@ -62,6 +62,7 @@ from tokenpace.prompts.corpus import Corpus
 from tokenpace.prompts.synthetic import WarmedUp
 from tokenpace.prompts.tokens import preload as preload_tokenizer
 
+DECODE_BACKLOG_PER_STREAM, DECODE_BACKLOG_MIN = 4, 64
 OPEN_WARM = 64  # connections opened ahead of an open-loop test without a cap (it cannot know how many it needs)
 
 
@@ -278,7 +279,10 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
     # Futures of the requests being decoded, each dropped once decoded: what is held follows the concurrency.
     budget, decoding, seq = ReleaseBudget(load), set[asyncio.Future[Done]](), iter(range(1 << 62))
     streams = load.concurrency or load.max_concurrency or MAX_CONCURRENCY  # the most in flight
-    room = asyncio.Event()  # set while fewer than ``streams`` ended requests wait for the decoder
+    # Ended requests waiting for the decoder, at most: a few per stream, so a decoder a busy machine starves for a
+    # moment (it runs at nice 19) does not hold sends back at once, and what waits still follows the concurrency.
+    backlog = max(DECODE_BACKLOG_PER_STREAM * streams, DECODE_BACKLOG_MIN)
+    room = asyncio.Event()  # set while fewer than ``backlog`` ended requests wait for the decoder
     room.set()
     broken: list[BaseException] = []  # a decoder's own failure (its futures are dropped as they end)
     published = options.publish or options.source == "scheduled"
@@ -308,7 +312,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
 
     def decoded(future: asyncio.Future[Done]) -> None:
         decoding.discard(future)
-        if len(decoding) < streams:
+        if len(decoding) < backlog:
             room.set()
         if future.cancelled():
             return
@@ -329,7 +333,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             pool = run.decoder if run.in_flight else run.idle_decoder
             future = loop.run_in_executor(pool, decode, rec, when, req, r, i)
             decoding.add(future)
-            if len(decoding) >= streams:
+            if len(decoding) >= backlog:
                 room.clear()
             future.add_done_callback(decoded)
 
