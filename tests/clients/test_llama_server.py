@@ -76,7 +76,9 @@ async def test_bench_tpot_in_server_tokens_is_what_llama_servers_own_timings_imp
 
 async def test_concurrent_streams_all_succeed(llama_server: str) -> None:
     endpoint = Endpoint("llama.cpp", "tiny", llama_server)
-    result = await run_workload([endpoint], Workload("short", 32), RunOptions(8, 4, Timeouts(5, 30, 30, 60)))
+    # 128 tokens: ~100 ms of the tiny model's generation, which a loaded machine's loop does not read in one go (32
+    # tokens did, once: all in one chunk leaves no output speed).
+    result = await run_workload([endpoint], Workload("short", 128), RunOptions(8, 4, Timeouts(5, 30, 30, 60)))
     assert all(s.ok for s in result.samples), [s.error_message for s in result.samples]
     assert all(s.metrics.output_speed is not None for s in result.samples)
 
