@@ -10,6 +10,7 @@ SRC = ROOT / "src" / "tokenpace"
 
 TESTED_THROUGH = {
     "clients/connect.py": "clients/test_tls.py",
+    "clients/head.py": "clients/test_hostile_wire.py",
     "clients/http1.py": "clients/test_hostile_wire.py",
     "clients/pool.py": "clients/test_tls.py",
     "clients/wire.py": "clients/test_hostile_wire.py",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenpace.clients.connect import split
-from tokenpace.clients.http1 import encode_head
+from tokenpace.clients.head import encode_head
 from tokenpace.clients.scrub import redact, scrub, scrub_events
 from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.headers import FRESH_VALUE

@@ -52,23 +52,6 @@ class Response:
         return next((v for k, v in self.headers if k == name), None)
 
 
-def encode_head(method: str, target: str, authority: str, headers: dict[str, str], length: int | None) -> bytes:
-    """The request line and headers, CRLF-terminated; a header the caller set itself is not sent twice."""
-    names = {k.lower() for k in headers}
-    lines = [f"{method} {target} HTTP/1.1"]
-    if "host" not in names:
-        lines.append(f"Host: {authority}")
-    if length is not None and "content-length" not in names:
-        lines.append(f"Content-Length: {length}")
-    if "accept-encoding" not in names:
-        lines.append("Accept-Encoding: identity")  # compression batches a stream's events: never asked for
-    lines += [f"{k}: {v}" for k, v in headers.items()]
-    text = "\r\n".join(lines) + "\r\n\r\n"
-    if any(c in text[:-4] for c in "\0") or "\r\n\r\n" in text[:-4]:
-        raise ValueError("a header holds a line break or NUL")  # a header must not end the head early
-    return text.encode("latin-1")
-
-
 class Reads(Protocol):
     """Who is told how late the loop read what arrived (load/lag.py's LoopLag)."""
 
@@ -87,7 +70,6 @@ class HttpConnection:
         self.loop = asyncio.get_running_loop()
         self.kernel = stamps.enable(self.sock)
         self.closed = False
-        self.used = 0  # requests sent on it: one sent on a used connection may meet a stale one
         self._reads = reads
         self._anc = stamps.ANCILLARY_BYTES if self.kernel else 0
         self._segments = 0  # data packets received so far, as of the last count
@@ -104,7 +86,6 @@ class HttpConnection:
         """Write the request; the future ends with the response once it is read (a 2xx body streamed into
         ``rec`` when ``stream``, any other kept up to ``keep`` bytes and read up to ``cap``) or a WireError."""
         ex = self._ex = _Exchange(self, rec, limits, stream, keep, cap, idle_s)
-        self.used += 1
         rec.t_sent_ns = ex.floor_ns = time.perf_counter_ns()
         self._write(data)
         if on_sent is not None:

@@ -16,7 +16,8 @@ from types import TracebackType
 
 from tokenpace.clients.body import Limits
 from tokenpace.clients.connect import WebOrigin, open_link
-from tokenpace.clients.http1 import HttpConnection, Reads, Response, encode_head
+from tokenpace.clients.head import encode_head
+from tokenpace.clients.http1 import HttpConnection, Reads, Response
 from tokenpace.measure.timing import Recording
 
 
