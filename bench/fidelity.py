@@ -83,7 +83,11 @@ def start_simulator(args: argparse.Namespace, port: int) -> subprocess.Popen[byt
         if len(cores) > 1:
             os.sched_setaffinity(0, {cores[-1]})
 
-    proc = subprocess.Popen(cmd, preexec_fn=pin, stderr=subprocess.DEVNULL)
+    return healthy(subprocess.Popen(cmd, preexec_fn=pin, stderr=subprocess.DEVNULL), port)
+
+
+def healthy(proc: subprocess.Popen[bytes], port: int) -> subprocess.Popen[bytes]:
+    """``proc`` once its /health answers on ``port`` (10 s at most; else it is killed and the bench stops)."""
     for _ in range(100):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()

@@ -20,11 +20,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from fidelity import cpu_s, healthy
 from tokenpace.store.database import open_store
 
 
@@ -42,20 +41,7 @@ def start_server(args: argparse.Namespace, port: int, core: int) -> subprocess.P
     else:
         cmd = [sys.executable, "-m", "tokenpace", "sim", *timing]
     proc = subprocess.Popen(cmd, preexec_fn=lambda: os.sched_setaffinity(0, {core}), stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
-            return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the truth server did not start")
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return healthy(proc, port)
 
 
 def one_run(args: argparse.Namespace, port: int, server: int, workers: int, core: int, tmp: Path) -> dict[str, Any]:
