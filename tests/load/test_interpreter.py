@@ -83,3 +83,22 @@ def test_garbage_a_run_makes_is_collected_between_requests(monkeypatch: pytest.M
 
 class Node:
     me: object = None
+
+
+def test_a_loops_result_is_handed_back_without_a_repr_of_it() -> None:
+    """Python 3.11's asyncio.Runner makes a repr of its main task's result as it puts SIGINT back; a run's kept
+    samples took seconds to repr, so run_loop keeps the result off that task."""
+    reprs: list[int] = []
+
+    class Big:
+        def __repr__(self) -> str:
+            reprs.append(1)
+            return "Big()"
+
+    big = Big()
+
+    async def main() -> Big:
+        return big
+
+    assert interpreter.run_loop(main()) is big
+    assert reprs == []

@@ -80,7 +80,7 @@ def run_async(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned:
     """Run ``main`` on a fresh event loop (uvloop where installed); SIGTERM cancels it and raises Terminated."""
     import asyncio
 
-    from tokenpace.load.interpreter import event_loop_factory
+    from tokenpace.load.interpreter import run_loop
 
     handler = signal.getsignal(signal.SIGTERM)
     heard: list[int] = []
@@ -94,8 +94,7 @@ def run_async(main: Callable[[], Coroutine[Any, Any, Returned]]) -> Returned:
             return await main()
 
     try:
-        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-            return runner.run(guarded())
+        return run_loop(guarded())
     except asyncio.CancelledError:
         if heard:
             raise Terminated from None
