@@ -45,7 +45,6 @@ at 256 and 512; >= 99 % of streams held at 512. --json PATH writes every figure 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -53,6 +52,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,8 @@ from tokenpace.config.endpoints import Endpoint
 from tokenpace.config.workloads import Workload
 from tokenpace.load import decodegate, release
 from tokenpace.load.engine import RunOptions, RunResult, run_workload
-from tokenpace.load.interpreter import event_loop_factory
+from tokenpace.load.figures import Done
+from tokenpace.load.interpreter import run_loop
 from tokenpace.sim import Truth
 
 
@@ -119,11 +120,14 @@ def truths_of(port: int, measured: list[ff.Measured]) -> dict[str, Truth]:
     return {m.request_id: truth_of(port, m.request_id) for m in measured}
 
 
-async def tokenpace_level(args: argparse.Namespace, url: str, level: int, requests: int) -> RunResult:
+async def tokenpace_level(
+    args: argparse.Namespace, url: str, level: int, requests: int, on_done: Callable[[Done], None]
+) -> RunResult:
+    """tokenpace's level as its commands run one: each request handed to ``on_done`` as it ends, none kept."""
     endpoint = Endpoint("sim", "sim", url, simulated=True)
-    plan = RunOptions(requests, level, Timeouts(10, 60, 30, 120), seed=1)
+    plan = RunOptions(requests, level, Timeouts(10, 60, 30, 120), seed=1, keep_done=False)
     workload = Workload("fidelity", args.output_tokens, input_tokens=args.input_tokens)
-    return await run_workload([endpoint], workload, plan)
+    return await run_workload([endpoint], workload, plan, on_done=on_done)
 
 
 def one_level(args: argparse.Namespace, port: int, sim: subprocess.Popen[bytes], level: int) -> dict[str, Any]:
@@ -141,10 +145,15 @@ def one_level(args: argparse.Namespace, port: int, sim: subprocess.Popen[bytes],
     ref_truths = truths_of(port, ref)
 
     sim0, cpu0 = cpu_s(sim.pid), time.process_time()
-    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        result = runner.run(tokenpace_level(args, f"http://127.0.0.1:{port}/v1", level, requests))
+    measured: list[ff.Measured] = []  # only what fidelity reads of each request, as the reference keeps its own
+
+    def on_done(d: Done) -> None:
+        if (m := ff.from_tokenpace(d, level)) is not None:
+            measured.append(m)
+
+    result = run_loop(tokenpace_level(args, f"http://127.0.0.1:{port}/v1", level, requests, on_done))
     tp_cpu, tp_sim = time.process_time() - cpu0, cpu_s(sim.pid) - sim0
-    tp, tp_sent = ff.from_tokenpace(result, level)
+    tp, tp_sent = measured, result.run.completed
     tp_truths = truths_of(port, tp)
 
     rate = args.tokens_per_s

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_client import Sent
-from tokenpace.load.engine import RunResult
+from tokenpace.load.figures import Done
 from tokenpace.measure.metrics import percentile
 from tokenpace.sim import Truth
 
@@ -37,16 +37,14 @@ class Measured:
     warm: bool  # after the first round: its stream had ended a request before (not the first burst)
 
 
-def from_tokenpace(result: RunResult, level: int) -> tuple[list[Measured], int]:
-    """tokenpace's ended requests (a chain >= the level's streams is a later round's) and how many it sent."""
-    out = []
-    for d in result.done:
-        t = d.sample.timeline
-        if d.sample.ok and t.response_id is not None and d.sample.metrics.ttft_ms is not None:
-            arrivals = tuple(sorted(e.t_ns for e in t.events))
-            out.append(Measured(t.response_id, t.t_sent_ns - t.queued_ns, t.t_sent_ns, t.t_end_ns,
-                                d.sample.metrics.ttft_ms, arrivals, d.chain >= level))  # fmt: skip
-    return out, len(result.done)
+def from_tokenpace(d: Done, level: int) -> Measured | None:
+    """One of tokenpace's ended requests, if it ended well (a chain >= the level's streams is a later round's)."""
+    t = d.sample.timeline
+    if not d.sample.ok or t.response_id is None or d.sample.metrics.ttft_ms is None:
+        return None
+    arrivals = tuple(sorted(e.t_ns for e in t.events))
+    return Measured(t.response_id, t.t_sent_ns - t.queued_ns, t.t_sent_ns, t.t_end_ns, d.sample.metrics.ttft_ms,
+                    arrivals, d.chain >= level)  # fmt: skip
 
 
 def from_reference(sent: Sequence[Sent]) -> tuple[list[Measured], int]:
