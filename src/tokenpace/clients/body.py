@@ -1,4 +1,4 @@
-"""What one response may bring: caps on its bytes, counted after ``Content-Encoding`` is undone.
+"""What one response may bring (caps on its bytes, counted after ``Content-Encoding`` is undone), and what is kept.
 
 clients/http1.py holds a body to them as it is read (two counters a piece) and inflates a compressed one in
 bounded steps, so a gzip bomb costs about the cap in memory and stops as soon as the cap is passed
@@ -7,7 +7,7 @@ bounded steps, so a gzip bomb costs about the cap in memory and stops as soon as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,3 +24,15 @@ def size(n: int) -> str:
         if n and n % (1 << shift) == 0:
             return f"{n >> shift} {unit}"
     return f"{n} bytes"
+
+
+@dataclass(slots=True)
+class Response:
+    """A response's status and headers (names lower-cased), and the first ``keep`` bytes of a body not streamed."""
+
+    status: int = 0
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytearray = field(default_factory=bytearray)
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name), None)

@@ -19,13 +19,12 @@ import struct
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import httptools
 
 from tokenpace.clients import stamps
-from tokenpace.clients.body import Limits, size
+from tokenpace.clients.body import Limits, Response, size
 from tokenpace.clients.connect import RECV_BYTES, Link
 from tokenpace.clients.wire import BadResponse, Disconnected, IdleTimedOut, WireError
 from tokenpace.measure.failures import ErrorKind, Failure
@@ -38,18 +37,6 @@ _SEGMENTS_IN = struct.Struct("=I")  # struct tcp_info's tcpi_data_segs_in (Linux
 _SEGMENTS_AT = 152
 _INFO_BYTES = _SEGMENTS_AT + _SEGMENTS_IN.size
 _CODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # wbits 32 + 15: zlib or gzip, told by the header bytes
-
-
-@dataclass(slots=True)
-class Response:
-    """A response's status and headers (names lower-cased), and the first ``keep`` bytes of a body not streamed."""
-
-    status: int = 0
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytearray = field(default_factory=bytearray)
-
-    def header(self, name: str) -> str | None:
-        return next((v for k, v in self.headers if k == name), None)
 
 
 class Reads(Protocol):
@@ -168,6 +155,8 @@ class HttpConnection:
             return
         ex.last_read_ns = now
         ex.feed(t, data)
+        if self._ex is not ex:  # the response ended in this read
+            ex.let_go()
         if not ancillary:
             return
         earlier = 0
@@ -220,6 +209,8 @@ class HttpConnection:
             self._lost("the server closed the connection before the response ended")
         elif ex is not None:
             self._fail(Disconnected("the server closed the connection without answering", written=ex.written))
+        if ex is not None:
+            ex.let_go()
         self.close()
 
     def _lost(self, why: str) -> None:
@@ -247,13 +238,16 @@ class _Exchange:
         self.conn, self.rec, self.limits, self.stream, self.keep, self.cap = conn, rec, limits, stream, keep, cap
         self.done: asyncio.Future[Response] = conn.loop.create_future()
         self.response = Response()
-        self.parser = httptools.HttpResponseParser(self)
+        # The parser holds this exchange's callbacks: a reference cycle, broken once the exchange is over (let_go),
+        # or its recording, every chunk in it, would wait for the garbage collector (30 ms pauses at 256 streams).
+        self.parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self.floor_ns = 0
         self.written = False
         self.head_done = self.until_close = False
         self.head_bytes = self.total = self.line = 0
         self.t = 0  # the arrival time of the read being parsed
-        self.pieces, self.whole = 0, False  # body pieces the read gave, and whether the last was one whole record
+        self.pieces, self.piece = 0, b""  # the body pieces the read being parsed gave, and the last of them
+        self.max_total, self.max_line = limits.response_bytes, limits.line_bytes
         self.inflate: zlib._Decompress | None = None
         self.error: WireError | None = None
         self.stopped = False  # a cap was passed: the rest of the response is not read
@@ -263,8 +257,12 @@ class _Exchange:
 
     @property
     def one_record(self) -> bool:
-        """The last read brought no body, or one piece of it holding one whole event that ends it."""
-        return self.pieces == 0 or (self.pieces == 1 and self.whole)
+        """The last read brought no body, or one piece of it holding one whole event (SSE) or line (NDJSON) that
+        ends it."""
+        if self.pieces != 1:
+            return self.pieces == 0
+        body = self.piece
+        return body.endswith(b"\n") and (body.count(b"\n\n") if b"\n\n" in body else body.count(b"\n")) == 1
 
     def check_idle(self) -> None:
         quiet = time.perf_counter_ns() - self.last_read_ns
@@ -273,14 +271,19 @@ class _Exchange:
         elif not self.done.done():
             self.conn._fail(IdleTimedOut(f"no byte for {self.idle_ns / 1e9:g} s"))
 
+    def let_go(self) -> None:
+        """The exchange is over: the parser goes (never while it is parsing: it is running these callbacks)."""
+        self.parser = None
+
     def stop(self) -> None:
+        self.let_go()
         self.idle.cancel()
         if not self.done.done():
             self.done.set_exception(Disconnected("the connection was closed by the client", written=self.written))
 
     def feed(self, t: int, data: bytes) -> None:
         self.t = t
-        self.pieces, self.whole = 0, False
+        self.pieces = 0
         if not self.head_done:
             room = MAX_HEAD - self.head_bytes
             self.head_bytes += len(data)
@@ -296,7 +299,7 @@ class _Exchange:
         self._settle()
 
     def _parse(self, data: bytes) -> None:
-        if self.error is not None or self.stopped or self.done.done():
+        if self.error is not None or self.stopped or self.done.done() or self.parser is None:
             return
         try:
             self.parser.feed_data(data)
@@ -333,6 +336,7 @@ class _Exchange:
             self.response.headers.append((name.decode("latin-1").lower(), value.decode("latin-1").strip()))
 
     def on_headers_complete(self) -> None:
+        assert self.parser is not None  # it is the parser calling
         status = self.parser.get_status_code()
         if status < 200:  # an interim answer (100, 103): its headers are not the response's
             self.response.headers.clear()
@@ -365,23 +369,24 @@ class _Exchange:
             return
         self.rec.chunks.append((self.t, body))
         self.pieces += 1
-        # One SSE event ("\n\n") or NDJSON line, ending the read: the packet that came last completed it.
-        self.whole = body.endswith(b"\n") and (body.count(b"\n\n") if b"\n\n" in body else body.count(b"\n")) == 1
-        self.total += len(body)
+        self.piece = body
+        n = len(body)
+        self.total += n
         end = body.rfind(b"\n")
         if end < 0:
             end = body.rfind(b"\r")
-        self.line = self.line + len(body) if end < 0 else len(body) - end - 1
-        if self.total > self.limits.response_bytes:
-            why = f"response passed its {size(self.limits.response_bytes)} cap (--max-response-bytes); reading stopped"
-        elif self.line > self.limits.line_bytes:
-            why = f"a line of the response passed its {size(self.limits.line_bytes)} cap; reading stopped"
-        else:
+        self.line = self.line + n if end < 0 else n - end - 1
+        if self.total <= self.max_total and self.line <= self.max_line:
             return
+        if self.total > self.max_total:
+            why = f"response passed its {size(self.limits.response_bytes)} cap (--max-response-bytes); reading stopped"
+        else:
+            why = f"a line of the response passed its {size(self.limits.line_bytes)} cap; reading stopped"
         self.rec.failure = Failure(ErrorKind.RESPONSE_TOO_LARGE, why)
         self.stopped = True
 
     def on_message_complete(self) -> None:
         if not self.head_done or self.error is not None:  # an interim answer's end, or a response that failed
             return
+        assert self.parser is not None  # it is the parser calling
         self.complete(reusable=self.parser.should_keep_alive() and self.written and not self.stopped)

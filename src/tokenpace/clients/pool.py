@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from tokenpace.clients.body import Limits
+from tokenpace.clients.body import Limits, Response
 from tokenpace.clients.connect import WebOrigin, open_link
 from tokenpace.clients.head import encode_head
-from tokenpace.clients.http1 import HttpConnection, Reads, Response
+from tokenpace.clients.http1 import HttpConnection, Reads
 from tokenpace.measure.timing import Recording
 
 

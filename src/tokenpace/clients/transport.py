@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from tokenpace.clients import ratelimits
 from tokenpace.clients.base import HttpRequest, one_line
 from tokenpace.clients.body import Limits as Limits  # beside Timeouts, where callers look for it
+from tokenpace.clients.body import Response
 from tokenpace.clients.connect import split
 from tokenpace.clients.head import encode_head
-from tokenpace.clients.http1 import Reads, Response
+from tokenpace.clients.http1 import Reads
 from tokenpace.clients.pool import Client
 from tokenpace.clients.scrub import redact
 from tokenpace.clients.wire import Disconnected, WireError
