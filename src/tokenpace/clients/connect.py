@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import ipaddress
 import socket
 import ssl
@@ -25,7 +26,9 @@ from dataclasses import dataclass, field
 from tokenpace.clients.wire import ConnectFailed, ConnectTimedOut
 
 MAX_PROXY_HEAD = 16 * 1024  # a proxy's answer to CONNECT is a status line and a few headers
-RECV_BYTES = 256 * 1024
+# Each read allocates a buffer this size before it learns how much came: past glibc's mmap threshold (128 KiB)
+# that is an mmap and a munmap per read, which made a 256 KiB read cost 25 µs here against 7 µs for 64 KiB.
+RECV_BYTES = 64 * 1024
 _PORTS = {"http": 80, "https": 443}
 
 
@@ -46,6 +49,7 @@ class WebOrigin:
         return f"{self.scheme}://{self.authority}"
 
 
+@functools.lru_cache(maxsize=256)  # every request of an endpoint asks for its one URL's: parsed once
 def split(url: str) -> tuple[WebOrigin, str]:
     """The origin of ``url`` and its request target (path and query); ValueError when it is no http(s) URL."""
     parts = urllib.parse.urlsplit(url)
