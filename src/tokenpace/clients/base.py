@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from tokenpace.clients.connect import split
 from tokenpace.clients.head import encode_head
 from tokenpace.clients.scrub import redact, scrub, scrub_events
@@ -199,9 +201,12 @@ class Decoded:
     def json(self, data: str) -> dict[str, Any] | None:
         """``data`` as a JSON object; None (the stream noted as malformed) when it is not one."""
         try:
-            doc = json.loads(data)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
-            doc = None
+            doc = orjson.loads(data)  # a third of json's cost, once per streamed token
+        except orjson.JSONDecodeError:  # what json reads and orjson refuses (NaN, integers past 64 bits) stays read
+            try:
+                doc = json.loads(data)
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
+                doc = None
         if isinstance(doc, dict):
             return doc
         bad = one_line(f"bad event: {redact(data[:1000], self.recording.secrets)}", 120)

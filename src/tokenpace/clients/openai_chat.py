@@ -34,8 +34,11 @@ def _chat_usage(d: Decoded, doc: dict[str, Any]) -> Usage:
 
 
 def _delta_events(t_ns: int, choice: dict[str, Any]) -> list[Event]:
-    out: list[Event] = []
     delta = choice.get("delta") or {}
+    content = delta.get("content")
+    if content and type(content) is str and len(delta) == 1 and not choice.get("finish_reason"):
+        return [Event(t_ns, EventKind.CONTENT, content)]  # nearly every chunk: one piece of answer text
+    out: list[Event] = []
     for name in _REASONING_FIELDS:  # some servers send the same text under both names: take it once
         if isinstance(delta.get(name), str) and delta[name]:
             out.append(Event(t_ns, EventKind.REASONING, delta[name]))

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM_BYTES = "\ufeff".encode()  # the BOM in UTF-8: dropped before decoding, as it would be after
 
 
-@dataclass(frozen=True, slots=True)
-class SseEvent:
+class SseEvent(NamedTuple):
+    """One dispatched event (a tuple: made in C, a third of a frozen dataclass's cost, once per streamed token)."""
+
     t_ns: int
     name: str
     data: str
+
+
+_new = tuple.__new__  # SseEvent's own __new__ is Python code: this skips it on the path every token takes
 
 
 class _Event:
@@ -75,6 +79,20 @@ def events(chunks: Iterable[tuple[int, bytes]]) -> Iterator[SseEvent]:
     t_ns = 0
     for t_ns, data in chunks:
         if not data:
+            continue
+        # Nearly every chunk of a stream is one whole "data: ...\n\n" event read on its own: yielded as it is.
+        if (
+            not pending
+            and not after_cr
+            and not event.data
+            and not event.name
+            and data.startswith(b"data: ")
+            and data.endswith(b"\n\n")
+            and data.count(b"\n") == 2
+            and b"\r" not in data
+        ):
+            first = False
+            yield _new(SseEvent, (t_ns, "message", data[6:-2].decode("utf-8")))
             continue
         if after_cr and data.startswith(b"\n"):
             data = data[1:]

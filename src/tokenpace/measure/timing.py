@@ -111,7 +111,8 @@ class Timeline:
 
     @property
     def token_events(self) -> list[Event]:
-        return [e for e in self.events if e.is_token]
+        """The events that carry generated text (Event.is_token, spelt out: this runs for every event of a request)."""
+        return [e for e in self.events if e.text and e.kind in _TOKEN_KINDS]
 
     def text(self, *kinds: EventKind) -> str:
         """Concatenated text of the events of the given kinds (all token kinds when none given)."""
