@@ -772,6 +772,8 @@ _INPUT_COUNT = {
         ("1e999", "Infinity"),  # JSON that Python reads as inf
         ("-1e12", "-1000000000000.0"),
         ("1099511627776", "1099511627776"),  # 2**40: past any context window, and PostgreSQL's INTEGER
+        ("123456789012345678901234567890", "1.2345678901234568e+29"),  # past 64 bits: orjson reads a float
+        ("NaN", "NaN"),  # not JSON, though Python's json reads it (and orjson does not)
         ('"12"', '"12"'),
         ("true", "true"),
         ('{"n": 1}', '{"n": 1}'),

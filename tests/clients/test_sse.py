@@ -69,6 +69,26 @@ def test_an_event_cut_at_the_end_is_still_yielded_for_the_caller_to_judge() -> N
     assert events(b'data: {"cut') == [(1, "message", '{"cut')]
 
 
+@pytest.mark.parametrize(
+    ("pieces", "expected"),
+    [
+        ([b"data: a\n\n", b"data: b\n\n"], [(1, "message", "a"), (2, "message", "b")]),  # the short path
+        ([b"event: x\n", b"data: a\n\n"], [(2, "x", "a")]),  # a name already read: not a whole event
+        ([b"data: a\n", b"data: b\n\n"], [(2, "message", "a\nb")]),  # a data line already read
+        ([b"data: a", b"data: b\n\n"], [(2, "message", "adata: b")]),  # the rest of a line already begun
+        ([b"data: a\r", b"\ndata: b\n\n"], [(2, "message", "a\nb")]),  # a CRLF cut between its two bytes
+        ([b"data:  two spaces\n\n"], [(1, "message", " two spaces")]),  # only one space goes
+        ([b"data: a\n\ndata: b\n\n"], [(1, "message", "a"), (1, "message", "b")]),  # two events in one piece
+    ],
+)
+def test_a_piece_that_is_one_whole_event_reads_as_the_grammar_says(
+    pieces: list[bytes], expected: list[tuple[int, str, str]]
+) -> None:
+    """The short path for a piece holding exactly one whole event gives what the grammar gives, and is not taken
+    where what came before it is part of the event."""
+    assert events(*pieces) == expected
+
+
 def test_ndjson_lines_and_a_cut_last_line() -> None:
     lines = ndjson.lines(stamped(b'{"a":', b'1}\r\n\n{"b":2}\n{"c"'))
     assert [(x.t_ns, x.text) for x in lines] == [(2, '{"a":1}'), (2, '{"b":2}'), (2, '{"c"')]

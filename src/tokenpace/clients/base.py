@@ -202,7 +202,7 @@ class Decoded:
         """``data`` as a JSON object; None (the stream noted as malformed) when it is not one."""
         try:
             doc = orjson.loads(data)  # a third of json's cost, once per streamed token
-        except orjson.JSONDecodeError:  # what json reads and orjson refuses (NaN, integers past 64 bits) stays read
+        except orjson.JSONDecodeError:  # what json reads and orjson refuses (NaN, 1e999) is still read
             try:
                 doc = json.loads(data)
             except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
