@@ -111,3 +111,24 @@ def test_a_bucket_holds_what_its_value_answers_for() -> None:
     rng = random.Random(2)
     for v in [MIN_MAGNITUDE, 1.0, *(10 ** rng.uniform(-9, 12) for _ in range(2_000))]:
         assert abs(bucket_value(bucket_of(v)) - v) <= RELATIVE_ERROR * v * (1 + 1e-9)
+
+
+def test_values_fed_in_batches_hold_what_values_fed_one_by_one_hold() -> None:
+    """extend takes a batch's sums and bounds at once (a request's ITLs): n, the bounds, what is left out, the mean's
+    sums and every percentile are those add gives, across the move to the sketch too."""
+    rng = random.Random(3)
+    values = [rng.lognormvariate(3, 1) for _ in range(1_500)]
+    values[7], values[300] = math.nan, 1e300  # no measurements: left out either way
+    one = Quantiles(1_000, 100)
+    for v in values:
+        one.add(v)
+    batched = Quantiles(1_000, 100)
+    for k in range(0, len(values), 97):
+        batched.extend(values[k : k + 97])
+    assert (batched.n, batched.left_out, batched.lo, batched.hi) == (one.n, one.left_out, one.lo, one.hi) == (
+        1_498, 2, min(v for v in values if v < 1e300), max(v for v in values if v < 1e300)
+    )  # fmt: skip
+    assert not batched.exact and not one.exact
+    assert batched.mean() == pytest.approx(one.mean(), rel=1e-15)
+    assert batched.sum_of_squares() == pytest.approx(one.sum_of_squares(), rel=1e-15)
+    assert [percentile_sorted(batched.ordered(), x) for x in QS] == [percentile_sorted(one.ordered(), x) for x in QS]

@@ -7,20 +7,20 @@ paired workload as a chain. A load test (:func:`run_load`, ``tokenpace bench``) 
 closed or open loop, for a request count or a duration (load/release.py), after its warm-up requests: prompts of
 their own, never the dataset's (prompts/synthetic.py's WarmedUp). Either way:
 
-- everything that costs CPU and is not the measurement happens off the clock: chains and their request bytes
-  are built ahead on the decoder thread (load/ahead.py), connections are opened before the first release,
-  decoding waits until a stream has ended and its neighbours are written (load/decodegate.py), and the
-  interpreter is kept quiet meanwhile (load/interpreter.py);
+- everything that costs CPU and is not the measurement happens off the clock and off the loop: chains and their
+  request bytes are built ahead on the decoder thread (load/ahead.py), connections are opened before the first
+  release, decoding (and adding each request to the run's running figures, load/running.py) waits until a
+  stream has ended and its neighbours are written (load/decodegate.py), the interpreter kept quiet meanwhile
+  (load/interpreter.py);
 - each request's ``asked_ns`` is when the schedule meant to release it, so lateness of the client's own is
   measured, not hidden; the event loop's lag is watched, so each figure a busy client could have moved too far
   is flagged rather than trusted (load/lag.py, measure/verdict.py);
 - every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
   adds), also when the run is stopped, and the run's record is written then too;
 - memory follows the concurrency, not the request count: chains are built just ahead of their release within
-  a bound of bytes; requests ended and not yet decoded are at most four per stream (64 at least; a decoder
-  that falls that far behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the
-  store) and into the run's running figures (load/running.py) as it ends, and is kept whole only where the
-  caller asks (``RunOptions.keep_done``).
+  a bound of bytes; requests ended and not yet decoded are at most four per stream (64 at least; a decoder that
+  falls behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the store)
+  as it ends, and is kept whole only where the caller asks (``RunOptions.keep_done``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import asyncio
 import dataclasses
 import math
 import random
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -128,11 +129,12 @@ class _Run:
     # At normal priority: decodes a stream that ended with nothing else of the run in flight. On a busy machine
     # a nice-19 thread gets almost no CPU, and a 400k-event stream took 20 s to decode with nothing to protect.
     idle_decoder: ThreadPoolExecutor
-    keep: Callable[[Done], None]
+    keep: Callable[[Done], None]  # on the loop, as each request's decoding ends
+    summary: RunningFigures  # added to on the decoder threads: 0.1-0.3 ms a request, too much for the loop
     last: int | None  # the most chains an endpoint's release can take; None: no end
-    ahead_bytes: int | None  # what its chains built ahead may hold (None: load/ahead.py's AHEAD_BYTES)
     whole_chains: bool  # a workload run: each chain sent whole (a pair's turns), none of it warm-up
     in_flight: int = 0  # requests of the run sent and not yet ended
+    adding: threading.Lock = field(default_factory=threading.Lock)  # the two decoder threads' turns at ``summary``
     ready: Callable[[], Awaitable[None]] | None = None  # awaited once set up, before the first release
     completed: int = 0  # requests ended (and decoded)
     events: int = 0  # their timelines' events
@@ -166,9 +168,7 @@ async def run_workload(
         (e, FreshPrompts(workload, seed + k * n, corpus, n, options.round_seed)) for k, e in enumerate(endpoints)
     ]
     cold = ColdStarts() if cold is None else cold
-    return await _measure_all(
-        targets, load, options, sink, on_done, refusals, cold, last=last, ahead_bytes=None, whole_chains=True
-    )
+    return await _measure_all(targets, load, options, sink, on_done, refusals, cold, last=last, whole_chains=True)
 
 
 async def run_load(
@@ -193,9 +193,8 @@ async def run_load(
     options = options or RunOptions()
     target = [(endpoint, dataset)]
     return await _measure_all(
-        target, load, options, sink, on_done, refusals, None, last=last, ahead_bytes=None, whole_chains=False,
-        ready=ready,
-        summary=summary,
+        target, load, options, sink, on_done, refusals, None, last=last, whole_chains=False,
+        ready=ready, summary=summary,
     )  # fmt: skip
 
 
@@ -209,7 +208,6 @@ async def _measure_all(
     cold: ColdStarts | None,
     *,
     last: int | None,
-    ahead_bytes: int | None,
     whole_chains: bool,
     ready: Callable[[], Awaitable[None]] | None = None,
     summary: RunningFigures | None = None,
@@ -223,7 +221,6 @@ async def _measure_all(
     def keep(d: Done) -> None:
         run.completed += 1
         run.events += len(d.sample.timeline.events)
-        summary.add(d)
         if options.keep_done:
             done.append(d)
         if sink is not None:
@@ -238,7 +235,7 @@ async def _measure_all(
     refusals = Refusals() if refusals is None else refusals
     decoders = (decoder, idle_decoder)
     run_id = options.run_id or uuid.uuid4().hex  # the worker processes of one run share theirs (load/workers.py)
-    run = _Run(run_id, load, options, refusals, cold, lag, *decoders, keep, last, ahead_bytes, whole_chains)
+    run = _Run(run_id, load, options, refusals, cold, lag, *decoders, keep, summary, last, whole_chains)
     run.ready = ready
     lag.start()
     try:
@@ -274,7 +271,7 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
     start, warmups = options.first_chain, 0 if run.whole_chains else load.warmup
     if warmups:  # release i < warmups is warm-up i (WarmedUp): the dataset's chains are all measured
         dataset, start = WarmedUp(dataset, warmups, start, options.seed or 0), 0
-    chains = ChainsAhead(dataset, start, build, run.decoder, run.last, run.ahead_bytes)
+    chains = ChainsAhead(dataset, start, build, run.decoder, run.last)
     ahead = chains_ahead(load, run.last)
     # Futures of the requests being decoded, each dropped once decoded: what is held follows the concurrency.
     budget, decoding, seq = ReleaseBudget(load), set[asyncio.Future[Done]](), iter(range(1 << 62))
@@ -308,7 +305,10 @@ async def _measure_endpoint(run: _Run, endpoint: Endpoint, dataset: Dataset) -> 
             idle_s=r.idle_s, cold=cold is not None and cold.tag(endpoint, r.idle_s), prefix_turn=req.prefix_turn,
             copying=published,
         )  # fmt: skip
-        return Done(sample, req.tag, r.warmup, r.asked_ns, chain)
+        done = Done(sample, req.tag, r.warmup, r.asked_ns, chain)
+        with run.adding:
+            run.summary.add(done)
+        return done
 
     def decoded(future: asyncio.Future[Done]) -> None:
         decoding.discard(future)

@@ -101,8 +101,24 @@ class Quantiles:
             self._sketch(v)
 
     def extend(self, values: Iterable[float]) -> None:
-        for v in values:
-            self.add(v)
+        """:meth:`add` of each value, the sums and bounds taken once for them all (a request's ITLs: ~100 values)."""
+        given = list(values)
+        batch = [v for v in given if -LARGEST <= v <= LARGEST]
+        self.left_out += len(given) - len(batch)
+        if not batch:
+            return
+        self.n += len(batch)
+        self._sum, self._sum_c = _neumaier(self._sum, self._sum_c, math.fsum(batch))
+        self._squares, self._squares_c = _neumaier(self._squares, self._squares_c, math.fsum(v * v for v in batch))
+        self.lo, self.hi = min(self.lo, min(batch)), max(self.hi, max(batch))
+        self._ordered = None
+        if self.values is not None:
+            self.values.extend(batch)
+            if len(self.values) > self.exact_limit:
+                self._to_sketch()
+            return
+        for v in batch:
+            self._sketch(v)
 
     def merge(self, other: Quantiles) -> None:
         """Take ``other``'s values in: this then holds what one Quantiles fed both streams would hold."""
