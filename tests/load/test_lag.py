@@ -92,3 +92,15 @@ async def test_read_lags_are_kept_in_a_bounded_uniform_sample() -> None:
         lag.read(0, 50_000 if i % 100 == 0 else 1_000)  # 1 % of reads 0.05 ms late, the rest 0.001 ms
     assert len(lag.lags_ms) == READ_LAGS_KEPT
     assert 0.005 < sum(x > 0.01 for x in lag.lags_ms) / READ_LAGS_KEPT < 0.02  # still about 1 % of the sample
+
+
+async def test_the_read_lag_sample_is_uniform_over_the_whole_run() -> None:
+    """Reads early, in the middle and late in a run are kept alike: a third each of a run in three equal parts."""
+    lag = LoopLag(watch=False)
+    for part in (1, 2, 3):
+        for _ in range(2 * READ_LAGS_KEPT):
+            lag.read(0, part * 1_000_000)
+    kept = list(lag.lags_ms)
+    assert len(kept) == READ_LAGS_KEPT and lag.max_ms == 3.0
+    for part in (1.0, 2.0, 3.0):
+        assert 0.31 < kept.count(part) / READ_LAGS_KEPT < 0.355, part

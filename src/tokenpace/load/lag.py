@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import math
 import os
 import random
 import time
@@ -124,19 +125,35 @@ class LoopLag:
         self._busy: Busy | None = None
         self._kept = array("d")  # the watch's lags once the run stops; the reads' sample as they come
         self._reads = 0
+        self._next_kept = 1  # the count of reads at which the next one is kept
+        self._w = 1.0  # Algorithm L's running weight, once the sample is full
         self._max = 0.0
 
     def read(self, now_ns: int, late_ns: int) -> None:
-        """A read at ``now_ns`` that waited ``late_ns``: kept in a uniform sample of READ_LAGS_KEPT (Algorithm R)."""
+        """A read at ``now_ns`` that waited ``late_ns``: kept in a uniform sample of READ_LAGS_KEPT (Li's Algorithm L,
+        which draws random numbers only for the reads it keeps: a few per thousand once the sample is full)."""
         if self._busy is not None:
             self._busy.sample(now_ns)
         self._reads += 1
         ms = late_ns / 1e6
-        self._max = max(self._max, ms)
+        if ms > self._max:
+            self._max = ms
+        if self._reads < self._next_kept:
+            return
         if len(self._kept) < READ_LAGS_KEPT:
             self._kept.append(ms)
-        elif (k := random.randrange(self._reads)) < READ_LAGS_KEPT:
-            self._kept[k] = ms
+            self._next_kept += 1
+            if len(self._kept) == READ_LAGS_KEPT:
+                self._w = math.exp(math.log(1.0 - random.random()) / READ_LAGS_KEPT)
+                self._skip()
+            return
+        self._kept[random.randrange(READ_LAGS_KEPT)] = ms
+        self._w *= math.exp(math.log(1.0 - random.random()) / READ_LAGS_KEPT)
+        self._skip()
+
+    def _skip(self) -> None:
+        """The next read Algorithm L keeps: floor(log(u) / log(1 - w)) reads after this one, u uniform in (0, 1]."""
+        self._next_kept = self._reads + math.floor(math.log(1.0 - random.random()) / math.log(1.0 - self._w)) + 1
 
     def busy(self, since_ns: int) -> int | None:
         """At most how long the loop could have been kept from reading since ``since_ns`` (see Busy), ns."""
