@@ -102,5 +102,5 @@ async def test_the_read_lag_sample_is_uniform_over_the_whole_run() -> None:
             lag.read(0, part * 1_000_000)
     kept = list(lag.lags_ms)
     assert len(kept) == READ_LAGS_KEPT and lag.max_ms == 3.0
-    for part in (1.0, 2.0, 3.0):
-        assert 0.31 < kept.count(part) / READ_LAGS_KEPT < 0.355, part
+    for ms in (1.0, 2.0, 3.0):
+        assert 0.31 < kept.count(ms) / READ_LAGS_KEPT < 0.355, ms

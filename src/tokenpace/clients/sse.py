@@ -29,7 +29,7 @@ class SseEvent(NamedTuple):
     data: str
 
 
-_new = tuple.__new__  # SseEvent's own __new__ is Python code: this skips it on the path every token takes
+_tuple_new = tuple.__new__  # SseEvent's own __new__ is Python code: this skips it on the path every token takes
 
 
 class _Event:
@@ -92,7 +92,7 @@ def events(chunks: Iterable[tuple[int, bytes]]) -> Iterator[SseEvent]:
             and b"\r" not in data
         ):
             first = False
-            yield _new(SseEvent, (t_ns, "message", data[6:-2].decode("utf-8")))
+            yield _tuple_new(SseEvent, (t_ns, "message", data[6:-2].decode("utf-8")))
             continue
         if after_cr and data.startswith(b"\n"):
             data = data[1:]

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-Returned = TypeVar("Returned")
+T = TypeVar("T")
 
 DECODER_SWITCH_INTERVAL_S = 0.0002
 QUIET_MAX_S = 300.0  # the longest garbage collection is held off while runs overlap (see quiet_interpreter)
@@ -100,14 +100,14 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
     """``main`` run to its end on a fresh event loop (uvloop where installed), and its result.
 
     The result is handed back past the loop's main task, never kept as that task's: Python 3.11's asyncio.Runner
     makes a repr of its main task, result and all, as it puts back the SIGINT handler (signal._int_to_enum), and
     a load test's kept samples took over a second of CPU to repr, counted in bench/fidelity.py's CPU per event.
     """
-    returned: list[Returned] = []
+    returned: list[T] = []
 
     async def kept() -> None:
         returned.append(await main)
