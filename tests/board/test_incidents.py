@@ -28,7 +28,7 @@ def sample(i: int, ok: bool = True, ttft: float = 100.0, workload: str = "1k", c
         T0 + i * STEP + timedelta(minutes=minute), workload, ok, None if ok else kind or ErrorKind.HTTP_ERROR.value,
         300.0 if ok else None, ttft if ok else None, 500.0 if ok else None, canary_ok=canary if ok else None,
     )  # fmt: skip
-    return Placed(1000 + i + 100_000 * minute, "groq", "free", "llama", region, point)
+    return Placed(str(1000 + i + 100_000 * minute), "groq", "free", "llama", region, point)
 
 
 def script(oks: Sequence[bool], start: int = 0, **kw: object) -> list[Placed]:
@@ -37,7 +37,7 @@ def script(oks: Sequence[bool], start: int = 0, **kw: object) -> list[Placed]:
 
 def found(incidents: Sequence[Incident], rule: str) -> list[tuple[int, int | None]]:
     """(opening sample, closing sample) of a rule's incidents, as the scripts index them."""
-    return [(c.opened_by[-1] - 1000, None if c.closed_by is None else c.closed_by - 1000)
+    return [(int(c.opened_by[-1]) - 1000, None if c.closed_by is None else int(c.closed_by) - 1000)
             for c in incidents if c.rule == rule]  # fmt: skip
 
 
@@ -47,7 +47,7 @@ def test_an_outage_opens_critical_at_its_fifth_failure_and_closes_at_the_third_s
     incidents = of_endpoint(samples, RULE)
     assert found(incidents, "outage") == [(f + 4, f + 10)]
     (outage,) = [c for c in incidents if c.rule == "outage"]
-    assert outage.severity == "critical" and outage.opened_by == tuple(range(1000 + f, 1000 + f + 5))
+    assert outage.severity == "critical" and outage.opened_by == tuple(map(str, range(1000 + f, 1000 + f + 5)))
     assert outage.opened_at == T0 + (f + 4) * STEP and outage.closed_at == T0 + (f + 10) * STEP
     # The success rate of the last 100 falls under 95% at the sixth failure, after a clean 7 days: major. It is
     # back at 95% once only the last 5 failures are among the last 100.
@@ -64,7 +64,7 @@ def test_an_outage_without_a_clean_baseline_is_critical_only() -> None:
 def spaced(oks: Sequence[bool], minutes: float) -> list[Placed]:
     """Samples ``minutes`` apart, ids 1000 + i: several workloads' samples pooled, as the outage rule reads them."""
     return [
-        Placed(1000 + i, "groq", "free", "llama", "", SamplePoint(
+        Placed(str(1000 + i), "groq", "free", "llama", "", SamplePoint(
             T0 + timedelta(minutes=minutes * i), "1k", ok, None if ok else "http_error", None, 100.0 if ok else None,
             None))
         for i, ok in enumerate(oks)
@@ -103,7 +103,7 @@ def test_a_slowdown_opens_minor_where_the_hours_median_passes_3x_the_same_hour_l
     assert found(incidents, "slowdown") == [(s + 2, s + 12 + 3)]
     (slow,) = incidents
     assert (slow.severity, slow.workload) == ("minor", "1k")
-    assert slow.opened_by == tuple(range(1000 + s - 3, 1000 + s + 3))  # the hour up to it
+    assert slow.opened_by == tuple(map(str, range(1000 + s - 3, 1000 + s + 3)))  # the hour up to it
 
 
 def test_a_slowdown_needs_its_same_hour_baseline() -> None:

@@ -176,8 +176,8 @@ class Incident:
     workload: str | None  # the slowdown rule's workload; None: every workload pooled
     opened_at: datetime
     closed_at: datetime | None
-    opened_by: tuple[int, ...]
-    closed_by: int | None
+    opened_by: tuple[str, ...]
+    closed_by: str | None
 
     @property
     def endpoint(self) -> str:
@@ -189,10 +189,10 @@ class Incident:
         return (self.provider, self.plan, self.model, self.region, self.rule, self.workload, self.opened_by[-1])
 
 
-def walk(rule: Rule, track: Track, t: Thresholds) -> list[tuple[int, tuple[int, ...], int | None]]:
+def walk(rule: Rule, track: Track, t: Thresholds) -> list[tuple[int, tuple[str, ...], int | None]]:
     """(index, ids read, closing index) of each incident a rule opens on a track, oldest first."""
-    found: list[tuple[int, tuple[int, ...], int | None]] = []
-    opened: tuple[int, tuple[int, ...]] | None = None
+    found: list[tuple[int, tuple[str, ...], int | None]] = []
+    opened: tuple[int, tuple[str, ...]] | None = None
     for i in range(len(track.samples)):
         state, read = rule.judge(track, i, t)
         if opened is None and state:

@@ -62,8 +62,8 @@ def incident_dict(c: Incident, config: Config) -> dict[str, Any]:
 
 
 def newest(found: Sequence[Incident], limit: int = MAX_LISTED) -> list[Incident]:
-    """The latest ``limit`` incidents, newest first (open ones by when they opened)."""
-    return sorted(found, key=lambda c: (c.closed_at or c.opened_at, c.opened_at), reverse=True)[:limit]
+    """The latest ``limit`` incidents: the open ones first, then by when they closed, each newest first."""
+    return sorted(found, key=lambda c: (c.closed_at is None, c.closed_at or c.opened_at), reverse=True)[:limit]
 
 
 def worst(severities: Sequence[str]) -> str | None:

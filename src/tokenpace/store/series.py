@@ -164,7 +164,7 @@ def last_published(store: Store, provider: str, plan: str, model: str, workload:
 class Placed:
     """A published sample with its id and where it was measured from: what the incident rules walk."""
 
-    id: int
+    id: str  # the samples' own id
     provider: str
     plan: str
     model: str
@@ -182,5 +182,5 @@ def placed_series(store: Store, *, since: datetime, provider: str | None = None)
     for row in store.query(sql + " ORDER BY started_at, id", params):
         point = _point(dict(zip(_FIELDS, row[5:], strict=True)))
         if point is not None:
-            found.append(Placed(int(row[0]), row[1], row[2], row[3], row[4], point))
+            found.append(Placed(str(row[0]), row[1], row[2], row[3], row[4], point))
     return found
