@@ -18,7 +18,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from tokenpace.board.numbers import interval
 from tokenpace.config.endpoints import endpoint_name
@@ -182,11 +181,6 @@ class Incident:
     @property
     def endpoint(self) -> str:
         return endpoint_name(self.provider, self.plan, self.model)
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """The same incident whenever it is derived again: its place, rule and opening sample."""
-        return (self.provider, self.plan, self.model, self.region, self.rule, self.workload, self.opened_by[-1])
 
 
 def walk(rule: Rule, track: Track, t: Thresholds) -> list[tuple[int, tuple[str, ...], int | None]]:
