@@ -59,7 +59,7 @@ def test_an_outage_in_the_store_opens_and_closes_at_its_named_samples(tmp_path: 
         write(store, GROQ, OUTAGE)
         store.flush()
         ids = [s.id for s in placed_series(store, since=T0)]
-        found, placed = outages.read(store, Thresholds(), NOW)
+        found, placed = outages.read_incidents(store, Thresholds(), NOW)
     assert len(placed) == len(OUTAGE)
     (c,) = found
     assert (c.rule, c.severity, c.region, c.endpoint) == ("outage", "critical", "", "groq:free/llama")

@@ -23,11 +23,11 @@ from tokenpace.board.numbers import interval
 from tokenpace.config.endpoints import endpoint_name
 from tokenpace.config.incidents import Thresholds
 from tokenpace.measure.failures import ErrorKind
+from tokenpace.store.rollup import DAY
 from tokenpace.store.series import Placed
 
 SEVERITIES = ("minor", "major", "critical")  # least to worst
 MAX_EVIDENCE = 50  # sample ids kept of what a rule read when it opened: the latest ones
-DAY_S = 86_400.0
 Reading = tuple[bool | None, int]  # the rule's verdict, and how many of the track's latest samples it read
 
 
@@ -95,8 +95,8 @@ def slowdown(track: Track, i: int, t: Thresholds) -> Reading:
     if i + 1 - lo < t.slow_min:
         return None, 0
     base = []
-    for k in range(1, int(t.baseline_s // DAY_S) + 1):
-        end = track.at[i] - k * DAY_S
+    for k in range(1, int(t.baseline_s // DAY) + 1):
+        end = track.at[i] - k * DAY
         hi = bisect_right(track.at, end, 0, lo)
         base += [_ttft(s) for s in track.samples[bisect_right(track.at, end - t.slow_window_s, 0, hi) : hi]]
     if len(base) < t.slow_min:

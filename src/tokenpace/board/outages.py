@@ -26,7 +26,7 @@ MAX_FEED = 50  # entries of the Atom feed
 THIS_SERVER = "this server"
 
 
-def read(store: Store, t: Thresholds, now: datetime, days: int = SPAN_DAYS, provider: str | None = None
+def read_incidents(store: Store, t: Thresholds, now: datetime, days: int = SPAN_DAYS, provider: str | None = None
          ) -> tuple[list[Incident], list[Placed]]:  # fmt: skip
     """The incidents open at any time in the ``days`` before ``now`` (oldest first), and the samples read."""
     start = now - timedelta(days=days)
@@ -40,7 +40,7 @@ def seen_from(region: str, config: Config) -> str:
     return f"seen by tokenpace from {regions.name(region, config) if region else THIS_SERVER}"
 
 
-def describe(c: Incident, config: Config) -> str:
+def incident_text(c: Incident, config: Config) -> str:
     """One line: "critical outage on groq:free/llama, seen by tokenpace from this server, since 2026-12-03 12:03
     UTC" (or "from ... to ..." once closed)."""
     what = c.rule if c.workload is None else f"{c.rule} ({c.workload})"
@@ -51,13 +51,13 @@ def describe(c: Incident, config: Config) -> str:
 
 
 def incident_dict(c: Incident, config: Config) -> dict[str, Any]:
-    """An incident as JSON-able data; ``text`` is :func:`describe`'s line."""
+    """An incident as JSON-able data; ``text`` is :func:`incident_text`'s line."""
     return {
         "endpoint": c.endpoint, "provider": c.provider, "plan": c.plan, "model": c.model,
         "region": regions.token(c.region), "seen_from": seen_from(c.region, config), "rule": c.rule,
         "severity": c.severity, "workload": c.workload, "opened_at": c.opened_at.isoformat(),
         "closed_at": None if c.closed_at is None else c.closed_at.isoformat(), "open": c.closed_at is None,
-        "opened_by": list(c.opened_by), "closed_by": c.closed_by, "text": describe(c, config),
+        "opened_by": list(c.opened_by), "closed_by": c.closed_by, "text": incident_text(c, config),
     }  # fmt: skip
 
 
@@ -72,7 +72,7 @@ def worst(severities: Sequence[str]) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Day:
+class DayBar:
     """One bar: a UTC day, how many samples were judged, the worst severity of an incident open in it."""
 
     day: date
@@ -93,7 +93,7 @@ class Strip:
     plan: str
     model: str
     region: str
-    days: tuple[Day, ...]
+    days: tuple[DayBar, ...]
 
 
 def days_of(now: datetime, days: int) -> list[date]:
@@ -123,7 +123,7 @@ def strips(placed: Sequence[Placed], found: Sequence[Incident], now: datetime, d
     out = []
     for key in sorted(counts.keys() | marks.keys()):
         n, m = counts.get(key, {}), marks.get(key, {})
-        out.append(Strip(*key, tuple(Day(d, n.get(d, 0), worst(m.get(d, []))) for d in wanted)))
+        out.append(Strip(*key, tuple(DayBar(d, n.get(d, 0), worst(m.get(d, []))) for d in wanted)))
     return out
 
 

@@ -38,7 +38,7 @@ Share = Annotated[float, pydantic.Field(gt=0, le=1)]
 Count = Annotated[int, pydantic.Field(ge=1, le=MAX_RUN)]
 
 
-def _window(text: object) -> float:
+def _short_span(text: object) -> float:
     return parse_duration(text, longest_s=86_400.0)
 
 
@@ -51,7 +51,7 @@ class IncidentsTable(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
     outage_run: Count = 5
-    outage_window: Annotated[float, pydantic.PlainValidator(_window)] = 15 * 60.0
+    outage_window: Annotated[float, pydantic.PlainValidator(_short_span)] = 15 * 60.0
     outage_share: Share = 0.5
     outage_min: Count = 4
     recover_run: Count = 3

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tokenpace.board.incidents import Incident
-from tokenpace.board.outages import incident_dict, read
+from tokenpace.board.outages import incident_dict, read_incidents
 from tokenpace.config.endpoints import Config
 from tokenpace.serve.alerts import CHECK_EVERY_S, MAX_FIELD
 from tokenpace.store.database import Store
@@ -32,20 +32,20 @@ from tokenpace.web.paths import status_path
 
 log = logging.getLogger(__name__)
 READ_DAYS = 1  # incidents open in the last day: an older closed one was sent then, or happened before serve
-Place = tuple[str, str, str, str, str, str | None]  # provider, plan, model, region, rule, workload
+IncidentPlace = tuple[str, str, str, str, str, str | None]  # provider, plan, model, region, rule, workload
 
 
-def _short(text: str) -> str:
+def _clip(text: str) -> str:
     return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 1] + "…"
 
 
 def incident_body(event: str, c: Incident, config: Config) -> bytes:
     """The JSON a webhook gets: ``text`` (what Slack shows), ``event`` and the incident's fields; a few KiB."""
-    fields: dict[str, Any] = {k: _short(v) if isinstance(v, str) else v for k, v in incident_dict(c, config).items()}
+    fields: dict[str, Any] = {k: _clip(v) if isinstance(v, str) else v for k, v in incident_dict(c, config).items()}
     fields["opened_by"] = fields["opened_by"][-5:]  # the latest few: the page lists them all
-    text = _short(f"tokenpace: incident {event}: {fields.pop('text')}")
+    text = _clip(f"tokenpace: incident {event}: {fields.pop('text')}")
     board = config.alerts.board_url
-    url = None if board is None else _short(board + status_path(c.provider))
+    url = None if board is None else _clip(board + status_path(c.provider))
     return json.dumps({"text": text, "event": f"incident_{event}", **fields, "board_url": url}).encode()
 
 
@@ -63,7 +63,7 @@ class IncidentWatcher:
     ) -> None:
         self._store, self._config, self._send, self._every, self._now = store, config, send, every_s, now
         self._started = now()
-        self._announced: dict[Place, Incident] = {}  # open, "opened" sent
+        self._announced: dict[IncidentPlace, Incident] = {}  # open, "opened" sent
         self._closed: dict[str, datetime] = {}  # closing samples sent, until they are older than a read
         self._writes = -1
         self.failures = 0
@@ -92,7 +92,7 @@ class IncidentWatcher:
             return []
         self._writes = self._store.writes
         now = self._now()
-        found, _ = await asyncio.to_thread(read, self._store, self._config.incidents, now, READ_DAYS)
+        found, _ = await asyncio.to_thread(read_incidents, self._store, self._config.incidents, now, READ_DAYS)
         events = self.new(found, now)
         for event, c in events:
             message = incident_body(event, c, self._config)

@@ -334,7 +334,7 @@ def create_app(
     )
     site = app.state.site
     collector = prom.LeaderboardCollector(
-        store, now, status, rules.long_workloads, site.memo, site.changes, lambda: incidents.read(site)[0]
+        store, now, status, rules.long_workloads, site.memo, site.changes, lambda: incidents.site_incidents(site)[0]
     )
     app.state.registry = prom.registry(collector)
     return app

@@ -24,20 +24,20 @@ from tokenpace.web.site import Site
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
 
 
-def read(site: Site) -> tuple[list[Incident], list[Placed]]:
+def site_incidents(site: Site) -> tuple[list[Incident], list[Placed]]:
     """The span's incidents and samples, computed once per store change for every page (and /metrics)."""
     now = site.now()
-    return site.memo.get(("incidents",), lambda: outages.read(site.store, site.config.incidents, now))
+    return site.memo.get(("incidents",), lambda: outages.read_incidents(site.store, site.config.incidents, now))
 
 
-def _listed(site: Site, found: list[Incident], limit: int) -> list[dict[str, Any]]:
+def _newest_dicts(site: Site, found: list[Incident], limit: int) -> list[dict[str, Any]]:
     shown = outages.newest(found, limit)
     return [outages.incident_dict(c, site.config) | {"url": endpoint_path(c.provider, c.plan, c.model)} for c in shown]
 
 
 def incidents_page(site: Site, params: Mapping[str, str]) -> Page:
-    found, _ = read(site)
-    listed = _listed(site, found, outages.MAX_LISTED)
+    found, _ = site_incidents(site)
+    listed = _newest_dicts(site, found, outages.MAX_LISTED)
     providers = sorted({c.provider for c in found} | {e.provider for e in site.config.endpoints})
     data = {
         "span_days": outages.SPAN_DAYS,
@@ -53,8 +53,8 @@ def incidents_page(site: Site, params: Mapping[str, str]) -> Page:
 
 def atom(site: Site) -> Response:
     """The Atom feed: the latest MAX_FEED incidents, each entry updated when it opened or, later, closed."""
-    found, _ = read(site)
-    entries = _listed(site, found, outages.MAX_FEED)
+    found, _ = site_incidents(site)
+    entries = _newest_dicts(site, found, outages.MAX_FEED)
     updated = max((e["closed_at"] or e["opened_at"] for e in entries), default=None)
     context = {"entries": entries, "updated": updated or site.now().isoformat()}
     body = site.env.get_template("incidents.atom").render(context)
@@ -63,7 +63,7 @@ def atom(site: Site) -> Response:
 
 def status_page(site: Site, provider: str, params: Mapping[str, str]) -> Page:
     """A provider's status as tokenpace saw it: 404 for one neither configured nor sampled in the span."""
-    every, placed = read(site)
+    every, placed = site_incidents(site)
     placed = [s for s in placed if s.provider == provider]
     if not placed and all(e.provider != provider for e in site.config.endpoints):
         raise HTTPException(404, "no provider of that name is measured: see /incidents for the status pages")
@@ -82,7 +82,7 @@ def status_page(site: Site, provider: str, params: Mapping[str, str]) -> Page:
         "span_days": outages.SPAN_DAYS,
         "open": [outages.incident_dict(c, site.config) for c in found if c.closed_at is None],
         "endpoints": rows,
-        "incidents": _listed(site, found, outages.MAX_LISTED),
+        "incidents": _newest_dicts(site, found, outages.MAX_LISTED),
         "severities": list(SEVERITIES),
     }
     return Page("status.html", data, data, json_url=status_path(provider, "json"))
