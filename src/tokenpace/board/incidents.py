@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from tokenpace.board.numbers import interval
@@ -38,13 +38,16 @@ class Track:
     samples: Sequence[Placed]
     at: list[float]  # started_at, epoch seconds
     failed: list[int]  # failed[i]: failures among samples[:i]
+    ttft: list[float]  # each sample's TTFT (0 where it has none)
 
     @classmethod
-    def of(cls, samples: Sequence[Placed]) -> Track:
+    def of(cls, samples: Sequence[Placed], ok: Sequence[bool] | None = None) -> Track:
+        """The track of ``samples``, each a success where ``ok`` says (by default: where the sample is)."""
         failed = [0]
-        for s in samples:
-            failed.append(failed[-1] + (not s.point.ok))
-        return cls(samples, [s.point.started_at.timestamp() for s in samples], failed)
+        for good in [s.point.ok for s in samples] if ok is None else ok:
+            failed.append(failed[-1] + (not good))
+        at = [s.point.started_at.timestamp() for s in samples]
+        return cls(samples, at, failed, [s.point.ttft_ms or 0.0 for s in samples])
 
     def failures(self, lo: int, hi: int) -> int:
         """Failures among samples[lo:hi]."""
@@ -98,10 +101,10 @@ def slowdown(track: Track, i: int, t: Thresholds) -> Reading:
     for k in range(1, int(t.baseline_s // DAY) + 1):
         end = track.at[i] - k * DAY
         hi = bisect_right(track.at, end, 0, lo)
-        base += [_ttft(s) for s in track.samples[bisect_right(track.at, end - t.slow_window_s, 0, hi) : hi]]
+        base += track.ttft[bisect_right(track.at, end - t.slow_window_s, 0, hi) : hi]
     if len(base) < t.slow_min:
         return None, 0
-    now = statistics.median(_ttft(s) for s in track.samples[lo : i + 1])
+    now = statistics.median(track.ttft[lo : i + 1])
     return now > t.slow_factor * statistics.median(base), i + 1 - lo
 
 
@@ -112,10 +115,6 @@ def wrong(track: Track, i: int, t: Thresholds) -> Reading:
     if i + 1 < n:
         return None, 0
     return n - track.failures(i + 1 - n, i + 1) < t.canary_below * n, n
-
-
-def _ttft(s: Placed) -> float:
-    return s.point.ttft_ms or 0.0  # a slowdown track holds only samples with one
 
 
 def _judged(samples: Sequence[Placed]) -> list[Track]:
@@ -135,7 +134,7 @@ def _timed(samples: Sequence[Placed]) -> list[Track]:
 def _verdicts(samples: Sequence[Placed]) -> list[Track]:
     """The canary's verdicts, each a success when the answer began with its line."""
     checked = [s for s in samples if s.point.canary_ok is not None]
-    return [Track.of([replace(s, point=replace(s.point, ok=bool(s.point.canary_ok))) for s in checked])]
+    return [Track.of(checked, [bool(s.point.canary_ok) for s in checked])]
 
 
 @dataclass(frozen=True, slots=True)

@@ -329,6 +329,7 @@ def create_app(
             store, min_age_s=page_refresh_s, stale_s=2 * page_refresh_s
         ),  # apart from memo: pages come and go, the rows they share stay
         pool=ViewPool(),
+        incidents=Memo(store, min_age_s=incidents.INCIDENTS_REFRESH_S),
         secrets=tuple(ops.secrets(config)),
         renderer=None if render_store is None else Renderer(create_app, render_store, config, status and status()),
     )
