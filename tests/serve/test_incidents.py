@@ -1,24 +1,30 @@
 """Incident alerts end to end: samples stored in SQLite on an injected clock, the incident watcher and the alerts'
-Sender as serve wires them, and a real webhook receiver on a free port hearing each open and close exactly once."""
+Sender as serve wires them, and a real webhook receiver on a free port hearing each open and close exactly once;
+and an outage the simulator scripts, measured by tokenpace's own client."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.serve.test_alerts import Receiver, until
+from tests.serve.test_alerts import SMALL, Receiver, until
 from tests.store.test_windows import stream
+from tests.webkit import Steady
+from tokenpace import sim
+from tokenpace.board.incidents import Incident
 from tokenpace.config.alerts import Alerts
 from tokenpace.config.endpoints import Config, Endpoint
+from tokenpace.load.engine import RunOptions, run_workload
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.serve.alerts import Sender
 from tokenpace.serve.incidents import IncidentWatcher
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.series import placed_series
+from tokenpace.store.series import Placed, placed_series
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
 STEP = timedelta(minutes=10)
@@ -83,3 +89,33 @@ def test_an_incident_is_sent_once_when_it_opens_and_once_when_it_closes(tmp_path
         assert [b["event"] for b in hook.bodies[2:]] == ["incident_opened", "incident_closed"]
 
     asyncio.run(scenario())
+
+
+def test_an_outage_the_simulator_scripts_opens_and_closes_where_the_rule_says(tmp_path: Path) -> None:
+    """The simulator answers, then fails every request with a 500, then answers again; tokenpace's own client
+    measures it into SQLite, and the incident opens at the fifth failed sample and closes at the third good one."""
+    healthy = sim.Scenario(ttft_ms=2, tokens_per_s=2000, output_tokens=20)
+
+    async def scenario() -> list[tuple[str, Incident]]:
+        simulator = sim.Simulator(healthy)
+        async with sim.serve(simulator) as url:
+            with open_store(str(tmp_path / "sim.db")) as store:
+                endpoint = Endpoint("simco", "sim", url, simulated=True)
+                watcher = IncidentWatcher(store, Config(endpoints=(endpoint,)), lambda _: None)
+                for scripted, n in ((healthy, 10), (dataclasses.replace(healthy, error="500"), 6), (healthy, 4)):
+                    simulator.default = scripted
+                    options = RunOptions(n, 1, source="scheduled", publish=True, command="tokenpace serve")
+                    await run_workload([endpoint], SMALL, options, Steady(store))
+                    store.flush()
+                events = await watcher.check()
+                samples.extend(placed_series(store, since=T0))
+        return events
+
+    samples: list[Placed] = []
+    events = asyncio.run(scenario())
+    assert [s.point.ok for s in samples] == [True] * 10 + [False] * 6 + [True] * 4
+    assert [e for e, _ in events] == ["opened", "closed"]  # both since the watcher started
+    c = events[0][1]
+    assert (c.rule, c.severity, c.region) == ("outage", "critical", "")
+    assert c.opened_by == tuple(s.id for s in samples[10:15]) and c.closed_by == samples[18].id
+    assert (c.opened_at, c.closed_at) == (samples[14].point.started_at, samples[18].point.started_at)

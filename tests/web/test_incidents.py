@@ -54,12 +54,12 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
             yield c
 
 
-def test_an_outage_in_the_store_opens_and_closes_at_its_named_samples(tmp_path: Path) -> None:
-    with open_store(str(tmp_path / "one.db")) as store:
-        write(store, GROQ, OUTAGE)
-        store.flush()
-        ids = [s.id for s in placed_series(store, since=T0)]
-        found, placed = outages.read_incidents(store, Thresholds(), NOW)
+def test_an_outage_in_the_store_opens_and_closes_at_its_named_samples(any_store: Store) -> None:
+    store = any_store  # SQLite and PostgreSQL
+    write(store, GROQ, OUTAGE)
+    store.flush()
+    ids = [s.id for s in placed_series(store, since=T0)]
+    found, placed = outages.read_incidents(store, Thresholds(), NOW)
     assert len(placed) == len(OUTAGE)
     (c,) = found
     assert (c.rule, c.severity, c.region, c.endpoint) == ("outage", "critical", "", "groq:free/llama")

@@ -65,8 +65,10 @@ def outage(track: Track, i: int, t: Thresholds) -> Reading:
     run = t.outage_run if i + 1 >= t.outage_run and track.failures(i + 1 - t.outage_run, i + 1) == t.outage_run else 0
     lo = track.since(i, t.outage_window_s)
     n = i + 1 - lo
-    if run or (n >= t.outage_min and track.failures(lo, i + 1) > t.outage_share * n):
-        return True, max(run, n)
+    if n >= t.outage_min and track.failures(lo, i + 1) > t.outage_share * n:
+        return True, n  # the window's samples (the run's among them, if it holds too)
+    if run:
+        return True, run
     if i + 1 >= t.recover_run and track.failures(i + 1 - t.recover_run, i + 1) == 0:
         return False, t.recover_run
     return None, 0
