@@ -6,7 +6,7 @@ figures and counted as their own outcome) and reports what it finds. Times are i
 Prometheus's conventions ask. Each app has its own registry, so two apps in one process never collide.
 ``tokenpace_change_detected`` is 1 per endpoint, workload and metric with a current change (board/changes.py),
 for the alerting rules in docs/prometheus-alerts.yml. ``tokenpace_incident_open`` is 1 per incident open now
-(board/incidents.py), by endpoint, region, rule and severity.
+(board/incidents.py), by endpoint, region (``local``: this server), rule and severity.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from tokenpace.board import regions
 from tokenpace.board.changes import Kept
 from tokenpace.board.incidents import Incident
 from tokenpace.board.numbers import printable
@@ -115,13 +116,13 @@ class LeaderboardCollector(Collector):
     def _open(found: list[Incident]) -> Metric:
         opened = GaugeMetricFamily(
             "tokenpace_incident_open",
-            "1 while an incident is open: seen by tokenpace from the region ('' this server), by rule and severity",
+            "1 while an incident is open: seen by tokenpace from the region (local: this server), by rule and severity",
             labels=["provider", "plan", "model", "region", "rule", "severity", "workload"],
         )
         for c in found:
             if c.closed_at is None:
-                names = map(printable, (c.provider, c.plan, c.model, c.region, c.rule, c.severity, c.workload or ""))
-                opened.add_metric(list(names), 1.0)
+                names = (c.provider, c.plan, c.model, regions.token(c.region), c.rule, c.severity, c.workload or "")
+                opened.add_metric([printable(n) for n in names], 1.0)
         return opened
 
     def _budgets(self) -> Iterator[Metric]:
