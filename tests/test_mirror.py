@@ -31,6 +31,8 @@ TESTED_THROUGH = {
     "board/summary.py": "cli/test_run.py",
     "board/terminal.py": "cli/test_narrow.py",
     "board/warmcold.py": "web/test_promptcache.py",
+    "board/outages.py": "web/test_incidents.py",
+    "config/incidents.py": "board/test_incidents.py",
     "cli/benchlive.py": "cli/test_bench.py",
     "cli/benchoptions.py": "cli/test_bench.py",
     "cli/exits.py": "cli/test_input.py",

@@ -77,13 +77,13 @@ def test_unknown_endpoint_lists_known_ones(tmp_path: Path) -> None:
         ('[providers.a]\nbase_url = "http://x"\n', r"providers\.a: give 'models'"),
         (
             "[frobnicate]\n",
-            r"frobnicate: unknown key \(known: providers, workloads, corpus, schedule, models, alerts, regions, "
-            r"about\)",
+            r"frobnicate: unknown key \(known: providers, workloads, corpus, schedule, models, alerts, "
+            r"incidents, regions, about\)",
         ),
         (
             f"[{'k' * 5000}]\n",
             r"^.{0,200}: k{59}…: unknown key \(known: providers, workloads, corpus, schedule, models, alerts, "
-            r"regions, about\)$",
+            r"incidents, regions, about\)$",
         ),
         (
             '[providers.groq]\nmodels = ["m"]\nbiling = "capped"\n',

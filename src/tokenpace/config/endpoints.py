@@ -72,7 +72,10 @@ provider is two endpoints. A config file looks like::
     "parallel" = { every = "1d", jitter = 0.5 }  # parallel daily at a random time of day, as written here
 
     [[alerts.webhooks]]                   # changes found in the samples are POSTed here (config/alerts.py)
-    url_env = "SLACK_WEBHOOK_URL"
+    url_env = "SLACK_WEBHOOK_URL"         # and incidents as they open and close
+
+    [incidents]                           # the incident rules' thresholds (config/incidents.py)
+    outage_run = 5                        # critical: the last 5 judged samples all failed
 
 Endpoints are named ``provider/model``, or ``provider:plan/model`` where a model is on several plans.
 """
@@ -89,6 +92,7 @@ import pydantic
 
 from tokenpace.config.alerts import Alerts, alerts
 from tokenpace.config.headers import merged_headers
+from tokenpace.config.incidents import Thresholds, thresholds
 from tokenpace.config.models import BUILTIN_MODELS, Models
 from tokenpace.config.models import models as model_table
 from tokenpace.config.plain import first_problem
@@ -167,6 +171,7 @@ class Config:
     quantization: Mapping[tuple[str, str], str] = field(default_factory=dict)  # (provider, model)
     models: Models = field(default_factory=lambda: Models(BUILTIN_MODELS))
     alerts: Alerts = field(default_factory=Alerts)
+    incidents: Thresholds = field(default_factory=Thresholds)  # the incident rules' (config/incidents.py)
     regions: tuple[Region, ...] = ()  # none: serve measures in-process, as it always has
     offline: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)  # (provider, plan, model)
     speedup: float = 1.0  # serve --simulate's: every cadence, window and idle time runs this many times faster
@@ -350,6 +355,7 @@ def read_config(path: str | Path) -> Config:
         quantization={(name, m): q for name, p in parsed.providers.items() for m, q in p.quantization.items()},
         models=table,
         alerts=alerts(parsed.alerts),
+        incidents=thresholds(parsed.incidents),
         regions=regions(parsed.regions),
         offline={(e.provider, e.plan, e.model): t for e, t in _offline(parsed.providers, found) if t is not None},
         about=parsed.about,

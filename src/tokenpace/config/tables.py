@@ -12,6 +12,7 @@ import pydantic
 
 from tokenpace.config.alerts import AlertsTable
 from tokenpace.config.headers import check_header
+from tokenpace.config.incidents import IncidentsTable
 from tokenpace.config.models import ModelTable, Name
 from tokenpace.config.plain import is_one_line
 from tokenpace.config.price_tables import PriceTable
@@ -84,5 +85,6 @@ class FileTable(_Strict):
     schedule: ScheduleTable = ScheduleTable()
     models: dict[str, ModelTable] = {}
     alerts: AlertsTable = AlertsTable()  # webhooks for changes (config/alerts.py)
+    incidents: IncidentsTable = IncidentsTable()  # the incident rules' thresholds (config/incidents.py)
     regions: RegionsTable = RegionsTable()  # where probe agents measure from (config/regions.py)
     about: About | None = None  # why these endpoints, on /methodology's FAQ

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -200,6 +200,10 @@ class Watcher:
             await asyncio.sleep(self._every)
 
 
-async def alerting(watcher: Watcher, sender: Sender) -> None:
-    """The watcher and the sender, until cancelled."""
-    await asyncio.gather(watcher.run(), sender.run())
+class Watching(Protocol):
+    async def run(self) -> None: ...
+
+
+async def alerting(watcher: Watcher, sender: Sender, *more: Watching) -> None:
+    """The watcher and the sender (and more watchers sending through it: serve/incidents.py), until cancelled."""
+    await asyncio.gather(watcher.run(), sender.run(), *(w.run() for w in more))

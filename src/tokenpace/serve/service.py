@@ -13,7 +13,8 @@ With ``[regions]`` in the config (and a PostgreSQL store) it measures nothing it
 order in its region's queue (schedule/dispatch.py), taken by ``tokenpace agent`` processes there.
 
 With webhooks in the config's ``[alerts]``, a third task looks for changes in what was sampled and sends them
-(serve/alerts.py); it never holds up the other two, and stops with them.
+(serve/alerts.py), and incidents as they open and close (serve/incidents.py); it never holds up the other two,
+and stops with them.
 
 SIGINT or SIGTERM stops both halves, with one line: the web server closes and the sampler starts nothing new,
 lets runs in flight finish within the grace period, and records what it had to cancel as ``cancelled`` samples.
@@ -55,6 +56,7 @@ from tokenpace.schedule.sampler import MEASURED_AT_ONCE, Sampler
 from tokenpace.schedule.status import Status
 from tokenpace.serve import discover
 from tokenpace.serve.alerts import Sender, Watcher, alerting, body
+from tokenpace.serve.incidents import IncidentWatcher
 from tokenpace.store.database import Store
 from tokenpace.store.queue import Queue
 from tokenpace.web.app import create_app
@@ -225,7 +227,8 @@ async def run_service(
         if cfg.alerts.webhooks:  # URLs read now: a missing variable is one line before anything starts
             sender = Sender([w.target() for w in cfg.alerts.webhooks])
             watcher = Watcher(store, [j.key for j in jobs], lambda c: sender.put(body(c, cfg.alerts.board_url)))
-            alerts = loop.create_task(alerting(watcher, sender), name="tokenpace alerts")
+            incidents = IncidentWatcher(store, cfg, sender.put)
+            alerts = loop.create_task(alerting(watcher, sender, incidents), name="tokenpace alerts")
             stack.push_async_callback(_cancel, alerts)
         app = await board(store, store_url, cfg, sampler.status, stack)
         server = _Server(server_config(app))

@@ -158,3 +158,29 @@ def last_published(store: Store, provider: str, plan: str, model: str, workload:
         (provider, model, workload, plan),
     )
     return datetime.fromtimestamp(rows[0][0], UTC) if rows else None  # the one column of the one row
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A published sample with its id and where it was measured from: what the incident rules walk."""
+
+    id: str  # the samples' own id
+    provider: str
+    plan: str
+    model: str
+    region: str  # '' the storing process itself
+    point: SamplePoint
+
+
+def placed_series(store: Store, *, since: datetime, provider: str | None = None) -> list[Placed]:
+    """Every published sample since a time (of one provider, or every one), with its id and region, oldest first."""
+    sql = f"SELECT id, provider, plan, model, region, {_POINT} FROM samples WHERE started_at >= ? AND published = 1"  # noqa: S608
+    params: list[Any] = [epoch(since)]
+    if provider is not None:
+        sql, params = sql + " AND provider = ?", [*params, provider]
+    found = []
+    for row in store.query(sql + " ORDER BY started_at, id", params):
+        point = _point(dict(zip(_FIELDS, row[5:], strict=True)))
+        if point is not None:
+            found.append(Placed(str(row[0]), row[1], row[2], row[3], row[4], point))
+    return found

@@ -41,7 +41,7 @@ from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
 from tokenpace.schedule import cadence
 from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
-from tokenpace.web import agents, detail, leaderboard, methodology, ops, paths, prom, promptcache, render
+from tokenpace.web import agents, detail, incidents, leaderboard, methodology, ops, paths, prom, promptcache, render
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
@@ -115,7 +115,7 @@ def _error(request: Request, exc: Exception) -> Response:
     path = request.url.path
     if paths.format_of(path) == "json" or path == "/health":
         return JSONResponse({"error": message}, code)
-    if path.endswith(".csv") or path == "/metrics":
+    if path.endswith((".csv", ".atom")) or path == "/metrics":
         return PlainTextResponse(message + "\n", code)
     site: Site = request.app.state.site
     return render.html(site.env, Page("error.html", {"status_code": code, "message": message}, {}), site.now(), code)
@@ -231,6 +231,13 @@ def _model(site: Site, request: Request) -> Page:
     return detail.model_page(site, _no_nul("the model's path", found[0]), _params(request))
 
 
+def _status(site: Site, request: Request) -> Page:
+    found = paths.parse_status(_raw_tail(request, "/status/"))
+    if found is None:
+        raise HTTPException(404, "a status page is /status/PROVIDER")
+    return incidents.status_page(site, _no_nul("the provider's path", found[0]), _params(request))
+
+
 def _leaderboard_csv(site: Site, request: Request) -> Response:
     text = leaderboard.csv_text(site, _params(request))
     return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": "inline"})
@@ -292,6 +299,9 @@ def create_app(
         Route("/agents{format:format}", _fresh(lambda s, r: agents.agents_page(s, _params(r)))),
         Route("/methodology{format:format}", _page(lambda s, r: methodology.methodology_page(s, _params(r)))),
         Route("/prompt-cache{format:format}", _page(lambda s, r: promptcache.prompt_cache_page(s, _params(r)))),
+        Route("/incidents{format:format}", _page(lambda s, r: incidents.incidents_page(s, _params(r)))),
+        Route("/incidents.atom", _cached(lambda s, r: incidents.atom(s))),
+        Route("/status/{rest:path}", _page(_status)),
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),
         Route("/metrics", _cached(_metrics)),
@@ -319,10 +329,13 @@ def create_app(
             store, min_age_s=page_refresh_s, stale_s=2 * page_refresh_s
         ),  # apart from memo: pages come and go, the rows they share stay
         pool=ViewPool(),
+        incidents=Memo(store, min_age_s=incidents.INCIDENTS_REFRESH_S),
         secrets=tuple(ops.secrets(config)),
         renderer=None if render_store is None else Renderer(create_app, render_store, config, status and status()),
     )
     site = app.state.site
-    collector = prom.LeaderboardCollector(store, now, status, rules.long_workloads, site.memo, site.changes)
+    collector = prom.LeaderboardCollector(
+        store, now, status, rules.long_workloads, site.memo, site.changes, lambda: incidents.site_incidents(site)[0]
+    )
     app.state.registry = prom.registry(collector)
     return app

@@ -14,6 +14,7 @@ from tokenpace.board import cost, numbers, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
 from tokenpace.board.copying import copy_table
+from tokenpace.board.outages import rule_dicts
 from tokenpace.board.platforms import platform_dict, platforms
 from tokenpace.board.rows import FAILING_BELOW, WRONG_BELOW
 from tokenpace.clients.ratelimits import MAX_HEADERS, MAX_RETRY_AFTER_S, MAX_VALUE
@@ -253,6 +254,7 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "not_measured": list(NOT_MEASURED),
         "network": NETWORK,
         "rate_limits": RATE_LIMITS,
+        "incident_rules": rule_dicts(cfg.incidents),  # the rules' own docstrings, thresholds filled in
         "truth": [{"id": key, "title": title, "text": text} for key, title, text in (*TRUTH, _rounds(cfg))],
         "copying": copying | copies.data() | {"window_label": window.label},
         "prices": prices,

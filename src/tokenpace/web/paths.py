@@ -53,6 +53,10 @@ def model_path(model: str, fmt: Format = "html") -> str:
     return with_format(f"/model/{encode_part(model, keep='/')}", fmt)
 
 
+def status_path(provider: str, fmt: Format = "html") -> str:
+    return with_format(f"/status/{encode_part(provider)}", fmt)
+
+
 def _names(raw_tail: str, parts: int) -> tuple[list[str], Format]:
     """The names in what follows a page's prefix in the raw path, split before decoding (so an old link's
     ``%2F`` inside a provider stays in it), and the format its end asks for."""
@@ -74,3 +78,9 @@ def parse_model(raw_tail: str) -> tuple[str, Format] | None:
     """The model and format from what follows ``/model/``; None when there is no name."""
     (model,), fmt = _names(raw_tail, 1)
     return (model, fmt) if model else None
+
+
+def parse_status(raw_tail: str) -> tuple[str, Format] | None:
+    """The provider and format from what follows ``/status/``; None when there is no name, or more than one part."""
+    (provider,), fmt = _names(raw_tail, 1)
+    return (provider, fmt) if provider and "/" not in raw_tail else None

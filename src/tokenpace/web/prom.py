@@ -5,7 +5,8 @@ the same windowed query as the page (the default window: published samples, clie
 figures and counted as their own outcome) and reports what it finds. Times are in seconds, as
 Prometheus's conventions ask. Each app has its own registry, so two apps in one process never collide.
 ``tokenpace_change_detected`` is 1 per endpoint, workload and metric with a current change (board/changes.py),
-for the alerting rules in docs/prometheus-alerts.yml.
+for the alerting rules in docs/prometheus-alerts.yml. ``tokenpace_incident_open`` is 1 per incident open now
+(board/incidents.py), by endpoint, region (``local``: this server), rule and severity.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from datetime import datetime
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from tokenpace.board import regions
 from tokenpace.board.changes import Kept
+from tokenpace.board.incidents import Incident
 from tokenpace.board.numbers import printable
 from tokenpace.config.settings import SPEND_NAMES
 from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS
@@ -56,8 +59,10 @@ class LeaderboardCollector(Collector):
         long_workloads: Collection[str] = (),
         memo: Memo | None = None,
         changes: Kept | None = None,
+        incidents: Callable[[], list[Incident]] | None = None,
     ) -> None:
         self._store, self._now, self._status, self._long = store, now, status, long_workloads
+        self._incidents = incidents
         self._memo = memo or Memo(store)
         self._changes_kept = changes or Kept(store)
 
@@ -88,6 +93,8 @@ class LeaderboardCollector(Collector):
                 age.add_metric(_labels(row), (now - row.last_at).total_seconds())
         yield from (speed, ttft, e2e, success, samples, age)
         yield self._changes(rows)
+        if self._incidents is not None:
+            yield self._open(self._incidents())
         yield from self._budgets()
 
     def _changes(self, rows: list[EndpointRow]) -> Metric:
@@ -104,6 +111,19 @@ class LeaderboardCollector(Collector):
                  c.metric, c.direction], 1.0,
             )  # fmt: skip
         return changed
+
+    @staticmethod
+    def _open(found: list[Incident]) -> Metric:
+        opened = GaugeMetricFamily(
+            "tokenpace_incident_open",
+            "1 while an incident is open: seen by tokenpace from the region (local: this server), by rule and severity",
+            labels=["provider", "plan", "model", "region", "rule", "severity", "workload"],
+        )
+        for c in found:
+            if c.closed_at is None:
+                names = (c.provider, c.plan, c.model, regions.token(c.region), c.rule, c.severity, c.workload or "")
+                opened.add_metric([printable(n) for n in names], 1.0)
+        return opened
 
     def _budgets(self) -> Iterator[Metric]:
         if self._status is None:

@@ -39,6 +39,7 @@ class Site:
     changes: Kept  # each row's recent changes, until its last sample moves
     pages: Memo  # rendered responses, per path and parameters
     pool: ViewPool
+    incidents: Memo  # the incidents derived from the samples: at most once a minute (web/incidents.py)
     secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
     renderer: Renderer | None = None  # the process rendering pages, when they are not rendered on pool threads
 
