@@ -29,7 +29,7 @@ from tokenpace.store.series import SamplePoint
 MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grows as their square (200: 0.25 s)
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
 # What a box's whiskers are, as its chart's title says: P5-P95 where enough samples bound them (sufficiency.py).
-TAILS_TITLE = f"P5-P95 (from n={sufficiency.samples_needed(0.95)})"
+TAILS_TITLE = f"P5-P95 where n ≥ {sufficiency.samples_needed(0.95)} (fewer: withheld)"
 MARKERS = "changes"  # the series of change markers, as the legend names it
 LABEL_CHARS = 28  # endpoint names on an axis are cut to this, the whole name stays in the mark's title
 # Colours a series may take: Okabe and Ito's "Color Universal Design" palette (2008), chosen so that people with
