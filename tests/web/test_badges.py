@@ -32,6 +32,7 @@ FAST = Endpoint("fast", "llama", "http://fast.invalid/v1")
 FEW = Endpoint("few", "llama", "http://few.invalid/v1")
 IDLE = Endpoint("idle", "llama", "http://idle.invalid/v1")  # configured, never measured
 HOSTILE = Endpoint("evil", f'{EVIL}&"x"', "http://evil.invalid/v1")
+LONG = Endpoint("long", "m" * 4000, "http://long.invalid/v1")  # configured, never measured: a long name
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         fail(store, GROQ, NOW - timedelta(days=10, minutes=1), ErrorKind.CANCELLED)
         fail(store, GROQ, NOW - timedelta(days=40), ErrorKind.HTTP_ERROR)  # past 30 days: not counted
         store.flush()
-        config = Config(endpoints=(GROQ, FAST, FEW, IDLE, HOSTILE), source="badges.toml")
+        config = Config(endpoints=(GROQ, FAST, FEW, IDLE, HOSTILE, LONG), source="badges.toml")
         with TestClient(create_app(store, config, now=lambda: NOW)) as c:
             yield c
 
@@ -163,3 +164,11 @@ def test_the_endpoint_page_shows_its_badges_with_escaped_snippets(client: TestCl
     markdown = f"[![output speed]({url})]({endpoint_path('evil', 'default', model)})"
     assert f'<code class="embed">{markdown}</code>' in page.text
     assert "&lt;img src=&#34;" + url in page.text and "&amp;lt;script&amp;gt;" in page.text  # the HTML snippet, shown
+
+
+def test_a_long_name_never_makes_a_badge_long(client: TestClient) -> None:
+    for metric in ("speed", "uptime"):
+        response = client.get(badge_path("long", "default", LONG.model, metric))
+        assert response.status_code == 200 and len(response.content) < 1500, len(response.content)
+        title = parsed(response.content).findtext(f"{SVG}title", "")
+        assert title.startswith("long/" + "m" * 115) and "…" in title

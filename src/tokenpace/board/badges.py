@@ -99,14 +99,12 @@ def _badge_region(source: PageSource) -> str | None:
 def _rows(
     source: PageSource, window: Window, model: str, provider: str | None = None, plan: str | None = None
 ) -> list[EndpointRow]:
-    """Rows of the default region, memoised: a flood of badge readers reads the store once per sample."""
-    now, region = source.now(), _badge_region(source)
-    return source.memo.get(
-        ("badge-rows", window.name, model, provider, plan),
-        lambda: endpoint_rows(
-            source.store, window, now, source.long_workloads, model=model, provider=provider, plan=plan, region=region
-        ),
-    )
+    """Rows of the default region. Not kept in the rows' memo, whose 256 entries the board shares: a badge per
+    endpoint would push the board's own rows out. The rendered badge is kept instead (web/memo.py's pages)."""
+    return endpoint_rows(
+        source.store, window, source.now(), source.long_workloads, model=model, provider=provider, plan=plan,
+        region=_badge_region(source),
+    )  # fmt: skip
 
 
 def endpoint_badge(source: PageSource, provider: str, plan: str, model: str, metric: str) -> Badge | None:

@@ -1,7 +1,8 @@
 """The endpoint page and the model page, rendered from their models (board/endpoint_page.py, model_page.py).
 
 Each page's one model is both the template's context and, through its ``data()``, the JSON twin, so the two never
-disagree. The charts, menus and links are drawn here; every figure comes from the model.
+disagree. The charts, menus and links are drawn here; every figure comes from the model. The endpoint page's twin
+adds one key, ``badges``: its badges' URLs, which are the web's to spell (web/badges.py).
 """
 
 from __future__ import annotations
