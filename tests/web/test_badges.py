@@ -24,7 +24,7 @@ from tokenpace.store.windows import endpoint_rows
 from tokenpace.web import create_app
 from tokenpace.web.badges import CACHE_CONTROL, HEIGHT, PAD_PX, text_width
 from tokenpace.web.gzipped import Answer
-from tokenpace.web.paths import badge_path, endpoint_path, model_badge_path
+from tokenpace.web.paths import badge_path, endpoint_path, model_badge_path, parse_badge
 
 SVG = "{http://www.w3.org/2000/svg}"
 GROQ = Endpoint("groq", "llama", "http://groq.invalid/v1", plan="free")
@@ -172,3 +172,15 @@ def test_a_long_name_never_makes_a_badge_long(client: TestClient) -> None:
         assert response.status_code == 200 and len(response.content) < 1500, len(response.content)
         title = parsed(response.content).findtext(f"{SVG}title", "")
         assert title.startswith("long/" + "m" * 115) and "…" in title
+
+
+@pytest.mark.parametrize(
+    ("provider", "plan", "model"),
+    [("groq", "free", "llama"), ("a/b", "p.json", "org/model.svg"), ("x", "y", "speed.svg"), ("é", "~", "m/s/x.json")],
+)
+def test_a_badge_path_reads_back_as_the_names_it_was_built_from(provider: str, plan: str, model: str) -> None:
+    for metric in ("speed", "uptime"):
+        path = badge_path(provider, plan, model, metric)
+        assert parse_badge(path.removeprefix("/badge/")) == ("endpoint", (provider, plan, model), metric)
+        path = model_badge_path(model, metric)
+        assert parse_badge(path.removeprefix("/badge/")) == ("model", (model,), metric)

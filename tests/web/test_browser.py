@@ -377,8 +377,9 @@ def test_badges_render_at_their_stated_size_with_snippets_to_copy(served: str) -
                     page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=img.element_handle())
                     src = img.get_attribute("src")
                     assert src == f"/badge/endpoint/quick/default/sim/{metric}.svg", src
-                    with urllib.request.urlopen(f"{served}{src}", timeout=5) as r:
+                    with urllib.request.urlopen(f"{served}{src}", timeout=5) as r:  # as serve's worker rendered it
                         svg = r.read().decode()
+                        assert r.headers["Cache-Control"] == "public, max-age=300" and r.headers["ETag"], metric
                     stated = re.search(r'<svg [^>]*width="(\d+)" height="(\d+)"', svg)
                     assert stated is not None, svg[:200]
                     natural = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
