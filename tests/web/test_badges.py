@@ -30,6 +30,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 GROQ = Endpoint("groq", "llama", "http://groq.invalid/v1", plan="free")
 FAST = Endpoint("fast", "llama", "http://fast.invalid/v1")
 FEW = Endpoint("few", "llama", "http://few.invalid/v1")
+RARE = Endpoint("rare", "qwen", "http://rare.invalid/v1")  # the one endpoint of its model, two samples
 IDLE = Endpoint("idle", "llama", "http://idle.invalid/v1")  # configured, never measured
 HOSTILE = Endpoint("evil", f'{EVIL}&"x"', "http://evil.invalid/v1")
 LONG = Endpoint("long", "m" * 4000, "http://long.invalid/v1")  # configured, never measured: a long name
@@ -45,12 +46,13 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
             put(store, HOSTILE, at)
         for i in range(2):
             put(store, FEW, NOW - timedelta(hours=2, minutes=i))
+            put(store, RARE, NOW - timedelta(hours=2, minutes=i))
         # Ten days ago: outside the 72 h board, inside the 30-day uptime; the cancellation is tokenpace's own.
         fail(store, GROQ, NOW - timedelta(days=10), ErrorKind.HTTP_ERROR)
         fail(store, GROQ, NOW - timedelta(days=10, minutes=1), ErrorKind.CANCELLED)
         fail(store, GROQ, NOW - timedelta(days=40), ErrorKind.HTTP_ERROR)  # past 30 days: not counted
         store.flush()
-        config = Config(endpoints=(GROQ, FAST, FEW, IDLE, HOSTILE, LONG), source="badges.toml")
+        config = Config(endpoints=(GROQ, FAST, FEW, RARE, IDLE, HOSTILE, LONG), source="badges.toml")
         with TestClient(create_app(store, config, now=lambda: NOW)) as c:
             yield c
 
@@ -149,8 +151,11 @@ def test_a_hostile_name_is_escaped_and_a_model_badge_names_its_best_endpoint(cli
     assert parsed(response.content).findtext(f"{SVG}title", "").startswith(f'evil/{EVIL}&"x": output speed ')
     model = parsed(client.get(model_badge_path("llama", "speed")).content)
     assert model.findtext(f"{SVG}title", "").startswith("llama on fast/llama: output speed ")
-    slowest = parsed(client.get(model_badge_path("llama", "ttft")).content)
-    assert slowest.findtext(f"{SVG}title", "").startswith("llama on fast/llama: TTFT ")
+    quickest = parsed(client.get(model_badge_path("llama", "ttft")).content)
+    assert quickest.findtext(f"{SVG}title", "").startswith("llama on fast/llama: TTFT ")
+    rare = parsed(client.get(model_badge_path("qwen", "speed")).content)
+    assert texts(rare)[1] == "too few samples" and [r.get("fill") for r in rare.iter(f"{SVG}rect")][2] == badges.GREY
+    assert rare.findtext(f"{SVG}title") == "qwen: no endpoint has enough samples and succeeds"
 
 
 def test_the_endpoint_page_shows_its_badges_with_escaped_snippets(client: TestClient) -> None:
