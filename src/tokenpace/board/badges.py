@@ -37,6 +37,7 @@ BADGE_FIGURES: dict[str, tuple[str, str, str, numbers.Kind]] = {
     "speed": ("output speed", "output_speed", "tok/s", "num"),
     "ttft": ("TTFT", "ttft_ms", "ms", "ms"),
 }
+UPTIME_LABEL = f"uptime {UPTIME_DAYS}d"
 ENDPOINT_BADGES = ("speed", "ttft", "uptime")
 MODEL_BADGES = ("speed", "ttft")
 NAME_CUT = 120  # characters of a name in a badge's title: a hostile name never makes a badge kilobytes long
@@ -89,7 +90,12 @@ def uptime_badge(ok: int, samples: int, cancelled: int, whose: str) -> Badge:
     judged = samples - cancelled
     counts = f"{ok:,} of {judged:,} judged samples ok" if judged else "no judged sample"
     title = f"{whose}: success share over the last {UPTIME_DAYS} days, every workload: {counts}"
-    return Badge(f"uptime {UPTIME_DAYS}d", text, uptime_colour(share), title)
+    return Badge(UPTIME_LABEL, text, uptime_colour(share), title)
+
+
+def badge_label(metric: str) -> str:
+    """The label (left half) of one of ENDPOINT_BADGES."""
+    return BADGE_FIGURES[metric][0] if metric in BADGE_FIGURES else UPTIME_LABEL
 
 
 def _badge_region(source: PageSource) -> str | None:

@@ -115,7 +115,7 @@ def snippets(provider: str, plan: str, model: str) -> list[dict[str, str]]:
     out = []
     for metric in badges.ENDPOINT_BADGES:
         url = paths.badge_path(provider, plan, model, metric)
-        label = badges.BADGE_FIGURES[metric][0] if metric in badges.BADGE_FIGURES else f"uptime {badges.UPTIME_DAYS}d"
+        label = badges.badge_label(metric)
         alt = markupsafe.escape(f"{endpoint_name(provider, plan, model)} {label}")
         out.append({
             "metric": metric, "url": url, "markdown": f"[![{label}]({url})]({page})",
