@@ -14,6 +14,7 @@ TESTED_THROUGH = {
     "clients/http1.py": "clients/test_hostile_wire.py",
     "clients/pool.py": "clients/test_tls.py",
     "clients/wire.py": "clients/test_hostile_wire.py",
+    "board/badges.py": "web/test_badges.py",
     "board/coverage.py": "board/test_first_minutes.py",
     "board/query.py": "board/test_ranking.py",
     "board/rules.py": "board/test_first_minutes.py",

@@ -8,7 +8,7 @@ from tests.board.conftest import IDLE, as_json
 from tests.store.test_windows import CEREBRAS, GROQ
 from tokenpace.board.endpoint_page import read_endpoint_page
 from tokenpace.config.windows import WINDOWS
-from tokenpace.web.paths import endpoint_path
+from tokenpace.web.paths import badge_path, endpoint_path
 from tokenpace.web.site import Site
 
 
@@ -20,6 +20,9 @@ def test_the_model_holds_the_pages_values_and_is_its_json_twin(site: tuple[Site,
     assert m.canary == (1.0, 7, 7)  # the cold starts had no canary asked
     assert sum(h.samples for h in m.uptime) == 9 and m.heat_workload == "1k" and m.bursts == {}
     served = client.get(endpoint_path(GROQ.provider, GROQ.plan, GROQ.model, "json")).json()
+    # the badges' URLs are the web's to spell (web/paths.py), added beside the model's data
+    badges = {k: badge_path(GROQ.provider, GROQ.plan, GROQ.model, k) for k in ("speed", "ttft", "uptime")}
+    assert served.pop("badges") == badges
     assert as_json(m.data()) == served
 
 

@@ -359,6 +359,43 @@ def test_a_phone_sees_speed_and_ttft_without_scrolling(served: str) -> None:
             browser.close()
 
 
+def test_badges_render_at_their_stated_size_with_snippets_to_copy(served: str) -> None:
+    """Issue 33 part 4: each badge on an endpoint's page is drawn at the width and height its SVG states, at
+    1400 px and on a phone, and its snippets name this server's address once the page's script ran."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            for width, phone in ((1400, False), (390, True)):
+                page = browser.new_page(viewport={"width": width, "height": 900}, is_mobile=phone, has_touch=phone)
+                page.goto(f"{served}/endpoint/quick/default/sim")
+                for metric in ("speed", "ttft", "uptime"):
+                    img = page.locator(f"#badge-{metric} img")
+                    img.scroll_into_view_if_needed()
+                    page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=img.element_handle())
+                    src = img.get_attribute("src")
+                    assert src == f"/badge/endpoint/quick/default/sim/{metric}.svg", src
+                    with urllib.request.urlopen(f"{served}{src}", timeout=5) as r:  # as serve's worker rendered it
+                        svg = r.read().decode()
+                        assert r.headers["Cache-Control"] == "public, max-age=300" and r.headers["ETag"], metric
+                    stated = re.search(r'<svg [^>]*width="(\d+)" height="(\d+)"', svg)
+                    assert stated is not None, svg[:200]
+                    natural = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+                    assert natural == [int(stated.group(1)), int(stated.group(2))] and natural[1] == 20, metric
+                    box = img.bounding_box()
+                    assert box is not None and (round(box["width"]), round(box["height"])) == tuple(natural), box
+                    code = page.locator(f"#badge-{metric} code.embed").first.inner_text()
+                    assert code.startswith("[![") and f"({served}{src})" in code, code
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+                page.locator("#badges").scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"badges-{width}.png"), full_page=True)
+                page.close()
+        finally:
+            browser.close()
+
+
 def test_a_client_bound_mark_and_a_recent_failures_message(troubled: str) -> None:
     """Issue 9 items 3 and 7, as a reader sees them: the board counts client-bound samples apart, and an
     endpoint's recent samples say why each failure failed."""

@@ -41,7 +41,19 @@ from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
 from tokenpace.schedule import cadence
 from tokenpace.schedule.status import Status
 from tokenpace.store.database import Store
-from tokenpace.web import agents, detail, incidents, leaderboard, methodology, ops, paths, prom, promptcache, render
+from tokenpace.web import (
+    agents,
+    badges,
+    detail,
+    incidents,
+    leaderboard,
+    methodology,
+    ops,
+    paths,
+    prom,
+    promptcache,
+    render,
+)
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
 from tokenpace.web.memo import PAGE_REFRESH_S, Memo
@@ -115,7 +127,7 @@ def _error(request: Request, exc: Exception) -> Response:
     path = request.url.path
     if paths.format_of(path) == "json" or path == "/health":
         return JSONResponse({"error": message}, code)
-    if path.endswith((".csv", ".atom")) or path == "/metrics":
+    if path.endswith((".csv", ".atom")) or path.startswith("/badge/") or path == "/metrics":
         return PlainTextResponse(message + "\n", code)
     site: Site = request.app.state.site
     return render.html(site.env, Page("error.html", {"status_code": code, "message": message}, {}), site.now(), code)
@@ -238,6 +250,10 @@ def _status(site: Site, request: Request) -> Page:
     return incidents.status_page(site, _no_nul("the provider's path", found[0]), _params(request))
 
 
+def _badge(site: Site, request: Request) -> Response:
+    return badges.badge_response(site, _raw_tail(request, "/badge/"))
+
+
 def _leaderboard_csv(site: Site, request: Request) -> Response:
     text = leaderboard.csv_text(site, _params(request))
     return Response(text, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": "inline"})
@@ -302,6 +318,7 @@ def create_app(
         Route("/incidents{format:format}", _page(lambda s, r: incidents.incidents_page(s, _params(r)))),
         Route("/incidents.atom", _cached(lambda s, r: incidents.atom(s))),
         Route("/status/{rest:path}", _page(_status)),
+        Route("/badge/{rest:path}", badges.conditional(_cached(_badge))),
         Route("/samples.csv", _samples_csv),
         Route("/health", _health),
         Route("/metrics", _cached(_metrics)),

@@ -1,7 +1,8 @@
 """The endpoint page and the model page, rendered from their models (board/endpoint_page.py, model_page.py).
 
 Each page's one model is both the template's context and, through its ``data()``, the JSON twin, so the two never
-disagree. The charts, menus and links are drawn here; every figure comes from the model.
+disagree. The charts, menus and links are drawn here; every figure comes from the model. The endpoint page's twin
+adds one key, ``badges``: its badges' URLs, which are the web's to spell (web/badges.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tokenpace.board.pageparts import PageRegion
 from tokenpace.config.endpoints import endpoint_name
 from tokenpace.config.windows import Window
 from tokenpace.measure.catalogue import metric
-from tokenpace.web import charts
+from tokenpace.web import badges, charts
 from tokenpace.web.paths import endpoint_path, model_path
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site, client_bound_param, window_menu, window_param
@@ -88,8 +89,10 @@ def endpoint_page(site: Site, provider: str, plan: str, model: str, params: Mapp
     picked = (("window", window.name), ("workload", m.workload), ("region", m.place.region))
     query = urlencode({k: v for k, v in picked if v})
     json_url = endpoint_path(provider, plan, model, "json") + (f"?{query}" if query else "")
-    data = m.data()
-    return Page("endpoint.html", endpoint_context(m, data, site.endpoint_names, params), data, json_url=json_url)
+    embeds = badges.snippets(provider, plan, model)
+    data = {**m.data(), "badges": {e["metric"]: e["url"] for e in embeds}}
+    context = endpoint_context(m, data, site.endpoint_names, params) | {"badges": embeds}
+    return Page("endpoint.html", context, data, json_url=json_url)
 
 
 def model_context(m: ModelPage, configured: Sequence[str], params: Mapping[str, str] = {}) -> dict[str, object]:

@@ -35,6 +35,11 @@ def accepts_gzip(request: Request) -> bool:
     return False
 
 
+def _gzip_tag(tag: bytes) -> bytes:
+    """The gzip twin's ETag: a strong tag names one representation's bytes, and the twin's are others."""
+    return tag[:-1] + b'-gzip"' if tag.endswith(b'"') else tag
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A response as rendered, and gzipped where that is worth it: what the page memo keeps."""
@@ -52,6 +57,7 @@ class Answer:
         response.raw_headers = [*response.raw_headers, _VARY]  # a cache must not hand this one to a gzip reader
         packed = gzip.compress(body, LEVEL, mtime=0)
         twin = Response(packed, response.status_code)
+        headers = [(k, _gzip_tag(v) if k == b"etag" else v) for k, v in headers]
         twin.raw_headers = [*headers, (b"content-encoding", b"gzip"), (b"content-length", b"%d" % len(packed)), _VARY]
         return cls(response, twin)
 

@@ -22,6 +22,7 @@ from urllib.parse import unquote
 Format = Literal["html", "json"]
 SUFFIX = ".json"  # the one format a page's path may end in
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+BADGE_SUFFIX = ".svg"  # a badge's file; a name's "." is tilde-encoded, so a path's last ".svg" is always this
 _ESCAPED = re.compile(r"(?:~[0-9A-Fa-f]{2})+")
 
 
@@ -57,6 +58,15 @@ def status_path(provider: str, fmt: Format = "html") -> str:
     return with_format(f"/status/{encode_part(provider)}", fmt)
 
 
+def badge_path(provider: str, plan: str, model: str, metric: str) -> str:
+    """An endpoint's badge: its page's path under ``/badge``, then the metric's file (``/speed.svg``)."""
+    return f"/badge{endpoint_path(provider, plan, model)}/{metric}{BADGE_SUFFIX}"
+
+
+def model_badge_path(model: str, metric: str) -> str:
+    return f"/badge{model_path(model)}/{metric}{BADGE_SUFFIX}"
+
+
 def _names(raw_tail: str, parts: int) -> tuple[list[str], Format]:
     """The names in what follows a page's prefix in the raw path, split before decoding (so an old link's
     ``%2F`` inside a provider stays in it), and the format its end asks for."""
@@ -84,3 +94,18 @@ def parse_status(raw_tail: str) -> tuple[str, Format] | None:
     """The provider and format from what follows ``/status/``; None when there is no name, or more than one part."""
     (provider,), fmt = _names(raw_tail, 1)
     return (provider, fmt) if provider and "/" not in raw_tail else None
+
+
+def parse_badge(raw_tail: str) -> tuple[str, tuple[str, ...], str] | None:
+    """("endpoint", (provider, plan, model), metric) or ("model", (model,), metric) from what follows
+    ``/badge/``; None for any other shape (a page's ``.json`` twin included: a badge has none)."""
+    page, _, file = raw_tail.rpartition("/")
+    metric = unquote(file).removesuffix(BADGE_SUFFIX)
+    if not unquote(file).endswith(BADGE_SUFFIX) or not metric:
+        return None
+    kind, _, rest = page.partition("/")
+    if kind == "endpoint" and (found := parse_endpoint(rest)) is not None and found[3] == "html":
+        return kind, found[:3], metric
+    if kind == "model" and (named := parse_model(rest)) is not None and named[1] == "html":
+        return kind, named[:1], metric
+    return None
