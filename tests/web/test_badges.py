@@ -85,7 +85,7 @@ def test_uptime_leaves_out_cancellations_and_says_over_what() -> None:
     assert (empty.value, empty.colour, empty.title) == (
         "no data",
         badges.GREY,
-        "x/y: output speed no data, 72 h median",
+        "x/y: Output speed no data, 72 h median",
     )
 
 
@@ -97,12 +97,12 @@ def test_a_speed_badge_states_its_size_figure_window_and_cache_headers(client: T
     assert response.headers["cache-control"] == CACHE_CONTROL == "public, max-age=300"
     svg = parsed(response.content)
     value = f"{numbers.figure_text(row.output_speed.p50)} tok/s"
-    assert texts(svg) == ["output speed", value]
-    width = text_width("output speed") + text_width(value) + 4 * PAD_PX
+    assert texts(svg) == ["Output speed", value]
+    width = text_width("Output speed") + text_width(value) + 4 * PAD_PX
     assert (svg.get("width"), svg.get("height")) == (str(width), str(HEIGHT))
     assert [r.get("fill") for r in svg.iter(f"{SVG}rect")][2] == badges.BLUE
     assert (
-        svg.findtext(f"{SVG}title") == f"groq:free/llama: output speed {value}, 72 h median on workload 1k, 10 samples"
+        svg.findtext(f"{SVG}title") == f"groq:free/llama: Output speed {value}, 72 h median on workload 1k, 10 samples"
     )
     ttft = parsed(client.get(badge_path("groq", "free", "llama", "ttft")).content)
     assert texts(ttft) == ["TTFT", f"{numbers.figure_text(row.ttft_ms.p50, 'ms')} ms"]
@@ -148,9 +148,9 @@ def test_grey_for_too_few_or_none_and_404_for_what_is_not_there(client: TestClie
 def test_a_hostile_name_is_escaped_and_a_model_badge_names_its_best_endpoint(client: TestClient) -> None:
     response = client.get(badge_path("evil", "default", f'{EVIL}&"x"', "speed"))
     assert response.status_code == 200 and EVIL.encode() not in response.content
-    assert parsed(response.content).findtext(f"{SVG}title", "").startswith(f'evil/{EVIL}&"x": output speed ')
+    assert parsed(response.content).findtext(f"{SVG}title", "").startswith(f'evil/{EVIL}&"x": Output speed ')
     model = parsed(client.get(model_badge_path("llama", "speed")).content)
-    assert model.findtext(f"{SVG}title", "").startswith("llama on fast/llama: output speed ")
+    assert model.findtext(f"{SVG}title", "").startswith("llama on fast/llama: Output speed ")
     quickest = parsed(client.get(model_badge_path("llama", "ttft")).content)
     assert quickest.findtext(f"{SVG}title", "").startswith("llama on fast/llama: TTFT ")
     rare = parsed(client.get(model_badge_path("qwen", "speed")).content)
@@ -166,7 +166,7 @@ def test_the_endpoint_page_shows_its_badges_with_escaped_snippets(client: TestCl
     assert page.status_code == 200 and EVIL not in page.text
     url = badge_path("evil", "default", model, "speed")
     assert f'<img src="{url}"' in page.text
-    markdown = f"[![output speed]({url})]({endpoint_path('evil', 'default', model)})"
+    markdown = f"[![Output speed]({url})]({endpoint_path('evil', 'default', model)})"
     assert f'<code class="embed">{markdown}</code>' in page.text
     assert "&lt;img src=&#34;" + url in page.text and "&amp;lt;script&amp;gt;" in page.text  # the HTML snippet, shown
 

@@ -25,6 +25,7 @@ from tokenpace.board.ranking import Entry
 from tokenpace.board.rows import FAILING_BELOW
 from tokenpace.config.endpoints import endpoint_name
 from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS, Window
+from tokenpace.measure import catalogue
 from tokenpace.measure.stats import success_rate
 from tokenpace.store.windows import EndpointRow, endpoint_rows, present_models
 
@@ -32,11 +33,8 @@ GREY, BLUE, RED = "#9f9f9f", "#007ec6", "#e05d44"
 GREEN, YELLOW_GREEN, ORANGE = "#44cc11", "#a4a61d", "#fe7d37"
 UPTIME_DAYS = 30
 UPTIME_WINDOW = Window(f"{UPTIME_DAYS}d", UPTIME_DAYS * 86_400, "median", f"{UPTIME_DAYS} d")
-# metric -> (the badge's label, the row's figure, its unit, how numbers.figure_text writes it)
-BADGE_FIGURES: dict[str, tuple[str, str, str, numbers.Kind]] = {
-    "speed": ("output speed", "output_speed", "tok/s", "num"),
-    "ttft": ("TTFT", "ttft_ms", "ms", "ms"),
-}
+# metric -> (the row's figure, whose label and unit the catalogue gives, and how numbers.figure_text writes it)
+BADGE_FIGURES: dict[str, tuple[str, numbers.Kind]] = {"speed": ("output_speed", "num"), "ttft": ("ttft_ms", "ms")}
 UPTIME_LABEL = f"uptime {UPTIME_DAYS}d"
 ENDPOINT_BADGES = ("speed", "ttft", "uptime")
 MODEL_BADGES = ("speed", "ttft")
@@ -70,7 +68,8 @@ def uptime_colour(share: float | None) -> str:
 
 def figure_badge(metric: str, row: EndpointRow | None, entry: Entry | None, window: Window, whose: str) -> Badge:
     """A speed or TTFT badge from a row as the board shows it (``entry``: its place on the board, if listed)."""
-    label, column, unit, kind = BADGE_FIGURES[metric]
+    column, kind = BADGE_FIGURES[metric]
+    label, unit = catalogue.metric(column).label, catalogue.metric(column).unit
     value = None if row is None else row.figure(column).headline(window.statistic)
     n = 0 if row is None else row.figure(column).n
     too_few, stale, failing = (entry.too_few, entry.stale, entry.failing) if entry is not None else (False,) * 3
@@ -95,7 +94,7 @@ def uptime_badge(ok: int, samples: int, cancelled: int, whose: str) -> Badge:
 
 def badge_label(metric: str) -> str:
     """The label (left half) of one of ENDPOINT_BADGES."""
-    return BADGE_FIGURES[metric][0] if metric in BADGE_FIGURES else UPTIME_LABEL
+    return catalogue.metric(BADGE_FIGURES[metric][0]).label if metric in BADGE_FIGURES else UPTIME_LABEL
 
 
 def _badge_region(source: PageSource) -> str | None:
@@ -150,7 +149,7 @@ def model_badge(source: PageSource, asked: str, metric: str) -> Badge | None:
     usual = source.default_workload
     workload = usual if usual in workloads or not workloads else workloads[0]
     top = headline([r for r in rows if r.workload == workload], window.statistic, source.min_samples)
-    column = BADGE_FIGURES[metric][1]
+    column = BADGE_FIGURES[metric][0]
     figured = [(v, r.name, r) for r in top.ranked if (v := r.figure(column).headline(window.statistic)) is not None]
     best = [r for _, _, r in sorted(figured, key=lambda x: (x[0], x[1]))]  # ties by name: the same one each time
     row = (best[-1] if metric == "speed" else best[0]) if best else None
