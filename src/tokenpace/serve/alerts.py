@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
@@ -148,7 +148,28 @@ class Sender:
         return False
 
 
-class Watcher:
+class Looking:
+    """A watcher's loop: ``check`` every ``_every`` seconds until cancelled; a failed check is logged (as looking for
+    ``what``), counted in ``failures`` and tried again."""
+
+    what = "changes"
+    _every: float
+    failures: int
+
+    async def check(self) -> object:
+        raise NotImplementedError
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.check()
+            except Exception as exc:  # a store outage must not end alerting, nor serve
+                self.failures += 1
+                log.warning("looking for %s failed: %s", self.what, " ".join(str(exc).split()) or type(exc).__name__)
+            await asyncio.sleep(self._every)
+
+
+class Watcher(Looking):
     """Looks for changes every ``every_s`` seconds once the store has new samples; queues each new one once."""
 
     def __init__(
@@ -189,21 +210,7 @@ class Watcher:
             self._send(c)
         return fresh
 
-    async def run(self) -> None:
-        """Check every ``every_s`` seconds until cancelled; a failed check is logged, counted and tried again."""
-        while True:
-            try:
-                await self.check()
-            except Exception as exc:  # a store outage must not end alerting, nor serve
-                self.failures += 1
-                log.warning("looking for changes failed: %s", " ".join(str(exc).split()) or type(exc).__name__)
-            await asyncio.sleep(self._every)
 
-
-class Watching(Protocol):
-    async def run(self) -> None: ...
-
-
-async def alerting(watcher: Watcher, sender: Sender, *more: Watching) -> None:
+async def alerting(watcher: Watcher, sender: Sender, *more: Looking) -> None:
     """The watcher and the sender (and more watchers sending through it: serve/incidents.py), until cancelled."""
     await asyncio.gather(watcher.run(), sender.run(), *(w.run() for w in more))

@@ -26,7 +26,7 @@ from typing import Any
 from tokenpace.board.incidents import Incident
 from tokenpace.board.outages import incident_dict, read_incidents
 from tokenpace.config.endpoints import Config
-from tokenpace.serve.alerts import CHECK_EVERY_S, MAX_FIELD
+from tokenpace.serve.alerts import CHECK_EVERY_S, MAX_FIELD, Looking
 from tokenpace.store.database import Store
 from tokenpace.web.paths import status_path
 
@@ -49,8 +49,10 @@ def incident_body(event: str, c: Incident, config: Config) -> bytes:
     return json.dumps({"text": text, "event": f"incident_{event}", **fields, "board_url": url}).encode()
 
 
-class IncidentWatcher:
+class IncidentWatcher(Looking):
     """Derives incidents every ``every_s`` seconds once the store has new samples; queues each open and close once."""
+
+    what = "incidents"
 
     def __init__(
         self,
@@ -99,13 +101,3 @@ class IncidentWatcher:
             log.info("%s", json.loads(message)["text"])
             self._send(message)
         return events
-
-    async def run(self) -> None:
-        """Check every ``every_s`` seconds until cancelled; a failed check is logged, counted and tried again."""
-        while True:
-            try:
-                await self.check()
-            except Exception as exc:  # a store outage must not end alerting, nor serve
-                self.failures += 1
-                log.warning("looking for incidents failed: %s", " ".join(str(exc).split()) or type(exc).__name__)
-            await asyncio.sleep(self._every)
