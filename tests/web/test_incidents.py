@@ -59,9 +59,9 @@ def test_an_outage_in_the_store_opens_and_closes_at_its_named_samples(any_store:
     write(store, GROQ, OUTAGE)
     store.flush()
     ids = [s.id for s in placed_series(store, since=T0)]
-    found, placed = outages.read_incidents(store, Thresholds(), NOW)
-    assert len(placed) == len(OUTAGE)
-    (c,) = found
+    derived = outages.read_incidents(store, Thresholds(), NOW)
+    assert derived.days == {("groq", "free", "llama", ""): {T0.date(): len(OUTAGE)}}
+    (c,) = derived.found
     assert (c.rule, c.severity, c.region, c.endpoint) == ("outage", "critical", "", "groq:free/llama")
     assert c.opened_by == tuple(ids[10:15]) and c.closed_by == ids[20]
     assert (c.opened_at, c.closed_at) == (T0 + 14 * STEP, T0 + 20 * STEP)

@@ -24,7 +24,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tokenpace.board.incidents import Incident
-from tokenpace.board.outages import incident_dict, read_incidents
+from tokenpace.board.outages import incident_dict
+from tokenpace.board.tracking import IncidentLog
 from tokenpace.config.endpoints import Config
 from tokenpace.serve.alerts import CHECK_EVERY_S, MAX_FIELD, Looking
 from tokenpace.store.database import Store
@@ -68,6 +69,7 @@ class IncidentWatcher(Looking):
         self._announced: dict[IncidentPlace, Incident] = {}  # open, "opened" sent
         self._closed: dict[str, datetime] = {}  # closing samples sent, until they are older than a read
         self._writes = -1
+        self._log = IncidentLog(store, config.incidents, READ_DAYS)  # walks on over each look's new samples
         self.failures = 0
 
     def new(self, found: Sequence[Incident], now: datetime) -> list[tuple[str, Incident]]:
@@ -94,7 +96,7 @@ class IncidentWatcher(Looking):
             return []
         self._writes = self._store.writes
         now = self._now()
-        found, _ = await asyncio.to_thread(read_incidents, self._store, self._config.incidents, now, READ_DAYS)
+        found = (await asyncio.to_thread(self._log.refresh, now)).found
         events = self.new(found, now)
         for event, c in events:
             message = incident_body(event, c, self._config)
