@@ -107,29 +107,29 @@ def test_a_month_walked_on_every_two_hours_finds_what_a_derivation_from_scratch_
         assert log.read < 8 * total
 
 
-def test_a_sample_stored_days_late_derives_its_endpoint_again_and_no_other(tmp_path: Path) -> None:
+def test_a_sample_stored_days_late_derives_its_endpoint_again_and_no_other(any_store: Store) -> None:
     rng = random.Random(8)
-    with open_store(str(tmp_path / "late.db")) as store:
-        for step in range(10 * DAY):
-            write_step(store, step, rng)
-        store.flush()
-        now = T0 + 10 * DAY * STEP
-        log = IncidentLog(store, RULE, outages.SPAN_DAYS)
-        before = log.refresh(now)
-        assert [c.rule for c in before.found if c.region == "eu-west"] == []
-        # An agent's writes held two days while its database was away: five failures, a minute apart; the third
-        # makes 3 of the 4 samples in the 15 minutes up to it failures, and the outage rule opens there.
-        late = 8 * DAY + 50
-        for k in range(8):
-            put(store, late, "1k", "eu-west", k >= 5, 120.0, True, minute=3 + k)
-        store.flush()
-        after = log.refresh(now + timedelta(minutes=1))
-        assert after.found == from_scratch(store, now + timedelta(minutes=1))[0]
-        (outage,) = [c for c in after.found if c.region == "eu-west" and c.rule == "outage"]
-        assert (outage.rule, outage.opened_at) == ("outage", T0 + late * STEP + timedelta(minutes=5))
-        assert log.rederived == 1  # eu-west's samples only: here walked on
-        for k in range(3):  # then one-shot samples, unpublished, as late: counted, derived again by nobody
-            put(store, late + 1, "1k", "", False, 100.0, True, minute=k, published=False)
-        store.flush()
-        assert log.refresh(now + timedelta(minutes=2)).found == after.found
-        assert log.rederived == 1
+    store = any_store  # SQLite and PostgreSQL
+    for step in range(10 * DAY):
+        write_step(store, step, rng)
+    store.flush()
+    now = T0 + 10 * DAY * STEP
+    log = IncidentLog(store, RULE, outages.SPAN_DAYS)
+    before = log.refresh(now)
+    assert [c.rule for c in before.found if c.region == "eu-west"] == []
+    # An agent's writes held two days while its database was away: five failures, a minute apart; the third
+    # makes 3 of the 4 samples in the 15 minutes up to it failures, and the outage rule opens there.
+    late = 8 * DAY + 50
+    for k in range(8):
+        put(store, late, "1k", "eu-west", k >= 5, 120.0, True, minute=3 + k)
+    store.flush()
+    after = log.refresh(now + timedelta(minutes=1))
+    assert after.found == from_scratch(store, now + timedelta(minutes=1))[0]
+    (outage,) = [c for c in after.found if c.region == "eu-west" and c.rule == "outage"]
+    assert (outage.rule, outage.opened_at) == ("outage", T0 + late * STEP + timedelta(minutes=5))
+    assert log.rederived == 1  # eu-west's samples only: here walked on
+    for k in range(3):  # then one-shot samples, unpublished, as late: counted, derived again by nobody
+        put(store, late + 1, "1k", "", False, 100.0, True, minute=k, published=False)
+    store.flush()
+    assert log.refresh(now + timedelta(minutes=2)).found == after.found
+    assert log.rederived == 1
