@@ -99,8 +99,8 @@ def main() -> None:
             for name, days in (("pages and /metrics (90 days)", 90), ("alert watcher (1 day)", 1)):
                 began = time.process_time()
                 placed = placed_series(store, since=read_start(now, days, t))
-                first = now - timedelta(days=days)
-                found = [c for c in derive(placed, t) if (c.closed_at or now) >= first]
+                span = now - timedelta(days=days)
+                found = [c for c in derive(placed, t) if (c.closed_at or now) >= span]
                 cpu = time.process_time() - began
                 print(f"before, {name}: every minute {cpu:.2f} s CPU ({len(placed):,} samples, {len(found)} incidents)")
             log = IncidentLog(store, t, 90)
