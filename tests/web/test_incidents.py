@@ -22,6 +22,7 @@ from tokenpace.measure.sample import Origin, make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import placed_series
 from tokenpace.web import create_app
+from tokenpace.web.paths import endpoint_path
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
 STEP = timedelta(minutes=10)
@@ -129,3 +130,12 @@ def test_a_flapping_endpoint_floods_no_page_or_feed(tmp_path: Path) -> None:
             feed = ET.fromstring(c.get("/incidents.atom").content)  # noqa: S314 (the feed we served)
     assert doc["count"] > outages.MAX_FEED and doc["listed"] == doc["count"] <= outages.MAX_LISTED
     assert len(feed.findall(f"{ATOM}entry")) == outages.MAX_FEED
+
+
+def test_the_board_and_an_endpoint_page_link_each_provider_s_status_page(client: TestClient) -> None:
+    board = client.get("/").text
+    assert 'id="status-pages">Incidents per provider, as tokenpace saw them: <a href="/status/groq">groq</a>' in board
+    page = client.get(endpoint_path("groq", "free", "llama")).text
+    assert '<a id="status-link" href="/status/groq"' in page
+    incidents = client.get("/incidents").text  # its twins in the nav: JSON, and the Atom feed (no CSV: see docs)
+    assert '<a href="/incidents.json">JSON</a>' in incidents and '<a href="/incidents.atom">Atom</a>' in incidents
