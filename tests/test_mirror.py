@@ -15,6 +15,7 @@ TESTED_THROUGH = {
     "clients/pool.py": "clients/test_tls.py",
     "clients/wire.py": "clients/test_hostile_wire.py",
     "board/badges.py": "web/test_badges.py",
+    "store/alerted.py": "serve/test_incidents.py",
     "board/coverage.py": "board/test_first_minutes.py",
     "board/query.py": "board/test_ranking.py",
     "board/rules.py": "board/test_first_minutes.py",

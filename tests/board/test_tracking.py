@@ -22,7 +22,7 @@ from tokenpace.config.incidents import Thresholds
 from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import Origin, make_sample
 from tokenpace.store.database import Store, open_store
-from tokenpace.store.series import Place, placed_series
+from tokenpace.store.series import EndpointRegion, placed_series
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 STEP = timedelta(minutes=10)
@@ -61,12 +61,12 @@ def write_step(store: Store, step: int, rng: random.Random) -> None:
 
 def from_scratch(
     store: Store, now: datetime, days: int = outages.SPAN_DAYS
-) -> tuple[list[Incident], dict[Place, Counter[date]]]:
+) -> tuple[list[Incident], dict[EndpointRegion, Counter[date]]]:
     """What a derivation from every sample finds at ``now``: board/incidents.py's pure walk over the same read."""
     placed = placed_series(store, since=read_start(now, days, RULE))
     first = now - timedelta(days=days)
     found = [c for c in derive(placed, RULE) if (c.closed_at or now) >= first and c.opened_at <= now]
-    counted: dict[Place, Counter[date]] = {}
+    counted: dict[EndpointRegion, Counter[date]] = {}
     for s in placed:
         counted.setdefault((s.provider, s.plan, s.model, s.region), Counter())[s.point.started_at.date()] += 1
     return found, counted

@@ -35,13 +35,13 @@ from datetime import UTC, date, datetime, timedelta
 from tokenpace.board.incidents import RULES, Incident, Opened, Picks, Track, in_order, incident, reach, walk
 from tokenpace.config.incidents import Thresholds
 from tokenpace.store.database import Store
-from tokenpace.store.series import Place, Placed, placed_series, published_between, stored_between
+from tokenpace.store.series import EndpointRegion, Placed, placed_series, published_between, stored_between
 
 RESUME_MARGIN_S = 3600.0  # samples started this recently are walked again at each refresh: they may still arrive
 WEEK = timedelta(days=7)
 TRIM_AT = 4096  # samples a track holds beyond what its rules read before it drops them
 SLACK = timedelta(milliseconds=1)  # a stored start read back as a datetime moves by under 1 us
-Days = dict[Place, Counter[date]]  # published samples a UTC day, per endpoint and region
+Days = dict[EndpointRegion, Counter[date]]  # published samples a UTC day, per endpoint and region
 
 
 def read_start(now: datetime, days: int, t: Thresholds) -> datetime:
@@ -128,7 +128,7 @@ class IncidentLog:
         self._lock = threading.Lock()
         self._start: datetime | None = None  # where the read starts
         self._horizon = datetime.min.replace(tzinfo=UTC)  # samples started before it are walked for good
-        self._places: dict[Place, _Place] = {}
+        self._places: dict[EndpointRegion, _Place] = {}
         self._stored = 0  # samples (published or not) from the start to the horizon, when it was set
         self.read = 0  # samples read so far: what the refreshes cost
         self.rederived = 0  # places derived again for a sample stored late
@@ -152,7 +152,7 @@ class IncidentLog:
                 if s.point.started_at >= self._horizon
             ]
             self.read += len(since)
-            grouped: dict[Place, list[Placed]] = {place: [] for place in self._places}
+            grouped: dict[EndpointRegion, list[Placed]] = {place: [] for place in self._places}
             for s in since:
                 grouped.setdefault((s.provider, s.plan, s.model, s.region), []).append(s)
             found: list[Incident] = []

@@ -16,7 +16,7 @@ from tokenpace.store.database import Store, epoch, utc
 IncidentPlace = tuple[str, str, str, str, str, str | None]  # provider, plan, model, region, rule, workload
 
 
-def _key(place: IncidentPlace) -> str:
+def _place_text(place: IncidentPlace) -> str:
     return json.dumps(place)
 
 
@@ -36,10 +36,10 @@ def remember(store: Store, place: IncidentPlace, opened_by: str, opened_at: date
     store.execute(
         "INSERT INTO incident_alerts (place, opened_by, opened_at) VALUES (?, ?, ?)"
         " ON CONFLICT (place) DO UPDATE SET opened_by = excluded.opened_by, opened_at = excluded.opened_at",
-        (_key(place), opened_by, epoch(opened_at)),
+        (_place_text(place), opened_by, epoch(opened_at)),
     )
 
 
 def forget(store: Store, place: IncidentPlace) -> None:
     """The incident at ``place`` announced closed, or gone by unseen."""
-    store.execute("DELETE FROM incident_alerts WHERE place = ?", (_key(place),))
+    store.execute("DELETE FROM incident_alerts WHERE place = ?", (_place_text(place),))

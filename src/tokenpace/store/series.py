@@ -172,11 +172,11 @@ class Placed:
     point: SamplePoint
 
 
-Place = tuple[str, str, str, str]  # provider, plan, model, region: one endpoint seen from one region
+EndpointRegion = tuple[str, str, str, str]  # provider, plan, model, region: one endpoint seen from one region
 
 
 def placed_series(
-    store: Store, *, since: datetime, provider: str | None = None, place: Place | None = None
+    store: Store, *, since: datetime, provider: str | None = None, place: EndpointRegion | None = None
 ) -> list[Placed]:
     """Every published sample since a time (of one provider, or one endpoint from one region, or every one), with
     its id and region, oldest first."""
@@ -203,7 +203,7 @@ def stored_between(store: Store, since: datetime, until: datetime) -> int:
     return int(rows[0][0])
 
 
-def published_between(store: Store, since: datetime, until: datetime) -> dict[Place, int]:
+def published_between(store: Store, since: datetime, until: datetime) -> dict[EndpointRegion, int]:
     """How many published samples started from ``since`` to before ``until``, per endpoint and region."""
     rows = store.query(
         "SELECT provider, plan, model, region, COUNT(*) FROM samples WHERE started_at >= ? AND started_at < ?"
