@@ -1,8 +1,8 @@
 """What keeping the incidents up to date costs a minute: deriving every sample again, against the incident log.
 
-Builds a temporary SQLite file holding ``--samples`` synthetic samples spread evenly over 20 endpoints x 2
-workloads and the last 97 days (what /incidents reads: 90 days, the 7-day baseline and a day), a few percent
-failed and a few slow hours, then times:
+Builds a temporary SQLite file (and, with ``--pg URL``, a fresh PostgreSQL schema, dropped after) holding
+``--samples`` synthetic samples spread evenly over 20 endpoints x 2 workloads and the last 97 days (what
+/incidents reads: 90 days, the 7-day baseline and a day), a few percent failed and a few slow hours, then times:
 
 - before: one derivation from every sample (``derive`` over ``placed_series``), as pages and /metrics did each
   minute, and the alert watcher's 9-day one;
@@ -10,7 +10,7 @@ failed and a few slow hours, then times:
   minute, each after a minute's samples were stored (one per endpoint and workload each 10 minutes), and one
   refresh after a sample stored three days late (its endpoint and region derived again).
 
-    uv run python bench/incidents.py [--samples 300000] [--minutes 10]
+    uv run python bench/incidents.py [--samples 300000] [--minutes 10] [--pg postgresql://USER@HOST/DB]
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+import psycopg
 
 from tokenpace.board.incidents import derive
 from tokenpace.board.tracking import IncidentLog, read_start
@@ -71,65 +74,98 @@ def rows(count: int, now: float, rng: random.Random) -> Iterator[tuple[Any, ...]
             yield row(rng, endpoint, workload, at, ok, 200 <= phase < 201)
 
 
-def fill(path: Path, count: int, now: float) -> None:
+def fill(path: Path, count: int, now: float) -> Callable[[list[tuple[Any, ...]]], None]:
+    """A SQLite file of ``count`` samples, and a function that stores more (as another process would)."""
     open_store(str(path)).close()  # creates and migrates the schema
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("BEGIN")
-    conn.executemany(insert(), rows(count, now, random.Random(1)))
+    conn.executemany(insert("?"), rows(count, now, random.Random(1)))
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
-    conn.close()
+
+    def store_more(more: list[tuple[Any, ...]]) -> None:
+        conn.executemany(insert("?"), more)
+
+    return store_more
 
 
-def insert() -> str:
-    return f"INSERT INTO samples ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"  # noqa: S608
+def fill_pg(url: str, count: int, now: float) -> Callable[[list[tuple[Any, ...]]], None]:
+    """The same in a PostgreSQL schema, by COPY, vacuumed and analysed as autovacuum would have it."""
+    open_store(url).close()
+    with psycopg.connect(url) as conn, conn.cursor().copy(f"COPY samples ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+        for r in rows(count, now, random.Random(1)):
+            copy.write_row(r)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE samples")
+    writer = psycopg.connect(url, autocommit=True)
+    return lambda more: writer.cursor().executemany(insert("%s"), more)
+
+
+def insert(mark: str) -> str:
+    return f"INSERT INTO samples ({', '.join(COLUMNS)}) VALUES ({', '.join([mark] * len(COLUMNS))})"  # noqa: S608
+
+
+def measure(url: str, store_more: Callable[[list[tuple[Any, ...]]], None], now: datetime, minutes: int) -> None:
+    t = Thresholds()
+    with open_store(url) as store:
+        for name, days in (("pages and /metrics (90 days)", 90), ("alert watcher (1 day)", 1)):
+            began = time.process_time()
+            placed = placed_series(store, since=read_start(now, days, t))
+            span = now - timedelta(days=days)
+            found = [c for c in derive(placed, t) if (c.closed_at or now) >= span]
+            cpu = time.process_time() - began
+            print(f"before, {name}: every minute {cpu:.2f} s CPU ({len(placed):,} samples, {len(found)} incidents)")
+        log = IncidentLog(store, t, 90)
+        began = time.process_time()
+        first = log.refresh(now)
+        print(f"after: first refresh {time.process_time() - began:.2f} s CPU ({log.read:,} samples read, "
+              f"{len(first.found)} incidents)")  # fmt: skip
+        rng, costs, walls, read = random.Random(2), [], [], log.read
+        cadence = 600.0 / len(ENDPOINTS) / len(WORKLOADS)  # one per endpoint and workload each 10 minutes
+        new: list[tuple[Any, ...]] = []
+        for minute in range(1, minutes + 1):
+            at = now + timedelta(minutes=minute)
+            new = [row(rng, ENDPOINTS[j % 20], WORKLOADS[j % 2], at.timestamp() - 60 + j * cadence, True, False)
+                   for j in range(int(60 / cadence))]  # fmt: skip
+            store_more(new)
+            store.written_elsewhere()
+            began, wall = time.process_time(), time.perf_counter()
+            log.refresh(at)
+            costs.append(time.process_time() - began)
+            walls.append(time.perf_counter() - wall)
+        median, most, wall_ms = statistics.median(costs) * 1000, max(costs) * 1000, statistics.median(walls) * 1000
+        each = (log.read - read) / minutes
+        print(f"after: a refresh a minute, {len(new)} new samples each: median {median:.1f} ms CPU (max {most:.1f}), "
+              f"{wall_ms:.1f} ms wall, database included; {each:.0f} samples read each")  # fmt: skip
+        store_more([row(rng, ENDPOINTS[3], "1k", (now - timedelta(days=3)).timestamp(), False, False)])
+        began = time.process_time()
+        log.refresh(now + timedelta(minutes=minutes + 1))
+        print(f"after: a refresh after a sample stored 3 days late: {time.process_time() - began:.2f} s CPU "
+              f"({log.rederived} endpoint and region derived again)")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=300_000)
     parser.add_argument("--minutes", type=int, default=10, help="refreshes a minute apart to time")
+    parser.add_argument("--pg", help="also on PostgreSQL, in a fresh schema of this database (dropped after)")
     args = parser.parse_args()
-    t = Thresholds()
     now = datetime(2026, 12, 6, 12, tzinfo=UTC)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "incidents.db"
-        fill(path, args.samples, now.timestamp())
-        with open_store(str(path)) as store:
-            for name, days in (("pages and /metrics (90 days)", 90), ("alert watcher (1 day)", 1)):
-                began = time.process_time()
-                placed = placed_series(store, since=read_start(now, days, t))
-                span = now - timedelta(days=days)
-                found = [c for c in derive(placed, t) if (c.closed_at or now) >= span]
-                cpu = time.process_time() - began
-                print(f"before, {name}: every minute {cpu:.2f} s CPU ({len(placed):,} samples, {len(found)} incidents)")
-            log = IncidentLog(store, t, 90)
-            began = time.process_time()
-            first = log.refresh(now)
-            print(f"after: first refresh {time.process_time() - began:.2f} s CPU ({log.read:,} samples read, "
-                  f"{len(first.found)} incidents)")  # fmt: skip
-            conn = sqlite3.connect(path, isolation_level=None)
-            rng, costs, read = random.Random(2), [], log.read
-            cadence = 600.0 / len(ENDPOINTS) / len(WORKLOADS)  # one per endpoint and workload each 10 minutes
-            for minute in range(1, args.minutes + 1):
-                at = now + timedelta(minutes=minute)
-                new = [row(rng, ENDPOINTS[j % 20], WORKLOADS[j % 2], at.timestamp() - 60 + j * cadence, True, False)
-                       for j in range(int(60 / cadence))]  # fmt: skip
-                conn.executemany(insert(), new)
-                store.written_elsewhere()
-                began = time.process_time()
-                log.refresh(at)
-                costs.append(time.process_time() - began)
-            median, most = statistics.median(costs) * 1000, max(costs) * 1000
-            print(f"after: a refresh a minute, {len(new)} new samples each: median {median:.1f} ms CPU (max "
-                  f"{most:.1f}; {(log.read - read) / args.minutes:.0f} samples read each)")  # fmt: skip
-            late = row(rng, ENDPOINTS[3], "1k", (now - timedelta(days=3)).timestamp(), False, False)
-            conn.execute(insert(), late)
-            began = time.process_time()
-            log.refresh(now + timedelta(minutes=args.minutes + 1))
-            print(f"after: a refresh after a sample stored 3 days late: {time.process_time() - began:.2f} s CPU "
-                  f"({log.rederived} endpoint and region derived again)")  # fmt: skip
-            conn.close()
+        print(f"SQLite, {args.samples:,} samples:")
+        measure(str(path), fill(path, args.samples, now.timestamp()), now, args.minutes)
+    if args.pg:
+        schema = f"bench_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(args.pg, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        try:
+            url = f"{args.pg}?options={quote(f'-c search_path={schema}')}"
+            print(f"PostgreSQL, {args.samples:,} samples:")
+            measure(url, fill_pg(url, args.samples, now.timestamp()), now, args.minutes)
+        finally:
+            with psycopg.connect(args.pg, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 if __name__ == "__main__":
