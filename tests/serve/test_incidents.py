@@ -153,9 +153,10 @@ def test_a_restart_announces_no_incident_again_and_closes_the_one_announced_befo
             await serve([False] * 2)  # started again while it is open: nothing
             down([True] * 3)  # it closes while serve is down
             await serve([False] * 5)  # the close is sent at the start; a new outage opens
-            down([True] * 3 + [True] * 160)  # it closes, and more than a day passes
-            await serve()  # its close is too old to send: forgotten
-            await until(lambda: len(hook.bodies) == 3, 5, "three messages")
+            down([True] * 163 + [False] * 5)  # it closes, more than a day passes, and a third opens
+            await serve()  # the second's close is too old to send (forgotten); the third is announced
+            await serve()  # and not again
+            await until(lambda: len(hook.bodies) == 4, 5, "four messages")
         finally:
             delivering.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -167,9 +168,9 @@ def test_a_restart_announces_no_incident_again_and_closes_the_one_announced_befo
             return await scenario(hook), hook
 
     looks, hook = asyncio.run(heard())
-    assert looks == [[], [], ["opened"], [], [], ["closed"], ["opened"], []]
+    assert looks == [[], [], ["opened"], [], [], ["closed"], ["opened"], ["opened"], []]
     events = [(b["event"], b["opened_by"][-1]) for b in hook.bodies]
-    assert [e for e, _ in events] == ["incident_opened", "incident_closed", "incident_opened"]
-    assert events[0][1] == events[1][1] != events[2][1]  # the first outage closed, then the second opened
-    with open_store(path) as store:
-        assert alerted.announced(store) == {}  # the second, announced, closed unseen: forgotten
+    assert [e for e, _ in events] == ["incident_opened", "incident_closed", "incident_opened", "incident_opened"]
+    assert events[0][1] == events[1][1] != events[2][1] != events[3][1]  # each outage its own opening sample
+    with open_store(path) as store:  # the third, announced and open: the second's row gave way to it
+        assert [opened_by for opened_by, _ in alerted.announced(store).values()] == [events[3][1]]

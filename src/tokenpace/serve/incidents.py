@@ -73,7 +73,8 @@ class IncidentWatcher(Looking):
         self._store, self._config, self._send, self._every, self._now = store, config, send, every_s, now
         self._started = now()
         self._announced: dict[IncidentPlace, Incident] = {}  # open, "opened" sent
-        self._before: dict[IncidentPlace, tuple[str, datetime]] | None = None  # announced by earlier processes
+        self._before: dict[IncidentPlace, tuple[str, datetime]] = {}  # announced open by earlier processes
+        self._looked = False  # a look went through: what earlier processes announced was read and matched
         self._closed: dict[str, datetime] = {}  # closing samples sent, until they are older than a read
         self._writes = -1
         self._log = IncidentLog(store, config.incidents, READ_DAYS)  # walks on over each look's new samples
@@ -81,10 +82,10 @@ class IncidentWatcher(Looking):
 
     def _announced_before(self, place: IncidentPlace, c: Incident, now: datetime) -> bool:
         """Whether ``c`` is the incident an earlier process announced open at its place (module docstring)."""
-        before = (self._before or {}).get(place)
+        before = self._before.get(place)
         if before is None or not (c.opened_by[-1] == before[0] or c.opened_at < now - timedelta(days=READ_DAYS)):
             return False
-        del (self._before or {})[place]
+        del self._before[place]
         return True
 
     def new(self, found: Sequence[Incident], now: datetime) -> list[tuple[str, Incident]]:
@@ -107,15 +108,16 @@ class IncidentWatcher(Looking):
         return events
 
     def _keep(self, events: Sequence[tuple[str, Incident]], stale: Sequence[IncidentPlace]) -> None:
-        """What was announced open, in the database: each "opened" added, each "closed" and ``stale`` removed."""
+        """What was announced open, in the database: ``stale`` removed, then each "opened" added and each "closed"
+        removed (a stale place may hold a new incident announced now)."""
+        for place in stale:
+            alerted.forget(self._store, place)
         for event, c in events:
             place = (c.provider, c.plan, c.model, c.region, c.rule, c.workload)
             if event == "opened":
                 alerted.remember(self._store, place, c.opened_by[-1], c.opened_at)
             else:
                 alerted.forget(self._store, place)
-        for place in stale:
-            alerted.forget(self._store, place)
 
     async def check(self) -> list[tuple[str, Incident]]:
         """One look at the store; the events it queued."""
@@ -123,15 +125,15 @@ class IncidentWatcher(Looking):
             return []
         self._writes = self._store.writes
         now = self._now()
-        first = self._before is None
+        first = not self._looked
         if first:
             self._before = await asyncio.to_thread(alerted.announced, self._store)
         found = (await asyncio.to_thread(self._log.refresh, now)).found
         events = self.new(found, now)
-        stale = list(self._before or {}) if first else []
+        stale = list(self._before)  # announced open, and no incident at their place since: closed long ago
         for place in stale:
             log.info("the incident announced open at %s closed while serve was down, over a day ago: not sent", place)
-        self._before = {}
+        self._before, self._looked = {}, True
         for event, c in events:
             message = incident_body(event, c, self._config)
             log.info("%s", json.loads(message)["text"])
