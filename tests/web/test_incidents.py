@@ -117,6 +117,7 @@ def test_metrics_count_open_incidents_and_methodology_lists_the_rules(client: Te
     assert [r["name"] for r in rules] == ["outage", "success-drop", "wrong-answers", "slowdown"]
     page = client.get("/methodology").text
     assert 'id="incident-rules"' in page and "Opens at the judged sample that makes the last 5 all failures" in page
+    assert "is marked failing on the board (more than 1 request in 10) yet\nopens none" in page  # a level, no change
 
 
 def test_a_flapping_endpoint_floods_no_page_or_feed(tmp_path: Path) -> None:
