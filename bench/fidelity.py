@@ -27,8 +27,9 @@ HTTP/1.1 and SSE, so its CPU per event is a lower bound no real client meets. Bo
   until it returns, prompt building and connection set-up included for both, / the server's events for the
   requests that ended well (the goals' figure); beside it, both less what the reference's requests took to build
   (1k-token prompts cost ~1 ms each, ~10 µs an event of 100 tokens; tokenpace builds the same prompts with the
-  same code, so its share is about the same, though not measured apart); streams held: Σ (end - sent) / streams / each
-  stream's span (the wall less the start stagger both clients use: fidelity_figures.load); events/s achieved vs requested; the server's CPU over the level (% of its core, µs per event).
+  same code, so its share is about the same, though not measured apart); streams held: Σ (end - sent) / streams /
+  each stream's span (the wall less the start stagger both clients use: fidelity_figures.load); events/s achieved
+  vs requested; the server's CPU over the level (% of its core, µs per event).
 - the reference's "warm" figures: its requests after the first round (connections already used, not the first
   burst); tokenpace's warm figures are shown beside, for the reader (its chains >= the level's streams).
 

@@ -102,13 +102,13 @@ def load(
     rate: float,
     stagger_s: float = 0.0,
 ) -> dict[str, Any]:
-    """What the level achieved: streams held = Σ (end - sent) / (level × (wall - (level - 1) × stagger_s)), CPU per
+    """What the level achieved: streams held = Σ (end - sent) / (level * (wall - (level - 1) * stagger_s)), CPU per
     event = the client's
     process CPU over the level / the server's events for its ended requests (less building: less ``build_cpu_s``,
     what the reference's requests took to build, prompts included), and the server's own CPU.
 
-    Stream k of a closed loop starts k × stagger_s after the first and, its requests back to back, ends as much after
-    the first stream ends: each stream's span is the wall less (level - 1) × stagger_s. Held is measured over those
+    Stream k of a closed loop starts k * stagger_s after the first and, its requests back to back, ends as much after
+    the first stream ends: each stream's span is the wall less (level - 1) * stagger_s. Held is measured over those
     spans, so the stagger both clients start with is not counted as streams dropped (over the wall it cost ~4 % at
     512 streams in three rounds, the same for both)."""
     if not measured:
