@@ -4,21 +4,18 @@ keys only as variable references, bounded parameters answered 400 in one line, h
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import markupsafe
 import pytest
-from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from tests.store.test_windows import NOW, put
 from tests.webkit import EVIL, SECRET, SECRET_ENV
 from tokenpace.board.route_export import LITELLM_PREFIX, OPENROUTER_SLUGS
-from tokenpace.cli import main
 from tokenpace.config.endpoints import Config, Endpoint
 from tokenpace.config.prices import Price
 from tokenpace.store.database import open_store
@@ -154,31 +151,3 @@ def test_the_html_page_escapes_names_and_shows_ranks_and_exports(client: TestCli
     assert EVIL not in response.text and "evil&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
     assert "os.environ/" + SECRET_ENV in response.text and '"order"' in response.text
     assert 'href="/route.json?model=llama-3.1-8b-instant&amp;by=ttft' in response.text
-
-
-def test_route_command_prints_the_table_and_each_export(tmp_path: Path) -> None:
-    db, now = str(tmp_path / "cli.db"), datetime.now(UTC)
-    with open_store(db) as store:
-        for i in range(4):
-            put(store, GROQ, now - timedelta(minutes=2 + i), gap_ms=2)
-            put(store, HOSTILE, now - timedelta(minutes=2 + i), gap_ms=20)
-        store.flush()
-    toml = tmp_path / "route.toml"  # groq as served; the hostile endpoint is measured by no job any more
-    toml.write_text(f'[providers.groq]\nmodels = ["{MODEL}"]\napi_key_env = "{SECRET_ENV}"\n')
-    runner = CliRunner(env={SECRET_ENV: SECRET})
-    table = runner.invoke(main, ["route", MODEL, "--db", db, "--config", str(toml)])
-    assert table.exit_code == 0, table.output
-    lines = table.stdout.splitlines()
-    assert lines[0].split()[:2] == ["1", f"groq/{MODEL}"] and "30 min" in lines[0] and "n=4" in lines[0]
-    assert "out: not measured any more" in lines[1] and "\x1b" not in table.stdout
-
-    def exported(*extra: str) -> Any:
-        result = runner.invoke(main, ["route", MODEL, "--db", db, "--config", str(toml), *extra])
-        assert result.exit_code == 0 and SECRET not in result.stdout, result.output
-        return json.loads(result.stdout)
-
-    assert [e["rank"] for e in exported("--format", "json")["entries"]] == [1, None]
-    check_litellm(exported("--format", "litellm")["model_list"])
-    assert exported("--format", "openrouter", "--by", "ttft")["provider"]["order"] == ["groq"]
-    bad = runner.invoke(main, ["route", MODEL, "--db", db, "--max-price", "lots"])
-    assert bad.exit_code != 0 and "max_price 'lots': use a number" in bad.output and "Traceback" not in bad.output

@@ -47,7 +47,7 @@ OPENROUTER_SLUGS = {
 FORMATS = ("json", "litellm", "openrouter")
 
 
-def _endpoint(config: Config, p: Pick) -> Endpoint | None:
+def _configured(config: Config, p: Pick) -> Endpoint | None:
     r = p.row
     return next((e for e in config.endpoints if (e.provider, e.plan, e.model) == (r.provider, r.plan, r.model)), None)
 
@@ -77,7 +77,7 @@ def litellm(route: Route, config: Config) -> dict[str, Any]:
     """``{"model_list": [...], "left_out": [...]}``: the endpoints in, best first, as a LiteLLM Router model list."""
     models, left = [], []
     for p in route.chosen:
-        e = _endpoint(config, p)
+        e = _configured(config, p)
         if e is None:
             left.append(_left(p, "not in the running config: no address to export"))
             continue

@@ -26,7 +26,7 @@ from tokenpace.web.site import Site
 ROUTE_PARAMS = ("model", "by", "p", "workload", "region", "window", "max_price", "min_success", "min_samples")
 
 
-def _query(goal: Goal, window: str, fmt: str = "json") -> str:
+def _route_query(goal: Goal, window: str, fmt: str = "json") -> str:
     values = {"model": goal.model, "by": goal.by, "p": str(goal.p), "workload": goal.workload, "region": goal.region,
               "window": window, "max_price": "" if goal.max_price is None else f"{goal.max_price:g}",
               "min_success": f"{goal.min_success:g}", "min_samples": str(goal.min_samples)}  # fmt: skip
@@ -54,7 +54,7 @@ def route_page(site: Site, params: Mapping[str, str]) -> Page:
     context = {
         "route": route, "goal": goal, "window": window, "entries": route_dict(route)["entries"],
         "figure_of": lambda value: goal_text(goal, value), "exports": exports, "bys": list(BY),
-        "percentiles": PERCENTILES, "windows": list(WINDOWS), "query": _query(goal, window.name),
-        "export_urls": {f: "/route.json?" + _query(goal, window.name, f) for f in ("litellm", "openrouter")},
+        "percentiles": PERCENTILES, "windows": list(WINDOWS), "query": _route_query(goal, window.name),
+        "export_urls": {f: "/route.json?" + _route_query(goal, window.name, f) for f in ("litellm", "openrouter")},
     }  # fmt: skip
-    return Page("route.html", context, data, json_url="/route.json?" + _query(goal, window.name, fmt))
+    return Page("route.html", context, data, json_url="/route.json?" + _route_query(goal, window.name, fmt))
