@@ -116,6 +116,18 @@ def test_a_route_as_of_an_earlier_hour_reads_only_the_samples_before_it(filled: 
     assert max(r.last_at for r in rows if r.last_at) <= earlier
 
 
+def test_an_endpoint_failing_every_request_now_is_out_though_its_older_window_looks_fine(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "down.db")) as store:
+        for i in range(60):
+            put(store, FAST, NOW - timedelta(hours=2 + i), gap_ms=2)  # healthy for 60 h
+        for i in range(4):
+            fail(store, FAST, NOW - timedelta(minutes=5 * i + 1), ErrorKind.HTTP_ERROR)  # down since 20 min
+        store.flush()
+        (p,) = read_route(store, CONFIG, Goal("llama"), NOW).picks
+    assert p.window.name == "72h" and p.success == 60 / 64  # over 72 h: above the 90 % bound
+    assert p.reasons == (("min_success", "succeeds 0.0% < 90.0% in the last 30 min"),)
+
+
 def test_price_ranks_the_cheapest_first_and_max_price_and_unpriced_are_out(filled: Store) -> None:
     cheap = route_dict(read_route(filled, CONFIG, Goal("llama", by="price"), NOW, stale_after=stale_after))
     assert [(e["name"], e["rank"], e["figure"]) for e in cheap["entries"] if e["in"]] == [

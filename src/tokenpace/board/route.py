@@ -11,7 +11,8 @@ the last hour (windows an uncapped plan's cadence fills; OpenRouter routes by it
 board's window, and says which, with every window's n. Enough: the board's ``min_samples``, and at P90 the
 samples a P90 needs (sufficiency.samples_needed: 44 at 99 %). An endpoint is out when it has no figure, too few
 values, is stale (no sample for its job's stale limit, or no job measures it any more), succeeds less often than
-``min_success`` in that window (default: the board's failing bound), is unpriced where price matters, or costs
+``min_success`` in that window or a fresher one holding enough judged samples (default: the board's failing
+bound), is unpriced where price matters, or costs
 more than ``max_price``. The ones in are ranked as the board ranks (ranking.interval_ranks): an endpoint is behind
 only those whose 95 % interval lies wholly better, so overlapping ones tie.
 """
@@ -138,6 +139,21 @@ def _window_of(candidate: Candidate, goal: Goal) -> tuple[Window, EndpointRow, t
     return window, row, tuple(counts)
 
 
+def _failing_window(candidate: Candidate, goal: Goal, chosen: Window) -> tuple[Window, float] | None:
+    """The first window, freshest first up to the chosen one, whose success share is under min_success, over at
+    least ``goal.needed`` judged samples where fresher than the chosen (an endpoint failing every request for the
+    last half hour has no figure there, and must not route on its older window's); None where none is."""
+    for window, row in candidate.rows:
+        judged = 0 if row is None else row.samples - row.cancelled
+        rate = None if row is None else row.success_rate
+        enough = window.name == chosen.name or judged >= max(goal.needed, 1)
+        if rate is not None and enough and rate < goal.min_success:
+            return window, rate
+        if window.name == chosen.name:
+            return None
+    return None
+
+
 def _age(candidate: Candidate, now: datetime) -> float | None:
     last = [r.last_at for _, r in candidate.rows if r is not None and r.last_at is not None]
     return None if not last else max(0.0, epoch(now) - epoch(max(last)))
@@ -160,9 +176,10 @@ def pick_of(candidate: Candidate, goal: Goal, now: datetime) -> Pick:
         reasons.append(("unmeasured", "not measured any more: no running job samples it"))
     elif stale:
         reasons.append(("stale", f"stale: last sample {age:.0f} s ago, over its {limit:.0f} s limit"))
-    if row.success_rate is not None and row.success_rate < goal.min_success:
-        share = f"{row.success_rate:.1%} < {goal.min_success:.1%}"
-        reasons.append(("min_success", f"succeeds {share} in the {window.label}"))
+    failing = _failing_window(candidate, goal, window)
+    if failing is not None:
+        share = f"{failing[1]:.1%} < {goal.min_success:.1%}"
+        reasons.append(("min_success", f"succeeds {share} in the {failing[0].label}"))
     if goal.max_price is not None and goal.by != "price" and candidate.price is None:
         reasons.append(("unpriced", "no price to hold to max_price"))
     if goal.max_price is not None and candidate.price is not None and candidate.price > goal.max_price:
