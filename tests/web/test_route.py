@@ -151,3 +151,11 @@ def test_the_html_page_escapes_names_and_shows_ranks_and_exports(client: TestCli
     assert EVIL not in response.text and "evil&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
     assert "os.environ/" + SECRET_ENV in response.text and '"order"' in response.text
     assert 'href="/route.json?model=llama-3.1-8b-instant&amp;by=ttft' in response.text
+
+
+def test_the_model_page_links_to_its_route(client: TestClient) -> None:
+    page = client.get(f"/model/{MODEL}")
+    assert page.status_code == 200
+    assert 'href="/route?model=llama-3.1-8b&amp;workload=1k"' in page.text  # the canonical name (config.models)
+    routed = client.get("/route.json?model=llama-3.1-8b&workload=1k").json()
+    assert len(routed["entries"]) == 4 and {e["model"] for e in routed["entries"]} == {MODEL}
