@@ -39,9 +39,10 @@ PRICES = {
 CONFIG = Config(endpoints=(FAST, STEADY, FLAKY, GONE, FEW, OTHER), prices=PRICES)
 
 
-@pytest.fixture
-def filled(tmp_path: Path) -> Iterator[Store]:
-    with open_store(str(tmp_path / "route.db")) as store:
+@pytest.fixture(params=["sqlite", "postgres"])
+def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = str(tmp_path / "route.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    with open_store(url) as store:
         for i in range(12):  # every 5 min over the last hour: 6 in the last 30 min
             put(store, FAST, NOW - timedelta(minutes=5 * i + 1), ttft_ms=300, gap_ms=2)
         for i in range(8):  # every 4 h: none in the last hour
