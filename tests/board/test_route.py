@@ -104,6 +104,7 @@ def test_ttft_ranks_the_quickest_first_and_a_stale_one_out(filled: Store) -> Non
     got = by_name(route_dict(route))
     assert [p.row.name for p in route.chosen] == ["steadyco/llama"]
     assert [o["code"] for o in got["fastco/llama"]["out"]] == ["stale"] and got["fastco/llama"]["age_s"] > 600
+    assert got["fastco/llama"]["out"][0]["why"] == "stale: last sample 21 min ago, over its limit of 10 min"
 
 
 def test_a_route_as_of_an_earlier_hour_reads_only_the_samples_before_it(filled: Store) -> None:
