@@ -1,0 +1,93 @@
+"""The routing policies /routing scores (board/regret.py): each a pure function of the candidates and of what was
+measured before the hour it picks for.
+
+- cheapest first: the lowest blended price (board/cost.py), whatever its speed;
+- fastest over the last 24 h: the best median of the figure over the day before;
+- the feed at P50 and at P90: the best percentile of the figure over the last hour (the 24 h where no candidate
+  has a sample in the last hour), as the routing feed ranks them.
+
+Ties go to the endpoint first A to Z, so the same samples always give the same picks.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+
+from tokenpace.board.numbers import duration, interval, percentile_name
+from tokenpace.board.regret import LOOKBACK_S, Past, Pick, Policy
+from tokenpace.measure.catalogue import metric
+from tokenpace.measure.metrics import percentile_sorted
+from tokenpace.store.rollup import HOUR
+
+RECENT_S = HOUR  # the feed's window where its candidates have samples in it
+FEED_QUANTILES = (50, 90)
+
+
+def _best(figures: Mapping[str, float], higher: bool) -> str | None:
+    """The endpoint with the best figure (ties: A to Z); None for none."""
+    return min(figures, key=lambda e: (-figures[e] if higher else figures[e], e)) if figures else None
+
+
+def cheapest(prices: Mapping[str, float]) -> Pick:
+    """Cheapest first: the candidate with the lowest blended price; None when none has a price."""
+
+    def pick(candidates: Sequence[str], past: Past) -> str | None:
+        return _best({e: prices[e] for e in candidates if e in prices}, higher=False)
+
+    return pick
+
+
+def best_median(span_s: float) -> Pick:
+    """The candidate with the best median of the figure over the ``span_s`` before t; None when none has a
+    sample in it."""
+
+    def pick(candidates: Sequence[str], past: Past) -> str | None:
+        medians = {e: statistics.median(v) for e in candidates if (v := past.values(e, span_s))}
+        return _best(medians, metric(past.key).higher_better)
+
+    return pick
+
+
+def tail(q: float, higher_better: bool) -> float:
+    """The percentile that is the figure's P{q} as a bad tail: the q-th of a time, the (100 - q)-th of a speed
+    (the speed q % of requests reach)."""
+    return 100 - q if higher_better else q
+
+
+def recent_percentile(q: float) -> Pick:
+    """The feed as its ranking reads the samples: the best P{q} (:func:`tail`) of the figure over the last hour,
+    else over the last 24 h where no candidate has a sample in the last hour; None when none has one in either."""
+
+    def pick(candidates: Sequence[str], past: Past) -> str | None:
+        higher = metric(past.key).higher_better
+        for span in (RECENT_S, LOOKBACK_S):
+            found = {
+                e: percentile_sorted(sorted(v), tail(q, higher)) for e in candidates if (v := past.values(e, span))
+            }
+            figures = {e: f for e, f in found.items() if f is not None}
+            if figures:
+                return _best(figures, higher)
+        return None
+
+    return pick
+
+
+def policies(prices: Mapping[str, float]) -> Callable[[str], list[Policy]]:
+    """The policies scored on a figure (its catalogue key), in the order /routing lists them."""
+    day = duration(LOOKBACK_S)  # "24 h", as the issue names the policy
+
+    def of(key: str) -> list[Policy]:
+        noun = metric(key).noun
+        return [
+            Policy("cheapest first", "the candidate with the lowest blended price (3:1 input to output), whatever "
+                   "its speed", cheapest(prices)),
+            Policy(f"fastest over the last {day}", f"the candidate with the best median {noun} over the {day} before "
+                   "the hour", best_median(LOOKBACK_S)),
+            *(Policy(f"the feed at {percentile_name(q / 100)}", f"the candidate with the best {noun} at "
+                     f"{percentile_name(q / 100)} over the {interval(RECENT_S)} before the hour (the {day} where "
+                     f"none has a sample in that {interval(RECENT_S)})", recent_percentile(q))
+              for q in FEED_QUANTILES),
+        ]  # fmt: skip
+
+    return of
