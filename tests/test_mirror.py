@@ -33,6 +33,8 @@ TESTED_THROUGH = {
     "board/terminal.py": "cli/test_narrow.py",
     "board/warmcold.py": "web/test_promptcache.py",
     "board/outages.py": "web/test_incidents.py",
+    "board/policies.py": "board/test_regret.py",
+    "board/routing.py": "web/test_routing.py",
     "config/incidents.py": "board/test_incidents.py",
     "cli/benchlive.py": "cli/test_bench.py",
     "cli/benchoptions.py": "cli/test_bench.py",

@@ -10,7 +10,7 @@ import pytest
 
 from tokenpace.board import regret as r
 from tokenpace.board.policies import policies
-from tokenpace.board.regret import Hour, Past, Policy, Score, regret, score, summed, whole_hours
+from tokenpace.board.regret import HourRegret, Past, Policy, Score, regret, score, summed, whole_hours
 from tokenpace.store.series import Placed, SamplePoint
 
 T0 = datetime(2026, 11, 2, tzinfo=UTC)
@@ -32,7 +32,7 @@ def placed(provider: str, minutes: int, speed: float, region: str = "") -> Place
 
 
 SAMPLES = [placed(*s) for s in sorted(SPEEDS, key=lambda s: s[1])]
-HOURS = whole_hours(T0, T0 + timedelta(hours=3))
+HOURS_RULE = whole_hours(T0, T0 + timedelta(hours=3))
 
 
 def by_name(scores: list[Score]) -> dict[str, Score]:
@@ -78,14 +78,14 @@ def test_the_worked_example() -> None:
 
 
 def test_each_hour_of_the_worked_example() -> None:
-    (fastest,) = [p for p in policies(PRICES)("output_speed") if p.name.startswith("fastest")]
+    (fastest,) = [p for p in policies(PRICES) if p.name.startswith("fastest")]
     series = r.tracks(SAMPLES, "output_speed")
     past = Past("output_speed", T0, series, SAMPLES, [s.point.started_at.timestamp() for s in SAMPLES])
-    hours = r.score_hours(past, fastest, r.hindsight(series, "output_speed", HOURS))
+    hours = r.score_hours(past, fastest, r.hindsight(series, "output_speed", HOURS_RULE))
     assert hours == [
-        Hour(HOURS[0], "b:free/m", "b:free/m", 1.0),
-        Hour(HOURS[1], "b:free/m", "c:free/m", pytest.approx(2.4)),  # type: ignore[arg-type]
-        Hour(HOURS[2], "a:free/m", "b:free/m", 2.0),
+        HourRegret(HOURS_RULE[0], "b:free/m", "b:free/m", 1.0),
+        HourRegret(HOURS_RULE[1], "b:free/m", "c:free/m", pytest.approx(2.4)),  # type: ignore[arg-type]
+        HourRegret(HOURS_RULE[2], "a:free/m", "b:free/m", 2.0),
     ]
 
 
@@ -98,7 +98,7 @@ def test_regret_is_one_at_the_best_and_grows_the_worse_the_choice() -> None:
 def test_hours_without_a_pick_or_without_the_choice_are_counted_not_scored() -> None:
     nobody = Policy("never", "", lambda candidates, past: None)
     gone = Policy("gone", "", lambda candidates, past: "z:free/m")  # measured nowhere
-    scores = score(SAMPLES, lambda key: [nobody, gone], T0, T0 + timedelta(hours=3))
+    scores = score(SAMPLES, [nobody, gone], T0, T0 + timedelta(hours=3))
     assert [(s.policy, s.hours, s.mean, s.no_pick, s.unmeasured) for s in scores] == [
         ("never", 0, None, 3, 0),
         ("gone", 0, None, 0, 3),
@@ -114,7 +114,7 @@ def test_a_policy_sees_nothing_at_or_after_the_hour_it_picks_for() -> None:
         seen.append((past.t, past.values("b:free/m", 10**9), len(past.placed())))
         return None
 
-    score(SAMPLES, lambda key: [Policy("spy", "", spy)], T0, T0 + timedelta(hours=3))
+    score(SAMPLES, [Policy("spy", "", spy)], T0, T0 + timedelta(hours=3))
     assert seen[0] == (T0, [60, 180], 4)  # the day before T0, never hour 1's samples
     assert seen[2] == (T0 + timedelta(hours=2), [60, 180, 40, 250, 50], 13)  # at most 24 h back
 
@@ -123,6 +123,6 @@ def test_each_model_and_region_is_scored_apart_and_partial_hours_are_not() -> No
     there = [placed(p, m, v, region="eu-west") for p, m, v in SPEEDS]
     scores = score(SAMPLES + there, policies(PRICES), T0, T0 + timedelta(hours=3, minutes=59))
     assert {(s.region, s.hours) for s in scores if s.policy == "cheapest first"} == {("", 3), ("eu-west", 3)}
-    assert whole_hours(T0 + MIN, T0 + timedelta(hours=3)) == HOURS[1:]
-    summary = summed("p", "m", "", "ttft_ms", [Hour(T0, "a:free/m", "a:free/m", 1.0)])
+    assert whole_hours(T0 + MIN, T0 + timedelta(hours=3)) == HOURS_RULE[1:]
+    summary = summed("p", "m", "", "ttft_ms", [HourRegret(T0, "a:free/m", "a:free/m", 1.0)])
     assert (summary.mean, summary.lo, summary.hi, summary.best_share) == (1.0, None, None, 1.0)

@@ -88,8 +88,10 @@ def test_the_feed_beats_the_last_24_hours_when_the_fast_endpoint_changes_every_6
         feed, day = found[(key, "the feed at P50")], found[(key, "fastest over the last 24 h")]
         assert feed.hours == day.hours == SCORED_H and feed.no_pick == day.no_pick == 0
         assert feed.mean is not None and day.mean is not None and feed.mean < day.mean, key
-        assert feed.hi is not None and day.lo is not None and feed.hi < day.lo, key  # apart, intervals and all
         assert found[(key, "cheapest first")].no_pick == SCORED_H  # no price known: it never picks
+    feed, day = found[("output_speed", "the feed at P50")], found[("output_speed", "fastest over the last 24 h")]
+    assert feed.hi is not None and day.lo is not None and feed.hi < day.lo  # apart, intervals and all
+    # (Not so for TTFT: the fast one's few ms vary by half on a loaded machine, and every ratio with them.)
     # Speed, 10x apart: the feed is wrong exactly at the 8 swaps of 48 hours (its last hour was the other
     # endpoint's); the day's medians hold 12 fast hours of each, never change their order, and keep one endpoint:
     # right in half the hours.

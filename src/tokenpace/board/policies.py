@@ -12,10 +12,10 @@ Ties go to the endpoint first A to Z, so the same samples always give the same p
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from tokenpace.board.numbers import duration, interval, percentile_name
-from tokenpace.board.regret import LOOKBACK_S, Past, Pick, Policy
+from tokenpace.board.regret import POLICY_LOOKBACK_S, Past, Pick, Policy
 from tokenpace.measure.catalogue import metric
 from tokenpace.measure.metrics import percentile_sorted
 from tokenpace.store.rollup import HOUR
@@ -61,7 +61,7 @@ def recent_percentile(q: float) -> Pick:
 
     def pick(candidates: Sequence[str], past: Past) -> str | None:
         higher = metric(past.key).higher_better
-        for span in (RECENT_S, LOOKBACK_S):
+        for span in (RECENT_S, POLICY_LOOKBACK_S):
             found = {
                 e: percentile_sorted(sorted(v), tail(q, higher)) for e in candidates if (v := past.values(e, span))
             }
@@ -73,21 +73,23 @@ def recent_percentile(q: float) -> Pick:
     return pick
 
 
-def policies(prices: Mapping[str, float]) -> Callable[[str], list[Policy]]:
-    """The policies scored on a figure (its catalogue key), in the order /routing lists them."""
-    day = duration(LOOKBACK_S)  # "24 h", as the issue names the policy
+def feed(q: int) -> Policy:
+    """The feed at P{q}, as /routing names it and says how it picks."""
+    name, recent, day = percentile_name(q / 100), interval(RECENT_S), duration(POLICY_LOOKBACK_S)
+    text = (
+        f"the candidate with the best {name} of the figure over the {recent} before the hour (of a speed, the "
+        f"speed {q} % of requests reach), over the {day} where none has a sample in that {recent}"
+    )
+    return Policy(f"the feed at {name}", text, recent_percentile(q))
 
-    def of(key: str) -> list[Policy]:
-        noun = metric(key).noun
-        return [
-            Policy("cheapest first", "the candidate with the lowest blended price (3:1 input to output), whatever "
-                   "its speed", cheapest(prices)),
-            Policy(f"fastest over the last {day}", f"the candidate with the best median {noun} over the {day} before "
-                   "the hour", best_median(LOOKBACK_S)),
-            *(Policy(f"the feed at {percentile_name(q / 100)}", f"the candidate with the best {noun} at "
-                     f"{percentile_name(q / 100)} over the {interval(RECENT_S)} before the hour (the {day} where "
-                     f"none has a sample in that {interval(RECENT_S)})", recent_percentile(q))
-              for q in FEED_QUANTILES),
-        ]  # fmt: skip
 
-    return of
+def policies(prices: Mapping[str, float]) -> list[Policy]:
+    """The policies /routing scores, in the order it lists them (each reads the figure it is scored on)."""
+    day = duration(POLICY_LOOKBACK_S)  # "24 h", as the issue names the policy
+    return [
+        Policy("cheapest first", "the candidate with the lowest blended price (3:1 input to output), whatever its "
+               "speed", cheapest(prices)),
+        Policy(f"fastest over the last {day}", f"the candidate with the best median of the figure over the {day} "
+               "before the hour", best_median(POLICY_LOOKBACK_S)),
+        *(feed(q) for q in FEED_QUANTILES),
+    ]  # fmt: skip

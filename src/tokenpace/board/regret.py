@@ -28,12 +28,12 @@ from tokenpace.measure.stats import mean_interval
 from tokenpace.store.rollup import HOUR
 from tokenpace.store.series import Placed
 
-FIGURES = ("output_speed", "ttft_ms")  # the figures policies are scored on
-LOOKBACK_S = 24 * HOUR  # how far before an hour a policy may look: the longest window a policy reads
-SPAN_DAYS = 7  # the hours /routing scores: a week's, so a page costs 168 hours per model, region and figure
+SCORED = ("output_speed", "ttft_ms")  # the figures policies are scored on
+POLICY_LOOKBACK_S = 24 * HOUR  # how far before an hour a policy may look: the longest window a policy reads
+REGRET_DAYS = 7  # the hours /routing scores: a week's, so a page costs 168 hours per model, region and figure
 
 
-def value(s: Placed, key: str) -> float | None:
+def drawn_value(s: Placed, key: str) -> float | None:
     """A sample's figure as a chart draws it: None unless published and successful, or where it is client-bound
     or no positive number (a ratio needs one)."""
     if not s.point.charted():
@@ -63,7 +63,7 @@ class Series:
 
 @dataclass(frozen=True, slots=True)
 class Past:
-    """What a policy may read at ``t``: each candidate's values of the figure and its samples, in the LOOKBACK_S
+    """What a policy may read at ``t``: each candidate's values of the figure and its samples, in the POLICY_LOOKBACK_S
     before ``t``, never at or after it."""
 
     key: str  # the figure scored (catalogue key)
@@ -73,15 +73,15 @@ class Past:
     samples_at: Sequence[float]  # each one's start, epoch seconds
 
     def values(self, endpoint: str, span_s: float) -> list[float]:
-        """The endpoint's values in the ``span_s`` before t (at most LOOKBACK_S), in time order."""
+        """The endpoint's values in the ``span_s`` before t (at most POLICY_LOOKBACK_S), in time order."""
         s, t = self.series.get(endpoint, Series()), self.t.timestamp()
-        return s.between(t - min(span_s, LOOKBACK_S), t)
+        return s.between(t - min(span_s, POLICY_LOOKBACK_S), t)
 
     def placed(self) -> list[Placed]:
-        """The model's samples from the region in the LOOKBACK_S before t (every figure), oldest first."""
+        """The model's samples from the region in the POLICY_LOOKBACK_S before t (every figure), oldest first."""
         t, at = self.t.timestamp(), self.samples_at
         end = bisect_left(at, t)
-        return list(self.samples[bisect_left(at, t - LOOKBACK_S, 0, end) : end])
+        return list(self.samples[bisect_left(at, t - POLICY_LOOKBACK_S, 0, end) : end])
 
 
 Pick = Callable[[Sequence[str], Past], str | None]
@@ -97,7 +97,7 @@ class Policy:
 
 
 @dataclass(frozen=True, slots=True)
-class Hour:
+class HourRegret:
     """One hour of one policy: what it chose, the hindsight best, and the regret (None: not scored, see why)."""
 
     start: datetime
@@ -127,7 +127,7 @@ def tracks(samples: Iterable[Placed], key: str) -> dict[str, Series]:
     """Each endpoint's values of a figure, in time order (the samples in time order)."""
     found: dict[str, Series] = {}
     for s in samples:
-        v = value(s, key)
+        v = drawn_value(s, key)
         if v is not None:
             series = found.setdefault(endpoint_name(s.provider, s.plan, s.model), Series())
             series.at.append(s.point.started_at.timestamp())
@@ -163,7 +163,7 @@ def hindsight(series: Mapping[str, Series], key: str, hours: Sequence[datetime])
     return found
 
 
-def score_hours(past: Past, policy: Policy, seen: Sequence[Hindsight]) -> list[Hour]:
+def score_hours(past: Past, policy: Policy, seen: Sequence[Hindsight]) -> list[HourRegret]:
     """The policy's pick at each hour's start (from ``past`` as of then) against the hour's best median."""
     higher = metric(past.key).higher_better
     candidates = sorted(past.series)
@@ -171,11 +171,13 @@ def score_hours(past: Past, policy: Policy, seen: Sequence[Hindsight]) -> list[H
     for h in seen:
         chosen = policy.pick(candidates, dataclasses.replace(past, t=h.start))
         got = None if chosen is None else h.medians.get(chosen)
-        found.append(Hour(h.start, chosen, h.best, None if got is None else regret(got, h.medians[h.best], higher)))
+        found.append(
+            HourRegret(h.start, chosen, h.best, None if got is None else regret(got, h.medians[h.best], higher))
+        )
     return found
 
 
-def summed(policy: str, model: str, region: str, key: str, hours: Sequence[Hour]) -> Score:
+def summed(policy: str, model: str, region: str, key: str, hours: Sequence[HourRegret]) -> Score:
     """A policy's hours summed: mean regret over the hours that have one, with its 95 % interval
     (stats.mean_interval), the share of them where it chose the best, and the hours left out, counted."""
     scored = [h for h in hours if h.regret is not None]
@@ -190,11 +192,9 @@ def summed(policy: str, model: str, region: str, key: str, hours: Sequence[Hour]
     )
 
 
-def score(
-    samples: Iterable[Placed], policies: Callable[[str], Sequence[Policy]], start: datetime, end: datetime
-) -> list[Score]:
-    """Every policy's score on each model from each region and each of FIGURES, over the whole hours from
-    ``start`` to ``end``; the samples read from LOOKBACK_S before ``start``. Model, region, figure, then policy
+def score(samples: Iterable[Placed], policies: Sequence[Policy], start: datetime, end: datetime) -> list[Score]:
+    """Every policy's score on each model from each region and each of SCORED, over the whole hours from
+    ``start`` to ``end``; the samples read from POLICY_LOOKBACK_S before ``start``. Model, region, figure, then policy
     in the order given."""
     groups: dict[tuple[str, str], list[Placed]] = {}
     for s in samples:
@@ -203,11 +203,11 @@ def score(
     found = []
     for (model, region), group in sorted(groups.items()):
         group.sort(key=lambda s: s.point.started_at)
-        for key in FIGURES:
+        for key in SCORED:
             series = tracks(group, key)
             seen = hindsight(series, key, hours)
             if not seen:
                 continue  # no hour has a sample of the figure: nothing to score
             past = Past(key, start, series, group, [s.point.started_at.timestamp() for s in group])
-            found += [summed(p.name, model, region, key, score_hours(past, p, seen)) for p in policies(key)]
+            found += [summed(p.name, model, region, key, score_hours(past, p, seen)) for p in policies]
     return found

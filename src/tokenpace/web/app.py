@@ -53,6 +53,7 @@ from tokenpace.web import (
     prom,
     promptcache,
     render,
+    routing,
 )
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
@@ -316,6 +317,7 @@ def create_app(
         Route("/methodology{format:format}", _page(lambda s, r: methodology.methodology_page(s, _params(r)))),
         Route("/prompt-cache{format:format}", _page(lambda s, r: promptcache.prompt_cache_page(s, _params(r)))),
         Route("/incidents{format:format}", _page(lambda s, r: incidents.incidents_page(s, _params(r)))),
+        Route("/routing{format:format}", _page(lambda s, r: routing.routing_page(s, _params(r)))),
         Route("/incidents.atom", _cached(lambda s, r: incidents.atom(s))),
         Route("/status/{rest:path}", _page(_status)),
         Route("/badge/{rest:path}", badges.conditional(_cached(_badge))),
