@@ -14,7 +14,7 @@ from typing import Any
 from tokenpace.board import regions
 from tokenpace.board.cost import blended
 from tokenpace.board.numbers import duration
-from tokenpace.board.outages import seen_from
+from tokenpace.board.outages import THIS_SERVER, seen_from
 from tokenpace.board.policies import policies
 from tokenpace.board.regret import POLICY_LOOKBACK_S, REGRET_DAYS, SCORED, Score, regret, score
 from tokenpace.config.endpoints import Config, endpoint_name
@@ -60,9 +60,9 @@ def policy_dicts() -> list[dict[str, str]]:
 def score_dict(s: Score, config: Config) -> dict[str, Any]:
     """A row as JSON-able data: the policy, where, which figure (the catalogue's label), the mean regret and its
     interval, and the hours scored and left out."""
-    m = metric(s.key)
+    m, place = metric(s.key), regions.name(s.region, config) if s.region else THIS_SERVER
     return {
-        "policy": s.policy, "model": s.model, "region": regions.token(s.region),
+        "policy": s.policy, "model": s.model, "region": regions.token(s.region), "measured_from": place,
         "seen_from": seen_from(s.region, config), "figure": s.key, "figure_label": m.label, "figure_header": m.header,
         "mean_regret": s.mean, "regret_lo": s.lo, "regret_hi": s.hi, "hours": s.hours, "best_share": s.best_share,
         "no_pick": s.no_pick, "unmeasured": s.unmeasured,
