@@ -36,6 +36,7 @@ TESTED_THROUGH = {
     "board/warmcold.py": "web/test_promptcache.py",
     "board/outages.py": "web/test_incidents.py",
     "board/policies.py": "board/test_regret.py",
+    "board/replay.py": "board/test_regret.py",
     "board/routing.py": "web/test_routing.py",
     "config/incidents.py": "board/test_incidents.py",
     "cli/benchlive.py": "cli/test_bench.py",

@@ -27,7 +27,7 @@ T0 = datetime(2026, 11, 2, tzinfo=UTC)
 FAST = sim.Scenario(ttft_ms=2, tokens_per_s=2000, output_tokens=40)
 SLOW = sim.Scenario(ttft_ms=80, tokens_per_s=200, output_tokens=40)  # a 0.2 s stream: 10x slower, however loaded
 EACH = 8  # samples measured from each simulator; alpha places the even ones, beta the odd ones
-PER_HOUR = 6  # the uncapped cadence: a sample every 10 minutes
+PER_HOUR = 48  # a sample every 75 s: the feed's last hour holds the 44 a P90 needs (sufficiency.samples_needed)
 HISTORY_H, SCORED_H = 24, 48
 
 
@@ -60,7 +60,7 @@ def placed(fast: Sequence[SamplePoint], slow: Sequence[SamplePoint], period_h: i
             for offset, name in enumerate(("alpha", "beta")):
                 pool = fast if alpha_fast == (name == "alpha") else slow
                 point = pool[(2 * (hour * PER_HOUR + k) + offset) % len(pool)]
-                at = T0 + timedelta(hours=hour, minutes=10 * k + 5 * offset)
+                at = T0 + timedelta(hours=hour, seconds=(k + offset / 2) * 3600 / PER_HOUR)
                 found.append(
                     Placed(f"{name}{hour}-{k}", name, "free", "m", "", dataclasses.replace(point, started_at=at))
                 )

@@ -29,7 +29,7 @@ from tokenpace.store.rollup import HOUR
 from tokenpace.store.series import Placed
 
 SCORED = ("output_speed", "ttft_ms")  # the figures policies are scored on
-POLICY_LOOKBACK_S = 24 * HOUR  # how far before an hour a policy may look: the longest window a policy reads
+POLICY_LOOKBACK_S = 72 * HOUR  # how far before an hour a policy may look: the feed's board window, the longest
 REGRET_DAYS = 7  # the hours /routing scores: a week's, so a page costs 168 hours per model, region and figure
 
 
@@ -84,7 +84,7 @@ class Past:
         return list(self.samples[bisect_left(at, t - POLICY_LOOKBACK_S, 0, end) : end])
 
 
-Pick = Callable[[Sequence[str], Past], str | None]
+Chooser = Callable[[Sequence[str], Past], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,7 @@ class Policy:
 
     name: str
     text: str
-    pick: Pick
+    pick: Chooser
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,17 +163,19 @@ def hindsight(series: Mapping[str, Series], key: str, hours: Sequence[datetime])
     return found
 
 
-def score_hours(past: Past, policy: Policy, seen: Sequence[Hindsight]) -> list[HourRegret]:
-    """The policy's pick at each hour's start (from ``past`` as of then) against the hour's best median."""
+def score_hours(past: Past, policies: Sequence[Policy], seen: Sequence[Hindsight]) -> list[list[HourRegret]]:
+    """Each policy's pick at each hour's start (from ``past`` as of then) against the hour's best median: a list
+    of hours per policy. Every policy picks for one hour before the next (the feed's replay keeps that hour's rows)."""
     higher = metric(past.key).higher_better
     candidates = sorted(past.series)
-    found = []
+    found: list[list[HourRegret]] = [[] for _ in policies]
     for h in seen:
-        chosen = policy.pick(candidates, dataclasses.replace(past, t=h.start))
-        got = None if chosen is None else h.medians.get(chosen)
-        found.append(
-            HourRegret(h.start, chosen, h.best, None if got is None else regret(got, h.medians[h.best], higher))
-        )
+        at = dataclasses.replace(past, t=h.start)
+        for hours, policy in zip(found, policies, strict=True):
+            chosen = policy.pick(candidates, at)
+            got = None if chosen is None else h.medians.get(chosen)
+            best = h.medians[h.best]
+            hours.append(HourRegret(h.start, chosen, h.best, None if got is None else regret(got, best, higher)))
     return found
 
 
@@ -209,5 +211,6 @@ def score(samples: Iterable[Placed], policies: Sequence[Policy], start: datetime
             if not seen:
                 continue  # no hour has a sample of the figure: nothing to score
             past = Past(key, start, series, group, [s.point.started_at.timestamp() for s in group])
-            found += [summed(p.name, model, region, key, score_hours(past, p, seen)) for p in policies]
+            per_policy = score_hours(past, policies, seen)
+            found += [summed(p.name, model, region, key, h) for p, h in zip(policies, per_policy, strict=True)]
     return found

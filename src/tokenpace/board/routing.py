@@ -36,10 +36,10 @@ HOURS_RULE = (
 
 
 def read_scores(
-    store: Store, config: Config, now: datetime, workload: str, days: int = REGRET_DAYS
+    store: Store, config: Config, now: datetime, workload: str, min_samples: int = 3, days: int = REGRET_DAYS
 ) -> tuple[list[Score], list[str]]:
-    """Every policy's score on the samples of ``workload`` over the ``days`` before ``now``, and the workloads the
-    span's samples hold (A to Z)."""
+    """Every policy's score on the samples of ``workload`` over the ``days`` before ``now`` (the feed's goals
+    holding to ``min_samples``, the board's), and the workloads the span's samples hold (A to Z)."""
     start = now - timedelta(days=days)
     placed = placed_series(store, since=start - timedelta(seconds=POLICY_LOOKBACK_S))
     workloads = sorted({s.point.workload for s in placed})
@@ -49,7 +49,7 @@ def read_scores(
         price = config.price_of(provider, plan, model)
         if price is not None:
             prices[endpoint_name(provider, plan, model)] = blended(price)
-    return score(mine, policies(prices), start, now), workloads
+    return score(mine, policies(prices, min_samples), start, now), workloads
 
 
 def policy_dicts() -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ from tokenpace.web.site import Site
 def _scores(site: Site, workload: str) -> tuple[list[Score], list[str]]:
     now = site.now()
     return site.incidents.get(  # the incidents' memo: derived from the samples, at most once a minute
-        ("routing", workload), lambda: routing.read_scores(site.store, site.config, now, workload)
+        ("routing", workload), lambda: routing.read_scores(site.store, site.config, now, workload, site.min_samples)
     )
 
 
