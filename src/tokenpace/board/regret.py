@@ -10,7 +10,7 @@ best, 1.25 is 25 % worse). A policy's score is the mean of its hours' regrets wi
 An hour counts only where some endpoint has a sample of the figure in it. Where the policy picked nothing (no
 sample to go on) or picked an endpoint with no sample in that hour, the hour has no regret: it is left out of the
 mean and counted apart (``no_pick``, ``unmeasured``), never scored as perfect or as worst.
-Samples are those a chart draws (published, successful, the figure not client-bound): :func:`value`.
+Samples are those a chart draws (published, successful, the figure not client-bound): :func:`drawn_value`.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ class Series:
 
 @dataclass(frozen=True, slots=True)
 class Past:
-    """What a policy may read at ``t``: each candidate's values of the figure and its samples, in the POLICY_LOOKBACK_S
-    before ``t``, never at or after it."""
+    """What a policy may read at ``t``: each candidate's values of the figure and its samples, in the
+    POLICY_LOOKBACK_S before ``t``, never at or after it. The fields hold the whole span, shared by every hour:
+    a policy reads them through :meth:`values` and :meth:`placed`, or cut at ``t`` itself (board/replay.py)."""
 
     key: str  # the figure scored (catalogue key)
     t: datetime
