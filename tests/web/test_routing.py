@@ -23,6 +23,7 @@ from tokenpace.measure.sample import make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import placed_series
 from tokenpace.web import create_app
+from tokenpace.web.routing import MAX_WORKLOADS
 
 NOW = T0 + timedelta(hours=3)
 ENDPOINTS = {p: Endpoint(p, "m", f"http://{p}.invalid/v1", plan="free") for p in "abc"}
@@ -124,3 +125,16 @@ def test_many_models_list_at_most_max_rows(tmp_path: Path) -> None:
         routing.MAX_ROUTING_ROWS,
     )
     assert f"The first {routing.MAX_ROUTING_ROWS} rows of {8 * models} are listed." in text
+
+
+def test_many_workloads_list_at_most_max_workloads(tmp_path: Path) -> None:
+    e = Endpoint("p", "m", "http://p.invalid/v1")
+    with open_store(str(tmp_path / "workloads.db")) as store:
+        for i in range(MAX_WORKLOADS + 10):
+            store.add_sample(make_sample("run", e, f"w{i:03}", T0 + timedelta(minutes=30), stream(100, 10)))
+        store.flush()
+        with TestClient(create_app(store, Config(), now=lambda: NOW)) as c:
+            doc = c.get("/routing.json", params={"workload": "w059"}).json()
+            refused = c.get("/routing.json", params={"workload": "nope"}).json()["error"]
+    assert doc["workload"] == "w059" and len(doc["workloads"]) == MAX_WORKLOADS
+    assert refused.endswith(", ...") and refused.count(", ") == MAX_WORKLOADS

@@ -15,6 +15,8 @@ from tokenpace.web.paths import model_path
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
+MAX_WORKLOADS = 50  # workload names a page or an error lists: samples may carry any number of them
+
 
 def _scores(site: Site, workload: str) -> tuple[list[Score], list[str]]:
     now = site.now()
@@ -31,7 +33,8 @@ def routing_page(site: Site, params: Mapping[str, str]) -> Page:
         known = site.ordered({*known, *present})
         if workload not in known:
             shown = workload if len(workload) <= 40 else workload[:40] + "..."
-            raise BadRequest(f"workload {shown!r}: use one of {', '.join(known)}")
+            names = ", ".join(known[:MAX_WORKLOADS]) + (", ..." if len(known) > MAX_WORKLOADS else "")
+            raise BadRequest(f"workload {shown!r}: use one of {names}")
     found, present = _scores(site, workload)
     listed = [
         routing.score_dict(s, site.config) | {"url": model_path(s.model)} for s in found[: routing.MAX_ROUTING_ROWS]
@@ -39,7 +42,7 @@ def routing_page(site: Site, params: Mapping[str, str]) -> Page:
     data = {
         "span_days": REGRET_DAYS,
         "workload": workload,
-        "workloads": site.ordered({*known, *present}),
+        "workloads": site.ordered({*known, *present})[:MAX_WORKLOADS],
         "formula": routing.FORMULA,
         "hours_rule": routing.HOURS_RULE,
         "policies": routing.policy_dicts(),
