@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
 
+from tokenpace.board import numbers
 from tokenpace.board.numbers import percentile_name
 from tokenpace.board.regret import Past, Policy, Series
 from tokenpace.board.route import BY, NOW_WINDOWS, By, Candidate, Goal, rank
+from tokenpace.board.sufficiency import samples_needed
 from tokenpace.config.endpoints import endpoint_name
 from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS, Window
 from tokenpace.measure.failures import ErrorKind
@@ -120,9 +122,11 @@ def feed(q: int, replay: Replay, min_samples: int) -> Policy:
         chosen = rank(mine, goal, past.t.astimezone(UTC), board_window=BOARD_WINDOW).chosen
         return chosen[0].row.name if chosen else None
 
+    spans = [*(numbers.interval(w.seconds) for w in NOW_WINDOWS), numbers.duration(BOARD_WINDOW.seconds)]
+    enough = f"{min_samples} values" + (f" and the {samples_needed(q / 100)} a P90 needs" if q == 90 else "")
     text = (
-        f"the feed's own ranking (/route) at {name} of the figure as of the hour's start: each endpoint's figure "
-        f"from the freshest of its {', '.join(w.label for w in REPLAYED)} that holds enough values, out without "
-        "enough or when failing; the hour goes to its first endpoint"
+        f"the routing feed's own ranking (/route) by the figure at {name}, as of the hour's start: each endpoint "
+        f"ranked on the freshest of the last {', '.join(spans[:-1])} and {spans[-1]} that holds {enough}, out "
+        "without them or when failing; the hour goes to its first endpoint in"
     )
     return Policy(f"the feed at {name}", text, pick)

@@ -52,9 +52,10 @@ def read_scores(
     return score(mine, policies(prices, min_samples), start, now), workloads
 
 
-def policy_dicts() -> list[dict[str, str]]:
-    """The policies as /routing and /methodology list them: name and how each picks."""
-    return [{"name": p.name, "text": p.text} for p in policies({})]
+def policy_dicts(min_samples: int) -> list[dict[str, str]]:
+    """The policies as /routing and /methodology list them: name and how each picks (the feed holding to the
+    board's ``min_samples``)."""
+    return [{"name": p.name, "text": p.text} for p in policies({}, min_samples)]
 
 
 def score_dict(s: Score, config: Config) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def routing_page(site: Site, params: Mapping[str, str]) -> Page:
         "workloads": site.ordered({*known, *present})[:MAX_WORKLOADS],
         "formula": routing.FORMULA,
         "hours_rule": routing.HOURS_RULE,
-        "policies": routing.policy_dicts(),
+        "policies": routing.policy_dicts(site.min_samples),
         "figures": routing.figure_names(),
         "count": len(found),
         "listed": len(listed),
