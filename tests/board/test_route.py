@@ -39,9 +39,10 @@ PRICES = {
 CONFIG = Config(endpoints=(FAST, STEADY, FLAKY, GONE, FEW, OTHER), prices=PRICES)
 
 
-@pytest.fixture
-def filled(tmp_path: Path) -> Iterator[Store]:
-    with open_store(str(tmp_path / "route.db")) as store:
+@pytest.fixture(params=["sqlite", "postgres"])
+def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = str(tmp_path / "route.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    with open_store(url) as store:
         for i in range(12):  # every 5 min over the last hour: 6 in the last 30 min
             put(store, FAST, NOW - timedelta(minutes=5 * i + 1), ttft_ms=300, gap_ms=2)
         for i in range(8):  # every 4 h: none in the last hour
@@ -103,6 +104,7 @@ def test_ttft_ranks_the_quickest_first_and_a_stale_one_out(filled: Store) -> Non
     got = by_name(route_dict(route))
     assert [p.row.name for p in route.chosen] == ["steadyco/llama"]
     assert [o["code"] for o in got["fastco/llama"]["out"]] == ["stale"] and got["fastco/llama"]["age_s"] > 600
+    assert got["fastco/llama"]["out"][0]["why"] == "stale: last sample 21 min ago, over its limit of 10 min"
 
 
 def test_a_route_as_of_an_earlier_hour_reads_only_the_samples_before_it(filled: Store) -> None:

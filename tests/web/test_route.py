@@ -159,3 +159,15 @@ def test_the_model_page_links_to_its_route(client: TestClient) -> None:
     assert 'href="/route?model=llama-3.1-8b&amp;workload=1k"' in page.text  # the canonical name (config.models)
     routed = client.get("/route.json?model=llama-3.1-8b&workload=1k").json()
     assert len(routed["entries"]) == 4 and {e["model"] for e in routed["entries"]} == {MODEL}
+
+
+def test_a_route_is_kept_per_goal_and_format_and_ignores_other_parameters(client: TestClient) -> None:
+    """A flood of one route costs one read until the next sample: kept under its own parameters (a LiteLLM export
+    and the feed are two answers), while a parameter the feed does not read makes no new page to keep."""
+    pages = client.app.state.site.pages  # type: ignore[attr-defined]
+    feed = client.get(f"/route.json?model={MODEL}&junk=1").json()
+    export = client.get(f"/route.json?model={MODEL}&format=litellm&junk=2").json()
+    assert "entries" in feed and "model_list" in export
+    assert pages.peek((b"/route.json", (("model", MODEL),))) is not None
+    assert pages.peek((b"/route.json", (("format", "litellm"), ("model", MODEL)))) is not None
+    assert len(pages._items) == 2

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from tokenpace.board import numbers
 from tokenpace.board.ranking import interval_ranks
 from tokenpace.board.rows import FAILING_BELOW
 from tokenpace.board.rules import UNMEASURED_LIMIT
@@ -175,7 +176,8 @@ def pick_of(candidate: Candidate, goal: Goal, now: datetime) -> Pick:
     if unmeasured:
         reasons.append(("unmeasured", "not measured any more: no running job samples it"))
     elif stale:
-        reasons.append(("stale", f"stale: last sample {age:.0f} s ago, over its {limit:.0f} s limit"))
+        ago, over = numbers.duration(age or 0.0), numbers.duration(limit or 0.0)
+        reasons.append(("stale", f"stale: last sample {ago} ago, over its limit of {over}"))
     failing = _failing_window(candidate, goal, window)
     if failing is not None:
         share = f"{failing[1]:.1%} < {goal.min_success:.1%}"
@@ -196,7 +198,7 @@ def _no_figure(goal: Goal) -> str:
 def rank(
     candidates: Sequence[Candidate], goal: Goal, now: datetime, *, board_window: Window = WINDOWS[DEFAULT_WINDOW]
 ) -> Route:
-    """The route of a goal as of ``now``: each endpoint's :func:`pick`; those in sorted best first (ties by
+    """The route of a goal as of ``now``: each endpoint's :func:`pick_of`; those in sorted best first (ties by
     name) and ranked by ranking.interval_ranks, tied where they share a rank; those out after them, by name."""
     picks = [pick_of(r, goal, now) for r in candidates if any(row is not None for _, row in r.rows)]
     picks.sort(key=lambda p: p.row.name)
