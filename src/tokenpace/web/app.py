@@ -54,6 +54,7 @@ from tokenpace.web import (
     promptcache,
     render,
     route,
+    routing,
 )
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
@@ -320,6 +321,7 @@ def create_app(
         Route("/prompt-cache{format:format}", _page(lambda s, r: promptcache.prompt_cache_page(s, _params(r)))),
         Route("/route{format:format}", _page(lambda s, r: route.route_page(s, _params(r)))),
         Route("/incidents{format:format}", _page(lambda s, r: incidents.incidents_page(s, _params(r)))),
+        Route("/routing{format:format}", _page(lambda s, r: routing.routing_page(s, _params(r)))),
         Route("/incidents.atom", _cached(lambda s, r: incidents.atom(s))),
         Route("/status/{rest:path}", _page(_status)),
         Route("/badge/{rest:path}", badges.conditional(_cached(_badge))),
