@@ -27,8 +27,9 @@ HTTP/1.1 and SSE, so its CPU per event is a lower bound no real client meets. Bo
   until it returns, prompt building and connection set-up included for both, / the server's events for the
   requests that ended well (the goals' figure); beside it, both less what the reference's requests took to build
   (1k-token prompts cost ~1 ms each, ~10 µs an event of 100 tokens; tokenpace builds the same prompts with the
-  same code, so its share is about the same, though not measured apart); streams held: Σ (end - sent) / wall /
-  streams; events/s achieved vs requested; the server's CPU over the level (% of its core, µs per event).
+  same code, so its share is about the same, though not measured apart); streams held: Σ (end - sent) / streams /
+  each stream's span (the wall less the start stagger both clients use: fidelity_figures.load); events/s achieved
+  vs requested; the server's CPU over the level (% of its core, µs per event).
 - the reference's "warm" figures: its requests after the first round (connections already used, not the first
   burst); tokenpace's warm figures are shown beside, for the reader (its chains >= the level's streams).
 
@@ -156,15 +157,15 @@ def one_level(args: argparse.Namespace, port: int, sim: subprocess.Popen[bytes],
     tp, tp_sent = measured, result.run.completed
     tp_truths = truths_of(port, tp)
 
-    rate = args.tokens_per_s
+    rate, stagger = args.tokens_per_s, release.CLOSED_LOOP_STAGGER_S
     own = {"loop_lag_p99_ms": result.run.loop_lag_p99_ms, "client_bound": result.run.client_bound,
            "cpu_us_per_event_own": result.run.cpu_us_per_event}  # fmt: skip
     rows = {
         "tokenpace": {"sent": tp_sent} | ff.timing(tp, tp_truths) | ff.load(tp, tp_truths, level, tp_cpu, built,
-                                                                            tp_sim, rate) | own,
+                                                                            tp_sim, rate, stagger) | own,
         "tokenpace_warm": ff.timing([m for m in tp if m.warm], tp_truths),
         "reference": {"sent": ref_sent} | ff.timing(ref, ref_truths) | ff.load(ref, ref_truths, level, ref_cpu, built,
-                                                                               ref_sim, rate),
+                                                                               ref_sim, rate, stagger),
         "reference_warm": ff.timing([m for m in ref if m.warm], ref_truths),
     }  # fmt: skip
     goals = ff.goals(level, rows["tokenpace"], rows["reference"], rows["reference_warm"])

@@ -100,20 +100,28 @@ def load(
     build_cpu_s: float,
     sim_cpu_s: float,
     rate: float,
+    stagger_s: float = 0.0,
 ) -> dict[str, Any]:
-    """What the level achieved: streams held = Σ (end - sent) / wall / level, CPU per event = the client's
+    """What the level achieved: streams held = Σ (end - sent) / (level * (wall - (level - 1) * stagger_s)), CPU per
+    event = the client's
     process CPU over the level / the server's events for its ended requests (less building: less ``build_cpu_s``,
-    what the reference's requests took to build, prompts included), and the server's own CPU."""
+    what the reference's requests took to build, prompts included), and the server's own CPU.
+
+    Stream k of a closed loop starts k * stagger_s after the first and, its requests back to back, ends as much after
+    the first stream ends: each stream's span is the wall less (level - 1) * stagger_s. Held is measured over those
+    spans, so the stagger both clients start with is not counted as streams dropped (over the wall it cost ~4 % at
+    512 streams in three rounds, the same for both)."""
     if not measured:
         return {}
     events = sum(len(truths[m.request_id].events) for m in measured)
     wall_s = (max(m.end_ns for m in measured) - min(m.sent_ns for m in measured)) / 1e9
     busy_s = sum(m.end_ns - m.sent_ns for m in measured) / 1e9
+    span_s = wall_s - (level - 1) * stagger_s
     return {
         "cpu_s": cpu_s,
         "cpu_us_per_event": cpu_s * 1e6 / events if events else None,
         "cpu_us_per_event_less_building": (cpu_s - build_cpu_s) * 1e6 / events if events else None,
-        "held_concurrency": busy_s / wall_s / level,
+        "held_concurrency": busy_s / span_s / level if span_s > 0 else None,
         "events_per_s": events / wall_s,
         "requested_events_per_s": level * rate,
         "server_cpu_pct": 100 * sim_cpu_s / wall_s,

@@ -388,4 +388,7 @@ async def test_a_closed_loop_staggers_its_streams_so_rounds_do_not_end_together(
         result = await run_workload([endpoint], BUILTIN["1k"], RunOptions(8, 8, FAST, seed=1))
     asked = sorted(s.timeline.t_sent_ns - s.timeline.queued_ns for s in result.samples)
     assert all(s.ok for s in result.samples)
-    assert all(b - a >= 0.015e9 for a, b in itertools.pairwise(asked))
+    # Spread over the stagger's 140 ms, not together. A busy machine fires a timer late now and then, so one gap
+    # may shrink while the next grows (every gap >= 15 ms failed under the whole suite on 2 loaded cores).
+    gaps = sorted(b - a for a, b in itertools.pairwise(asked))
+    assert asked[-1] - asked[0] >= 0.75 * 7 * 0.02e9 and gaps[len(gaps) // 2] >= 0.015e9, gaps

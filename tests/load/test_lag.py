@@ -86,6 +86,21 @@ async def test_where_the_kernel_stamps_reads_their_lateness_is_the_lag_and_nothi
     assert lag.bound({t: 4_000_000})(t) == 4.0 and lag.bound({})(t) == 0.0  # a read's spread, else exact
 
 
+async def test_where_the_kernel_stamps_reads_a_late_read_of_one_packet_does_not_make_the_run_client_bound() -> None:
+    """Reads 30 ms late that each brought one packet kept their kernel stamps exact: the wait shows as loop lag,
+    and moves no figure. A run is client-bound once more than 1 % of its reads had a bound over the limit."""
+    lag = LoopLag(watch=False)
+    over = round(2 * CLIENT_BOUND_P99_MS * 1e6)
+    for _ in range(1000):
+        lag.read(0, 30_000_000)
+    assert lag.p(99) == 30.0 and not lag.client_bound
+    for _ in range(10):  # 1 % of the reads: not more than 1 %
+        lag.read(0, over, over)
+    assert not lag.client_bound
+    lag.read(0, over, over)
+    assert lag.client_bound
+
+
 async def test_read_lags_are_kept_in_a_bounded_uniform_sample() -> None:
     lag = LoopLag(watch=False)
     for i in range(3 * READ_LAGS_KEPT):

@@ -520,12 +520,12 @@ def _every_column_seen(page: Page, width: int, fits: str = "") -> list[str]:
 # Every view a reader opens, with what each adds: the default board; the burst columns; the region view's region
 # and TTFT - RTT columns (with the burst columns too: the widest board); an endpoint's page with its bursts, hours
 # and recent samples; a changed, stale endpoint's page; the model page with its prices; the incidents (a failing
-# endpoint's outage) and its provider's daily bars.
+# endpoint's outage) and its provider's daily bars; the routing regret's table; the routing feed with its exports.
 VIEWS = (
     "/?workload=short&client_bound=include", "/?workload=burst&client_bound=include",
     "/?workload=short&region=*&client_bound=include", "/?workload=burst&region=*&client_bound=include",
     "/endpoint/quick/default/sim", "/endpoint/ghost/default/sim", "/model/sim", "/methodology", "/incidents",
-    "/status/broken",
+    "/status/broken", "/routing", "/route?model=sim",
 )  # fmt: skip
 # Beside the name, on screen at either width: each badge a row can carry.
 BADGES = (

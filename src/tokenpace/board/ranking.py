@@ -174,12 +174,20 @@ def _ranks(rows: Sequence[EndpointRow], query: Query, statistic: str, waiting: i
 
 def _interval_ranks(rows: Sequence[EndpointRow], query: Query, statistic: str) -> list[int]:
     """By a figure: 1 + the rows whose interval lies wholly better, never ahead of the row above."""
+    spans = [r.figure(METRIC_OF[query.sort]).interval(statistic) for r in rows]
+    return interval_ranks(spans, query.direction == "desc")
+
+
+def interval_ranks(spans: Sequence[tuple[float, float] | None], higher_first: bool) -> list[int]:
+    """Ranks of values in order, best first, from their 95 % intervals: rank = 1 + the values whose interval lies
+    wholly on the better side of this one's, never ahead of the one above (no interval overlaps every other);
+    equal ranks are ties, shown "=N". The board's rule, and a route's (route.py)."""
     unknown = (-math.inf, math.inf)
-    spans = [r.figure(METRIC_OF[query.sort]).interval(statistic) or unknown for r in rows]
-    if query.direction == "desc":  # higher first: better means lying wholly above
-        better = [sum(lo > hi_i for lo, _ in spans) for _, hi_i in spans]
+    known = [s or unknown for s in spans]
+    if higher_first:  # better means lying wholly above
+        better = [sum(lo > hi_i for lo, _ in known) for _, hi_i in known]
     else:
-        better = [sum(hi < lo_i for _, hi in spans) for lo_i, _ in spans]
+        better = [sum(hi < lo_i for _, hi in known) for lo_i, _ in known]
     ranks, last = [], 1
     for count in better:
         last = max(last, 1 + count)

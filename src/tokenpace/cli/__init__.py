@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from tokenpace.cli import agent, agents, bench, compare, db, leaderboard, presets, run, serve, sim, workloads
+from tokenpace.cli import agent, agents, bench, compare, db, leaderboard, presets, route, run, serve, sim, workloads
 from tokenpace.cli.exits import ExitCodeGroup
 from tokenpace.version import __version__
 
@@ -34,5 +34,6 @@ for command in (
     sim.sim_command,
     serve.serve_command,
     leaderboard.leaderboard_command,
+    route.route_command,
 ):
     main.add_command(command)

@@ -42,8 +42,8 @@ _CODINGS = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # wbits 32 + 15: zlib or g
 class Reads(Protocol):
     """Who is told how late the loop read what arrived (load/lag.py's LoopLag)."""
 
-    def read(self, now_ns: int, late_ns: int) -> None:
-        """A read at ``now_ns`` whose first bytes came up to ``late_ns`` before."""
+    def read(self, now_ns: int, late_ns: int, doubt_ns: int) -> None:
+        """A read at ``now_ns`` whose first bytes came up to ``late_ns`` before, stamped exact to ``doubt_ns``."""
 
     def busy(self, since_ns: int) -> int | None:
         """At most how long the loop could have been kept from reading since ``since_ns``, ns; None: unknown."""
@@ -169,7 +169,7 @@ class HttpConnection:
             if earlier:
                 ex.rec.doubt[t] = earlier
         if self._reads is not None:
-            self._reads.read(now, now - t + earlier)
+            self._reads.read(now, now - t + earlier, earlier)
 
     def _packets(self) -> int:
         """Data packets received since the last read (one more than this read took, at worst: never fewer)."""

@@ -29,9 +29,11 @@ from collections.abc import Callable
 from tokenpace.clients import stamps
 from tokenpace.measure.metrics import percentile
 
-# p99 lag above this means a run's timestamps were taken late enough to distort figures: the run is flagged
-# (a load test's level says "client-bound"); each sample is judged on its own timestamps (lag_at).
+# A run whose timestamps' bounds pass this at p99 could have had figures distorted: it is flagged (a load test's level
+# says "client-bound"); each sample is judged on its own timestamps all the same (measure/verdict.py). Where the
+# kernel stamps reads, a read's bound is its doubt (0 for one packet, however late it was read); else the watch's lag.
 CLIENT_BOUND_P99_MS = 5.0
+_BOUND_NS = round(CLIENT_BOUND_P99_MS * 1e6)
 # The watch's resolution: a timestamp's bound is at least the time since the last wake-up was due, so this
 # is kept well under the smallest tolerance a figure has (measure/verdict.py, 2 ms). Up to 1,000 wake-ups a second
 # cost the loop 3-4 % of a core (measured on the 2-core development machine) and 16 bytes each.
@@ -128,13 +130,17 @@ class LoopLag:
         self._next_kept = 1  # the count of reads at which the next one is kept
         self._w = 1.0  # Algorithm L's running weight, once the sample is full
         self._max = 0.0
+        self._doubtful = 0  # reads whose timestamp's bound passed CLIENT_BOUND_P99_MS
 
-    def read(self, now_ns: int, late_ns: int) -> None:
-        """A read at ``now_ns`` that waited ``late_ns``: kept in a uniform sample of READ_LAGS_KEPT (Li's Algorithm L,
-        which draws random numbers only for the reads it keeps: a few per thousand once the sample is full)."""
+    def read(self, now_ns: int, late_ns: int, doubt_ns: int = 0) -> None:
+        """A read at ``now_ns`` that waited ``late_ns``, its timestamp exact to ``doubt_ns``: the wait kept in a uniform
+        sample of READ_LAGS_KEPT (Li's Algorithm L, which draws random numbers only for the reads it keeps: a few per
+        thousand once the sample is full), the doubt counted where it passes CLIENT_BOUND_P99_MS."""
         if self._busy is not None:
             self._busy.sample(now_ns)
         self._reads += 1
+        if doubt_ns > _BOUND_NS:
+            self._doubtful += 1
         ms = late_ns / 1e6
         if ms > self._max:
             self._max = ms
@@ -213,6 +219,11 @@ class LoopLag:
 
     @property
     def client_bound(self) -> bool:
+        """Where the kernel stamps reads: more than 1 % of them had a timestamp's bound over CLIENT_BOUND_P99_MS (a read
+        of one packet is exact however late the loop got to it: its wait moves no figure); else the watch's lag p99
+        passed it."""
+        if not self.watching:
+            return self._doubtful * 100 > self._reads
         p99 = self.p(99)
         return p99 is not None and p99 > CLIENT_BOUND_P99_MS
 

@@ -68,6 +68,24 @@ class Figure:
         return None if lo is None or hi is None else (lo, hi)
 
 
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """One q-quantile of a figure's values and its 95 % interval (:func:`quantile_interval`), over n values: what
+    a routing goal at P90 ranks by (board/route.py), where a Figure's percentiles stop at P5 and P95."""
+
+    q: float
+    n: int = 0
+    value: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+
+def tail(ordered: Sequence[float], q: float) -> Tail:
+    """The q-quantile of ascending values (metrics.percentile_sorted at 100q) and its 95 % interval."""
+    lo, hi = quantile_interval(ordered, q)
+    return Tail(q, len(ordered), percentile_sorted(ordered, q * 100), lo, hi)
+
+
 def with_n(f: Figure, fields: Sequence[str] | None = None) -> dict[str, Any]:
     """A figure as every export writes it: "n" (the values its percentiles were computed over) beside ``fields``
     (all of Figure's when None), each under its own name; a reader never meets a percentile without its n."""

@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from tokenpace.measure.bounds import clean_sorted
-from tokenpace.measure.stats import Figure, figure_sorted
+from tokenpace.measure.stats import Figure, Tail, figure_sorted, tail
 from tokenpace.measure.verdict import ALL, FIGURE_BOUND
 from tokenpace.store.rollup import METRICS, UNKNOWN, decode
 
@@ -30,6 +30,10 @@ TTFT = METRICS.index("ttft_ms")
 _FLAG = tuple(FIGURE_BOUND[m] for m in METRICS)  # the verdict's bits that leave each metric's values out
 log = logging.getLogger(__name__)
 _NONE = figure_sorted([])
+# The tails a routing goal at P90 reads (board/route.py): each figure's P10 and P90 with their intervals, of the
+# figures a route ranks by only; computed from the values the figure is sorted from, so they cost no second sort.
+TAIL_QUANTILES = (0.1, 0.9)
+TAILED = tuple(METRICS.index(m) for m in ("output_speed", "ttft_ms", "e2e_ms"))
 
 
 class HourRow(NamedTuple):
@@ -178,9 +182,13 @@ class Tally:
         return sum(counted)
 
     def _figure(self, i: int, cold: int, include_bound: bool) -> Figure:
+        return figure_sorted(self._sorted(i, cold, include_bound))
+
+    def _sorted(self, i: int, cold: int, include_bound: bool) -> list[float]:
+        """The values a figure takes, ascending, those no measurement can produce left out."""
         groups = [g for g in dict.fromkeys((*self.texts, *self.values)) if _takes(g, cold, _FLAG[i], include_bound)]
         if not groups:
-            return _NONE  # no cold start, say: nothing to sort
+            return []  # no cold start, say: nothing to sort
         texts = [t for g in groups if g in self.texts for t in self.texts[g][i]]
         values = decode("".join(texts))
         for g in groups:
@@ -190,11 +198,22 @@ class Tally:
         values, skipped = clean_sorted(METRICS[i], values)
         if skipped:  # rows from before migration 14, or written past it: skipped, never a failed page
             log.warning("%d %s values outside what a measurement can be skipped", skipped, METRICS[i])
-        return figure_sorted(values)
+        return values
 
     def figures(self, include_bound: bool) -> list[Figure]:
         """Each metric's Figure over the fresh values that count, sorted once (stats.figure_sorted)."""
-        return [self._figure(i, 0, include_bound) for i in range(len(METRICS))]
+        return self.measured(include_bound)[0]
+
+    def measured(self, include_bound: bool) -> tuple[list[Figure], tuple[tuple[str, Tail], ...]]:
+        """:meth:`figures`, and the TAIL_QUANTILES of the TAILED metrics from the same sorted values, each as
+        (metric, Tail)."""
+        figures, tails = [], []
+        for i in range(len(METRICS)):
+            values = self._sorted(i, 0, include_bound)
+            figures.append(figure_sorted(values) if values else _NONE)
+            if i in TAILED:
+                tails += [(METRICS[i], tail(values, q)) for q in TAIL_QUANTILES]
+        return figures, tuple(tails)
 
     def cold_ttft(self, include_bound: bool) -> Figure:
         """TTFT over the cold starts' values (not cached; client-bound ones only when included)."""

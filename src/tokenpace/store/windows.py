@@ -31,7 +31,7 @@ from typing import Any
 from tokenpace.config.endpoints import endpoint_name
 from tokenpace.config.windows import EACH, RowKey, Window
 from tokenpace.measure.failures import ErrorKind
-from tokenpace.measure.stats import Figure, availability, commonest, success_rate
+from tokenpace.measure.stats import Figure, Tail, availability, commonest, success_rate
 from tokenpace.prompts import canary
 from tokenpace.store.database import Store, epoch, utc
 from tokenpace.store.rollup import METRICS as METRICS  # the leaderboard's figures (rollup.DERIVED's too)
@@ -74,6 +74,11 @@ class EndpointRow:
     canary_passed: int = 0
     rate_limited: int = 0  # failures of kind "rate_limited" (HTTP 429): left out of the availability
     e2e500_ms: Figure = NO_FIGURE  # end-to-end for 500 answer tokens, each with its own thinking time
+    tails: tuple[tuple[str, Tail], ...] = ()  # (metric, its P10 or P90): tally.TAIL_QUANTILES, for routes at P90
+
+    def tail(self, metric: str, q: float) -> Tail:
+        """The metric's q-quantile and its interval (tally.TAIL_QUANTILES); one of no values where not computed."""
+        return next((t for m, t in self.tails if m == metric and t.q == q), Tail(q))
 
     @property
     def canary_rate(self) -> float | None:
@@ -233,7 +238,8 @@ def endpoint_rows(
         provider, plan, model, workload = named["provider"], named["plan"], named["model"], named["workload"]
         kinds = commonest(t.kinds)
         cancelled = t.kinds.get(ErrorKind.CANCELLED.value, 0)
-        output_speed, ttft_ms, e2e_ms, ttft_net_ms, e2e500_ms = t.figures(include_client_bound)
+        figures, tails = t.measured(include_client_bound)
+        output_speed, ttft_ms, e2e_ms, ttft_net_ms, e2e500_ms = figures
         rows.append(
             EndpointRow(
                 provider, plan, model, workload, t.protocol, bool(t.simulated),
@@ -247,7 +253,7 @@ def endpoint_rows(
                 ttft_net_ms=ttft_net_ms, region=named.get("region"),
                 cached=t.cached, cold=t.cold, cold_ttft_ms=t.cold_ttft(include_client_bound),
                 canary_checked=t.checked, canary_passed=t.passed,
-                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0), e2e500_ms=e2e500_ms,
+                rate_limited=t.kinds.get(ErrorKind.RATE_LIMITED.value, 0), e2e500_ms=e2e500_ms, tails=tails,
             )
         )  # fmt: skip
     return rows

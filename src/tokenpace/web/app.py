@@ -55,6 +55,8 @@ from tokenpace.web import (
     prom,
     promptcache,
     render,
+    route,
+    routing,
 )
 from tokenpace.web.gzipped import Answer
 from tokenpace.web.limits import InFlightLimit, ViewPool
@@ -64,7 +66,9 @@ from tokenpace.web.renderer import RenderCall, Renderer
 from tokenpace.web.site import Site
 
 # What any view reads from a query string: a page is cached under these only, so `?x=1` is no new page.
-READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound", "region")
+# The routing feed's own (web/route.py): model, by, p, max_price, min_success, format.
+READ = ("window", "workload", "provider", "plan", "sort", "order", "min_samples", "client_bound", "region", "model",
+        "by", "p", "max_price", "min_success", "format")  # fmt: skip
 
 
 class _FormatConvertor(Convertor[str]):
@@ -317,7 +321,9 @@ def create_app(
         Route("/agents{format:format}", _fresh(lambda s, r: agents.agents_page(s, _params(r)))),
         Route("/methodology{format:format}", _page(lambda s, r: methodology.methodology_page(s, _params(r)))),
         Route("/prompt-cache{format:format}", _page(lambda s, r: promptcache.prompt_cache_page(s, _params(r)))),
+        Route("/route{format:format}", _page(lambda s, r: route.route_page(s, _params(r)))),
         Route("/incidents{format:format}", _page(lambda s, r: incidents.incidents_page(s, _params(r)))),
+        Route("/routing{format:format}", _page(lambda s, r: routing.routing_page(s, _params(r)))),
         Route("/incidents.atom", _cached(lambda s, r: incidents.atom(s))),
         Route("/status/{rest:path}", _page(_status)),
         Route("/badge/{rest:path}", badges.conditional(_cached(_badge))),

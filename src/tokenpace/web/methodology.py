@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tokenpace.board import cost, numbers, sufficiency
+from tokenpace.board import cost, numbers, routing, sufficiency
 from tokenpace.board import rules as board_rules
 from tokenpace.board.allowance import allowance_dict, allowances
 from tokenpace.board.copying import copy_table
@@ -255,6 +255,11 @@ def methodology_page(site: Site, params: Mapping[str, str]) -> Page:
         "network": NETWORK,
         "rate_limits": RATE_LIMITS,
         "incident_rules": rule_dicts(cfg.incidents),  # the rules' own docstrings, thresholds filled in
+        "routing": {
+            "formula": routing.FORMULA,
+            "hours_rule": routing.HOURS_RULE,
+            "policies": routing.policy_dicts(site.min_samples),
+        },
         "truth": [{"id": key, "title": title, "text": text} for key, title, text in (*TRUTH, _rounds(cfg))],
         "copying": copying | copies.data() | {"window_label": window.label},
         "prices": prices,
