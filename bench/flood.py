@@ -10,6 +10,8 @@ of the board's pages (``--reuse FILE`` keeps the filled store for the next run):
 
     uv run --group dev python bench/flood.py [--samples 1000000] [--rate 200] [--seconds 10] [--reuse FILE]
 
+``--incidents`` floods /incidents, its twins, a status page and four badges instead of the board's pages.
+
 It prints what the flood got (served req/s, latency percentiles over all of it, over what was sent after its
 first second, when every page's first, cold render is done, and per second; each page's first answer; 503s,
 errors), what the first and a warm ``/`` cost, and what the sampler measured meanwhile against the simulator's
@@ -45,6 +47,11 @@ from tokenpace.store.database import Store, open_store
 
 PAGES = ("/", "/leaderboard.json", "/?sort=ttft", "/?window=24h", "/leaderboard.csv", "/model/model03",
          "/endpoint/provider01/default/model01", "/metrics")  # fmt: skip
+# --incidents: the incident pages and badges instead (their first answer derives every sample's incidents once)
+INCIDENT_PAGES = ("/incidents", "/incidents.json", "/incidents.atom", "/status/provider01",
+                  "/badge/endpoint/provider01/default/model01/speed.svg",
+                  "/badge/endpoint/provider01/default/model01/uptime.svg", "/badge/model/model01/speed.svg",
+                  "/badge/model/model01/uptime.svg")  # fmt: skip
 TRUE_TTFT_MS, TRUE_SPEED = 150.0, 50.0
 
 
@@ -155,8 +162,11 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=0.5, help="seconds between truth samples")
     parser.add_argument("--reuse", type=Path, help="a filled store kept here and copied for each run (made if absent)")
     parser.add_argument("--page", action="append", help="a page to flood instead of the eight (repeatable)")
+    parser.add_argument("--incidents", action="store_true", help="flood the incident pages and badges instead")
     parser.add_argument("--client", help=argparse.SUPPRESS)  # the flood itself, in its own process
     args = parser.parse_args()
+    if args.incidents and not args.page:
+        args.page = list(INCIDENT_PAGES)
     if args.client:
         print(json.dumps(asyncio.run(flood(args.client, args.rate, args.seconds, args.page or list(PAGES)))))
         return

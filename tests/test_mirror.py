@@ -15,6 +15,7 @@ TESTED_THROUGH = {
     "clients/pool.py": "clients/test_tls.py",
     "clients/wire.py": "clients/test_hostile_wire.py",
     "board/badges.py": "web/test_badges.py",
+    "store/alerted.py": "serve/test_incidents.py",
     "board/route_export.py": "web/test_route.py",
     "board/route_read.py": "board/test_route.py",
     "board/coverage.py": "board/test_first_minutes.py",

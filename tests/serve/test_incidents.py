@@ -23,6 +23,7 @@ from tokenpace.measure.failures import ErrorKind, Failure
 from tokenpace.measure.sample import make_sample
 from tokenpace.serve.alerts import Sender
 from tokenpace.serve.incidents import IncidentWatcher
+from tokenpace.store import alerted
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import Placed, placed_series
 
@@ -119,3 +120,57 @@ def test_an_outage_the_simulator_scripts_opens_and_closes_where_the_rule_says(tm
     assert (c.rule, c.severity, c.region) == ("outage", "critical", "")
     assert c.opened_by == tuple(s.id for s in samples[10:15]) and c.closed_by == samples[18].id
     assert (c.opened_at, c.closed_at) == (samples[14].point.started_at, samples[18].point.started_at)
+
+
+def test_a_restart_announces_no_incident_again_and_closes_the_one_announced_before(tmp_path: Path) -> None:
+    """Serve stopped and started again five times over the same SQLite file, each start a new store and watcher
+    (what a new process has), one real webhook receiver hearing it all: each open and close once."""
+    path = str(tmp_path / "restarts.db")
+    clock = Clock()
+    config = Config(endpoints=(GROQ,))
+
+    async def scenario(hook: Receiver) -> list[list[str]]:
+        sender = Sender([hook.url], backoff_s=0.01)
+        delivering = asyncio.ensure_future(sender.run())
+        looks: list[list[str]] = []
+
+        async def serve(*writes: Sequence[bool]) -> None:
+            """One process: a look at the start, then one after each batch of samples stored."""
+            with open_store(path) as store:
+                watcher = IncidentWatcher(store, config, sender.put, now=clock)
+                looks.append([e for e, _ in await watcher.check()])
+                for oks in writes:
+                    write(store, clock, oks)
+                    looks.append([e for e, _ in await watcher.check()])
+
+        def down(oks: Sequence[bool]) -> None:
+            """Samples stored while serve is down (as an agent stores them)."""
+            with open_store(path) as store:
+                write(store, clock, oks)
+
+        try:
+            await serve([True] * 10, [False] * 5)  # the outage opens
+            await serve([False] * 2)  # started again while it is open: nothing
+            down([True] * 3)  # it closes while serve is down
+            await serve([False] * 5)  # the close is sent at the start; a new outage opens
+            down([True] * 163 + [False] * 5)  # it closes, more than a day passes, and a third opens
+            await serve()  # the second's close is too old to send (forgotten); the third is announced
+            await serve()  # and not again
+            await until(lambda: len(hook.bodies) == 4, 5, "four messages")
+        finally:
+            delivering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await delivering
+        return looks
+
+    async def heard() -> tuple[list[list[str]], Receiver]:
+        async with Receiver().running() as hook:
+            return await scenario(hook), hook
+
+    looks, hook = asyncio.run(heard())
+    assert looks == [[], [], ["opened"], [], [], ["closed"], ["opened"], ["opened"], []]
+    events = [(b["event"], b["opened_by"][-1]) for b in hook.bodies]
+    assert [e for e, _ in events] == ["incident_opened", "incident_closed", "incident_opened", "incident_opened"]
+    assert events[0][1] == events[1][1] != events[2][1] != events[3][1]  # each outage its own opening sample
+    with open_store(path) as store:  # the third, announced and open: the second's row gave way to it
+        assert [opened_by for opened_by, _ in alerted.announced(store).values()] == [events[3][1]]

@@ -138,7 +138,7 @@ def test_grey_for_too_few_or_none_and_404_for_what_is_not_there(client: TestClie
     for missing in (
         badge_path("nobody", "default", "llama", "speed"), badge_path("groq", "free", "llama", "e2e"),
         "/badge/endpoint/groq/free/llama.json/speed.svg", "/badge/endpoint/groq/free/llama/speed.png",
-        model_badge_path("llama", "uptime"), model_badge_path("nobody", "speed"), "/badge/", "/badge/x/speed.svg",
+        model_badge_path("llama", "e2e"), model_badge_path("nobody", "uptime"), "/badge/", "/badge/x/speed.svg",
     ):  # fmt: skip
         response = client.get(missing)
         assert response.status_code == 404 and response.headers["content-type"].startswith("text/plain"), missing
@@ -189,3 +189,17 @@ def test_a_badge_path_reads_back_as_the_names_it_was_built_from(provider: str, p
         assert parse_badge(path.removeprefix("/badge/")) == ("endpoint", (provider, plan, model), metric)
         path = model_badge_path(model, metric)
         assert parse_badge(path.removeprefix("/badge/")) == ("model", (model,), metric)
+
+
+def test_a_model_uptime_badge_is_its_ranked_endpoint_that_kept_the_highest(client: TestClient) -> None:
+    # groq and fast are ranked for llama: fast 10 of 10 over 30 days, groq 10 of 11 (90.9 %, its endpoint badge).
+    svg = parsed(client.get(model_badge_path("llama", "uptime")).content)
+    assert texts(svg) == ["uptime 30d", "100%"] and [r.get("fill") for r in svg.iter(f"{SVG}rect")][2] == badges.GREEN
+    assert svg.findtext(f"{SVG}title") == (
+        "llama on fast/llama: success share over the last 30 days, every workload: 10 of 10 judged samples ok;"
+        " the best of the 2 endpoints ranked for it"
+    )
+    rare = parsed(client.get(model_badge_path("qwen", "uptime")).content)  # two samples: none ranked
+    assert texts(rare) == ["uptime 30d", "too few samples"] and "no endpoint ranked" in rare.findtext(f"{SVG}title", "")
+    missing = client.get(model_badge_path("nobody", "uptime"))
+    assert missing.status_code == 404 and "no endpoint serving model nobody" in missing.text

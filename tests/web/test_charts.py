@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import resource
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
@@ -94,6 +97,28 @@ def test_a_scatter_has_a_dot_per_item_and_a_series_per_group() -> None:
                           "local/c: TTFT (ms) 40, tok/s 80"]  # fmt: skip
     labels = [t.text for g in svg.iter(f"{SVG}g") if "axis" in g.get("class", "") for t in g.iter(f"{SVG}text")]
     assert "0" in labels  # both axes start at zero: a dot's distance from the origin is its figure
+
+
+def test_a_scatter_of_200_endpoints_draws_without_a_legend_rather_than_loop() -> None:
+    """200 series' legend left the plot a negative height, where pygal's title split looped for ever, taking all
+    memory (a board of 200 endpoints, bench/flood.py): drawn in a child process bounded to 2 GB and 60 s."""
+    code = (
+        "from tokenpace.web import charts\n"
+        "dots = [charts.Dot(f'p{i:03d}/model', f'p{i:03d}/model', 100.0 + i, 50.0 + i) for i in range(200)]\n"
+        "chart = charts.scatter('s', 'TTFT against output speed', 'TTFT (ms)', 'Output speed (tok/s)', dots)\n"
+        "print(len(chart.svg))"
+    )
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, preexec_fn=bounded)
+    assert done.returncode == 0, done.stderr[-500:]
+    few = _svg(
+        charts.scatter("s", "t", "x", "y", [charts.Dot(f"p{i}", f"p{i}", i, i) for i in range(charts.MAX_LEGEND)])
+    )
+    many = [charts.Dot(f"p{i}", f"p{i}", i, i) for i in range(charts.MAX_LEGEND + 1)]
+    assert len(legend(few)) == charts.MAX_LEGEND and legend(_svg(charts.scatter("s", "t", "x", "y", many))) == []
 
 
 def test_a_scatter_with_lines_joins_each_group_in_the_order_given() -> None:

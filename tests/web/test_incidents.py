@@ -22,6 +22,7 @@ from tokenpace.measure.sample import Origin, make_sample
 from tokenpace.store.database import Store, open_store
 from tokenpace.store.series import placed_series
 from tokenpace.web import create_app
+from tokenpace.web.paths import endpoint_path
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
 STEP = timedelta(minutes=10)
@@ -59,9 +60,9 @@ def test_an_outage_in_the_store_opens_and_closes_at_its_named_samples(any_store:
     write(store, GROQ, OUTAGE)
     store.flush()
     ids = [s.id for s in placed_series(store, since=T0)]
-    found, placed = outages.read_incidents(store, Thresholds(), NOW)
-    assert len(placed) == len(OUTAGE)
-    (c,) = found
+    derived = outages.read_incidents(store, Thresholds(), NOW)
+    assert derived.days == {("groq", "free", "llama", ""): {T0.date(): len(OUTAGE)}}
+    (c,) = derived.found
     assert (c.rule, c.severity, c.region, c.endpoint) == ("outage", "critical", "", "groq:free/llama")
     assert c.opened_by == tuple(ids[10:15]) and c.closed_by == ids[20]
     assert (c.opened_at, c.closed_at) == (T0 + 14 * STEP, T0 + 20 * STEP)
@@ -116,6 +117,7 @@ def test_metrics_count_open_incidents_and_methodology_lists_the_rules(client: Te
     assert [r["name"] for r in rules] == ["outage", "success-drop", "wrong-answers", "slowdown"]
     page = client.get("/methodology").text
     assert 'id="incident-rules"' in page and "Opens at the judged sample that makes the last 5 all failures" in page
+    assert "is marked failing on the board (more than 1 request in 10) yet\nopens none" in page  # a level, no change
 
 
 def test_a_flapping_endpoint_floods_no_page_or_feed(tmp_path: Path) -> None:
@@ -129,3 +131,12 @@ def test_a_flapping_endpoint_floods_no_page_or_feed(tmp_path: Path) -> None:
             feed = ET.fromstring(c.get("/incidents.atom").content)  # noqa: S314 (the feed we served)
     assert doc["count"] > outages.MAX_FEED and doc["listed"] == doc["count"] <= outages.MAX_LISTED
     assert len(feed.findall(f"{ATOM}entry")) == outages.MAX_FEED
+
+
+def test_the_board_and_an_endpoint_page_link_each_provider_s_status_page(client: TestClient) -> None:
+    board = client.get("/").text
+    assert 'id="status-pages">Incidents per provider, as tokenpace saw them: <a href="/status/groq">groq</a>' in board
+    page = client.get(endpoint_path("groq", "free", "llama")).text
+    assert '<a id="status-link" href="/status/groq"' in page
+    incidents = client.get("/incidents").text  # its twins in the nav: JSON, and the Atom feed (no CSV: see docs)
+    assert '<a href="/incidents.json">JSON</a>' in incidents and '<a href="/incidents.atom">Atom</a>' in incidents

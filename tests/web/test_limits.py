@@ -136,6 +136,8 @@ async def _flood(url: str, count: int) -> tuple[Counter[int], list[int], bool]:
     """``count`` requests at once over as many connections, while /health is asked every 50 ms."""
     paths = ["/", "/leaderboard.json", "/leaderboard.csv", "/?sort=ttft", "/endpoint/steady/default/m", "/model/m"]
     paths += ["/metrics", "/methodology", "/?provider=nobody"]
+    paths += ["/incidents", "/incidents.atom", "/status/steady", "/badge/endpoint/steady/default/m/uptime.svg"]
+    paths += ["/badge/model/m/speed.svg", "/badge/model/m/uptime.svg"]
     statuses: Counter[int] = Counter()
     health: list[int] = []
     retry_after_everywhere = True

@@ -5,7 +5,8 @@ default window (72 h median), the opening workload (its first scheduled one wher
 default region. Its uptime badge shows its success share over the last 30 days, every workload pooled, by the
 board's definition (stats.success_rate: published samples, tokenpace's own cancellations left out). A model's
 badge shows its best endpoint's figure: among the endpoints the model page heads with (enough counted samples,
-not failing: model_page.headline), the fastest output speed, or the lowest TTFT; its title names that endpoint.
+not failing: model_page.headline), the fastest output speed, the lowest TTFT, or the highest 30-day uptime; its
+title names that endpoint (and, for uptime, of how many it is the best).
 
 The colour rule (:func:`figure_colour`, :func:`uptime_colour`): grey where there is no figure to stand on (none,
 too few samples, a stale row); speed and TTFT are blue, or red where the endpoint is failing, because no speed is
@@ -15,6 +16,7 @@ bound (90 %), red below it. The web draws the SVG (web/badges.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokenpace.board import numbers, regions
@@ -37,7 +39,7 @@ UPTIME_WINDOW = Window(f"{UPTIME_DAYS}d", UPTIME_DAYS * 86_400, "median", f"{UPT
 BADGE_FIGURES: dict[str, tuple[str, numbers.Kind]] = {"speed": ("output_speed", "num"), "ttft": ("ttft_ms", "ms")}
 UPTIME_LABEL = f"uptime {UPTIME_DAYS}d"
 ENDPOINT_BADGES = ("speed", "ttft", "uptime")
-MODEL_BADGES = ("speed", "ttft")
+MODEL_BADGES = ("speed", "ttft", "uptime")
 NAME_CUT = 120  # characters of a name in a badge's title: a hostile name never makes a badge kilobytes long
 
 
@@ -149,6 +151,11 @@ def model_badge(source: PageSource, asked: str, metric: str) -> Badge | None:
     usual = source.default_workload
     workload = usual if usual in workloads or not workloads else workloads[0]
     top = headline([r for r in rows if r.workload == workload], window.statistic, source.min_samples)
+    if metric == "uptime":
+        if top.ranked:
+            return _best_uptime(source, model, top.ranked)
+        text = "too few samples" if top.listed else "no data"
+        return Badge(UPTIME_LABEL, text, GREY, f"{numbers.cut(model, NAME_CUT)}: no endpoint ranked, {window.label}")
     column = BADGE_FIGURES[metric][0]
     figured = [(v, r.name, r) for r in top.ranked if (v := r.figure(column).headline(window.statistic)) is not None]
     best = [r for _, _, r in sorted(figured, key=lambda x: (x[0], x[1]))]  # ties by name: the same one each time
@@ -158,3 +165,16 @@ def model_badge(source: PageSource, asked: str, metric: str) -> Badge | None:
     if row is None and top.listed:  # listed, none ranked: too few samples, or every one failing
         return Badge(badge.label, "too few samples", GREY, f"{whose}: no endpoint has enough samples and succeeds")
     return badge
+
+
+def _best_uptime(source: PageSource, model: str, ranked: Sequence[EndpointRow]) -> Badge:
+    """The 30-day uptime of the model's ranked endpoint that kept the highest (ties by name), named in the title."""
+    shares = []
+    for r in ranked:
+        month = _rows(source, UPTIME_WINDOW, r.model, r.provider, r.plan)
+        counts = (sum(m.ok for m in month), sum(m.samples for m in month), sum(m.cancelled for m in month))
+        shares.append((success_rate(*counts) or 0.0, r.name, counts))
+    _, name, counts = min(shares, key=lambda x: (-x[0], x[1]))
+    badge = uptime_badge(*counts, f"{numbers.cut(model, NAME_CUT)} on {numbers.cut(name, NAME_CUT)}")
+    of = f"; the best of the {len(ranked)} endpoints ranked for it" if len(ranked) > 1 else ""
+    return Badge(badge.label, badge.value, badge.colour, badge.title + of)

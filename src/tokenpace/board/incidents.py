@@ -33,9 +33,10 @@ Reading = tuple[bool | None, int]  # the rule's verdict, and how many of the tra
 
 @dataclass(frozen=True, slots=True)
 class Track:
-    """One series of samples in time order, with what the rules read of it precomputed."""
+    """One series of samples in time order, with what the rules read of it precomputed. Its lists grow at their
+    end and are cut back there as an incremental derivation walks on (board/tracking.py)."""
 
-    samples: Sequence[Placed]
+    samples: list[Placed]
     at: list[float]  # started_at, epoch seconds
     failed: list[int]  # failed[i]: failures among samples[:i]
     ttft: list[float]  # each sample's TTFT (0 where it has none)
@@ -43,11 +44,26 @@ class Track:
     @classmethod
     def of(cls, samples: Sequence[Placed], ok: Sequence[bool] | None = None) -> Track:
         """The track of ``samples``, each a success where ``ok`` says (by default: where the sample is)."""
-        failed = [0]
+        track = cls([], [], [0], [])
+        track.extend(samples, ok)
+        return track
+
+    def extend(self, samples: Sequence[Placed], ok: Sequence[bool] | None = None) -> None:
+        """``samples`` added at the end (each later than every sample already there)."""
         for good in [s.point.ok for s in samples] if ok is None else ok:
-            failed.append(failed[-1] + (not good))
-        at = [s.point.started_at.timestamp() for s in samples]
-        return cls(samples, at, failed, [s.point.ttft_ms or 0.0 for s in samples])
+            self.failed.append(self.failed[-1] + (not good))
+        self.samples.extend(samples)
+        self.at.extend(s.point.started_at.timestamp() for s in samples)
+        self.ttft.extend(s.point.ttft_ms or 0.0 for s in samples)
+
+    def cut(self, n: int) -> None:
+        """Only the first ``n`` samples kept."""
+        del self.samples[n:], self.at[n:], self.failed[n + 1 :], self.ttft[n:]
+
+    def after(self, n: int) -> Track:
+        """The track of the samples from the n-th on (what the rules read at them must lie there)."""
+        base = self.failed[n]
+        return Track(self.samples[n:], self.at[n:], [f - base for f in self.failed[n:]], self.ttft[n:])
 
     def failures(self, lo: int, hi: int) -> int:
         """Failures among samples[lo:hi]."""
@@ -119,24 +135,29 @@ def wrong(track: Track, i: int, t: Thresholds) -> Reading:
     return n - track.failures(i + 1 - n, i + 1) < t.canary_below * n, n
 
 
-def _judged(samples: Sequence[Placed]) -> list[Track]:
+def _judged(samples: Sequence[Placed]) -> Picks:
     """Every sample judged, as the success rate counts them: all but those tokenpace itself cancelled."""
-    return [Track.of([s for s in samples if s.point.error_kind != ErrorKind.CANCELLED.value])]
+    return {None: ([s for s in samples if s.point.error_kind != ErrorKind.CANCELLED.value], None)}
 
 
-def _timed(samples: Sequence[Placed]) -> list[Track]:
+def _timed(samples: Sequence[Placed]) -> Picks:
     """One track per workload: its samples a chart draws with a TTFT (successful, TTFT not client-bound)."""
-    workloads = dict.fromkeys(s.point.workload for s in samples)
-    return [
-        Track.of([s for s in samples if s.point.workload == w and s.point.charted() and s.point.kept().ttft_ms])
-        for w in workloads
-    ]
+    picked: Picks = {}
+    for s in samples:
+        if s.point.charted() and s.point.kept().ttft_ms:
+            picked.setdefault(s.point.workload, ([], None))[0].append(s)
+    return picked
 
 
-def _verdicts(samples: Sequence[Placed]) -> list[Track]:
+def _verdicts(samples: Sequence[Placed]) -> Picks:
     """The canary's verdicts, each a success when the answer began with its line."""
     checked = [s for s in samples if s.point.canary_ok is not None]
-    return [Track.of(checked, [bool(s.point.canary_ok) for s in checked])]
+    return {None: (checked, [bool(s.point.canary_ok) for s in checked])}
+
+
+# A rule's tracks of some samples, by workload (None: every workload), each its samples and, where a sample's own
+# success is not what counts, each one's verdict.
+Picks = dict[str | None, tuple[list[Placed], list[bool] | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +165,7 @@ class Rule:
     name: str
     severity: str
     judge: Callable[[Track, int, Thresholds], Reading]
-    tracks: Callable[[Sequence[Placed]], list[Track]]
+    tracks: Callable[[Sequence[Placed]], Picks]
     reads: str  # the samples it needs, in words
     per_workload: bool = False
 
@@ -160,6 +181,13 @@ RULES = (
     Rule("wrong-answers", "major", wrong, _verdicts, "every sample with a canary verdict"),
     Rule("slowdown", "minor", slowdown, _timed, "each workload's successful samples with a TTFT", True),
 )
+
+
+def reach(t: Thresholds) -> tuple[int, float]:
+    """How far back any rule reads from a sample: (samples, then seconds before the first of them). A walk resumed
+    at sample i judges as one from the first sample on, if the track still holds the samples that far back of i."""
+    count = max(t.outage_run, t.recover_run, t.drop_samples, t.canary_samples, MAX_EVIDENCE)
+    return count, t.baseline_s + t.slow_window_s + t.outage_window_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,39 +212,56 @@ class Incident:
         return endpoint_name(self.provider, self.plan, self.model)
 
 
-def walk(rule: Rule, track: Track, t: Thresholds) -> list[tuple[int, tuple[str, ...], int | None]]:
-    """(index, ids read, closing index) of each incident a rule opens on a track, oldest first."""
-    found: list[tuple[int, tuple[str, ...], int | None]] = []
-    opened: tuple[int, tuple[str, ...]] | None = None
-    for i in range(len(track.samples)):
+Opened = tuple[Placed, tuple[str, ...]]  # the sample that opened an incident, and the ids its rule read then
+
+
+def walk(rule: Rule, track: Track, t: Thresholds, start: int = 0, stop: int | None = None,
+         opened: Opened | None = None) -> tuple[list[Incident], Opened | None]:  # fmt: skip
+    """The incidents a rule closes on track.samples[start:stop] (oldest first), resumed with the one ``opened``
+    before ``start``; and the one left open there, if any."""
+    closed: list[Incident] = []
+    for i in range(start, len(track.samples) if stop is None else stop):
         state, read = rule.judge(track, i, t)
         if opened is None and state:
-            ids = tuple(s.id for s in track.samples[max(i + 1 - read, i + 1 - MAX_EVIDENCE) : i + 1])
-            opened = (i, ids)
+            opened = (
+                track.samples[i],
+                tuple(s.id for s in track.samples[max(i + 1 - read, i + 1 - MAX_EVIDENCE) : i + 1]),
+            )
         elif opened is not None and state is False:
-            found.append((*opened, i))
+            closed.append(incident(rule, opened, track.samples[i]))
             opened = None
-    return found if opened is None else [*found, (*opened, None)]
+    return closed, opened
+
+
+def incident(rule: Rule, opened: Opened, closed: Placed | None) -> Incident:
+    """The incident a rule opened at a sample, closed at another (None: still open)."""
+    at, ids = opened
+    return Incident(
+        at.provider, at.plan, at.model, at.region, rule.name, rule.severity,
+        at.point.workload if rule.per_workload else None, at.point.started_at,
+        None if closed is None else closed.point.started_at, ids, None if closed is None else closed.id,
+    )  # fmt: skip
+
+
+def in_order(found: Iterable[Incident]) -> list[Incident]:
+    """Incidents oldest first, ties in one order whatever order they were found in."""
+    return sorted(found, key=lambda c: (c.opened_at, c.endpoint, c.region, c.rule, c.workload or "", c.opened_by))
+
+
+def time_order(samples: Iterable[Placed]) -> list[Placed]:
+    """Samples in the order the rules walk them: by start, then by id (as the store reads them)."""
+    return sorted(samples, key=lambda s: (s.point.started_at, s.id))
 
 
 def of_endpoint(samples: Sequence[Placed], t: Thresholds) -> list[Incident]:
     """Every incident in one endpoint's samples from one region (oldest first, unpublished ones left out)."""
-    samples = [s for s in samples if s.point.published]
-    if not samples:
-        return []
-    first = samples[0]
+    samples = time_order(s for s in samples if s.point.published)
     found = []
     for rule in RULES:
-        for track in rule.tracks(samples):
-            for i, ids, closed in walk(rule, track, t):
-                at = track.samples[i].point
-                end = None if closed is None else track.samples[closed]
-                found.append(Incident(
-                    first.provider, first.plan, first.model, first.region, rule.name, rule.severity,
-                    at.workload if rule.per_workload else None, at.started_at,
-                    None if end is None else end.point.started_at, ids, None if end is None else end.id,
-                ))  # fmt: skip
-    return sorted(found, key=lambda c: (c.opened_at, c.opened_by[-1], c.rule))
+        for picked, ok in rule.tracks(samples).values():
+            closed, left = walk(rule, Track.of(picked, ok), t)
+            found += [*closed, *([] if left is None else [incident(rule, left, None)])]
+    return in_order(found)
 
 
 def derive(samples: Iterable[Placed], t: Thresholds) -> list[Incident]:
@@ -224,5 +269,4 @@ def derive(samples: Iterable[Placed], t: Thresholds) -> list[Incident]:
     groups: dict[tuple[str, str, str, str], list[Placed]] = {}
     for s in samples:
         groups.setdefault((s.provider, s.plan, s.model, s.region), []).append(s)
-    found = [c for group in groups.values() for c in of_endpoint(group, t)]
-    return sorted(found, key=lambda c: (c.opened_at, c.endpoint, c.region, c.rule))
+    return in_order(c for group in groups.values() for c in of_endpoint(group, t))

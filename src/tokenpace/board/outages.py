@@ -1,24 +1,27 @@
 """Incidents as pages read them: derived from the stored samples over a span, listed, and a provider's daily bars.
 
-The samples are read from the span's start less the longest baseline a rule looks back over (and a day), so an
-incident near the start of the span is judged as it was when it happened. Every incident says where it was seen
+The samples are read from the span's start less the longest baseline a rule looks back over (and a day, and back
+to the week's start: tracking.read_start), so an incident near the start of the span is judged as it was when it
+happened. Pages keep one :class:`~tokenpace.board.tracking.IncidentLog` that walks on over new samples;
+:func:`read_incidents` derives them all at once, as the log's first refresh does. Every incident says where it was seen
 from ("seen by tokenpace from eu-west", or "from this server" for samples the serving process took itself): what
 tokenpace measured there, no claim about the provider's own status page or other places.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from tokenpace.board import regions
-from tokenpace.board.incidents import RULES, SEVERITIES, Incident, derive
+from tokenpace.board.incidents import RULES, SEVERITIES, Incident
+from tokenpace.board.tracking import Days, Derived, IncidentLog
 from tokenpace.config.endpoints import Config
 from tokenpace.config.incidents import Thresholds
 from tokenpace.store.database import Store
-from tokenpace.store.series import Placed, placed_series
 
 SPAN_DAYS = 90  # what /incidents lists and a status page draws, a bar a day
 MAX_LISTED = 500  # incidents a page lists, newest first: a flapping endpoint must not make a page of megabytes
@@ -26,13 +29,10 @@ MAX_FEED = 50  # entries of the Atom feed
 THIS_SERVER = "this server"
 
 
-def read_incidents(store: Store, t: Thresholds, now: datetime, days: int = SPAN_DAYS, provider: str | None = None
-         ) -> tuple[list[Incident], list[Placed]]:  # fmt: skip
-    """The incidents open at any time in the ``days`` before ``now`` (oldest first), and the samples read."""
-    start = now - timedelta(days=days)
-    placed = placed_series(store, since=start - timedelta(seconds=t.baseline_s, days=1), provider=provider)
-    found = [c for c in derive(placed, t) if (c.closed_at or now) >= start and c.opened_at <= now]
-    return found, placed
+def read_incidents(store: Store, t: Thresholds, now: datetime, days: int = SPAN_DAYS) -> Derived:
+    """The incidents open at any time in the ``days`` before ``now`` (oldest first), and the samples a day read,
+    derived from every sample at once."""
+    return IncidentLog(store, t, days).refresh(now)
 
 
 def seen_from(region: str, config: Config) -> str:
@@ -102,16 +102,18 @@ def days_of(now: datetime, days: int) -> list[date]:
     return [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
 
 
-def strips(placed: Sequence[Placed], found: Sequence[Incident], now: datetime, days: int = SPAN_DAYS) -> list[Strip]:
+def sampled(counted: Days, now: datetime, days: int = SPAN_DAYS) -> Days:
+    """The endpoints and regions with a published sample in the span's days, and their samples a day there."""
+    first = days_of(now, days)[0]
+    kept = {place: Counter({d: n for d, n in per.items() if d >= first}) for place, per in counted.items()}
+    return {place: per for place, per in kept.items() if per}
+
+
+def strips(counted: Days, found: Sequence[Incident], now: datetime, days: int = SPAN_DAYS) -> list[Strip]:
     """A strip per endpoint and region with a sample or an incident in the span, A to Z, region '' first."""
     wanted = days_of(now, days)
     first = wanted[0]
-    counts: dict[tuple[str, str, str, str], dict[date, int]] = {}
-    for s in placed:
-        d = s.point.started_at.astimezone(UTC).date()
-        if d >= first:
-            per = counts.setdefault((s.provider, s.plan, s.model, s.region), {})
-            per[d] = per.get(d, 0) + 1
+    counts = sampled(counted, now, days)
     marks: dict[tuple[str, str, str, str], dict[date, list[str]]] = {}
     for c in found:
         place = marks.setdefault((c.provider, c.plan, c.model, c.region), {})
@@ -122,7 +124,7 @@ def strips(placed: Sequence[Placed], found: Sequence[Incident], now: datetime, d
             d += timedelta(days=1)
     out = []
     for key in sorted(counts.keys() | marks.keys()):
-        n, m = counts.get(key, {}), marks.get(key, {})
+        n, m = counts.get(key, Counter()), marks.get(key, {})
         out.append(Strip(*key, tuple(DayBar(d, n.get(d, 0), worst(m.get(d, []))) for d in wanted)))
     return out
 

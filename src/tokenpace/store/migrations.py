@@ -320,6 +320,15 @@ MIGRATIONS: tuple[tuple[int, tuple[Step, ...]], ...] = (
             partial(guards.guard_rollups, shape=SHAPE_18),
         ),
     ),
+    (
+        19,
+        (
+            # Incident alerts (serve/incidents.py, alerted.py): the incidents announced open to the webhooks and not
+            # yet closed, each by its place, so that serve announces none of them again when it restarts.
+            "CREATE TABLE incident_alerts (place TEXT PRIMARY KEY, opened_by TEXT NOT NULL,"
+            " opened_at DOUBLE PRECISION NOT NULL)",
+        ),
+    ),
 )
 
 

@@ -172,15 +172,42 @@ class Placed:
     point: SamplePoint
 
 
-def placed_series(store: Store, *, since: datetime, provider: str | None = None) -> list[Placed]:
-    """Every published sample since a time (of one provider, or every one), with its id and region, oldest first."""
+EndpointRegion = tuple[str, str, str, str]  # provider, plan, model, region: one endpoint seen from one region
+
+
+def placed_series(
+    store: Store, *, since: datetime, provider: str | None = None, place: EndpointRegion | None = None
+) -> list[Placed]:
+    """Every published sample since a time (of one provider, or one endpoint from one region, or every one), with
+    its id and region, oldest first."""
     sql = f"SELECT id, provider, plan, model, region, {_POINT} FROM samples WHERE started_at >= ? AND published = 1"  # noqa: S608
     params: list[Any] = [epoch(since)]
     if provider is not None:
         sql, params = sql + " AND provider = ?", [*params, provider]
+    if place is not None:
+        sql, params = sql + " AND provider = ? AND plan = ? AND model = ? AND region = ?", [*params, *place]
     found = []
     for row in store.query(sql + " ORDER BY started_at, id", params):
         point = _point(dict(zip(_FIELDS, row[5:], strict=True)))
         if point is not None:
             found.append(Placed(str(row[0]), row[1], row[2], row[3], row[4], point))
     return found
+
+
+def stored_between(store: Store, since: datetime, until: datetime) -> int:
+    """How many samples (published or not) started from ``since`` to before ``until``: a walk along the started_at
+    index that reads no sample, which tells an incremental reader that one arrived late."""
+    rows = store.query(
+        "SELECT COUNT(*) FROM samples WHERE started_at >= ? AND started_at < ?", (epoch(since), epoch(until))
+    )
+    return int(rows[0][0])
+
+
+def published_between(store: Store, since: datetime, until: datetime) -> dict[EndpointRegion, int]:
+    """How many published samples started from ``since`` to before ``until``, per endpoint and region."""
+    rows = store.query(
+        "SELECT provider, plan, model, region, COUNT(*) FROM samples WHERE started_at >= ? AND started_at < ?"
+        " AND published = 1 GROUP BY provider, plan, model, region",
+        (epoch(since), epoch(until)),
+    )
+    return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in rows}

@@ -33,9 +33,11 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from tokenpace.board import outages
 from tokenpace.board.changes import Kept
 from tokenpace.board.rules import StaleAfter
 from tokenpace.board.rules import rules as board_rules
+from tokenpace.board.tracking import IncidentLog
 from tokenpace.config.endpoints import Config
 from tokenpace.errors import BadRequest, ConfigError, StoreError, WorkerError
 from tokenpace.schedule import cadence
@@ -353,12 +355,13 @@ def create_app(
         ),  # apart from memo: pages come and go, the rows they share stay
         pool=ViewPool(),
         incidents=Memo(store, min_age_s=incidents.INCIDENTS_REFRESH_S),
+        incident_log=IncidentLog(store, config.incidents, outages.SPAN_DAYS),
         secrets=tuple(ops.secrets(config)),
         renderer=None if render_store is None else Renderer(create_app, render_store, config, status and status()),
     )
     site = app.state.site
     collector = prom.LeaderboardCollector(
-        store, now, status, rules.long_workloads, site.memo, site.changes, lambda: incidents.site_incidents(site)[0]
+        store, now, status, rules.long_workloads, site.memo, site.changes, lambda: incidents.site_incidents(site).found
     )
     app.state.registry = prom.registry(collector)
     return app

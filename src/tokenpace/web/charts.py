@@ -27,6 +27,10 @@ from tokenpace.measure.stats import Figure, figure
 from tokenpace.store.series import SamplePoint
 
 MAX_BOXES = 30  # boxes in one chart: more are unreadable, and pygal's cost grows as their square (200: 0.25 s)
+# Series a chart's legend lists. Past about 150 the legend (at the bottom) leaves the plot a negative height, and
+# pygal's split_title then loops for ever, appending to a list: a board of 200 endpoints took all memory. Past
+# this many, no legend: each mark's tooltip still names its series.
+MAX_LEGEND = 60
 MAX_DOTS = 400  # a dot per sample up to this many in a chart; past it lines only (each dot costs ~200 bytes)
 # What a box's whiskers are, as its chart's title says: P5-P95 where enough samples bound them (sufficiency.py).
 TAILS_TITLE = f"P5-P95 where n ≥ {sufficiency.samples_needed(0.95)} (fewer: withheld)"
@@ -146,6 +150,7 @@ def _config(title: str, names: Sequence[str], series_colours: Mapping[str, str],
         "truncate_legend": LABEL_CHARS,
         "truncate_label": LABEL_CHARS,
         "no_data_text": "no successful samples",
+        "show_legend": len(names) <= MAX_LEGEND,
         **more,
     }
 

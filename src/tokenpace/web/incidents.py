@@ -15,23 +15,23 @@ from starlette.responses import Response
 
 from tokenpace.board import outages
 from tokenpace.board.incidents import SEVERITIES, Incident
+from tokenpace.board.tracking import Derived
 from tokenpace.config.endpoints import endpoint_name
-from tokenpace.store.series import Placed
 from tokenpace.web.paths import endpoint_path, status_path
 from tokenpace.web.render import Page
 from tokenpace.web.site import Site
 
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
-# Deriving 90 days of incidents walks every sample of them (about 20 us each: 28k samples of one endpoint with two
-# workloads take 0.6 s), so pages and /metrics share one derivation a minute at most, as the alert watcher looks.
+# Pages and /metrics share one refresh of the incident log a minute at most, as the alert watcher looks: the first
+# derives the span (about 55 us a sample), each later one walks on over the samples stored since (tracking.py).
 INCIDENTS_REFRESH_S = 60.0
 
 
-def site_incidents(site: Site) -> tuple[list[Incident], list[Placed]]:
-    """The span's incidents and samples for every page (and /metrics): derived again once the store has changed,
-    at most once a minute."""
+def site_incidents(site: Site) -> Derived:
+    """The span's incidents and samples a day for every page (and /metrics): the log walked on once the store has
+    changed, at most once a minute."""
     now = site.now()
-    return site.incidents.get(("incidents",), lambda: outages.read_incidents(site.store, site.config.incidents, now))
+    return site.incidents.get(("incidents",), lambda: site.incident_log.refresh(now))
 
 
 def _newest_dicts(site: Site, found: list[Incident], limit: int) -> list[dict[str, Any]]:
@@ -40,7 +40,7 @@ def _newest_dicts(site: Site, found: list[Incident], limit: int) -> list[dict[st
 
 
 def incidents_page(site: Site, params: Mapping[str, str]) -> Page:
-    found, _ = site_incidents(site)
+    found = site_incidents(site).found
     listed = _newest_dicts(site, found, outages.MAX_LISTED)
     providers = sorted({c.provider for c in found} | {e.provider for e in site.config.endpoints})
     data = {
@@ -57,7 +57,7 @@ def incidents_page(site: Site, params: Mapping[str, str]) -> Page:
 
 def atom(site: Site) -> Response:
     """The Atom feed: the latest MAX_FEED incidents, each entry updated when it opened or, later, closed."""
-    found, _ = site_incidents(site)
+    found = site_incidents(site).found
     entries = _newest_dicts(site, found, outages.MAX_FEED)
     updated = max((e["closed_at"] or e["opened_at"] for e in entries), default=None)
     context = {"entries": entries, "updated": updated or site.now().isoformat()}
@@ -67,12 +67,13 @@ def atom(site: Site) -> Response:
 
 def status_page(site: Site, provider: str, params: Mapping[str, str]) -> Page:
     """A provider's status as tokenpace saw it: 404 for one neither configured nor sampled in the span."""
-    every, placed = site_incidents(site)
-    placed = [s for s in placed if s.provider == provider]
-    if not placed and all(e.provider != provider for e in site.config.endpoints):
+    derived = site_incidents(site)
+    counted = {place: per for place, per in derived.days.items() if place[0] == provider}
+    sampled = outages.sampled(counted, site.now())
+    if not sampled and all(e.provider != provider for e in site.config.endpoints):
         raise HTTPException(404, "no provider of that name is measured: see /incidents for the status pages")
-    found = [c for c in every if c.provider == provider]
-    strips = outages.strips(placed, found, site.now())
+    found = [c for c in derived.found if c.provider == provider]
+    strips = outages.strips(sampled, found, site.now())
     rows = [
         {"endpoint": endpoint_name(s.provider, s.plan, s.model), "plan": s.plan, "model": s.model,
          "url": endpoint_path(s.provider, s.plan, s.model), "seen_from": outages.seen_from(s.region, site.config),

@@ -25,7 +25,7 @@ from tokenpace.board import numbers, regions, sufficiency
 from tokenpace.config.endpoints import plan_name
 from tokenpace.measure import catalogue
 from tokenpace.version import __version__
-from tokenpace.web.paths import endpoint_path, model_path
+from tokenpace.web.paths import endpoint_path, model_path, status_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +80,7 @@ def environment() -> jinja2.Environment:
             endpoint_path(r.provider, r.plan, r.model) + regions.url_suffix(getattr(r, "region", None))
         ),
         model_url=model_path,
+        status_url=status_path,  # a provider's status page: its incidents as tokenpace saw them
         plan_name=plan_name,
         tails_need=sufficiency.samples_needed(0.95),  # P5's and P95's, by symmetry
         figure=catalogue.metric,  # a figure's label, header and definition, as the catalogue spells them

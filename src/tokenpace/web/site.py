@@ -11,6 +11,7 @@ import jinja2
 from tokenpace.board.changes import Kept
 from tokenpace.board.query import Query, window
 from tokenpace.board.rules import StaleAfter
+from tokenpace.board.tracking import IncidentLog
 from tokenpace.config.endpoints import Config
 from tokenpace.config.windows import DEFAULT_WINDOW, WINDOWS, Window
 from tokenpace.config.workloads import ordered
@@ -40,6 +41,7 @@ class Site:
     pages: Memo  # rendered responses, per path and parameters
     pool: ViewPool
     incidents: Memo  # the incidents derived from the samples: at most once a minute (web/incidents.py)
+    incident_log: IncidentLog  # what that derivation walks on from (board/tracking.py)
     secrets: tuple[str, ...]  # values scrubbed from what pages show (a provider may echo a key in an error)
     renderer: Renderer | None = None  # the process rendering pages, when they are not rendered on pool threads
 
