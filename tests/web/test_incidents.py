@@ -108,6 +108,31 @@ def test_a_status_page_draws_90_daily_bars_per_endpoint_and_place(client: TestCl
     assert client.get("/status/a/b").status_code == 404
 
 
+def test_a_chronically_failing_endpoint_with_no_incident_has_no_green_day(tmp_path: Path) -> None:
+    """Four requests in ten fail all day, never five in a row nor half in 15 minutes, from no clean baseline: no
+    rule opens an incident, yet the board marks the endpoint failing, and its day is drawn so (yellow, its ok share
+    in the title and the JSON); a day with one failure in twenty stays green, one with most failing is red."""
+    flaky = [True, False, True, False, True, True, False, True, False, True] * 6  # 60 % ok
+    steady = [True] * 19 + [False]  # 95 % ok
+    broken = [False, False, True] * 10  # a third ok
+    groq, steady_ep, broken_ep = GROQ, Endpoint("groq", "steady", "http://s.invalid/v1"), Endpoint("groq", "bad", "x")
+    with open_store(str(tmp_path / "flaky.db")) as store:
+        for endpoint, oks in ((groq, flaky), (steady_ep, steady), (broken_ep, broken)):
+            write(store, endpoint, oks)
+        store.flush()
+        config = Config(endpoints=(groq, steady_ep, broken_ep))
+        now = T0 + 70 * STEP
+        with TestClient(create_app(store, config, now=lambda: now)) as c:
+            doc = c.get("/status/groq.json").json()
+            page = c.get("/status/groq").text
+    today = {e["model"]: e["days"][-1] for e in doc["endpoints"]}
+    assert doc["incidents"] == [] or all(i["endpoint"] == "groq/bad" for i in doc["incidents"])
+    assert (today["llama"]["state"], today["llama"]["failed"], today["llama"]["ok_share"]) == ("degraded", 24, 0.6)
+    assert (today["steady"]["state"], today["steady"]["ok_share"]) == ("up", 0.95)
+    assert today["bad"]["state"] in {"down", "critical"}  # red either way: by its share, or by the outage it opened
+    assert "60 samples, 60.0 % ok" in page
+
+
 def test_metrics_count_open_incidents_and_methodology_lists_the_rules(client: TestClient) -> None:
     metrics = client.get("/metrics").text
     opened = [line for line in metrics.splitlines() if line.startswith("tokenpace_incident_open{")]

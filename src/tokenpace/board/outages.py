@@ -18,6 +18,7 @@ from typing import Any
 
 from tokenpace.board import regions
 from tokenpace.board.incidents import RULES, SEVERITIES, Incident
+from tokenpace.board.rows import FAILING_BELOW
 from tokenpace.board.tracking import Days, Derived, IncidentLog
 from tokenpace.config.endpoints import Config
 from tokenpace.config.incidents import Thresholds
@@ -73,16 +74,28 @@ def worst(severities: Sequence[str]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class DayBar:
-    """One bar: a UTC day, how many samples were judged, the worst severity of an incident open in it."""
+    """One bar: a UTC day, its published samples and how many failed, the worst severity of an incident open in it."""
 
     day: date
     samples: int
     severity: str | None
+    failed: int = 0
+
+    @property
+    def ok_share(self) -> float | None:
+        """ok share = 1 - failed / samples (tokenpace's own cancellations count as no failure); None: no sample."""
+        return None if not self.samples else 1 - self.failed / self.samples
 
     @property
     def state(self) -> str:
-        """The bar's colour: empty (no sample), up, or the worst severity."""
-        return self.severity or ("up" if self.samples else "empty")
+        """The bar's colour: empty (no sample), the worst severity of an incident open that day, else by its ok
+        share as an hour of an endpoint's strip (board/uptime.py) but with the board's failing bound: down under
+        half, degraded under FAILING_BELOW, up. A chronically failing endpoint opens no incident (no clean
+        baseline to drop from), and a green bar must not say it was fine."""
+        share = self.ok_share
+        if self.severity or share is None:
+            return self.severity or "empty"
+        return "down" if share < 0.5 else "degraded" if share < FAILING_BELOW else "up"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +122,11 @@ def sampled(counted: Days, now: datetime, days: int = SPAN_DAYS) -> Days:
     return {place: per for place, per in kept.items() if per}
 
 
-def strips(counted: Days, found: Sequence[Incident], now: datetime, days: int = SPAN_DAYS) -> list[Strip]:
-    """A strip per endpoint and region with a sample or an incident in the span, A to Z, region '' first."""
+def strips(
+    counted: Days, found: Sequence[Incident], now: datetime, days: int = SPAN_DAYS, failed: Days | None = None
+) -> list[Strip]:
+    """A strip per endpoint and region with a sample or an incident in the span, A to Z, region '' first; ``failed``:
+    the samples a day that failed, for each bar's ok share."""
     wanted = days_of(now, days)
     first = wanted[0]
     counts = sampled(counted, now, days)
@@ -124,8 +140,8 @@ def strips(counted: Days, found: Sequence[Incident], now: datetime, days: int = 
             d += timedelta(days=1)
     out = []
     for key in sorted(counts.keys() | marks.keys()):
-        n, m = counts.get(key, Counter()), marks.get(key, {})
-        out.append(Strip(*key, tuple(DayBar(d, n.get(d, 0), worst(m.get(d, []))) for d in wanted)))
+        n, m, bad = counts.get(key, Counter()), marks.get(key, {}), (failed or {}).get(key, Counter())
+        out.append(Strip(*key, tuple(DayBar(d, n.get(d, 0), worst(m.get(d, [])), bad.get(d, 0)) for d in wanted)))
     return out
 
 

@@ -34,14 +34,16 @@ from datetime import UTC, date, datetime, timedelta
 
 from tokenpace.board.incidents import RULES, Incident, Opened, Picks, Track, in_order, incident, reach, walk
 from tokenpace.config.incidents import Thresholds
+from tokenpace.measure.failures import ErrorKind
 from tokenpace.store.database import Store
 from tokenpace.store.series import EndpointRegion, Placed, placed_series, published_between, stored_between
 
 RESUME_MARGIN_S = 3600.0  # samples started this recently are walked again at each refresh: they may still arrive
 WEEK = timedelta(days=7)
+CANCELLED = ErrorKind.CANCELLED.value
 TRIM_AT = 4096  # samples a track holds beyond what its rules read before it drops them
 SLACK = timedelta(milliseconds=1)  # a stored start read back as a datetime moves by under 1 us
-Days = dict[EndpointRegion, Counter[date]]  # published samples a UTC day, per endpoint and region
+Days = dict[EndpointRegion, Counter[date]]  # published samples (or failures) a UTC day, per endpoint and region
 
 
 def read_start(now: datetime, days: int, t: Thresholds) -> datetime:
@@ -58,6 +60,7 @@ class Derived:
 
     found: list[Incident]
     days: Days
+    failed: Days  # of those, the failures (tokenpace's own cancellations are none): a day's bar shows its share
 
 
 class _Place:
@@ -71,11 +74,14 @@ class _Place:
         self._open: dict[tuple[str, str | None], Opened | None] = {}  # each rule's incident open at the horizon
         self.closed: list[Incident] = []  # closed before the horizon
         self.days: Counter[date] = Counter()
+        self.failed: Counter[date] = Counter()
         self.count = 0
 
-    def advance(self, samples: Sequence[Placed], horizon: datetime) -> tuple[list[Incident], Counter[date]]:
+    def advance(
+        self, samples: Sequence[Placed], horizon: datetime
+    ) -> tuple[list[Incident], Counter[date], Counter[date]]:
         """Walk on over ``samples`` (all started since the last horizon, in time order), for good up to ``horizon``:
-        every incident found so far, and the published samples a day."""
+        every incident found so far, and the published samples and failures a day."""
         cut = horizon.timestamp()
         for key, track in self._tracks.items():
             track.cut(self._done[key])  # the samples after the last horizon: read again now
@@ -98,14 +104,18 @@ class _Place:
         self._done = stops
         self._trim()
         later_days: Counter[date] = Counter()
+        later_failed: Counter[date] = Counter()
         for s in samples:
             day = s.point.started_at.astimezone(UTC).date()
+            bad = not s.point.ok and s.point.error_kind != CANCELLED
             if s.point.started_at < horizon:
                 self.count += 1
                 self.days[day] += 1
+                self.failed[day] += bad
             else:
                 later_days[day] += 1
-        return found, self.days + later_days
+                later_failed[day] += bad
+        return found, self.days + later_days, self.failed + later_failed
 
     def _trim(self) -> None:
         """Each track without the samples no rule reads any more: those before what its rules read at the horizon."""
@@ -157,12 +167,16 @@ class IncidentLog:
                 grouped.setdefault((s.provider, s.plan, s.model, s.region), []).append(s)
             found: list[Incident] = []
             days: Days = {}
+            failed: Days = {}
             for place, samples in grouped.items():
-                kept, days[place] = self._places.setdefault(place, _Place(self._t)).advance(samples, horizon)
+                kept, days[place], failed[place] = self._places.setdefault(place, _Place(self._t)).advance(
+                    samples, horizon
+                )
                 found += kept
             self._horizon, self._stored = horizon, stored + coming
             first = now - timedelta(days=self._days)
-            return Derived(in_order(c for c in found if (c.closed_at or now) >= first and c.opened_at <= now), days)
+            spanned = in_order(c for c in found if (c.closed_at or now) >= first and c.opened_at <= now)
+            return Derived(spanned, days, failed)
 
     def _mend(self, start: datetime) -> None:
         """Each place whose published samples before the horizon are not the ones walked, derived again."""

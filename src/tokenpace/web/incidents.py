@@ -73,12 +73,12 @@ def status_page(site: Site, provider: str, params: Mapping[str, str]) -> Page:
     if not sampled and all(e.provider != provider for e in site.config.endpoints):
         raise HTTPException(404, "no provider of that name is measured: see /incidents for the status pages")
     found = [c for c in derived.found if c.provider == provider]
-    strips = outages.strips(sampled, found, site.now())
+    strips = outages.strips(sampled, found, site.now(), failed=derived.failed)
     rows = [
         {"endpoint": endpoint_name(s.provider, s.plan, s.model), "plan": s.plan, "model": s.model,
          "url": endpoint_path(s.provider, s.plan, s.model), "seen_from": outages.seen_from(s.region, site.config),
-         "days": [{"day": d.day.isoformat(), "samples": d.samples, "severity": d.severity, "state": d.state}
-                  for d in s.days],
+         "days": [{"day": d.day.isoformat(), "samples": d.samples, "failed": d.failed, "ok_share": d.ok_share,
+                   "severity": d.severity, "state": d.state} for d in s.days],
          "worst": outages.worst([d.severity for d in s.days if d.severity])}
         for s in strips
     ]  # fmt: skip
