@@ -138,6 +138,7 @@ async def _flood(url: str, count: int) -> tuple[Counter[int], list[int], bool]:
     paths += ["/metrics", "/methodology", "/?provider=nobody"]
     paths += ["/incidents", "/incidents.atom", "/status/steady", "/badge/endpoint/steady/default/m/uptime.svg"]
     paths += ["/badge/model/m/speed.svg", "/badge/model/m/uptime.svg"]
+    paths += ["/route?model=m", "/route.json?model=m&format=litellm", "/routing"]
     statuses: Counter[int] = Counter()
     health: list[int] = []
     retry_after_everywhere = True
