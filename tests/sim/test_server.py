@@ -103,6 +103,11 @@ async def test_raw_wire_format_and_truth_endpoint() -> None:
     expected = [choice({"role": "assistant", "content": ""}), *(choice({"content": w}) for w in words)]
     assert raw.chunks == [*expected, choice({}, "stop")]  # no usage: the request did not ask for it
     assert [kind for _, kind, _ in truth.events] == ["role"] + ["content"] * 5 + ["finish", "done"]
+    # Each event left between its stamp and its write's return, and the next one's stamp came after that.
+    sent = [t for t, _, _ in truth.events]
+    assert len(truth.written) == len(sent) and all(t <= done for t, done in zip(sent, truth.written, strict=True))
+    for (t, done), (t_next, _) in itertools.pairwise(zip(sent, truth.written, strict=True)):
+        assert t_next == t or done <= t_next  # one write's events share their stamps
     assert Truth.from_dict(doc) == truth and doc == json.loads(json.dumps(truth.to_dict()))
     assert all(w in WORDS for w in words)
 

@@ -3,8 +3,9 @@
 A measuring tool has to be checked against something whose timing is known. The simulator answers each
 provider's streaming route the way that provider does, on a schedule set by a :class:`Scenario`, and records
 the send time of every event it writes as a :class:`Truth` on ``time.perf_counter_ns`` (CLOCK_MONOTONIC, the
-client's clock), so a client on the same machine can compare what it measured with what was sent, event by
-event: in-process through ``Simulator.truth``, from another process through ``GET /sim/truth/{id}``.
+client's clock; stamped before the write, with when the write returned beside it: the event left between the
+two), so a client on the same machine can compare what it measured with what was sent, event by event:
+in-process through ``Simulator.truth``, from another process through ``GET /sim/truth/{id}``.
 
 One server serves every protocol at once. :func:`serve` yields the OpenAI base URL ``http://HOST:PORT/v1``;
 the server root is that URL without ``/v1``. Routes, and the base URL each client takes:

@@ -169,7 +169,9 @@ class Scenario:
 
 @dataclass
 class Truth:
-    """What the simulator did for one request, on the client's clock; ``events``: (t_send_ns, kind, text)."""
+    """What the simulator did for one request, on the client's clock; ``events``: (t_send_ns, kind, text), each
+    stamped just before its write; ``written``: when each event's write returned, in the same order. The event left
+    between the two: a simulator preempted in between (a busy machine) stamped it early by that much."""
 
     id: str
     t_received_ns: int
@@ -179,6 +181,7 @@ class Truth:
     cold_start_ms: float = 0.0  # how long it waited for its model to load (scale to zero); 0: it was warm
     cached_tokens: int = 0  # prompt tokens its prefix cache served (scenario prefix_cache), not prefilled
     asked: str = ""  # the prompt's :func:`asked_fingerprint`: prompts that differ only in their nonce line share it
+    written: list[int] = field(default_factory=list)
 
     @property
     def uncached_tokens(self) -> int:
@@ -204,7 +207,8 @@ class Truth:
         events = [(int(t), str(kind), str(text)) for t, kind, text in doc["events"]]
         cold, cached = float(doc.get("cold_start_ms", 0.0)), int(doc.get("cached_tokens", 0))
         counts = doc["prompt_tokens"], doc["completion_tokens"], cold, cached
-        return cls(doc["id"], doc["t_received_ns"], events, *counts, str(doc.get("asked", "")))
+        written = [int(t) for t in doc.get("written", [])]
+        return cls(doc["id"], doc["t_received_ns"], events, *counts, str(doc.get("asked", "")), written)
 
 
 def from_table(table: Mapping[str, Any]) -> Scenario:

@@ -88,6 +88,7 @@ async def reply_at_once(
         await resp.prepare(request)
         await resp.write(data)
         truth.events.extend((t_send, kind, text) for kind, text in events)
+        truth.written.extend(time.perf_counter_ns() for _ in events)
         await resp.write_eof()
     return resp
 
@@ -111,7 +112,9 @@ async def stream(c: ServedRequest) -> web.StreamResponse:
         for event in events:
             t_send = time.perf_counter_ns()
             await resp.write(event.data)
+            t_written = time.perf_counter_ns()
             truth.events.extend((t_send, kind, text) for kind, text in event.truth)
+            truth.written.extend(t_written for _ in event.truth)
 
     reasoning, content = w.reply.reasoning, w.reply.content
     pending = c.error if c.error in _MID_ERRORS else None
