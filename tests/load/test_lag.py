@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
-from tokenpace.load.lag import CLIENT_BOUND_P99_MS, READ_LAGS_KEPT, LoopLag
+import pytest
+
+from tokenpace.load.lag import CLIENT_BOUND_P99_MS, READ_LAGS_KEPT, Busy, LoopLag
 
 
 async def test_a_blocked_loop_is_flagged_client_bound() -> None:
@@ -119,3 +122,50 @@ async def test_the_read_lag_sample_is_uniform_over_the_whole_run() -> None:
     assert len(kept) == READ_LAGS_KEPT and lag.max_ms == 3.0
     for ms in (1.0, 2.0, 3.0):
         assert 0.31 < kept.count(ms) / READ_LAGS_KEPT < 0.355, ms
+
+
+def _waited_ns() -> int:
+    """The calling thread's run-queue wait so far (Linux schedstat), ns."""
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/schedstat"), reason="Linux schedstat")
+def test_a_thread_sharing_the_interpreter_adds_its_run_queue_wait_to_the_loops_busy_time() -> None:
+    """A decoder preempted while it holds the interpreter keeps the loop waiting though neither is on the CPU: its
+    run-queue wait counts, and still counts once it has ended. Two threads pinned to one core, both spinning, each
+    wait for the other."""
+    core = {min(os.sched_getaffinity(0))}
+    busy = Busy()
+    before, waited = busy._now(), [0]
+    stop = time.perf_counter() + 0.3
+    spun, go = threading.Event(), threading.Event()
+
+    def decoder() -> None:
+        os.sched_setaffinity(0, core)  # this thread only (Linux: a thread's own affinity)
+        busy.share()
+        start = _waited_ns()
+        while time.perf_counter() < stop:
+            pass
+        waited[0] = _waited_ns() - start
+        spun.set()
+        go.wait(5)  # alive while the loop samples, as it does every millisecond
+
+    was = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, core)
+    try:
+        cpu0, mine0 = time.process_time_ns(), _waited_ns()
+        thread = threading.Thread(target=decoder)
+        thread.start()
+        while time.perf_counter() < stop:
+            pass
+        spun.wait(5)
+        busy._now()  # the last reading of the decoder's wait
+        go.set()
+        thread.join()
+        grew, cpu, mine = busy._now() - before, time.process_time_ns() - cpu0, _waited_ns() - mine0
+    finally:
+        os.sched_setaffinity(0, was)
+        busy.close()
+    assert waited[0] > 10_000_000  # the decoder did wait for the core behind this thread
+    assert grew >= cpu + mine + waited[0] - 5_000_000  # all three counted (a few ms of slack: samples are not atomic)

@@ -12,11 +12,11 @@ their own, never the dataset's (prompts/synthetic.py's WarmedUp). Either way:
   release, decoding (and adding each request to the run's running figures, load/running.py) waits until a
   stream has ended and its neighbours are written (load/decodegate.py), the interpreter kept quiet meanwhile
   (load/interpreter.py);
-- each request's ``asked_ns`` is when the schedule meant to release it, so lateness of the client's own is
-  measured, not hidden; the event loop's lag is watched, so each figure a busy client could have moved too far
-  is flagged rather than trusted (load/lag.py, measure/verdict.py);
-- every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test
-  adds), also when the run is stopped, and the run's record is written then too;
+- each request's ``asked_ns`` is when the schedule meant to release it, so lateness of the client's own is measured,
+  not hidden; the event loop's lag is watched, so each figure a busy client could have moved too far is flagged
+  rather than trusted (load/lag.py, measure/verdict.py);
+- every request sent ends as one :class:`~tokenpace.load.figures.Done` (its sample and what the load test adds),
+  also when the run is stopped, and the run's record is written then too;
 - memory follows the concurrency, not the request count: chains are built just ahead of their release within
   a bound of bytes; requests ended and not yet decoded are at most four per stream (64 at least; a decoder that
   falls behind holds the next send back, which the dispatch delay shows); each Done goes to the sink (the store)
@@ -77,8 +77,7 @@ class RunOptions:
     """How a run measures besides its load: limits, what to keep, where its samples go on the board.
 
     ``requests`` and ``concurrency`` are :func:`run_workload`'s load (a load test gives a Load instead). Not a
-    plan: that word is the provider's billing plan (Endpoint.plan, with its budget and cadence).
-    """
+    plan: that word is the provider's billing plan (Endpoint.plan, with its budget and cadence)."""
 
     requests: int = 10
     concurrency: int = 1
@@ -229,13 +228,16 @@ async def _measure_all(
             on_done(d)
         request_ended()
 
+    def lowest() -> None:  # each decoder thread as it starts (its first decode, after lag.start())
+        yield_to_the_loop()
+        lag.share()
+
     lag, started, cpu0 = LoopLag(), datetime.now(UTC), time.process_time()
-    decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=yield_to_the_loop)
-    idle_decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode-idle")
+    decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode", initializer=lowest)
+    idle_decoder = ThreadPoolExecutor(1, thread_name_prefix="tokenpace-decode-idle", initializer=lag.share)
     refusals = Refusals() if refusals is None else refusals
-    decoders = (decoder, idle_decoder)
     run_id = options.run_id or uuid.uuid4().hex  # the worker processes of one run share theirs (load/workers.py)
-    run = _Run(run_id, load, options, refusals, cold, lag, *decoders, keep, summary, last, whole_chains)
+    run = _Run(run_id, load, options, refusals, cold, lag, decoder, idle_decoder, keep, summary, last, whole_chains)
     run.ready = ready
     lag.start()
     try:

@@ -5,9 +5,9 @@ moves, and each read says how late the loop got to it (read time - its last pack
 measured on the reads themselves, with nothing running between them. A read that brought several packets (the
 kernel counts them) has the last one's stamp, and its first bytes may have come earlier: no earlier than the
 connection's previous read, nor earlier than the loop could have been kept from reading, which is at most what
-this process spent on the CPU and waited for it since (:class:`Busy`: its CPU time and the loop thread's wait in
-the run queue, sampled at most every millisecond as reads come). The lesser is the read's bound, kept with the
-recording; a read of one packet is exact.
+this process spent on the CPU and waited for it since (:class:`Busy`: its CPU time and its loop and decoder
+threads' waits in the run queue, sampled at most every millisecond as reads come). The lesser is the read's
+bound, kept with the recording; a read of one packet is exact.
 
 Where reads carry no stamp, a timestamp is taken when the loop gets round to the bytes, late by however long the
 loop was busy (or the process was not scheduled) before it. A watch then sleeps :data:`WATCH_INTERVAL_S` at a
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import math
 import os
 import random
@@ -78,20 +79,45 @@ class _Watch:
 _watches: dict[tuple[asyncio.AbstractEventLoop, float], _Watch] = {}
 
 
+def _waited(fd: int) -> int:
+    """A thread's run-queue wait so far, ns: the second field of its schedstat."""
+    return int(os.pread(fd, 64, 0).split()[1])
+
+
+def _schedstat() -> int | None:
+    """The calling thread's ``/proc/thread-self/schedstat``, open; None where there is none."""
+    try:
+        return os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+
+
 class Busy:
     """How long this process could have kept its loop from reading, sampled as reads come: its CPU time (all its
-    threads: one holding the interpreter keeps the loop waiting too) plus the loop thread's wait in the run queue
-    (``/proc/thread-self/schedstat``, opened on the loop's thread), at most every BUSY_EVERY_NS."""
+    threads: one holding the interpreter keeps the loop waiting too) plus the run-queue wait of the loop's thread and
+    of every thread that shares the interpreter with it (:meth:`share`: a decoder thread preempted while it holds
+    the interpreter keeps the loop waiting though neither is on the CPU: 58 ms unseen with a core burned), each
+    from its ``/proc/thread-self/schedstat``, at most every BUSY_EVERY_NS."""
 
     def __init__(self) -> None:
-        try:
-            self._schedstat: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-        except OSError:
-            self._schedstat = None
+        self._schedstat = _schedstat()
+        # The other threads': [their schedstat file, opened on each (share), their wait as last read].
+        self._sharing: list[list[int]] = []
         self._when, self._spent = array("q"), array("q")
 
+    def share(self) -> None:
+        """On a thread that runs Python beside the loop (a decoder): its run-queue wait counts too."""
+        if self._schedstat is not None and (fd := _schedstat()) is not None:
+            self._sharing.append([fd, 0])  # appended whole under the interpreter lock: the loop sees it or not
+
     def _now(self) -> int:
-        waited = int(os.pread(self._schedstat, 64, 0).split()[1]) if self._schedstat is not None else 0
+        if self._schedstat is None:
+            return time.process_time_ns()
+        waited = _waited(self._schedstat)
+        for other in self._sharing:
+            with contextlib.suppress(OSError):  # a thread that has ended waits no more: its last reading stands
+                other[1] = _waited(other[0])
+            waited += other[1]
         return time.process_time_ns() + waited
 
     def sample(self, now_ns: int) -> None:
@@ -109,8 +135,9 @@ class Busy:
 
     def close(self) -> None:
         if self._schedstat is not None:
-            os.close(self._schedstat)
-            self._schedstat = None
+            for fd in (self._schedstat, *(fd for fd, _ in self._sharing)):
+                os.close(fd)
+            self._schedstat, self._sharing = None, []
 
 
 class LoopLag:
@@ -160,6 +187,12 @@ class LoopLag:
     def _skip(self) -> None:
         """The next read Algorithm L keeps: floor(log(u) / log(1 - w)) reads after this one, u uniform in (0, 1]."""
         self._next_kept = self._reads + math.floor(math.log(1.0 - random.random()) / math.log(1.0 - self._w)) + 1
+
+    def share(self) -> None:
+        """On a thread that runs Python beside the loop, as it starts (the decoders): its run-queue wait counts as the
+        loop's (Busy.share); nothing before :meth:`start` or without stamps."""
+        if self._busy is not None:
+            self._busy.share()
 
     def busy(self, since_ns: int) -> int | None:
         """At most how long the loop could have been kept from reading since ``since_ns`` (see Busy), ns."""
