@@ -204,6 +204,7 @@ def test_overlapping_intervals_tie_as_the_board_states_them() -> None:
         ({"model": "llama", "min_samples": "-1"}, "min_samples '-1': use a whole number"),
         ({"model": "llama", "region": "*"}, "region '*': a route is of one region"),
         ({"model": "llama", "window": "1y"}, "window '1y': use one of 24h, 72h, 7d"),
+        ({"model": "llama", "window": "y" * 5000}, f"window '{'y' * 40}...': use one of 24h, 72h, 7d"),
     ],
 )
 def test_bad_goal_values_say_what_to_fix(params: dict[str, str], message: str) -> None:

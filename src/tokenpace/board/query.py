@@ -29,14 +29,24 @@ METRIC_OF = {"speed": "output_speed", "ttft": "ttft_ms", "e2e": "e2e_ms"}
 
 
 def _one_of(what: str, value: str, known: Collection[str]) -> str:
-    if value not in known:
-        raise BadRequest(f"{what} {value!r}: use one of {', '.join(known)}")
+    if value not in known:  # the value cut, so the line stays short whatever was typed
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise BadRequest(f"{what} {shown!r}: use one of {', '.join(known)}")
     return value
 
 
 def window(name: str) -> Window:
     """The window called ``name``; one BadRequest line naming the ones there are otherwise."""
     return WINDOWS[_one_of("window", name, WINDOWS)]
+
+
+def parse_min_samples(text: str) -> int:
+    """A ranking minimum as typed: a whole number of up to MAX_MIN_SAMPLES_DIGITS digits; one BadRequest line
+    otherwise (isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_MIN_SAMPLES_DIGITS:
+        shown = text if len(text) <= 20 else text[:20] + "..."
+        raise BadRequest(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
+    return int(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +87,6 @@ class Query:
         workload and its first region (regions.default).
         """
         get = {k: v.strip() for k, v in params.items()}  # an empty value means the default, as in a form
-        raw_min = get.get("min_samples") or str(min_samples)
-        if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > MAX_MIN_SAMPLES_DIGITS:
-            # isdigit alone takes "²", which int() refuses; the value is cut so the line stays one line
-            shown = raw_min if len(raw_min) <= 20 else raw_min[:20] + "..."
-            raise BadRequest(f"min_samples {shown!r}: use a whole number of samples, 0 to 999999999")
         return cls(
             window=get.get("window") or DEFAULT_WINDOW,
             workload=get.get("workload") or workload,
@@ -89,7 +94,7 @@ class Query:
             plan=get.get("plan") or None,
             sort=get.get("sort") or "speed",
             order=cast(SortOrder | None, get.get("order") or None),  # checked by __post_init__
-            min_samples=int(raw_min),
+            min_samples=parse_min_samples(get.get("min_samples") or str(min_samples)),
             client_bound=cast(ClientBound, get.get("client_bound") or "exclude"),  # checked by __post_init__
             region=get.get("region") or region,
             default_min_samples=min_samples,

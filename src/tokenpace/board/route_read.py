@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from tokenpace.board import cost, numbers, regions
+from tokenpace.board import cost, numbers, query, regions
 from tokenpace.board.route import BY, NOW_WINDOWS, PERCENTILES, By, Candidate, Goal, Pick, Route, rank
 from tokenpace.board.rows import FAILING_BELOW, iso
 from tokenpace.board.rules import StaleAfter, never_stale
@@ -26,7 +26,6 @@ from tokenpace.store.windows import EndpointRow, endpoint_rows, present_models
 MAX_GOAL_NAME = 200  # a model's or workload's name in a query: longer is no name any config holds
 MAX_NUMBER_CHARS = 20  # a price or share as typed: float() of thousands of digits is refused after a while
 MAX_PRICE = 1_000_000.0  # $ per 1M tokens: a limit above this limits nothing
-MAX_MIN_SAMPLES = 999_999_999
 
 
 def _as_typed(value: str) -> str:
@@ -65,15 +64,10 @@ def goal_from_params(
     p_text = get.get("p") or "50"
     if p_text not in {str(p) for p in PERCENTILES}:
         raise BadRequest(f"p {_as_typed(p_text)!r}: use one of {', '.join(map(str, PERCENTILES))}")
-    window = get.get("window") or DEFAULT_WINDOW
-    if window not in WINDOWS:
-        raise BadRequest(f"window {_as_typed(window)!r}: use one of {', '.join(WINDOWS)}")
+    board_window = query.window(get.get("window") or DEFAULT_WINDOW)
     place = regions.check(get.get("region") or region)
     if place == EACH:
         raise BadRequest("region '*': a route is of one region, or every region pooled (all)")
-    raw_min = get.get("min_samples") or str(min_samples)
-    if not (raw_min.isascii() and raw_min.isdigit()) or len(raw_min) > len(str(MAX_MIN_SAMPLES)):
-        raise BadRequest(f"min_samples {_as_typed(raw_min)!r}: use a whole number of samples, 0 to {MAX_MIN_SAMPLES}")
     price = get.get("max_price")
     goal = Goal(
         model=model,
@@ -83,9 +77,9 @@ def goal_from_params(
         region=place,
         max_price=None if not price else _bounded_number("max_price", price, 0, MAX_PRICE),
         min_success=_bounded_number("min_success", get.get("min_success") or str(FAILING_BELOW), 0, 1),
-        min_samples=int(raw_min),
+        min_samples=query.parse_min_samples(get.get("min_samples") or str(min_samples)),
     )
-    return goal, WINDOWS[window]
+    return goal, board_window
 
 
 def read_route(
