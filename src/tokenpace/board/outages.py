@@ -79,7 +79,7 @@ class DayBar:
     day: date
     samples: int
     severity: str | None
-    failed: int = 0
+    failed: int
 
     @property
     def ok_share(self) -> float | None:
@@ -122,9 +122,7 @@ def sampled(counted: Days, now: datetime, days: int = SPAN_DAYS) -> Days:
     return {place: per for place, per in kept.items() if per}
 
 
-def strips(
-    counted: Days, found: Sequence[Incident], now: datetime, days: int = SPAN_DAYS, failed: Days | None = None
-) -> list[Strip]:
+def strips(counted: Days, failed: Days, found: Sequence[Incident], now: datetime, days: int = SPAN_DAYS) -> list[Strip]:
     """A strip per endpoint and region with a sample or an incident in the span, A to Z, region '' first; ``failed``:
     the samples a day that failed, for each bar's ok share."""
     wanted = days_of(now, days)
@@ -140,7 +138,7 @@ def strips(
             d += timedelta(days=1)
     out = []
     for key in sorted(counts.keys() | marks.keys()):
-        n, m, bad = counts.get(key, Counter()), marks.get(key, {}), (failed or {}).get(key, Counter())
+        n, m, bad = counts.get(key, Counter()), marks.get(key, {}), failed.get(key, Counter())
         out.append(Strip(*key, tuple(DayBar(d, n.get(d, 0), worst(m.get(d, [])), bad.get(d, 0)) for d in wanted)))
     return out
 

@@ -73,7 +73,7 @@ def status_page(site: Site, provider: str, params: Mapping[str, str]) -> Page:
     if not sampled and all(e.provider != provider for e in site.config.endpoints):
         raise HTTPException(404, "no provider of that name is measured: see /incidents for the status pages")
     found = [c for c in derived.found if c.provider == provider]
-    strips = outages.strips(sampled, found, site.now(), failed=derived.failed)
+    strips = outages.strips(sampled, derived.failed, found, site.now())
     rows = [
         {"endpoint": endpoint_name(s.provider, s.plan, s.model), "plan": s.plan, "model": s.model,
          "url": endpoint_path(s.provider, s.plan, s.model), "seen_from": outages.seen_from(s.region, site.config),
